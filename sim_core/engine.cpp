@@ -1,0 +1,149 @@
+#include "sim_core/engine.hpp"
+
+#include <algorithm>
+
+#include "sim_core/error.hpp"
+
+namespace mlsim {
+
+Engine::Engine() { heap_.reserve(1024); }
+Engine::~Engine() = default;
+
+std::uint32_t Engine::allocate_slot() {
+  if (!free_slots_.empty()) {
+    std::uint32_t s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  MLSIM_CHECK(slots_used_ < (1u << kSlotBits), "more than 16.7 million pending events");
+  if ((slots_used_ >> kChunkBits) >= chunks_.size())
+    chunks_.push_back(std::make_unique<Slot[]>(kChunkSize));
+  return slots_used_++;
+}
+
+EventHandle Engine::schedule_at(Time t, Callback cb) {
+  MLSIM_CHECK(t >= now_, "event scheduled in the past (" + to_string(t) + " < " + to_string(now_) + ")");
+  const std::uint32_t s = allocate_slot();
+  const std::uint64_t seq = next_seq_++;
+  MLSIM_CHECK(seq < (1ULL << (64 - kSlotBits)), "event sequence space exhausted");
+  Slot& sl = slot(s);
+  sl.cb = std::move(cb);
+  sl.seq = seq;
+  push(Key{t.count_ns(), (seq << kSlotBits) | s});
+  ++live_;
+  return EventHandle{s, seq};
+}
+
+bool Engine::cancel(EventHandle h) {
+  if (!is_pending(h)) return false;
+  Slot& sl = slot(h.slot);
+  sl.cb.reset();
+  sl.seq = 0;  // its key stays in the heap and is discarded when it reaches the top
+  --live_;
+  return true;
+}
+
+bool Engine::is_pending(EventHandle h) const {
+  return h.valid() && h.slot < slots_used_ && slot(h.slot).seq == h.seq;
+}
+
+// 4-ary heap: shallower than a binary heap, and the four children share a cache line.
+void Engine::push(Key k) {
+  std::size_t i = heap_.size();
+  heap_.push_back(k);
+  while (i > 0) {
+    std::size_t parent = (i - 1) >> 2;
+    if (!(k < heap_[parent])) break;
+    heap_[i] = heap_[parent];
+    i = parent;
+  }
+  heap_[i] = k;
+}
+
+void Engine::pop() {
+  const Key last = heap_.back();
+  heap_.pop_back();
+  const std::size_t n = heap_.size();
+  if (n == 0) return;
+  std::size_t i = 0;
+  for (;;) {
+    std::size_t first = 4 * i + 1;
+    if (first >= n) break;
+    std::size_t best = first;
+    std::size_t end = std::min(first + 4, n);
+    for (std::size_t c = first + 1; c < end; ++c)
+      if (heap_[c] < heap_[best]) best = c;
+    if (!(heap_[best] < last)) break;
+    heap_[i] = heap_[best];
+    i = best;
+  }
+  heap_[i] = last;
+}
+
+bool Engine::run_events(Time limit) {
+  const std::int64_t lim = limit.count_ns();
+  while (!heap_.empty()) {
+    const Key k = heap_.front();
+    if (k.time > lim) return true;
+    if (!clocks_.empty()) {
+      sync_external_clocks(Time::ns(k.time));
+      if (heap_.front().seq_slot != k.seq_slot) continue;  // an earlier event was added
+    }
+    pop();
+    const std::uint32_t s = static_cast<std::uint32_t>(k.seq_slot & ((1u << kSlotBits) - 1));
+    Slot& sl = slot(s);
+    if (sl.seq != (k.seq_slot >> kSlotBits)) {  // cancelled
+      free_slots_.push_back(s);
+      continue;
+    }
+    now_ = Time::ns(k.time);
+    sl.seq = 0;
+    --live_;
+    // The slab is chunked, so `sl` stays valid even if the callback schedules more events.
+    sl.cb();
+    sl.cb.reset();
+    free_slots_.push_back(s);
+    ++processed_;
+    if (hook_every_ && processed_ % hook_every_ == 0) hook_(*this);
+    if (stop_requested_) return false;
+  }
+  return true;
+}
+
+void Engine::sync_external_clocks(Time limit) {
+  for (;;) {
+    Time t = limit;
+    for (ExternalClock* c : clocks_) t = std::min(t, c->next_event_time());
+    if (t < now_) t = now_;
+    for (ExternalClock* c : clocks_) c->advance_to(t);
+    if (t >= limit || (!heap_.empty() && Time::ns(heap_.front().time) <= t)) return;
+    now_ = t;
+  }
+}
+
+void Engine::run() {
+  stop_requested_ = false;
+  for (;;) {
+    if (!run_events(Time::max())) return;
+    if (clocks_.empty()) return;
+    // The engine is idle, but an external component may still have work.
+    Time t = Time::max();
+    for (ExternalClock* c : clocks_) t = std::min(t, c->next_event_time());
+    if (t == Time::max()) return;
+    for (ExternalClock* c : clocks_) c->advance_to(std::max(t, now_));
+    now_ = std::max(t, now_);
+  }
+}
+
+void Engine::run_until(Time t) {
+  stop_requested_ = false;
+  if (!run_events(t)) return;
+  if (!clocks_.empty()) sync_external_clocks(t);
+  if (!heap_.empty() && Time::ns(heap_.front().time) <= t) {
+    run_until(t);  // the external clocks added events before t
+    return;
+  }
+  if (t > now_) now_ = t;
+}
+
+}  // namespace mlsim

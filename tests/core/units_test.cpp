@@ -1,0 +1,60 @@
+#include "sim_core/units.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim_core/error.hpp"
+
+using namespace mlsim;
+
+TEST(Units, BytesDecimalAndBinary) {
+  EXPECT_EQ(parse_bytes("80GiB").count, 80LL << 30);
+  EXPECT_EQ(parse_bytes("1MiB").count, 1 << 20);
+  EXPECT_EQ(parse_bytes("64MB").count, 64'000'000);
+  EXPECT_EQ(parse_bytes("0.5KiB").count, 512);
+  EXPECT_EQ(parse_bytes("1.5 GB").count, 1'500'000'000);
+  EXPECT_EQ(parse_bytes("2e3B").count, 2000);
+  EXPECT_THROW(parse_bytes("1.5B"), InputError);  // not whole
+  EXPECT_THROW(parse_bytes("10"), InputError);    // missing unit
+  EXPECT_THROW(parse_bytes("-1MB"), InputError);
+  EXPECT_THROW(parse_bytes("10XB"), InputError);
+  EXPECT_THROW(parse_bytes("99999999999TB"), InputError);
+}
+
+TEST(Units, BandwidthBitsAndBytes) {
+  EXPECT_EQ(parse_bandwidth("100Gbps").bytes_per_s, 12.5e9);
+  EXPECT_EQ(parse_bandwidth("12.5GB/s").bytes_per_s, 12.5e9);
+  EXPECT_EQ(parse_bandwidth("50GB/s").bytes_per_s, 50e9);
+  EXPECT_EQ(parse_bandwidth("1GiB/s").bytes_per_s, 1073741824.0);
+  EXPECT_EQ(parse_bandwidth("0.1Gbps").bytes_per_s, 12.5e6);
+  EXPECT_THROW(parse_bandwidth("100Gb"), InputError);
+}
+
+TEST(Units, TimeExactNanoseconds) {
+  EXPECT_EQ(parse_time("1.5us"), Time::ns(1500));
+  EXPECT_EQ(parse_time("500ns"), Time::ns(500));
+  EXPECT_EQ(parse_time("2min"), Time::s(120));
+  EXPECT_EQ(parse_time("1h"), Time::s(3600));
+  EXPECT_EQ(parse_time("0.000001s"), Time::ns(1000));
+  EXPECT_THROW(parse_time("0.5ns"), InputError);
+  EXPECT_THROW(parse_time("abc"), InputError);
+}
+
+TEST(Units, FlopRate) {
+  EXPECT_EQ(parse_flop_rate("312TFLOPS").flops_per_s, 312e12);
+  EXPECT_EQ(parse_flop_rate("1.979PFLOPS").flops_per_s, 1.979e15);
+}
+
+TEST(Units, ErrorNamesThePathAndUnits) {
+  try {
+    parse_bytes("12 apples", "system.bytes");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "system.bytes");
+    EXPECT_NE(std::string(e.what()).find("GiB"), std::string::npos);
+  }
+}
+
+TEST(Units, TransferTimeRoundsUp) {
+  EXPECT_EQ(transfer_time(Bytes{1000}, Bandwidth{1e9}), Time::ns(1000));
+  EXPECT_EQ(transfer_time(Bytes{1001}, Bandwidth{1e12}), Time::ns(2));
+}
