@@ -105,7 +105,7 @@ std::optional<Split> split_quantity(std::string_view s) {
   while (end > i && s[end - 1] == ' ') --end;
   out.unit = s.substr(i, end - i);
   out.number.exp10 = exp - frac;
-  if (out.number.digits.empty()) out.number.digits = "0";
+  if (out.number.digits.empty()) out.number.digits.push_back('0');
   return out;
 }
 
