@@ -103,6 +103,10 @@ void BM_Bare4aryHeapHold(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * kHoldBatch);
 }
-BENCHMARK(BM_Bare4aryHeapHold)->Arg(100)->Arg(10'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Bare4aryHeapHold)
+    ->Arg(100)
+    ->Arg(10'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -39,13 +39,25 @@ void run_ns3_hold(benchmark::State& state, const char* scheduler) {
   g_hold = nullptr;
 }
 
-void BM_Ns3MapSchedulerHold(benchmark::State& s) { run_ns3_hold(s, "ns3::MapScheduler"); }
-void BM_Ns3HeapSchedulerHold(benchmark::State& s) { run_ns3_hold(s, "ns3::HeapScheduler"); }
+void BM_Ns3MapSchedulerHold(benchmark::State& s) {
+  run_ns3_hold(s, "ns3::MapScheduler");
+}
+void BM_Ns3HeapSchedulerHold(benchmark::State& s) {
+  run_ns3_hold(s, "ns3::HeapScheduler");
+}
 void BM_Ns3PriorityQueueSchedulerHold(benchmark::State& s) {
   run_ns3_hold(s, "ns3::PriorityQueueScheduler");
 }
-BENCHMARK(BM_Ns3MapSchedulerHold)->Arg(100)->Arg(10'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Ns3HeapSchedulerHold)->Arg(100)->Arg(10'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Ns3MapSchedulerHold)
+    ->Arg(100)
+    ->Arg(10'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Ns3HeapSchedulerHold)
+    ->Arg(100)
+    ->Arg(10'000)
+    ->Arg(1'000'000)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Ns3PriorityQueueSchedulerHold)
     ->Arg(100)
     ->Arg(10'000)

@@ -6,7 +6,7 @@
 
 namespace mlsim {
 
-Engine::Engine() { heap_.reserve(1024); }
+Engine::Engine() = default;
 Engine::~Engine() = default;
 
 std::uint32_t Engine::allocate_slot() {
@@ -22,14 +22,15 @@ std::uint32_t Engine::allocate_slot() {
 }
 
 EventHandle Engine::schedule_at(Time t, Callback cb) {
-  MLSIM_CHECK(t >= now_, "event scheduled in the past (" + to_string(t) + " < " + to_string(now_) + ")");
+  MLSIM_CHECK(t >= now_,
+              "event scheduled in the past (" + to_string(t) + " < " + to_string(now_) + ")");
   const std::uint32_t s = allocate_slot();
   const std::uint64_t seq = next_seq_++;
   MLSIM_CHECK(seq < (1ULL << (64 - kSlotBits)), "event sequence space exhausted");
   Slot& sl = slot(s);
   sl.cb = std::move(cb);
   sl.seq = seq;
-  push(Key{t.count_ns(), (seq << kSlotBits) | s});
+  events_.push(EventKey{t.count_ns(), (seq << kSlotBits) | s});
   ++live_;
   return EventHandle{s, seq};
 }
@@ -47,49 +48,16 @@ bool Engine::is_pending(EventHandle h) const {
   return h.valid() && h.slot < slots_used_ && slot(h.slot).seq == h.seq;
 }
 
-// 4-ary heap: shallower than a binary heap, and the four children share a cache line.
-void Engine::push(Key k) {
-  std::size_t i = heap_.size();
-  heap_.push_back(k);
-  while (i > 0) {
-    std::size_t parent = (i - 1) >> 2;
-    if (!(k < heap_[parent])) break;
-    heap_[i] = heap_[parent];
-    i = parent;
-  }
-  heap_[i] = k;
-}
-
-void Engine::pop() {
-  const Key last = heap_.back();
-  heap_.pop_back();
-  const std::size_t n = heap_.size();
-  if (n == 0) return;
-  std::size_t i = 0;
-  for (;;) {
-    std::size_t first = 4 * i + 1;
-    if (first >= n) break;
-    std::size_t best = first;
-    std::size_t end = std::min(first + 4, n);
-    for (std::size_t c = first + 1; c < end; ++c)
-      if (heap_[c] < heap_[best]) best = c;
-    if (!(heap_[best] < last)) break;
-    heap_[i] = heap_[best];
-    i = best;
-  }
-  heap_[i] = last;
-}
-
 bool Engine::run_events(Time limit) {
   const std::int64_t lim = limit.count_ns();
-  while (!heap_.empty()) {
-    const Key k = heap_.front();
+  while (!events_.empty()) {
+    const EventKey k = events_.top();
     if (k.time > lim) return true;
     if (!clocks_.empty()) {
       sync_external_clocks(Time::ns(k.time));
-      if (heap_.front().seq_slot != k.seq_slot) continue;  // an earlier event was added
+      if (events_.top().seq_slot != k.seq_slot) continue;  // an earlier event was added
     }
-    pop();
+    events_.pop();
     const std::uint32_t s = static_cast<std::uint32_t>(k.seq_slot & ((1u << kSlotBits) - 1));
     Slot& sl = slot(s);
     if (sl.seq != (k.seq_slot >> kSlotBits)) {  // cancelled
@@ -116,7 +84,7 @@ void Engine::sync_external_clocks(Time limit) {
     for (ExternalClock* c : clocks_) t = std::min(t, c->next_event_time());
     if (t < now_) t = now_;
     for (ExternalClock* c : clocks_) c->advance_to(t);
-    if (t >= limit || (!heap_.empty() && Time::ns(heap_.front().time) <= t)) return;
+    if (t >= limit || (!events_.empty() && Time::ns(events_.top().time) <= t)) return;
     now_ = t;
   }
 }
@@ -139,7 +107,7 @@ void Engine::run_until(Time t) {
   stop_requested_ = false;
   if (!run_events(t)) return;
   if (!clocks_.empty()) sync_external_clocks(t);
-  if (!heap_.empty() && Time::ns(heap_.front().time) <= t) {
+  if (!events_.empty() && Time::ns(events_.top().time) <= t) {
     run_until(t);  // the external clocks added events before t
     return;
   }

@@ -2,10 +2,10 @@
 // The discrete-event engine: a clock and a set of pending events ordered by (time, insertion
 // sequence), so ties are resolved deterministically in scheduling order.
 //
-// The event set is a 4-ary heap of 16-byte keys (time, sequence<<24 | slot). Callbacks live in a
-// chunked slab indexed by the slot, so the heap moves only small keys and scheduling does not
+// The event set (event_set.hpp) holds 16-byte keys (time, sequence<<24 | slot). Callbacks live in
+// a chunked slab indexed by the slot, so the set moves only small keys and scheduling does not
 // allocate. Cancellation is O(1): the slot is emptied and its stale key is dropped when it
-// reaches the top of the heap.
+// reaches the top of the set.
 //
 // No globals: every component receives the Engine it belongs to, and several engines can coexist
 // in one process (tests, sweeps run in-process).
@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim_core/event_set.hpp"
 #include "sim_core/inline_function.hpp"
 #include "sim_core/time.hpp"
 
@@ -49,7 +50,9 @@ class Engine {
 
   // Schedules `cb` at absolute time `t`; `t` earlier than now() is an InvariantError.
   EventHandle schedule_at(Time t, Callback cb);
-  EventHandle schedule_in(Time delay, Callback cb) { return schedule_at(now_ + delay, std::move(cb)); }
+  EventHandle schedule_in(Time delay, Callback cb) {
+    return schedule_at(now_ + delay, std::move(cb));
+  }
 
   // Cancels a pending event. Returns false when it already ran, was cancelled, or is running.
   bool cancel(EventHandle h);
@@ -75,13 +78,6 @@ class Engine {
   }
 
  private:
-  struct Key {
-    std::int64_t time;
-    std::uint64_t seq_slot;  // sequence in the high 40 bits, slot in the low 24
-    bool operator<(const Key& o) const {
-      return time < o.time || (time == o.time && seq_slot < o.seq_slot);
-    }
-  };
   struct Slot {
     Callback cb;
     std::uint64_t seq = 0;  // matches the key's sequence while the event is pending
@@ -93,11 +89,9 @@ class Engine {
   Slot& slot(std::uint32_t i) { return chunks_[i >> kChunkBits][i & (kChunkSize - 1)]; }
   const Slot& slot(std::uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunkSize - 1)]; }
   std::uint32_t allocate_slot();
-  void push(Key k);
-  void pop();
   // Runs events with time <= limit; returns false if stopped.
   bool run_events(Time limit);
-  Time next_time() const { return heap_.empty() ? Time::max() : Time::ns(heap_.front().time); }
+  Time next_time() { return events_.empty() ? Time::max() : Time::ns(events_.top().time); }
   void sync_external_clocks(Time limit);
 
   Time now_ = Time::zero();
@@ -105,7 +99,7 @@ class Engine {
   std::uint64_t processed_ = 0;
   std::size_t live_ = 0;
   bool stop_requested_ = false;
-  std::vector<Key> heap_;
+  EventSet events_;
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   std::vector<std::uint32_t> free_slots_;
   std::uint32_t slots_used_ = 0;
