@@ -70,6 +70,8 @@ class Engine {
   std::size_t pending_events() const { return live_; }
 
   void add_external_clock(ExternalClock* clock) { clocks_.push_back(clock); }
+  // A component that goes away before the engine must unregister its clock.
+  void remove_external_clock(ExternalClock* clock) { std::erase(clocks_, clock); }
 
   // Called every `every` processed events with the engine (progress reporting, stop conditions).
   void set_periodic_hook(std::uint64_t every, InlineFunction<void(Engine&), 32> hook) {

@@ -139,3 +139,45 @@ TEST(Engine, RandomScheduleCancelProperty) {
     EXPECT_EQ(seen[i].id, want[i].id);
   }
 }
+
+namespace {
+// An external component with one event of its own at a fixed date.
+class OneShotClock : public ExternalClock {
+ public:
+  OneShotClock(Engine& e, Time at) : engine_(e), at_(at) {}
+  Time next_event_time() override { return fired_ ? Time::max() : at_; }
+  void advance_to(Time t) override {
+    advanced_to_ = t;
+    if (!fired_ && t >= at_) {
+      fired_ = true;
+      engine_.schedule_at(at_, [this] { ran_at_ = engine_.now(); });
+    }
+  }
+  Engine& engine_;
+  Time at_, advanced_to_, ran_at_;
+  bool fired_ = false;
+};
+}  // namespace
+
+TEST(Engine, ExternalClockEventRunsAtItsDateBetweenEngineEvents) {
+  Engine e;
+  OneShotClock clock(e, Time::ns(15));
+  e.add_external_clock(&clock);
+  std::vector<Time> seen;
+  e.schedule_at(Time::ns(10), [&] { seen.push_back(e.now()); });
+  e.schedule_at(Time::ns(20), [&] { seen.push_back(e.now()); });
+  e.run();
+  EXPECT_EQ(clock.ran_at_, Time::ns(15));
+  EXPECT_EQ(seen, (std::vector<Time>{Time::ns(10), Time::ns(20)}));
+}
+
+TEST(Engine, RemovedExternalClockIsNoLongerAdvanced) {
+  Engine e;
+  OneShotClock clock(e, Time::ns(15));
+  e.add_external_clock(&clock);
+  e.remove_external_clock(&clock);
+  e.schedule_at(Time::ns(30), [] {});
+  e.run();
+  EXPECT_FALSE(clock.fired_);
+  EXPECT_EQ(clock.advanced_to_, Time::zero());
+}
