@@ -29,16 +29,19 @@ struct TransferResult {
 using DeliveryCallback = InlineFunction<void(const TransferResult&), 48>;
 
 struct LinkStats {
-  Bytes bytes_carried;  // bytes that crossed the link (delivered or in flight but counted)
+  Bytes bytes_carried;      // bytes that crossed the link (delivered or in flight but counted)
   double busy_seconds = 0;  // time with at least one active flow
   double utilisation(Time horizon) const {
     return horizon.count_ns() > 0 ? busy_seconds / horizon.seconds() : 0;
   }
 };
 
+// Every transfer is started, then in flight until its callback runs, then delivered or failed:
+// started == delivered + failed + in_flight, for counts and for bytes (whole transfer sizes).
 struct NetworkTotals {
   std::uint64_t transfers_started = 0, transfers_delivered = 0, transfers_failed = 0;
-  Bytes bytes_started, bytes_delivered, bytes_failed;
+  std::uint64_t transfers_in_flight = 0;
+  Bytes bytes_started, bytes_delivered, bytes_failed, bytes_in_flight;
 };
 
 class Network {

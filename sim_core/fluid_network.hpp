@@ -1,0 +1,160 @@
+#pragma once
+// The `analytic` and `flow` network backends: fluid models, where a transfer is a flow of bytes
+// at some rate along its route, with no packets.
+//
+// Timing model (both backends). A transfer of B bytes on a route of links l1..lk with total
+// latency L sends its bytes from the source at a rate r(t), then arrives L later:
+//     sending ends at T, the first time the integral of r from the start reaches B,
+//     delivery (the callback) at T + L.
+// The links are occupied (and shared) only while the bytes are being sent; latency is paid once
+// per transfer, after sending, as on a cut-through path. For a lone transfer this is the usual
+// latency + bytes / bottleneck bandwidth. Sending ends are rounded up to the nanosecond.
+//   - analytic: r is the bottleneck bandwidth of the route, whatever else crosses the links
+//     (no sharing). Closed form, one event per transfer.
+//   - flow: r is the max-min fair share among the transfers sending at the same time
+//     (max_min.hpp), recomputed incrementally: when a transfer starts or stops sending, or a link
+//     changes, only the connected component of transfers sharing links with the change is solved
+//     again, and only transfers whose rate changed have their end rescheduled.
+//
+// Cost. A transfer alone on its links (the common case in collectives) costs O(route length) to
+// start and one engine event, in both backends: it leaves its links lazily (when the next
+// transfer arrives on them, or at delivery), so no event marks the end of sending. Transfers
+// that share a link get an extra event at the end of sending. Storage for transfers is pooled:
+// no allocation per transfer once the pool is warm.
+//
+// Links failing: transfers still sending over a failed link are rerouted from their source with
+// the bytes not yet sent (bytes already sent are kept) when another path exists, and delivered
+// after the new route's latency; otherwise they fail (callback with failed = true). Transfers
+// whose bytes were all sent are past the link and are delivered. A link coming back up is used by
+// transfers started afterwards; running transfers keep their route.
+//
+// Callbacks never run inside a Network call: deliveries and failures (including a failure at
+// start for want of a route, and cancellation) are engine events at the current time or later.
+//
+// Link statistics: bytes_carried counts bytes sent over the link so far (up to now);
+// busy_seconds is the time during which at least one transfer was sending over the link.
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "sim_core/max_min.hpp"
+#include "sim_core/network.hpp"
+#include "sim_core/routing.hpp"
+
+namespace mlsim {
+
+enum class Sharing {
+  kNone,    // analytic
+  kMaxMin,  // flow
+};
+
+class FluidNetwork final : public Network {
+ public:
+  // `engine` and `topology` must outlive the network.
+  FluidNetwork(Engine& engine, const Topology& topology, Sharing sharing);
+  ~FluidNetwork() override;
+  FluidNetwork(const FluidNetwork&) = delete;
+  FluidNetwork& operator=(const FluidNetwork&) = delete;
+
+  std::string_view backend_name() const override;
+  TransferId start_transfer(NodeId src, NodeId dst, Bytes bytes, DeliveryCallback done,
+                            std::uint64_t flow_label = 0) override;
+  bool cancel_transfer(TransferId id) override;
+  void set_link_bandwidth(LinkId link, Bandwidth bw) override;
+  void set_link_up(LinkId link, bool up) override;
+  LinkStats link_stats(LinkId link) const override;
+  NetworkTotals totals() const override;
+
+  // Current sending rate of a transfer in bytes/s; 0 once its bytes are sent or when unknown.
+  double current_rate(TransferId id) const;
+  // Links of a transfer's current route (empty once delivered or unknown).
+  std::span<const LinkId> current_route(TransferId id) const;
+  Router& router() { return router_; }
+
+ private:
+  enum class State : std::uint8_t { kFree, kSending, kArriving, kFailing };
+  struct Flow {
+    std::uint32_t generation = 1;
+    State state = State::kFree;
+    // Sending alone on all its links: its event is the delivery, and it leaves its links lazily.
+    bool lazy = false;
+    NodeId src = 0, dst = 0;
+    std::uint64_t label = 0;
+    Bytes bytes;
+    Time started, latency;
+    double remaining = 0;  // bytes not yet sent, as of `settled`
+    double rate = 0;       // bytes/s
+    Time settled, send_end;
+    EventHandle event;
+    std::uint32_t stamp = 0;
+    // The route, and for each link the index of this flow's entry in the link's flow list.
+    // Both keep their capacity when the slot is reused.
+    std::vector<LinkId> links;
+    std::vector<std::uint32_t> pos;
+    DeliveryCallback done;
+  };
+  struct Entry {
+    std::uint32_t flow;
+    std::uint32_t hop;
+  };
+  struct LinkState {
+    double capacity = 0;  // bytes/s
+    std::vector<Entry> flows;
+    double bytes = 0;  // settled bytes carried
+    // Busy time: closed periods plus the current one [period_start, period_end), where
+    // period_end is the latest projected end of sending of the flows on the link.
+    std::int64_t busy_closed_ns = 0;
+    Time period_start, period_end;
+    std::uint32_t stamp = 0;
+  };
+
+  std::uint32_t allocate();
+  void release_slot(std::uint32_t f);
+  TransferId id_of(std::uint32_t f) const {
+    return (std::uint64_t{flows_[f].generation} << 32) | f;
+  }
+  // The slot of a transfer not yet reported, or ~0u.
+  std::uint32_t find(TransferId id) const;
+
+  void schedule(std::uint32_t f, Time t);
+  void on_event(std::uint32_t f, std::uint32_t generation);
+  void deliver(std::uint32_t f);
+  void fail_later(std::uint32_t f);
+  void report(std::uint32_t f, bool failed);
+
+  // Puts a flow on the links of `route`; returns true if every one of them was free.
+  bool attach(std::uint32_t f, std::span<const LinkId> route);
+  void detach(std::uint32_t f);
+  // Brings `remaining` up to date at now and counts the bytes sent on the flow's links.
+  void settle(std::uint32_t f);
+  // Flow mode: a lazy flow whose bytes are all sent leaves the link before another joins it.
+  void evict_finished(LinkId l);
+  bool still_sending(const Flow& fl) const { return fl.send_end > engine_.now() || !fl.lazy; }
+  double bottleneck(const Flow& fl) const;
+  // Gives a flow a new rate from now on and (re)schedules its event.
+  void set_rate(std::uint32_t f, double rate, bool lazy);
+  void start_period(LinkId l, Time send_end);
+  void refresh_period(LinkId l);
+  // Re-solves the flows connected to `seeds` (flow mode) or re-rates the flows on them
+  // (analytic), then refreshes the links' busy periods.
+  void rebalance(std::span<const LinkId> seeds);
+  void solve_component(std::span<const LinkId> seeds);
+
+  Engine& engine_;
+  const Topology& topology_;
+  Router router_;
+  const Sharing sharing_;
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_;
+  std::vector<LinkState> links_;
+  std::uint32_t stamp_ = 0;
+  NetworkTotals totals_;
+
+  // Scratch, reused.
+  MaxMinSolver solver_;
+  std::vector<LinkId> stack_, component_links_, seeds_;
+  std::vector<std::uint32_t> component_flows_, local_links_, local_index_, victims_;
+};
+
+}  // namespace mlsim

@@ -1,0 +1,44 @@
+#include "sim_core/network_factory.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim_core/error.hpp"
+#include "sim_core/json_reader.hpp"
+#include "sim_core/topology_builders.hpp"
+
+using namespace mlsim;
+
+TEST(NetworkFactory, CoreBackendsAreRegisteredAndBuild) {
+  BackendRegistry registry;
+  register_core_backends(registry);
+  const Topology topo = build_topology(StarSpec{2, LinkSpec{Bandwidth{1e9}, Time::zero()}});
+  for (const char* name : {"analytic", "flow"}) {
+    const BackendInfo* info = registry.find(name);
+    ASSERT_NE(info, nullptr) << name;
+    EXPECT_FALSE(info->description.empty());
+    nlohmann::json section = {{"backend", name}};
+    JsonReader reader(section, "network");
+    auto make = info->configure(reader);
+    Engine engine;
+    auto net = make(engine, topo);
+    EXPECT_EQ(net->backend_name(), name);
+    bool delivered = false;
+    net->start_transfer(0, 1, Bytes{1000}, [&](const TransferResult& r) { delivered = !r.failed; });
+    engine.run();
+    EXPECT_TRUE(delivered);
+    EXPECT_EQ(engine.now(), Time::us(1));
+  }
+}
+
+TEST(NetworkFactory, UnknownOptionIsRejectedWithItsPath) {
+  BackendRegistry registry;
+  register_core_backends(registry);
+  nlohmann::json section = {{"backend", "flow"}, {"mtu", 1500}};
+  JsonReader reader(section, "network");
+  try {
+    registry.find("flow")->configure(reader);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "network.mtu");
+  }
+}

@@ -1,0 +1,108 @@
+#include "sim_core/routing.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <vector>
+
+#include "sim_core/topology_builders.hpp"
+
+using namespace mlsim;
+
+namespace {
+const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+
+std::vector<LinkId> path(Router& r, NodeId a, NodeId b, std::uint64_t label = 0) {
+  auto p = r.route(a, b, label);
+  if (!p) return {};
+  return {p->begin(), p->end()};
+}
+
+// Follows a path and checks it is connected from a to b.
+void expect_connected(const Topology& t, const std::vector<LinkId>& p, NodeId a, NodeId b) {
+  NodeId at = a;
+  for (LinkId l : p) {
+    EXPECT_EQ(t.link(l).src, at);
+    at = t.link(l).dst;
+  }
+  EXPECT_EQ(at, b);
+}
+}  // namespace
+
+TEST(Routing, RingTakesTheShorterWay) {
+  const Topology t = build_topology(RingSpec{8, kLink});
+  Router r(t);
+  // Clockwise links 0->1 is link 0; 1->0 is link 1.
+  EXPECT_EQ(path(r, 0, 1), (std::vector<LinkId>{0}));
+  EXPECT_EQ(path(r, 1, 0), (std::vector<LinkId>{1}));
+  EXPECT_EQ(path(r, 0, 3).size(), 3u);
+  EXPECT_EQ(path(r, 0, 6).size(), 2u);  // counter-clockwise: 0->7->6
+  expect_connected(t, path(r, 0, 6), 0, 6);
+  EXPECT_TRUE(r.route(3, 3, 0)->empty());
+  EXPECT_EQ(r.latency(path(r, 0, 3)), Time::ns(300));
+}
+
+TEST(Routing, FatTreeHopCounts) {
+  const Topology t = build_topology(FatTreeSpec{4, kLink});
+  Router r(t);
+  EXPECT_EQ(path(r, 0, 1).size(), 2u);   // same edge switch
+  EXPECT_EQ(path(r, 0, 2).size(), 4u);   // same pod
+  EXPECT_EQ(path(r, 0, 15).size(), 6u);  // another pod
+  for (NodeId d = 1; d < 16; ++d) expect_connected(t, path(r, 0, d, d * 7), 0, d);
+}
+
+TEST(Routing, EcmpIsDeterministicAndSpreadsLabels) {
+  const Topology t = build_topology(FatTreeSpec{4, kLink});
+  Router r(t);
+  Router other(t);
+  std::set<std::vector<LinkId>> distinct;
+  for (std::uint64_t label = 0; label < 64; ++label) {
+    const auto p = path(r, 0, 15, label);
+    EXPECT_EQ(p, path(r, 0, 15, label));      // same label, same path
+    EXPECT_EQ(p, path(other, 0, 15, label));  // whatever was asked before
+    distinct.insert(p);
+  }
+  // Between pods there are (k/2)^2 = 4 shortest paths; 64 labels use all of them.
+  EXPECT_EQ(distinct.size(), 4u);
+}
+
+TEST(Routing, LinkFailureReroutesAndUnreachableIsReported) {
+  const Topology t = build_topology(RingSpec{4, kLink});
+  Router r(t);
+  EXPECT_EQ(path(r, 0, 1).size(), 1u);
+  const auto v = r.version();
+  r.set_link_up(0, false);  // 0->1
+  EXPECT_NE(r.version(), v);
+  const auto detour = path(r, 0, 1);
+  EXPECT_EQ(detour.size(), 3u);
+  expect_connected(t, detour, 0, 1);
+  r.set_link_up(7, false);  // 0->3: host 0 has no way out left
+  EXPECT_FALSE(r.route(0, 1, 0).has_value());
+  EXPECT_FALSE(r.route(0, 2, 0).has_value());
+  EXPECT_TRUE(r.route(1, 0, 0).has_value());  // 1->0 still up
+  r.set_link_up(0, true);
+  EXPECT_EQ(path(r, 0, 1), (std::vector<LinkId>{0}));
+}
+
+TEST(Routing, LazyPerDestinationOnLargeRing) {
+  const Topology t = build_topology(RingSpec{4096, kLink});
+  Router r(t);
+  // Neighbour routes: one search per destination, then the single-path cache answers.
+  for (int round = 0; round < 3; ++round)
+    for (NodeId i = 0; i < 4096; ++i) ASSERT_EQ(path(r, i, (i + 1) % 4096).size(), 1u);
+  EXPECT_EQ(r.searches(), 4096u);
+  EXPECT_EQ(path(r, 0, 2048).size(), 2048u);
+}
+
+TEST(Routing, DistanceCacheEvictsUnderItsLimit) {
+  const Topology t = build_topology(FatTreeSpec{4, kLink});
+  Router r(t);
+  r.set_distance_cache_limit(2);
+  // Multi-path pairs are not cached as paths, so every new destination beyond 2 searches again.
+  const auto first = path(r, 0, 15, 1);
+  path(r, 0, 14, 1);
+  path(r, 0, 13, 1);
+  const auto searches = r.searches();
+  EXPECT_EQ(path(r, 0, 15, 1), first);  // evicted, searched again, same answer
+  EXPECT_EQ(r.searches(), searches + 1);
+}
