@@ -1,0 +1,59 @@
+#pragma once
+// Everything one in-network-aggregation run needs, typed (the scenario reader fills it; tests
+// build it directly). Defaults are the papers' published figures (papers.md section 2); the
+// [inferred] ones are modelling choices, documented in docs/ina.md.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim_core/dnn_profile.hpp"
+#include "sim_core/time.hpp"
+#include "sim_core/units.hpp"
+
+namespace mlsim::ina {
+
+enum class PolicyKind { kSwitchMl, kAtp, kDsa };
+std::string_view policy_name(PolicyKind p);
+
+struct JobSpec {
+  std::string model;  // for output
+  std::shared_ptr<const DnnProfile> profile;
+  int workers = 4;
+  int iterations = 10;
+  Time arrival;
+  double compute_scale = 1.0;  // profile time -> simulated time
+  // Per-worker slowdown of compute (stragglers, heterogeneous GPUs); empty = all 1.
+  std::vector<double> worker_slowdown;
+};
+
+struct ClusterParams {
+  PolicyKind policy = PolicyKind::kAtp;
+  // Host <-> ToR links (every worker and PS has its own port) and the switch pipeline.
+  Bandwidth link_bandwidth{12.5e9};   // 100 Gbps
+  Time link_latency = Time::ns(500);  // [inferred] propagation + NIC, one way per hop
+  Time switch_latency = Time::ns(400);
+  double ecn_threshold_bytes = 100'000;  // [inferred] switch egress queue depth that marks ECN
+  // Register memory given to aggregation; each policy cuts it into its own aggregators.
+  Bytes aggregator_memory{20000 * 248};
+  // Packet formats: ATP 62 int32 values per packet in a 308-byte packet; SwitchML 256 values
+  // (1024-byte payload) with the same 60-byte header [inferred: header size].
+  int atp_values_per_packet = 62;
+  int switchml_values_per_packet = 256;
+  Bytes header_bytes{60};
+  // Batched mode: one event carries a burst of about `burst_values` gradient values
+  // (k = max(1, burst_values / values_per_packet) packets); 1 = packet-accurate.
+  int burst_values = 1;
+  // ATP senders: 12 threads, each with a window capped at 100 packets, +1500 B per ACK,
+  // halved on ECN [src: ATP client code]; initial window = cap [inferred].
+  int sender_threads = 12;
+  double window_cap_packets_per_thread = 100;
+  double window_increase_bytes = 1500;
+  Time atp_timeout = Time::ms(1);        // [inferred] between ATP's 50 ms initial and 0.2 ms
+  Time switchml_timeout = Time::ms(10);  // SwitchML client default
+  int switchml_partitions = 0;           // 0 = number of jobs [inferred]
+  bool selective_retransmission = true;  // DSA
+  bool include_input_layers = false;     // PipeDream's Input node is data loading
+  std::vector<JobSpec> jobs;
+};
+
+}  // namespace mlsim::ina

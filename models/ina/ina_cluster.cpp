@@ -1,0 +1,273 @@
+#include "models/ina/ina_cluster.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "models/ina/atp_policy.hpp"
+#include "models/ina/dsa_policy.hpp"
+#include "models/ina/switchml_policy.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/stats.hpp"
+
+namespace mlsim::ina {
+
+std::string_view policy_name(PolicyKind p) {
+  switch (p) {
+    case PolicyKind::kSwitchMl:
+      return "switchml";
+    case PolicyKind::kAtp:
+      return "atp";
+    case PolicyKind::kDsa:
+      return "dsa";
+  }
+  return "?";
+}
+
+double JobOutcome::mean_iteration_s() const {
+  if (iteration_marks.size() < 2) return 0;
+  return (iteration_marks.back() - iteration_marks.front()).seconds() /
+         static_cast<double>(iteration_marks.size() - 1);
+}
+
+InaCluster::InaCluster(Engine& engine, ClusterParams params)
+    : engine_(engine), params_(std::move(params)) {
+  const ClusterParams& p = params_;
+  if (p.jobs.empty()) throw InputError("workload.jobs", "no jobs");
+  const bool switchml = p.policy == PolicyKind::kSwitchMl;
+  values_per_packet_ = switchml ? p.switchml_values_per_packet : p.atp_values_per_packet;
+  burst_packets_ = std::max(1, p.burst_values / values_per_packet_);
+  packet_bytes_ = Bytes{p.header_bytes.count + 4LL * values_per_packet_};
+  const std::int64_t aggregator_bytes = 4LL * values_per_packet_;
+
+  const int jobs = static_cast<int>(p.jobs.size());
+  if (switchml) {
+    const int partitions = p.switchml_partitions > 0 ? p.switchml_partitions : jobs;
+    if (partitions < jobs)
+      throw InputError("system.switchml_partitions",
+                       "fewer SwitchML partitions than jobs is not modelled");
+    // Each slot has a shadow copy: 2 aggregators of one packet's payload.
+    const std::int64_t slots = p.aggregator_memory.count / (2 * aggregator_bytes);
+    const std::int64_t slot_units = slots / burst_packets_;
+    if (slot_units / partitions < 1)
+      throw InputError("system.aggregator_memory",
+                       "too little memory for one SwitchML slot (burst) per job: " +
+                           std::to_string(slots) + " slots, " + std::to_string(partitions) +
+                           " partitions, bursts of " + std::to_string(burst_packets_));
+    policy_ = std::make_unique<SwitchMlPolicy>(*this, static_cast<std::size_t>(slot_units),
+                                               partitions, jobs);
+  } else {
+    const std::int64_t units = p.aggregator_memory.count / aggregator_bytes / burst_packets_;
+    if (units < 1)
+      throw InputError("system.aggregator_memory", "too little memory for one aggregator");
+    if (p.policy == PolicyKind::kDsa)
+      policy_ = std::make_unique<DsaPolicy>(*this, static_cast<std::size_t>(units));
+    else
+      policy_ = std::make_unique<AtpPolicy>(*this, static_cast<std::size_t>(units));
+  }
+
+  SenderConfig sender;
+  sender.packet_bytes = static_cast<double>(packet_bytes_.count);
+  sender.max_window_packets = p.sender_threads * p.window_cap_packets_per_thread;
+  sender.initial_window_packets = sender.max_window_packets;
+  sender.increase_bytes_per_ack = p.window_increase_bytes;
+  sender.retransmission_timeout = switchml ? p.switchml_timeout : p.atp_timeout;
+
+  // Plans, shared between jobs of the same profile; communication intensity for DSA's priority.
+  std::map<const DnnProfile*, std::shared_ptr<const JobPlan>> plans;
+  std::vector<std::shared_ptr<const JobPlan>> job_plans;
+  for (const JobSpec& spec : p.jobs) {
+    PlanOptions o;
+    o.compute_scale = spec.compute_scale;
+    o.values_per_packet = values_per_packet_;
+    o.burst_packets = burst_packets_;
+    o.include_input_layers = p.include_input_layers;
+    auto& plan = plans[spec.profile.get()];
+    if (!plan || spec.compute_scale != 1.0)
+      plan = std::make_shared<const JobPlan>(make_job_plan(*spec.profile, o));
+    job_plans.push_back(plan);
+    const double comm = static_cast<double>(plan->packets()) *
+                        static_cast<double>(packet_bytes_.count) / p.link_bandwidth.bytes_per_s;
+    intensity_.push_back(comm / std::max(1e-12, plan->compute().seconds()));
+  }
+  // Control-plane priority (DSA) [inferred]: jobs ranked by communication intensity, the most
+  // communication-intensive highest; equal intensities share a rank.
+  std::vector<double> distinct = intensity_;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+
+  std::size_t hosts = 0;
+  for (int j = 0; j < jobs; ++j) {
+    const JobSpec& spec = p.jobs[static_cast<std::size_t>(j)];
+    const auto id = static_cast<std::uint16_t>(j);
+    const auto rank =
+        static_cast<std::uint8_t>(std::lower_bound(distinct.begin(), distinct.end(),
+                                                   intensity_[static_cast<std::size_t>(j)]) -
+                                  distinct.begin());
+    host_base_.push_back(hosts);
+    hosts += static_cast<std::size_t>(spec.workers) + 1;
+    SenderConfig s = sender;
+    s.slot_window = policy_->slot_window(id);
+    jobs_.push_back(std::make_unique<TrainingJob>(
+        engine_, id, job_plans[static_cast<std::size_t>(j)], spec.workers, spec.iterations, rank, s,
+        counters_, [this](const Packet& q) { send_from_worker(q); },
+        [this](TrainingJob& done) { job_finished(done); }, spec.worker_slowdown));
+    servers_.push_back(std::make_unique<ParameterServer>(
+        id, spec.workers, p.policy == PolicyKind::kDsa && p.selective_retransmission,
+        [this](const Packet& q) { send_from_ps(q); }, counters_));
+  }
+  ports_.reserve(hosts);
+  for (std::size_t h = 0; h < hosts; ++h)
+    ports_.push_back({PacketLink(p.link_bandwidth, p.link_latency, packet_bytes_),
+                      PacketLink(p.link_bandwidth, p.link_latency, packet_bytes_)});
+}
+
+InaCluster::~InaCluster() = default;
+
+void InaCluster::start() {
+  for (auto& job : jobs_) {
+    TrainingJob* j = job.get();
+    engine_.schedule_at(params_.jobs[j->id()].arrival, [this, j] {
+      policy_->job_started(j->id());
+      j->start();
+    });
+  }
+}
+
+double InaCluster::progress() const {
+  double done = 0, total = 0;
+  for (const auto& j : jobs_) {
+    total += j->iterations();
+    done += j->finished()
+                ? j->iterations()
+                : static_cast<double>(std::max<std::size_t>(j->iteration_marks().size(), 1) - 1);
+  }
+  return total > 0 ? done / total : 1;
+}
+
+std::int64_t InaCluster::expected_elements() const {
+  std::int64_t n = 0;
+  for (const auto& j : jobs_) n += j->plan().elements() * j->workers() * j->iterations();
+  return n;
+}
+
+void InaCluster::mark_ecn(Packet& p, const PacketLink& link) const {
+  if (link.queued_bytes(engine_.now()) > params_.ecn_threshold_bytes) p.ecn = true;
+}
+
+void InaCluster::send_from_worker(const Packet& p) {
+  PacketLink& up = ports_[worker_host(p.job, p.worker)].up;
+  const Time at = up.send(engine_.now(), p.packets) + params_.switch_latency;
+  engine_.schedule_at(at, [this, p] { policy_->on_gradient(p); });
+}
+
+void InaCluster::to_ps(const Packet& p) {
+  MLSIM_CHECK(policy_->uses_parameter_server(), "a policy without PS sent to the PS");
+  Packet q = p;
+  PacketLink& down = ports_[ps_host(p.job)].down;
+  mark_ecn(q, down);
+  // Fallback traffic: everything but the aggregates the switch completed itself.
+  const bool complete_aggregate =
+      p.kind == PacketKind::kPartial && p.bitmap == full_bitmap(jobs_[p.job]->workers());
+  if (!complete_aggregate)
+    counters_.ps_fallback_bytes += static_cast<std::uint64_t>(p.packets) * packet_bytes_.count;
+  const Time at = down.forward(engine_.now(), p.packets);
+  ParameterServer* ps = servers_[p.job].get();
+  engine_.schedule_at(at, [ps, q] { ps->on_packet(q); });
+}
+
+void InaCluster::send_from_ps(const Packet& p) {
+  PacketLink& up = ports_[ps_host(p.job)].up;
+  const Time at = up.forward(engine_.now(), p.packets) + params_.switch_latency;
+  engine_.schedule_at(at, [this, p] {
+    if (p.kind == PacketKind::kResult)
+      policy_->on_result(p);
+    else
+      to_worker(p, p.worker);
+  });
+}
+
+void InaCluster::multicast(const Packet& p) {
+  for (int w = 0; w < jobs_[p.job]->workers(); ++w) to_worker(p, static_cast<std::uint16_t>(w));
+}
+
+void InaCluster::to_worker(const Packet& p, std::uint16_t w) {
+  Packet q = p;
+  PacketLink& down = ports_[worker_host(p.job, w)].down;
+  mark_ecn(q, down);
+  const Time at = down.forward(engine_.now(), p.packets);
+  Worker* worker = &jobs_[p.job]->worker(w);
+  engine_.schedule_at(at, [worker, q] {
+    if (q.kind == PacketKind::kResult)
+      worker->on_result(q);
+    else
+      worker->on_resend_request(q);
+  });
+}
+
+void InaCluster::job_finished(TrainingJob& job) {
+  policy_->job_finished(job.id());
+  JobOutcome o;
+  const JobSpec& spec = params_.jobs[job.id()];
+  o.model = spec.model;
+  o.workers = job.workers();
+  o.iterations = job.iterations();
+  o.priority = job.priority();
+  o.communication_intensity = intensity_[job.id()];
+  o.arrival = spec.arrival;
+  o.finish = job.finished_at();
+  o.iteration_marks = job.iteration_marks();
+  outcomes_.push_back(std::move(o));
+  ++finished_jobs_;
+  last_finish_ = std::max(last_finish_, job.finished_at());
+}
+
+void InaCluster::report(Results& out) const {
+  const Time end = last_finish_;
+  ExactQuantiles jct, iteration;
+  nlohmann::json table = nlohmann::json::array();
+  for (const JobOutcome& o : outcomes_) {
+    jct.add(o.jct().seconds());
+    for (std::size_t i = 1; i < o.iteration_marks.size(); ++i)
+      iteration.add((o.iteration_marks[i] - o.iteration_marks[i - 1]).seconds());
+    table.push_back({{"model", o.model},
+                     {"workers", o.workers},
+                     {"iterations", o.iterations},
+                     {"priority", o.priority},
+                     {"communication_intensity", o.communication_intensity},
+                     {"arrival_s", o.arrival.seconds()},
+                     {"finish_s", o.finish.seconds()},
+                     {"jct_s", o.jct().seconds()},
+                     {"mean_iteration_s", o.mean_iteration_s()}});
+  }
+  out.set_summary("jct", jct.summary(), "_s");
+  out.set_summary("iteration_time", iteration.summary(), "_s");
+  out.set_metric("jobs_finished", static_cast<double>(outcomes_.size()));
+  out.set_metric("jobs_total", static_cast<double>(jobs_.size()));
+  out.set_metric("makespan_s", last_finish_.seconds());
+  const AggregatorPool& pool = policy_->pool();
+  out.set_metric("aggregators",
+                 static_cast<double>(pool.size() * static_cast<std::size_t>(burst_packets_)));
+  out.set_metric("aggregator_occupancy_mean", pool.mean_occupancy(end));
+  out.set_metric("aggregator_idle_reserved_mean", pool.mean_idle_reserved(end));
+  out.set_metric("aggregator_occupancy_peak", pool.peak_occupancy());
+  // Switch-memory utilisation: the share of aggregator memory holding a chunk that is still
+  // being aggregated (held and not merely waiting for its release).
+  out.set_metric("switch_memory_utilisation",
+                 pool.mean_occupancy(end) - pool.mean_idle_reserved(end));
+  const InaCounters& c = counters_;
+  out.set_metric("gradient_packets", static_cast<double>(c.gradient_packets));
+  out.set_metric("retransmitted_packets", static_cast<double>(c.retransmitted_packets));
+  out.set_metric("timeouts", static_cast<double>(c.timeouts));
+  out.set_metric("collision_packets", static_cast<double>(c.collision_packets));
+  out.set_metric("fallback_packets", static_cast<double>(c.fallback_packets));
+  out.set_metric("ps_fallback_bytes", static_cast<double>(c.ps_fallback_bytes));
+  out.set_metric("preemptions", static_cast<double>(c.preemptions));
+  out.set_metric("resend_requests", static_cast<double>(c.resend_requests));
+  out.set_metric("wrong_sums", static_cast<double>(c.wrong_sums));
+  out.set_metric("duplicate_results", static_cast<double>(c.duplicate_results));
+  out.set_metric("burst_packets", burst_packets_);
+  out.details()["jobs"] = std::move(table);
+  out.details()["policy"] = std::string(policy_->name());
+}
+
+}  // namespace mlsim::ina

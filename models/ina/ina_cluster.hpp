@@ -1,0 +1,92 @@
+#pragma once
+// One rack doing in-network aggregation: training jobs (workers and, for ATP and DSA, one PS
+// each) on hosts around one programmable ToR switch whose aggregator pool is run by a policy.
+//
+// Host <-> switch links are modelled here at packet level (PacketLink: per-packet serialisation
+// on each port, latency, ECN from queue depth) rather than through sim_core's Network: INA
+// traffic is millions of tiny packets whose per-packet timing (window round trips, aggregator
+// hold times) is the mechanism under study, which flow-level backends average away.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "models/ina/cluster_params.hpp"
+#include "models/ina/packet_link.hpp"
+#include "models/ina/parameter_server.hpp"
+#include "models/ina/policy.hpp"
+#include "models/ina/training_job.hpp"
+#include "sim_core/engine.hpp"
+#include "sim_core/results.hpp"
+
+namespace mlsim::ina {
+
+struct JobOutcome {
+  std::string model;
+  int workers = 0, iterations = 0;
+  std::uint8_t priority = 0;
+  double communication_intensity = 0;  // ideal comm time / compute time per iteration
+  Time arrival, finish;
+  std::vector<Time> iteration_marks;
+  Time jct() const { return finish - arrival; }
+  double mean_iteration_s() const;
+};
+
+class InaCluster : public SwitchPorts {
+ public:
+  InaCluster(Engine& engine, ClusterParams params);
+  ~InaCluster() override;
+
+  // Schedules the job arrivals; run the engine afterwards.
+  void start();
+  bool all_finished() const { return finished_jobs_ == jobs_.size(); }
+  double progress() const;
+
+  const InaCounters& stats() const { return counters_; }
+  AggregationPolicy& policy() { return *policy_; }
+  const std::vector<JobOutcome>& outcomes() const { return outcomes_; }
+  TrainingJob& job(std::size_t j) { return *jobs_.at(j); }
+  std::size_t pool_units() const { return policy_->pool().size(); }
+  int burst_packets() const { return burst_packets_; }
+  // Total gradient values every worker of every job must receive (for exactly-once checks).
+  std::int64_t expected_elements() const;
+  // Bytes that crossed the PS ports, both directions.
+  void report(Results& out) const;
+
+  // SwitchPorts
+  Time now() const override { return engine_.now(); }
+  int workers_of(std::uint16_t job) const override { return jobs_[job]->workers(); }
+  void to_ps(const Packet& p) override;
+  void multicast(const Packet& p) override;
+  void to_worker(const Packet& p, std::uint16_t w) override;
+  InaCounters& counters() override { return counters_; }
+
+ private:
+  struct Ports {
+    PacketLink up, down;  // host -> switch, switch -> host
+  };
+  std::size_t worker_host(std::uint16_t job, std::uint16_t w) const { return host_base_[job] + w; }
+  std::size_t ps_host(std::uint16_t job) const {
+    return host_base_[job] + static_cast<std::size_t>(jobs_[job]->workers());
+  }
+  void send_from_worker(const Packet& p);
+  void send_from_ps(const Packet& p);
+  void mark_ecn(Packet& p, const PacketLink& link) const;
+  void job_finished(TrainingJob& job);
+
+  Engine& engine_;
+  ClusterParams params_;
+  int values_per_packet_ = 0, burst_packets_ = 1;
+  Bytes packet_bytes_;
+  InaCounters counters_;
+  std::unique_ptr<AggregationPolicy> policy_;
+  std::vector<std::unique_ptr<TrainingJob>> jobs_;
+  std::vector<double> intensity_;
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::vector<std::size_t> host_base_;
+  std::vector<Ports> ports_;
+  std::vector<JobOutcome> outcomes_;
+  std::size_t finished_jobs_ = 0;
+  Time last_finish_;
+};
+
+}  // namespace mlsim::ina

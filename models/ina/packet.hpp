@@ -1,0 +1,40 @@
+#pragma once
+// What travels between workers, the switch and parameter servers. One Packet stands for a burst of
+// `packets` wire packets carrying consecutive chunks of one tensor (batched mode); in
+// packet-accurate mode `packets` is 1.
+//
+// Values are not simulated; instead each worker w contributes 1 << w to `sum`. A correct
+// aggregation ends with sum == (1 << workers) - 1, and counting a contribution twice carries into
+// another bit, so the sum proves "every worker exactly once" independently of the bitmap.
+#include <cstdint>
+
+namespace mlsim::ina {
+
+enum class PacketKind : std::uint8_t {
+  kGradient,       // worker -> switch: one worker's chunk
+  kPartial,        // switch -> PS: a (possibly complete) aggregate with its bitmap
+  kResult,         // PS -> switch -> workers: the finished aggregate (ATP's ACK/parameter packet)
+  kResendRequest,  // PS -> worker: send your chunk again, straight to me (DSA selective
+                   // retransmission)
+};
+
+struct Packet {
+  std::uint64_t seq = 0;     // chunk sequence within the job: iteration * units + unit
+  std::uint64_t sum = 0;     // aggregated contributions (worker w adds 1 << w)
+  std::uint32_t bitmap = 0;  // workers whose contribution is in `sum`
+  std::uint16_t job = 0;
+  std::uint16_t worker = 0;   // sender of a gradient, addressee of a resend request
+  std::uint16_t packets = 1;  // wire packets in the burst
+  std::uint8_t priority = 0;  // DSA control-plane priority of the job (higher wins)
+  PacketKind kind = PacketKind::kGradient;
+  bool resend = false;     // a retransmission: bypasses aggregation, flushes a matching aggregator
+  bool ecn = false;        // congestion experienced on the way
+  bool evicted = false;    // a partial pushed out by preemption (DSA)
+  bool fell_back = false;  // a gradient the switch could not aggregate (collision), sent to the PS
+};
+
+inline constexpr std::uint32_t full_bitmap(int workers) {
+  return workers >= 32 ? 0xffffffffu : (1u << workers) - 1;
+}
+
+}  // namespace mlsim::ina

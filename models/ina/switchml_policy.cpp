@@ -1,0 +1,84 @@
+#include "models/ina/switchml_policy.hpp"
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::ina {
+
+SwitchMlPolicy::SwitchMlPolicy(SwitchPorts& ports, std::size_t slot_units, int partitions,
+                               int max_jobs)
+    : AggregationPolicy(ports, 2 * slot_units),
+      slots_per_job_(static_cast<std::uint32_t>(slot_units / static_cast<std::size_t>(partitions))),
+      partition_of_job_(static_cast<std::size_t>(max_jobs), -1),
+      partition_in_use_(static_cast<std::size_t>(partitions), false) {
+  MLSIM_CHECK(slots_per_job_ > 0, "SwitchML partition without a slot");
+}
+
+void SwitchMlPolicy::job_started(std::uint16_t job) {
+  for (std::size_t i = 0; i < partition_in_use_.size(); ++i) {
+    if (!partition_in_use_[i]) {
+      partition_in_use_[i] = true;
+      partition_of_job_.at(job) = static_cast<int>(i);
+      return;
+    }
+  }
+  MLSIM_CHECK(false, "no free SwitchML partition for a starting job");
+}
+
+void SwitchMlPolicy::job_finished(std::uint16_t job) {
+  const int part = partition_of_job_.at(job);
+  MLSIM_CHECK(part >= 0, "finishing a job without a partition");
+  const std::size_t base = 2 * static_cast<std::size_t>(part) * slots_per_job_;
+  for (std::size_t i = base; i < base + 2 * slots_per_job_; ++i)
+    if (pool_.at(i).held) pool_.release(i, ports_.now());
+  partition_in_use_[static_cast<std::size_t>(part)] = false;
+  partition_of_job_[job] = -1;
+}
+
+void SwitchMlPolicy::on_gradient(const Packet& p) {
+  const int part = partition_of_job_.at(p.job);
+  MLSIM_CHECK(part >= 0, "a gradient of a job without a SwitchML partition");
+  const std::uint64_t slot = p.seq % slots_per_job_;
+  const std::uint64_t copy = (p.seq / slots_per_job_) % 2;
+  const std::size_t i = 2 * (static_cast<std::size_t>(part) * slots_per_job_ + slot) + copy;
+  const Aggregator& a = pool_.at(i);
+  if (a.owned_by(p.job, p.seq)) {
+    if (a.bitmap & p.bitmap) {
+      // A retransmission: answer with the kept result if there is one.
+      if (a.complete) {
+        Packet r;
+        r.kind = PacketKind::kResult;
+        r.job = a.job;
+        r.seq = a.seq;
+        r.sum = a.sum;
+        r.bitmap = a.bitmap;
+        r.packets = a.packets;
+        ports_.to_worker(r, p.worker);
+      }
+      return;
+    }
+  } else if (p.resend) {
+    return;  // the copy moved on: the chunk is finished everywhere
+  } else {
+    // This copy last held chunk seq - 2*slots, whose result every worker has: each worker sent
+    // chunk seq - slots only after receiving it. The copy can be overwritten.
+    if (a.held) {
+      MLSIM_CHECK(a.job == p.job && a.seq < p.seq, "SwitchML slot copy reused out of order");
+      pool_.release(i, ports_.now());
+    }
+    pool_.claim(i, p, ports_.now());
+  }
+  ports_.counters().aggregated_packets += p.packets;
+  if (pool_.add(i, p, full_bitmap(ports_.workers_of(p.job)), ports_.now())) {
+    const Aggregator& done = pool_.at(i);
+    Packet r;
+    r.kind = PacketKind::kResult;
+    r.job = done.job;
+    r.seq = done.seq;
+    r.sum = done.sum;
+    r.bitmap = done.bitmap;
+    r.packets = done.packets;
+    ports_.multicast(r);
+  }
+}
+
+}  // namespace mlsim::ina

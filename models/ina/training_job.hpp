@@ -1,0 +1,136 @@
+#pragma once
+// A data-parallel training job: `workers` replicas that each run forward and backward layer by
+// layer (times from the job's plan), hand every layer's gradient to the network as soon as its
+// backward pass ends, and start the next iteration's forward of a layer only once that layer's
+// aggregated gradient came back (so communication overlaps the rest of the backward pass and the
+// early layers of the next forward).
+//
+// Each worker's sender is either window-based (ATP/DSA: the window halves on ECN, at most once
+// per round trip, and grows by 1500 bytes per acknowledged packet up to a cap) or slot-bound
+// (SwitchML: chunk c waits for the result of chunk c - slots). Unanswered chunks are resent after
+// a timeout; a PS's resend request (DSA) is answered at once, or the chunk is sent straight to the
+// PS when it is produced.
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "models/ina/counters.hpp"
+#include "models/ina/job_plan.hpp"
+#include "models/ina/packet.hpp"
+#include "sim_core/engine.hpp"
+
+namespace mlsim::ina {
+
+struct SenderConfig {
+  double packet_bytes = 308;             // wire bytes of one packet
+  double initial_window_packets = 1200;  // window-based senders
+  double max_window_packets = 1200;
+  double increase_bytes_per_ack = 1500;
+  std::uint32_t slot_window = 0;  // > 0: slot-bound sender (SwitchML), in chunks
+  Time retransmission_timeout = Time::ms(1);
+};
+
+class TrainingJob;
+
+class Worker {
+ public:
+  // `slowdown` multiplies every compute time of this worker (1 = as profiled).
+  Worker(TrainingJob& job, std::uint16_t index, double slowdown);
+  void start();
+  void on_result(const Packet& p);
+  void on_resend_request(const Packet& p);
+  bool finished() const { return finished_; }
+  double window_packets() const { return window_; }
+  int resend_requests_received() const { return resend_requests_; }
+
+ private:
+  enum class UnitState : std::uint8_t { kIdle, kQueued, kInFlight, kDone };
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  Time scaled(Time t) const;
+  void forward(std::uint32_t layer);
+  void backward(std::uint32_t layer);
+  void produce(std::uint32_t layer);
+  void try_send();
+  bool may_send(std::uint32_t unit) const;
+  void transmit(std::uint32_t unit, bool resend);
+  void arm_timer();
+  void on_timer();
+
+  TrainingJob& job_;
+  std::uint16_t index_;
+  double slowdown_;
+  int iteration_ = 0;  // the iteration being computed
+  std::uint32_t waiting_layer_ = kNone;
+  bool finished_ = false;
+  std::uint32_t layers_done_last_iteration_ = 0;
+  std::vector<int> layer_ready_;  // last iteration whose aggregated gradient arrived, per layer
+  std::vector<std::uint32_t> received_;  // units of the layer's pending iteration received
+  std::vector<int> unit_iteration_;
+  std::vector<UnitState> unit_state_;
+  std::vector<bool> unit_direct_;  // send straight to the PS (answering a resend request)
+  std::vector<Time> unit_sent_;
+  std::deque<std::uint32_t> queue_;
+  struct Sent {
+    std::uint32_t unit;
+    int iteration;
+    Time at;
+  };
+  std::deque<Sent> sent_log_;  // send order, for the retransmission timer
+  double window_;
+  double in_flight_ = 0;  // packets
+  Time last_decrease_ = Time::zero();
+  EventHandle timer_;
+  int resend_requests_ = 0;
+};
+
+class TrainingJob {
+ public:
+  using Send = InlineFunction<void(const Packet&), 16>;
+  using Finished = InlineFunction<void(TrainingJob&), 16>;
+
+  TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const JobPlan> plan, int workers,
+              int iterations, std::uint8_t priority, SenderConfig sender, InaCounters& counters,
+              Send send, Finished finished, const std::vector<double>& worker_slowdown = {});
+  TrainingJob(const TrainingJob&) = delete;
+  TrainingJob& operator=(const TrainingJob&) = delete;
+
+  void start();
+  Worker& worker(std::uint16_t w) { return *workers_.at(w); }
+
+  std::uint16_t id() const { return id_; }
+  const JobPlan& plan() const { return *plan_; }
+  int workers() const { return static_cast<int>(workers_.size()); }
+  int iterations() const { return iterations_; }
+  std::uint8_t priority() const { return priority_; }
+  Time started_at() const { return started_; }
+  Time finished_at() const { return finished_at_; }
+  bool finished() const { return done_workers_ == workers(); }
+  // Start of each iteration's first forward layer on worker 0; the last entry is the finish.
+  const std::vector<Time>& iteration_marks() const { return marks_; }
+
+ private:
+  friend class Worker;
+  std::uint64_t seq_of(std::uint32_t unit, int iteration) const {
+    return static_cast<std::uint64_t>(iteration) * plan_->units() + unit;
+  }
+  void worker_finished();
+
+  Engine& engine_;
+  std::uint16_t id_;
+  std::shared_ptr<const JobPlan> plan_;
+  int iterations_;
+  std::uint8_t priority_;
+  SenderConfig sender_;
+  InaCounters& counters_;
+  Send send_;
+  Finished on_finished_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  int done_workers_ = 0;
+  Time started_, finished_at_;
+  std::vector<Time> marks_;
+  std::uint32_t layers_with_gradient_ = 0;
+};
+
+}  // namespace mlsim::ina

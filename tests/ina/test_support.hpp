@@ -1,0 +1,48 @@
+#pragma once
+// Small hand-made profiles and cluster set-ups shared by the INA tests.
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "models/ina/cluster_params.hpp"
+#include "sim_core/dnn_profile.hpp"
+
+namespace mlsim::ina::testing {
+
+// A one-layer network: `forward_ms`/`backward_ms` per minibatch, `values` fp32 gradients.
+inline std::shared_ptr<const DnnProfile> one_layer(double forward_ms, double backward_ms,
+                                                   long values) {
+  std::ostringstream text;
+  text << "node1 -- Linear -- forward_compute_time=" << forward_ms
+       << ", backward_compute_time=" << backward_ms
+       << ", activation_size=4.0, parameter_size=" << values * 4 << ".0\n";
+  std::istringstream in(text.str());
+  return std::make_shared<const DnnProfile>(parse_pipedream_graph(in, "one_layer"));
+}
+
+// Two layers, so that communication of the second overlaps the backward of the first.
+inline std::shared_ptr<const DnnProfile> two_layers(long values_each) {
+  std::ostringstream text;
+  text << "node1 -- A -- forward_compute_time=0.2, backward_compute_time=0.3, activation_size=4.0, "
+          "parameter_size="
+       << values_each * 4 << ".0\n"
+       << "node2 -- B -- forward_compute_time=0.1, backward_compute_time=0.2, activation_size=4.0, "
+          "parameter_size="
+       << values_each * 4 << ".0\n"
+       << "\tnode1 -- node2\n";
+  std::istringstream in(text.str());
+  return std::make_shared<const DnnProfile>(parse_pipedream_graph(in, "two_layers"));
+}
+
+inline JobSpec job(std::shared_ptr<const DnnProfile> profile, int workers, int iterations,
+                   Time arrival = Time::zero()) {
+  JobSpec j;
+  j.model = profile->name;
+  j.profile = std::move(profile);
+  j.workers = workers;
+  j.iterations = iterations;
+  j.arrival = arrival;
+  return j;
+}
+
+}  // namespace mlsim::ina::testing
