@@ -3,6 +3,7 @@
 // InputError to exit status 2 and everything else to 1.
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace mlsim {
 
@@ -11,11 +12,32 @@ namespace mlsim {
 class InputError : public std::runtime_error {
  public:
   InputError(std::string path, const std::string& what)
-      : std::runtime_error(path.empty() ? what : path + ": " + what), path_(std::move(path)) {}
+      : InputError(std::string(), std::move(path), what) {}
+  // `file` names the scenario file (or fragment, or "--set") the offending value came from.
+  InputError(std::string file, std::string path, const std::string& what)
+      : std::runtime_error(compose(file, path, what)),
+        file_(std::move(file)),
+        path_(std::move(path)),
+        message_(what) {}
   const std::string& path() const { return path_; }
+  const std::string& file() const { return file_; }
+  // The explanation alone, without file and path.
+  const std::string& message() const { return message_; }
+  // The same error, attributed to `file`.
+  InputError in_file(std::string file) const {
+    return InputError(std::move(file), path_, message_);
+  }
 
  private:
+  static std::string compose(const std::string& file, const std::string& path,
+                             const std::string& what) {
+    std::string out = file.empty() ? "" : file + ": ";
+    if (!path.empty()) out += path + ": ";
+    return out + what;
+  }
+  std::string file_;
   std::string path_;
+  std::string message_;
 };
 
 // A broken internal invariant: a bug in mlsim, never the user's fault.
@@ -23,11 +45,11 @@ class InvariantError : public std::logic_error {
   using std::logic_error::logic_error;
 };
 
-#define MLSIM_CHECK(cond, msg)                                                              \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
+#define MLSIM_CHECK(cond, msg)                                                               \
+  do {                                                                                       \
+    if (!(cond))                                                                             \
       throw ::mlsim::InvariantError(std::string(__FILE__) + ":" + std::to_string(__LINE__) + \
-                                    ": " + (msg));                                          \
+                                    ": " + (msg));                                           \
   } while (0)
 
 }  // namespace mlsim
