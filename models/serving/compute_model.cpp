@@ -1,0 +1,139 @@
+#include "models/serving/compute_model.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sim_core/error.hpp"
+#include "sim_core/json_reader.hpp"
+
+namespace mlsim::serving {
+
+RooflineCalibration RooflineCalibration::load(const std::filesystem::path& file,
+                                              const std::string& gpu) {
+  std::ifstream in(file);
+  if (!in) throw InputError(file.string(), "cannot open the roofline calibration");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(file.string(), std::string("invalid JSON: ") + e.what());
+  }
+  JsonReader root(j, file.string());
+  auto gpus = root.object("gpus");
+  if (!gpus.has(gpu)) throw InputError(gpus.path(), "no calibration for GPU \"" + gpu + "\"");
+  auto entry = gpus.object(gpu);
+  RooflineCalibration cal;
+  cal.source = file.filename().string() + ": " + entry.string("_source");
+  auto ops = entry.object("ops");
+  for (std::size_t i = 0; i < kOpCount; ++i) {
+    const auto name = std::string(op_name(static_cast<Op>(i)));
+    auto op = ops.object(name);
+    cal.ops[i].flops = op.number("flops_efficiency", 1e-3, 1);
+    cal.ops[i].bandwidth = op.number("bandwidth_efficiency", 1e-3, 1);
+    cal.ops[i].overhead_s = op.duration("overhead").seconds();
+    op.finish();
+  }
+  ops.finish();
+  entry.finish();
+  return cal;
+}
+
+RooflineCalibration RooflineCalibration::ideal() {
+  RooflineCalibration c;
+  c.source = "ideal roofline";
+  return c;
+}
+
+OperatorTimer::OperatorTimer(const GpuSpec& gpu, Dtype dtype, RooflineCalibration calibration)
+    : peak_flops_(gpu.peak_for(dtype, "gpu").flops_per_s),
+      hbm_(gpu.hbm_bandwidth.bytes_per_s),
+      cal_(std::move(calibration)) {}
+
+double OperatorTimer::seconds(Op op, const OpWork& w) const {
+  if (w.flops <= 0 && w.bytes <= 0) return 0;
+  const auto& e = cal_.ops[static_cast<std::size_t>(op)];
+  return std::max(w.flops / (e.flops * peak_flops_), w.bytes / (e.bandwidth * hbm_)) + e.overhead_s;
+}
+
+IterationCostModel::IterationCostModel(const TransformerShape& model, int tp,
+                                       const OperatorTimer& timer, std::vector<std::int32_t> exits)
+    : model_(model), tp_(tp), timer_(timer), exits_(std::move(exits)) {
+  MLSIM_CHECK(tp_ >= 1, "tensor-parallel degree must be >= 1");
+  MLSIM_CHECK(!exits_.empty() && std::is_sorted(exits_.begin(), exits_.end()) &&
+                  exits_.front() > 0 && exits_.back() == model_.layers,
+              "exits must be ascending layer counts ending at the model depth");
+  bounds_.push_back(0);
+  bounds_.insert(bounds_.end(), exits_.begin(), exits_.end());
+  segments_.resize(exits_.size());
+  sampled_.resize(exits_.size());
+}
+
+double IterationCostModel::token_ops_seconds(std::int64_t tokens) const {
+  if (tokens <= 0) return 0;
+  const auto i = static_cast<std::size_t>(tokens);
+  if (i >= token_ops_cache_.size())
+    token_ops_cache_.resize(std::max(i + 1, 2 * token_ops_cache_.size()), -1);
+  double& slot = token_ops_cache_[i];
+  if (slot < 0) {
+    double s = 0;
+    for (Op op : kLayerOps)
+      if (op != Op::kAttnPrefill && op != Op::kAttnDecode)
+        s += timer_.seconds(op, token_op_work(op, model_, tokens, tp_));
+    slot = s;
+  }
+  return slot;
+}
+
+std::size_t IterationCostModel::segment_of_boundary(std::int32_t layer) const {
+  auto it = std::lower_bound(bounds_.begin(), bounds_.end(), layer);
+  MLSIM_CHECK(it != bounds_.end() && *it == layer, "work item layers must be tier boundaries");
+  return static_cast<std::size_t>(it - bounds_.begin());
+}
+
+IterationCost IterationCostModel::cost(std::span<const WorkItem> items) const {
+  for (auto& s : segments_) s = Segment{};
+  std::fill(sampled_.begin(), sampled_.end(), 0);
+  IterationCost out;
+  for (const auto& it : items) {
+    const auto lo = segment_of_boundary(it.first_layer);
+    const auto hi = segment_of_boundary(it.last_layer);
+    MLSIM_CHECK(lo < hi && it.tokens > 0, "empty work item");
+    if (it.first_layer == 0) out.tokens += it.tokens;
+    AttentionLoad a;
+    if (it.decode)
+      a.add_decode(std::int64_t{it.cached} + 1);
+    else
+      a.add_prefill_chunk(it.cached, it.tokens);
+    for (auto s = lo; s < hi; ++s) {
+      segments_[s].tokens += it.tokens;
+      segments_[s].attention += a;
+    }
+    if (it.samples) sampled_[hi - 1] += 1;
+  }
+  double t = timer_.seconds(Op::kEmbedding, token_op_work(Op::kEmbedding, model_, out.tokens, tp_));
+  for (std::size_t s = 0; s < segments_.size(); ++s) {
+    const auto& seg = segments_[s];
+    if (seg.tokens == 0) continue;
+    const int layers = bounds_[s + 1] - bounds_[s];
+    const double per_layer =
+        token_ops_seconds(seg.tokens) +
+        timer_.seconds(Op::kAttnPrefill, attention_prefill_work(model_, seg.attention, tp_)) +
+        timer_.seconds(Op::kAttnDecode, attention_decode_work(model_, seg.attention, tp_));
+    t += layers * per_layer;
+    if (tp_ > 1) {
+      out.allreduces += kAllReducesPerLayer * layers;
+      out.allreduce_bytes += kAllReducesPerLayer * layers * allreduce_bytes(model_, seg.tokens);
+    }
+  }
+  for (std::size_t s = 0; s < sampled_.size(); ++s) {
+    if (sampled_[s] == 0) continue;
+    out.exits_sampled += 1;
+    t += timer_.seconds(Op::kFinalNorm, token_op_work(Op::kFinalNorm, model_, sampled_[s], tp_));
+    t += timer_.seconds(Op::kLmHead, token_op_work(Op::kLmHead, model_, sampled_[s], tp_));
+  }
+  out.compute_s = t;
+  return out;
+}
+
+}  // namespace mlsim::serving

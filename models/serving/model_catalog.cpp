@@ -1,0 +1,103 @@
+#include "models/serving/model_catalog.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sim_core/error.hpp"
+#include "sim_core/json_reader.hpp"
+
+namespace mlsim::serving {
+
+int TransformerShape::dtype_bytes() const {
+  switch (dtype) {
+    case Dtype::kFp32:
+    case Dtype::kTf32:
+      return 4;
+    case Dtype::kFp16:
+    case Dtype::kBf16:
+      return 2;
+    case Dtype::kFp8:
+      return 1;
+  }
+  MLSIM_CHECK(false, "unknown dtype");
+}
+
+std::int64_t TransformerShape::params_per_layer() const {
+  const std::int64_t h = hidden, kv = kv_dim(), f = ffn;
+  const std::int64_t attention = h * (h + 2 * kv) + h * h;  // QKV, then O
+  const std::int64_t mlp = 3 * h * f;                       // gate, up, down
+  const std::int64_t norms = 2 * h;
+  return attention + mlp + norms;
+}
+
+std::int64_t TransformerShape::params_outside_layers() const {
+  return 2 * std::int64_t{vocab} * hidden + hidden;
+}
+
+TransformerShape parse_transformer_shape(JsonReader& r, const std::string& name) {
+  TransformerShape s;
+  s.name = name;
+  s.source = r.string("_source");
+  if (s.source.empty()) throw InputError(r.path_of("_source"), "expected a non-empty source");
+  s.layers = static_cast<int>(r.integer("layers", 1, 1000));
+  s.hidden = static_cast<int>(r.integer("hidden", 1, 1 << 20));
+  s.heads = static_cast<int>(r.integer("heads", 1, 1 << 12));
+  s.kv_heads = static_cast<int>(r.integer("kv_heads", 1, 1 << 12));
+  s.ffn = static_cast<int>(r.integer("ffn", 1, 1 << 22));
+  s.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
+  s.dtype = parse_dtype(r.string_or("dtype", "fp16"), r.path_of("dtype"));
+  if (s.hidden % s.heads != 0)
+    throw InputError(r.path_of("heads"), fmt::format("hidden ({}) must be a multiple of heads ({})",
+                                                     s.hidden, s.heads));
+  if (s.heads % s.kv_heads != 0)
+    throw InputError(
+        r.path_of("kv_heads"),
+        fmt::format("heads ({}) must be a multiple of kv_heads ({})", s.heads, s.kv_heads));
+  r.finish();
+  return s;
+}
+
+ModelCatalog ModelCatalog::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(file.string(), "cannot open the model catalog");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(file.string(), std::string("invalid JSON: ") + e.what());
+  }
+  JsonReader root(j, file.string());
+  auto& models = root.raw("models");
+  if (!models.is_object())
+    throw InputError(root.path_of("models"), "expected an object of named models");
+  ModelCatalog catalog;
+  for (auto it = models.begin(); it != models.end(); ++it) {
+    if (it.key().empty() || it.key()[0] == '_') continue;
+    JsonReader entry(it.value(), root.path_of("models") + "." + it.key());
+    catalog.add(parse_transformer_shape(entry, it.key()));
+  }
+  root.finish();
+  return catalog;
+}
+
+void ModelCatalog::add(TransformerShape shape) {
+  auto name = shape.name;
+  if (!models_.emplace(name, std::move(shape)).second)
+    throw InputError(name, "model defined twice in the catalog");
+}
+
+const TransformerShape* ModelCatalog::find(std::string_view name) const {
+  auto it = models_.find(name);
+  return it == models_.end() ? nullptr : &it->second;
+}
+
+const TransformerShape& ModelCatalog::get(std::string_view name, const std::string& where) const {
+  if (const auto* s = find(name)) return *s;
+  std::string known;
+  for (const auto& [n, _] : models_) known += (known.empty() ? "" : ", ") + n;
+  throw InputError(where, fmt::format("unknown model \"{}\"; the catalog has: {}", name, known));
+}
+
+}  // namespace mlsim::serving
