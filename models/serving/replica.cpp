@@ -1,0 +1,152 @@
+#include "models/serving/replica.hpp"
+
+#include <algorithm>
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::serving {
+
+Replica::Replica(Engine& engine, Network* network, ReplicaConfig config,
+                 std::unique_ptr<IterationCostModel> cost, KvBlockPool kv,
+                 std::vector<std::int32_t> exit_layers, std::int32_t feature_layers,
+                 BatchLimits limits, std::unique_ptr<BatchScheduler> scheduler,
+                 ReplicaObserver& observer)
+    : engine_(engine),
+      network_(network),
+      config_(std::move(config)),
+      cost_(std::move(cost)),
+      kv_(kv),
+      state_(kv_, std::move(exit_layers), feature_layers, limits),
+      scheduler_(std::move(scheduler)),
+      observer_(observer) {
+  MLSIM_CHECK(config_.tp == cost_->tp(), "replica and cost model disagree on tp");
+  MLSIM_CHECK(config_.tp == 1 || (network_ && static_cast<int>(config_.gpus.size()) == config_.tp),
+              "a tensor-parallel replica needs a network and one host per GPU");
+  kv_usage_.set(engine_.now(), 0);
+}
+
+void Replica::submit(Request& r) {
+  if (!state_.fits_at_all(r)) {
+    observer_.on_dropped(*this, r);
+    return;
+  }
+  r.prefill_target = r.spec.prompt_tokens;
+  r.cached = 0;
+  r.generated = 0;
+  r.answer_start = engine_.now();
+  state_.waiting().push_back(&r);
+  // Start on an event of its own at the current time, so that requests arriving at the same
+  // instant join the same batch.
+  if (!busy_ && !start_pending_) {
+    start_pending_ = true;
+    engine_.schedule_in(Time::zero(), [this] {
+      start_pending_ = false;
+      try_start();
+    });
+  }
+}
+
+std::int64_t Replica::outstanding_tokens() const {
+  std::int64_t n = 0;
+  for (const Request* r : state_.waiting()) n += r->outstanding_tokens();
+  for (const Request* r : state_.running()) n += r->outstanding_tokens();
+  return n;
+}
+
+void Replica::try_start() {
+  if (busy_) return;
+  scheduler_->next_batch(state_, batch_);
+  kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
+  if (batch_.empty()) return;
+  busy_ = true;
+  iteration_start_ = engine_.now();
+  batch_cost_ = cost_->cost(batch_.items);
+  double seconds = batch_cost_.compute_s + config_.iteration_overhead.seconds();
+  if (!config_.multi_level_sampling && batch_cost_.exits_sampled > 1)
+    seconds += (batch_cost_.exits_sampled - 1) * config_.sampling_pass_overhead.seconds();
+  engine_.schedule_in(Time::from_seconds_ceil(seconds), [this] { on_compute_done(); });
+}
+
+void Replica::on_compute_done() {
+  if (config_.tp == 1 || batch_cost_.allreduces == 0) {
+    complete_iteration();
+    return;
+  }
+  // Ring all-reduce: every GPU sends 2(t-1)/t of each payload to its ring successor. All the
+  // iteration's all-reduces are carried as one transfer per ring link; their number times the
+  // fixed per-all-reduce latency is added once the bytes are delivered.
+  const int t = config_.tp;
+  const auto per_gpu = static_cast<std::int64_t>(static_cast<double>(batch_cost_.allreduce_bytes) *
+                                                 2.0 * (t - 1) / t);
+  transfers_left_ = t;
+  for (int i = 0; i < t; ++i) {
+    network_->start_transfer(config_.gpus[static_cast<std::size_t>(i)],
+                             config_.gpus[static_cast<std::size_t>((i + 1) % t)], Bytes{per_gpu},
+                             [this](const TransferResult&) {
+                               if (--transfers_left_ > 0) return;
+                               engine_.schedule_in(
+                                   config_.allreduce_latency * batch_cost_.allreduces,
+                                   [this] { complete_iteration(); });
+                             });
+  }
+}
+
+void Replica::complete_iteration() {
+  const Time now = engine_.now();
+  busy_s_ += (now - iteration_start_).seconds();
+  iterations_ += 1;
+  tokens_processed_ += static_cast<std::uint64_t>(batch_.tokens);
+  auto& running = state_.running();
+  bool any_done = false;
+  for (auto& e : batch_.entries) {
+    Request& r = *e.request;
+    r.cached += e.work.tokens;
+    if (!e.work.samples) continue;
+    r.generated += 1;
+    if (r.first_token == Time::max()) {
+      r.first_token = now;
+      observer_.on_first_token(*this, r);
+    }
+    if (r.done()) any_done = true;
+  }
+  if (any_done) {
+    // Collect first, then finish: finishing may re-queue (escalation) and touch `running`.
+    std::vector<Request*> done;
+    for (auto& e : batch_.entries)
+      if (e.work.samples && e.request->done()) done.push_back(e.request);
+    running.erase(
+        std::remove_if(running.begin(), running.end(), [](const Request* r) { return r->done(); }),
+        running.end());
+    for (Request* r : done) finish_answer(*r);
+  }
+  busy_ = false;
+  observer_.on_iteration(*this);
+  batch_.clear();
+  try_start();
+}
+
+void Replica::finish_answer(Request& r) {
+  const bool escalate_here = r.spec.escalate_to >= 0 && !r.escalated &&
+                             config_.reuse_across_tiers && state_.serves(r.spec.escalate_to) &&
+                             r.spec.escalate_to > r.tier;
+  if (!escalate_here) {
+    state_.release(r);
+    observer_.on_answer_done(*this, r);
+    return;
+  }
+  // Keep the prompt's KV in the lower tier's layers (and drop the KV of the answer's tokens);
+  // the escalated answer prefills the prompt only above those layers, from the stored features.
+  const std::int32_t lower = state_.exit_layer(r.tier);
+  (void)kv_.resize(r.kv_blocks, kv_.blocks_for(r.spec.prompt_tokens, lower));
+  (void)kv_.resize(r.feature_blocks, 0);
+  r.tier = r.spec.escalate_to;
+  r.escalated = true;
+  r.reused_layers = lower;
+  r.prefill_target = r.spec.prompt_tokens;
+  r.cached = 0;
+  r.generated = 0;
+  r.answer_start = engine_.now();
+  state_.waiting().push_front(&r);
+}
+
+}  // namespace mlsim::serving

@@ -1,0 +1,111 @@
+#pragma once
+// One model replica: tp GPUs running iterations back to back. Each iteration asks the scheduler
+// for a batch, costs it with the calibrated roofline, then runs the tensor-parallel all-reduces
+// through the network (one ring per iteration carrying every layer's all-reduce volume between
+// neighbouring GPUs, plus a fixed latency per all-reduce), then applies the batch's progress.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/serving/compute_model.hpp"
+#include "models/serving/kv_cache.hpp"
+#include "models/serving/scheduler.hpp"
+#include "sim_core/engine.hpp"
+#include "sim_core/network.hpp"
+#include "sim_core/stats.hpp"
+
+namespace mlsim::serving {
+
+class Replica;
+
+// Hooks the serving system implements; called from within the replica's events.
+class ReplicaObserver {
+ public:
+  virtual ~ReplicaObserver() = default;
+  // The request's first output token was sampled (TTFT).
+  virtual void on_first_token(Replica& replica, Request& r) = 0;
+  // The current answer is complete and its KV released; the request left the replica.
+  virtual void on_answer_done(Replica& replica, Request& r) = 0;
+  // The request can never fit this replica's KV pool; it was not queued.
+  virtual void on_dropped(Replica& replica, Request& r) = 0;
+  // An iteration finished (for time series); default: nothing.
+  virtual void on_iteration(Replica&) {}
+};
+
+struct ReplicaConfig {
+  std::string name;
+  int tp = 1;
+  std::vector<NodeId> gpus;  // tp hosts of the topology, in ring order
+  Time iteration_overhead;   // CPU-side scheduling, input preparation, sampling
+  Time allreduce_latency;    // fixed cost of one all-reduce (launch, synchronisation)
+  // MFS: tokens of several tiers sampled in one pass. When off, each extra exit head sampled in
+  // an iteration adds a separate sampling pass costing `sampling_pass_overhead`.
+  bool multi_level_sampling = true;
+  Time sampling_pass_overhead;
+  // MFS: an escalated request continues here, reusing its prompt's KV of the lower tier's layers.
+  bool reuse_across_tiers = false;
+};
+
+class Replica {
+ public:
+  Replica(Engine& engine, Network* network, ReplicaConfig config,
+          std::unique_ptr<IterationCostModel> cost, KvBlockPool kv,
+          std::vector<std::int32_t> exit_layers, std::int32_t feature_layers, BatchLimits limits,
+          std::unique_ptr<BatchScheduler> scheduler, ReplicaObserver& observer);
+  Replica(const Replica&) = delete;
+  Replica& operator=(const Replica&) = delete;
+
+  // Queues a new answer of `r` (its tier must be served here) and starts an iteration if idle.
+  void submit(Request& r);
+  bool serves(std::int32_t tier) const { return state_.serves(tier); }
+  std::int32_t exit_layer(std::int32_t tier) const { return state_.exit_layer(tier); }
+
+  const std::string& name() const { return config_.name; }
+  const ReplicaConfig& config() const { return config_; }
+  const IterationCostModel& cost_model() const { return *cost_; }
+  const ReplicaState& state() const { return state_; }
+  const KvBlockPool& kv() const { return kv_; }
+  // Prefill and output tokens still to process for the requests queued or running here (what the
+  // least-outstanding-tokens router balances). Linear in the queue length.
+  std::int64_t outstanding_tokens() const;
+  bool busy() const { return busy_; }
+  // The batch of the iteration that just completed (valid inside on_iteration).
+  const Batch& last_batch() const { return batch_; }
+
+  // Statistics.
+  double busy_seconds() const { return busy_s_; }
+  std::uint64_t iterations() const { return iterations_; }
+  std::uint64_t tokens_processed() const { return tokens_processed_; }
+  const TimeAverage& kv_usage() const { return kv_usage_; }  // in layer-blocks
+  std::uint64_t preemptions() const { return state_.preemptions(); }
+
+ private:
+  void try_start();
+  void on_compute_done();
+  void complete_iteration();
+  void finish_answer(Request& r);
+
+  Engine& engine_;
+  Network* network_;
+  ReplicaConfig config_;
+  std::unique_ptr<IterationCostModel> cost_;
+  KvBlockPool kv_;
+  ReplicaState state_;
+  std::unique_ptr<BatchScheduler> scheduler_;
+  ReplicaObserver& observer_;
+
+  Batch batch_;
+  IterationCost batch_cost_;
+  bool busy_ = false;
+  bool start_pending_ = false;
+  Time iteration_start_;
+  int transfers_left_ = 0;
+
+  double busy_s_ = 0;
+  std::uint64_t iterations_ = 0;
+  std::uint64_t tokens_processed_ = 0;
+  TimeAverage kv_usage_;
+};
+
+}  // namespace mlsim::serving

@@ -1,0 +1,50 @@
+#pragma once
+// A serving request: what the workload asks for (RequestSpec) and its progress through a replica
+// (Request). Progress follows vLLM's convention: a prefill pass computes the KV of its input
+// tokens and samples the first output token; each decode step feeds the last sampled token (its
+// KV is written) and samples the next. Preemption by recompute drops the KV and re-prefills the
+// prompt plus the tokens generated so far, then samples the next token.
+#include <cstdint>
+
+#include "sim_core/time.hpp"
+
+namespace mlsim::serving {
+
+struct RequestSpec {
+  std::uint64_t id = 0;
+  Time arrival;
+  std::int32_t prompt_tokens = 0;
+  std::int32_t output_tokens = 0;  // >= 1
+  std::int32_t tier = 0;           // target tier of the model family (0 = smallest)
+  // After answering at `tier`, the answer is escalated and re-generated at this tier (-1: none).
+  std::int32_t escalate_to = -1;
+};
+
+struct Request {
+  RequestSpec spec;
+  std::int32_t tier = 0;   // tier of the answer being generated now
+  bool escalated = false;  // the current answer is the escalated one
+  // Tokens whose KV must be computed before decoding: the prompt, or after a preemption the
+  // prompt plus the tokens generated so far.
+  std::int32_t prefill_target = 0;
+  std::int32_t cached = 0;     // tokens whose KV is in the cache (all layers this answer uses)
+  std::int32_t generated = 0;  // output tokens of the current answer
+  // Layers whose KV of the first `prefill_target` tokens was kept from a lower tier's answer:
+  // the prefill runs only above them (MFS escalation reuse).
+  std::int32_t reused_layers = 0;
+  std::int32_t kv_layers = 0;       // layers this answer keeps KV for (the tier's depth)
+  std::int64_t kv_blocks = 0;       // layer-blocks held in the replica's KV pool
+  std::int64_t feature_blocks = 0;  // layer-block equivalents held for exit-layer features
+  std::int32_t preemptions = 0;
+  Time first_token = Time::max();  // of the first answer; TTFT = first_token - arrival
+  Time answer_start;               // when the current answer was dispatched
+
+  bool in_prefill() const { return cached < prefill_target; }
+  bool done() const { return generated >= spec.output_tokens; }
+  // Tokens still to produce, counting the prefill left: what "least outstanding tokens" routes on.
+  std::int64_t outstanding_tokens() const {
+    return std::int64_t{prefill_target - cached} + (spec.output_tokens - generated);
+  }
+};
+
+}  // namespace mlsim::serving

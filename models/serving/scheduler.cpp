@@ -1,0 +1,131 @@
+#include "models/serving/scheduler.hpp"
+
+#include <algorithm>
+
+#include "models/serving/chunked_prefill.hpp"
+#include "models/serving/continuous_batching.hpp"
+#include "models/serving/static_batching.hpp"
+#include "sim_core/error.hpp"
+
+namespace mlsim::serving {
+
+ReplicaState::ReplicaState(KvBlockPool& kv, std::vector<std::int32_t> exit_layers,
+                           std::int32_t feature_layers, BatchLimits limits)
+    : kv_(kv),
+      exit_layers_(std::move(exit_layers)),
+      feature_layers_(feature_layers),
+      top_tier_(-1),
+      limits_(limits) {
+  for (std::size_t t = 0; t < exit_layers_.size(); ++t)
+    if (exit_layers_[t] > 0) top_tier_ = static_cast<std::int32_t>(t);
+  MLSIM_CHECK(top_tier_ >= 0, "a replica must serve at least one tier");
+}
+
+std::int32_t ReplicaState::exit_layer(std::int32_t tier) const {
+  MLSIM_CHECK(serves(tier), "tier not served by this replica");
+  return exit_layers_[static_cast<std::size_t>(tier)];
+}
+
+bool ReplicaState::serves(std::int32_t tier) const {
+  return tier >= 0 && static_cast<std::size_t>(tier) < exit_layers_.size() &&
+         exit_layers_[static_cast<std::size_t>(tier)] > 0;
+}
+
+bool ReplicaState::reserve(Request& r, std::int64_t tokens) {
+  r.kv_layers = exit_layer(r.tier);
+  if (!kv_.resize(r.kv_blocks, kv_.blocks_for(tokens, r.kv_layers))) return false;
+  // A request below the top tier keeps its prompt's hidden states at its exit, so that an
+  // escalation can continue the prompt's prefill above that layer without recomputing below it.
+  if (feature_layers_ > 0 && r.tier < top_tier_ && r.feature_blocks == 0) {
+    if (!kv_.resize(r.feature_blocks, kv_.blocks_for(r.spec.prompt_tokens, feature_layers_))) {
+      (void)kv_.resize(r.kv_blocks, 0);
+      return false;
+    }
+  }
+  return true;
+}
+
+void ReplicaState::release(Request& r) {
+  (void)kv_.resize(r.kv_blocks, 0);
+  (void)kv_.resize(r.feature_blocks, 0);
+}
+
+void ReplicaState::preempt(Request& r) {
+  release(r);
+  r.prefill_target = r.spec.prompt_tokens + r.generated;
+  r.cached = 0;
+  r.reused_layers = 0;  // the kept lower-tier KV is gone too
+  r.preemptions += 1;
+  ++preemptions_;
+  auto it = std::find(running_.begin(), running_.end(), &r);
+  MLSIM_CHECK(it != running_.end(), "preempting a request that is not running");
+  running_.erase(it);
+  waiting_.push_front(&r);
+}
+
+bool ReplicaState::fits_at_all(const Request& r) const {
+  const auto layers = exit_layers_[static_cast<std::size_t>(r.tier)];
+  std::int64_t need = kv_.blocks_for(r.spec.prompt_tokens + r.spec.output_tokens, layers);
+  if (feature_layers_ > 0 && r.tier < top_tier_)
+    need += kv_.blocks_for(r.spec.prompt_tokens, feature_layers_);
+  return need <= kv_.total();
+}
+
+void ReplicaState::add_prefill(Batch& batch, Request& r, std::int32_t tokens) const {
+  WorkItem w;
+  w.tokens = tokens;
+  w.cached = r.cached;
+  w.decode = false;
+  w.samples = r.cached + tokens == r.prefill_target;
+  w.first_layer = r.reused_layers;
+  w.last_layer = exit_layer(r.tier);
+  batch.entries.push_back({&r, w});
+  batch.items.push_back(w);
+  batch.tokens += tokens;
+}
+
+void ReplicaState::add_decode(Batch& batch, Request& r) const {
+  WorkItem w;
+  w.tokens = 1;
+  w.cached = r.cached;
+  w.decode = true;
+  w.samples = true;
+  w.first_layer = 0;
+  w.last_layer = exit_layer(r.tier);
+  batch.entries.push_back({&r, w});
+  batch.items.push_back(w);
+  batch.tokens += 1;
+}
+
+void schedule_decodes(ReplicaState& s, Batch& batch) {
+  auto& running = s.running();
+  for (std::size_t i = 0; i < running.size();) {
+    Request* r = running[i];
+    if (r->in_prefill()) {
+      ++i;
+      continue;
+    }
+    bool preempted_self = false;
+    while (!s.reserve(*r, std::int64_t{r->cached} + 1)) {
+      Request* victim = running.back();
+      s.preempt(*victim);
+      if (victim == r) {
+        preempted_self = true;
+        break;
+      }
+    }
+    if (preempted_self) break;  // r was the last running request
+    s.add_decode(batch, *r);
+    ++i;
+  }
+}
+
+std::unique_ptr<BatchScheduler> make_scheduler(std::string_view name, const std::string& where) {
+  if (name == "static") return std::make_unique<StaticBatching>();
+  if (name == "continuous") return std::make_unique<ContinuousBatching>();
+  if (name == "chunked_prefill") return std::make_unique<ChunkedPrefill>();
+  throw InputError(where, "unknown scheduler \"" + std::string(name) +
+                              "\"; expected \"static\", \"continuous\" or \"chunked_prefill\"");
+}
+
+}  // namespace mlsim::serving

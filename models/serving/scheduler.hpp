@@ -1,0 +1,103 @@
+#pragma once
+// What a batch scheduler sees and changes on one replica (its queues and KV pool), and the
+// strategy interface the replica calls once per iteration. The policies live in their own
+// headers: static_batching.hpp, continuous_batching.hpp (vLLM), chunked_prefill.hpp (Sarathi).
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "models/serving/compute_model.hpp"
+#include "models/serving/kv_cache.hpp"
+#include "models/serving/request.hpp"
+
+namespace mlsim::serving {
+
+struct BatchEntry {
+  Request* request = nullptr;
+  WorkItem work;
+};
+
+struct Batch {
+  std::vector<BatchEntry> entries;
+  std::vector<WorkItem> items;  // the same work, contiguous, for the cost model
+  std::int64_t tokens = 0;
+  void clear() {
+    entries.clear();
+    items.clear();
+    tokens = 0;
+  }
+  bool empty() const { return entries.empty(); }
+};
+
+struct BatchLimits {
+  std::int32_t max_requests = 256;  // vLLM max_num_seqs default
+  std::int32_t max_tokens = 4096;   // per iteration (vLLM max_num_batched_tokens / Sarathi budget)
+};
+
+class ReplicaState {
+ public:
+  // `exit_layers[tier]` is the depth a request of that tier runs through (its exit), or 0 when
+  // this replica does not serve the tier. `feature_layers` > 0 keeps each non-final tier's prompt
+  // features at its exit (MFS intermediate-feature sharing), costed as that many layer-blocks.
+  ReplicaState(KvBlockPool& kv, std::vector<std::int32_t> exit_layers, std::int32_t feature_layers,
+               BatchLimits limits);
+
+  std::deque<Request*>& waiting() { return waiting_; }
+  std::vector<Request*>& running() { return running_; }
+  const std::deque<Request*>& waiting() const { return waiting_; }
+  const std::vector<Request*>& running() const { return running_; }
+  KvBlockPool& kv() { return kv_; }
+  const KvBlockPool& kv() const { return kv_; }
+  const BatchLimits& limits() const { return limits_; }
+  std::int32_t exit_layer(std::int32_t tier) const;
+  bool serves(std::int32_t tier) const;
+
+  // Grows (or keeps) the request's KV to hold `tokens` tokens of its tier; false if no room.
+  [[nodiscard]] bool reserve(Request& r, std::int64_t tokens);
+  // Releases all of the request's KV (and stored features).
+  void release(Request& r);
+  // Preemption by recompute: releases the KV, rewinds progress so that the prompt and the tokens
+  // generated so far are prefilled again, and puts the request first in the waiting queue.
+  void preempt(Request& r);
+  // Whether a request could ever complete here (its full length fits the empty pool).
+  bool fits_at_all(const Request& r) const;
+
+  // Adds a work item for `r` to `batch`: a prefill chunk of `tokens` or a decode step.
+  void add_prefill(Batch& batch, Request& r, std::int32_t tokens) const;
+  void add_decode(Batch& batch, Request& r) const;
+
+  std::uint64_t preemptions() const { return preemptions_; }
+
+ private:
+  KvBlockPool& kv_;
+  std::vector<std::int32_t> exit_layers_;
+  std::int32_t feature_layers_;
+  std::int32_t top_tier_;
+  BatchLimits limits_;
+  std::deque<Request*> waiting_;
+  std::vector<Request*> running_;
+  std::uint64_t preemptions_ = 0;
+};
+
+class BatchScheduler {
+ public:
+  virtual ~BatchScheduler() = default;
+  virtual std::string_view name() const = 0;
+  // Picks the next iteration's work, admitting, reserving KV and preempting as the policy does.
+  // Leaves `batch` empty when there is nothing to run.
+  virtual void next_batch(ReplicaState& state, Batch& batch) = 0;
+};
+
+// Decodes every running request that is past its prefill, growing each one's KV by a token and,
+// when the pool is full, preempting the most recently admitted request (vLLM's policy) until the
+// token fits. Shared by the continuous and chunked-prefill schedulers.
+void schedule_decodes(ReplicaState& state, Batch& batch);
+
+// "static" | "continuous" | "chunked_prefill"; InputError at `where` otherwise.
+std::unique_ptr<BatchScheduler> make_scheduler(std::string_view name, const std::string& where);
+inline constexpr std::string_view kSchedulerNames[] = {"static", "continuous", "chunked_prefill"};
+
+}  // namespace mlsim::serving
