@@ -1,0 +1,152 @@
+#include "cli/commands.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "cli/progress_line.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/hardware.hpp"
+#include "sim_core/json_reader.hpp"
+#include "sim_core/results_writer.hpp"
+#include "sim_core/runner.hpp"
+#include "sim_core/scenario.hpp"
+
+namespace mlsim {
+namespace {
+
+ScenarioRequest request_of(const ScenarioArgs& a) {
+  ScenarioRequest r;
+  r.file = a.scenario;
+  r.variant = a.variant;
+  for (const auto& s : a.sets) r.overrides.push_back(parse_set_option(s));
+  return r;
+}
+
+// Refuses an output location that cannot become a results folder, before simulating.
+void check_output_dir(const std::filesystem::path& dir, const std::string& where) {
+  std::error_code ec;
+  for (auto p = dir; !p.empty(); p = p.parent_path()) {
+    if (std::filesystem::exists(p, ec)) {
+      if (!std::filesystem::is_directory(p, ec))
+        throw InputError(where, fmt::format("{} exists and is not a folder", p.string()));
+      break;
+    }
+    if (p == p.parent_path()) break;
+  }
+}
+
+void print_summary(const RunOutput& out, const std::filesystem::path& dir,
+                   const std::vector<std::filesystem::path>& files) {
+  const auto& info = out.info;
+  fmt::print("{}{}: model {}, backend {}, seed {}\n", info.name,
+             info.variant ? " (variant " + *info.variant + ")" : "", info.model, info.backend,
+             info.seed);
+  std::size_t width = 6;
+  for (const auto& [k, v] : out.results.metrics()) width = std::max(width, k.size());
+  fmt::print("  {:<{}}  {}\n", "metric", width, "value");
+  for (const auto& [k, v] : out.results.metrics()) fmt::print("  {:<{}}  {:.6g}\n", k, width, v);
+  fmt::print("  {} events in {:.3f} s wall ({:.2f} M events/s), simulated {}{}\n",
+             info.events_processed, out.wall_seconds,
+             out.wall_seconds > 0
+                 ? static_cast<double>(info.events_processed) / out.wall_seconds / 1e6
+                 : 0.0,
+             to_string(info.simulated_time), info.hit_time_limit ? " (time limit reached)" : "");
+  fmt::print("  results: {} ({} files)\n", (dir / "summary.json").string(), files.size());
+}
+
+}  // namespace
+
+int run_command(const RunArgs& args, const Registries& registries) {
+  const auto scenario = load_scenario(request_of(args.input), registries);
+  const std::filesystem::path dir =
+      args.out ? std::filesystem::path(*args.out) : scenario.output.dir;
+  check_output_dir(dir, args.out ? "--out" : "output.dir");
+  PreparedRun prepared(scenario, registries);
+
+  ProgressLine progress(!args.quiet && ProgressLine::stderr_is_terminal());
+  RunOptions options;
+  options.progress_every = 1 << 16;
+  options.on_progress = [&progress](const ProgressReport& r) { progress.update(r); };
+  const auto out = prepared.run(options);
+  progress.clear();
+
+  const auto files = write_results(out, dir, WriteOptions{scenario.output.csv});
+  if (!args.quiet) print_summary(out, dir, files);
+  return 0;
+}
+
+int validate_command(const ScenarioArgs& args, const Registries& registries) {
+  const auto base = load_scenario(request_of(args), registries);
+  { PreparedRun prepared(base, registries); }
+  std::vector<std::string> checked;
+  if (!args.variant) {
+    for (const auto& v : base.variant_names) {
+      auto req = request_of(args);
+      req.variant = v;
+      const auto loaded = load_scenario(req, registries);
+      PreparedRun prepared(loaded, registries);
+      checked.push_back(v);
+    }
+  }
+  fmt::print(
+      "ok: {} ({}{}){}\n", args.scenario, base.name,
+      args.variant ? ", variant " + *args.variant : "",
+      checked.empty() ? "" : fmt::format("; variants {} also valid", fmt::join(checked, ", ")));
+  return 0;
+}
+
+int list_command(const std::filesystem::path& catalog_dir, const Registries& registries) {
+  fmt::print("models:\n");
+  for (const auto& m : registries.models.all())
+    fmt::print("  {:<14} {}\n  {:<14} policies: {}\n", m.name, m.description, "",
+               m.policies.empty() ? "-" : fmt::format("{}", fmt::join(m.policies, ", ")));
+  if (registries.models.all().empty()) fmt::print("  (none registered)\n");
+  fmt::print("network backends:\n");
+  for (const auto& b : registries.backends.all())
+    fmt::print("  {:<14} {}\n", b.name, b.description);
+
+  // Every catalog file in the folder, read with the same strict parser a scenario uses.
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(catalog_dir, ec))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  if (ec)
+    throw InputError("--catalog",
+                     fmt::format("cannot read {}: {}", catalog_dir.string(), ec.message()));
+  std::sort(files.begin(), files.end());
+  HardwareCatalog catalog;
+  for (const auto& f : files) {
+    auto doc = read_scenario_document(f);
+    if (!doc.json.contains("hardware")) continue;
+    try {
+      JsonReader hw(doc.json["hardware"], "hardware");
+      catalog.add_from_json(hw);
+    } catch (const InputError& e) {
+      throw doc.provenance.attribute(e);
+    }
+  }
+  fmt::print("GPUs ({}):\n", catalog_dir.string());
+  for (const auto& [name, g] : catalog.gpus()) {
+    std::string rates;
+    for (const auto& [d, r] : g.peak) rates += fmt::format(" {} {}", dtype_name(d), to_string(r));
+    fmt::print("  {:<16} HBM {} at {:.4g} GB/s, NVLink {};{}\n", name, to_string(g.hbm_capacity),
+               g.hbm_bandwidth.bytes_per_s / 1e9,
+               g.nvlink_bandwidth
+                   ? fmt::format("{:.4g} GB/s", g.nvlink_bandwidth->bytes_per_s / 1e9)
+                   : std::string("none"),
+               rates);
+  }
+  fmt::print("switches:\n");
+  for (const auto& [name, s] : catalog.switches())
+    fmt::print("  {:<24} {} x {}, pipeline {}{}\n", name, s.ports, to_string(s.port_bandwidth),
+               to_string(s.pipeline_latency),
+               s.aggregators ? fmt::format(", {} aggregators of {}", s.aggregators->count,
+                                           to_string(s.aggregators->bytes_per_slot))
+                             : "");
+  return 0;
+}
+
+}  // namespace mlsim

@@ -1,0 +1,31 @@
+#pragma once
+// The subcommands of `mlsim`. Each returns the process exit status or throws: InputError for
+// bad input (main maps it to status 2), anything else for internal errors (status 1).
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim_core/registries.hpp"
+
+namespace mlsim {
+
+struct ScenarioArgs {
+  std::string scenario;
+  std::vector<std::string> sets;  // "path=value"
+  std::optional<std::string> variant;
+};
+
+struct RunArgs {
+  ScenarioArgs input;
+  std::optional<std::string> out;  // overrides output.dir
+  bool quiet = false;
+};
+
+int run_command(const RunArgs& args, const Registries& registries);
+// Loads and builds the scenario without simulating; without --variant, also every variant.
+int validate_command(const ScenarioArgs& args, const Registries& registries);
+// Models with their policies, backends with their descriptions, hardware in the catalogs.
+int list_command(const std::filesystem::path& catalog_dir, const Registries& registries);
+
+}  // namespace mlsim

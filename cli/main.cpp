@@ -1,0 +1,68 @@
+// mlsim: run, validate and list scenarios. Exit status: 0 ok, 2 bad input (nothing written),
+// 1 internal error.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "cli/registry.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/version.hpp"
+
+namespace {
+
+constexpr int kInputErrorStatus = 2;
+constexpr int kInternalErrorStatus = 1;
+
+void add_scenario_options(CLI::App& cmd, mlsim::ScenarioArgs& a) {
+  cmd.add_option("scenario", a.scenario, "Scenario file (JSON)")->required();
+  cmd.add_option("--set", a.sets,
+                 "Override a field: PATH=VALUE (VALUE is JSON, or a plain string), repeatable")
+      ->allow_extra_args(false);
+  cmd.add_option("--variant", a.variant, "Apply one of the scenario's named variants first");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mlsim: a discrete-event simulator for ML-systems research"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(mlsim::version()));
+
+  mlsim::RunArgs run;
+  auto* run_cmd = app.add_subcommand("run", "Run a scenario and write its results");
+  add_scenario_options(*run_cmd, run.input);
+  run_cmd->add_option("--out", run.out, "Results folder (default: the scenario's output.dir)");
+  run_cmd->add_flag("--quiet", run.quiet, "Print nothing on success");
+
+  mlsim::ScenarioArgs validate;
+  auto* validate_cmd =
+      app.add_subcommand("validate", "Check a scenario (and its variants) without running it");
+  add_scenario_options(*validate_cmd, validate);
+
+  std::string catalog_dir = std::string(MLSIM_SOURCE_DIR) + "/workloads/hardware";
+  auto* list_cmd = app.add_subcommand("list", "List models, network backends and hardware");
+  list_cmd->add_option("--catalog", catalog_dir, "Folder of hardware catalog files");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int status = app.exit(e);
+    return status == 0 ? 0 : kInputErrorStatus;
+  }
+
+  try {
+    const auto registries = mlsim::make_registries();
+    if (*run_cmd) return mlsim::run_command(run, registries);
+    if (*validate_cmd) return mlsim::validate_command(validate, registries);
+    if (*list_cmd) return mlsim::list_command(catalog_dir, registries);
+  } catch (const mlsim::InputError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return kInputErrorStatus;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error: {}\n", e.what());
+    return kInternalErrorStatus;
+  }
+  return kInternalErrorStatus;
+}

@@ -1,0 +1,23 @@
+#include "cli/registry.hpp"
+
+#include "sim_core/network_factory.hpp"
+#ifdef MLSIM_HAVE_SIMGRID
+#include "sim_core/simgrid/simgrid_backend.hpp"
+#endif
+
+// Models: one include and one register call each (their library is linked in cli/CMakeLists.txt).
+// MODELS-INCLUDE: collectives (models/collectives/register.hpp) goes here once it lands on main.
+
+namespace mlsim {
+
+Registries make_registries() {
+  Registries r;
+  register_core_backends(r.backends);
+#ifdef MLSIM_HAVE_SIMGRID
+  register_simgrid_backend(r.backends);
+#endif
+  // MODELS-REGISTER: register_collectives(r.models) goes here once it lands on main.
+  return r;
+}
+
+}  // namespace mlsim

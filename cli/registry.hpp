@@ -1,0 +1,9 @@
+#pragma once
+// The one place where the program learns every model and network backend it can run.
+#include "sim_core/registries.hpp"
+
+namespace mlsim {
+
+Registries make_registries();
+
+}  // namespace mlsim

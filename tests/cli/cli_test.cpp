@@ -1,0 +1,134 @@
+// Runs the built `mlsim` program as a user would: exit statuses, error messages, and that an
+// input error writes nothing.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "../scenario/test_registries.hpp"
+
+using mlsim::testing::TempDir;
+
+namespace {
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+};
+
+std::string read(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs `mlsim ARGS` with stdout and stderr captured (stderr is not a terminal: no progress line).
+Outcome run_mlsim(const TempDir& dir, const std::string& args) {
+  const auto out = dir.path() / "stdout.txt";
+  const auto err = dir.path() / "stderr.txt";
+  const std::string cmd = std::string(MLSIM_BINARY_DIR) + "/cli/mlsim " + args + " > " +
+                          out.string() + " 2> " + err.string();
+  const int raw = std::system(cmd.c_str());
+  Outcome o;
+  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  o.out = read(out);
+  o.err = read(err);
+  return o;
+}
+
+// A scenario that is valid up to the model section; models are checked where they land.
+const char* kScenario = R"({
+  "name": "cli_test",
+  "include": ["../../workloads/hardware/gpus.json"],
+  "topology": {"kind": "ring", "hosts": 4, "link": {"bandwidth": "50GB/s", "latency": "500ns"}},
+  "network": {"backend": "flow"},
+  "system": {"model": "no_such_model"}
+})";
+
+std::string scenario_in(const TempDir& dir) {
+  // Placed two levels below a copy of workloads/hardware so the include resolves.
+  const auto hw = std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/hardware/gpus.json";
+  dir.write("workloads/hardware/gpus.json", read(hw));
+  return dir.write("a/b/scenario.json", kScenario).string();
+}
+
+}  // namespace
+
+TEST(Cli, NoSubcommandIsAUsageError) {
+  TempDir dir;
+  auto o = run_mlsim(dir, "");
+  EXPECT_EQ(o.status, 2);
+}
+
+TEST(Cli, UnknownModelExitsTwoWithFileAndPathAndWritesNothing) {
+  TempDir dir;
+  const auto file = scenario_in(dir);
+  const auto out_dir = dir.path() / "results";
+  auto o = run_mlsim(dir, "run " + file + " --out " + out_dir.string());
+  EXPECT_EQ(o.status, 2) << o.err;
+  EXPECT_EQ(o.err.rfind("error: " + file + ": system.model: ", 0), 0u) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(out_dir));
+  EXPECT_TRUE(o.out.empty());
+}
+
+TEST(Cli, BadSetPathExitsTwo) {
+  TempDir dir;
+  const auto file = scenario_in(dir);
+  auto o = run_mlsim(dir, "validate " + file + " --set topology..hosts=3");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(o.err, "error: --set: malformed path \"topology..hosts\": empty key\n");
+  auto p = run_mlsim(
+      dir, "run " + file + " --set topology.hosts=0 --out " + (dir.path() / "r").string());
+  EXPECT_EQ(p.status, 2);
+  EXPECT_EQ(p.err, "error: --set: topology.hosts: expected an integer in [2, 1048576], got 0\n");
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));
+}
+
+TEST(Cli, MissingScenarioFileExitsTwo) {
+  TempDir dir;
+  auto o = run_mlsim(dir, "validate " + (dir.path() / "nope.json").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.err.find("file not found"), std::string::npos) << o.err;
+}
+
+TEST(Cli, ErrorInAnIncludedCatalogNamesThatFile) {
+  TempDir dir;
+  const auto file = scenario_in(dir);
+  auto o =
+      run_mlsim(dir, "validate " + file + " --set hardware.gpus.V100-SXM2-32GB.hbm_capacity=32");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(o.err.rfind("error: --set: hardware.gpus.V100-SXM2-32GB.hbm_capacity: expected a "
+                        "size as a string with a unit",
+                        0),
+            0u)
+      << o.err;
+  dir.write("workloads/hardware/gpus.json", R"({"hardware": {"gpus": {"X": {}}}})");
+  auto p = run_mlsim(dir, "validate " + file);
+  EXPECT_EQ(p.status, 2);
+  const auto catalog = (dir.path() / "workloads/hardware/gpus.json").lexically_normal().string();
+  EXPECT_EQ(p.err.rfind("error: " + catalog + ": hardware.gpus.X._source: missing", 0), 0u)
+      << p.err;
+}
+
+TEST(Cli, OutputPathThatIsAFileIsRefusedBeforeRunning) {
+  TempDir dir;
+  const auto file = scenario_in(dir);
+  dir.write("taken", "x");
+  auto o = run_mlsim(dir, "run " + file + " --set system.model=no_such_model --out " +
+                              (dir.path() / "taken").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(read(dir.path() / "taken"), "x");
+}
+
+TEST(Cli, ListShowsBackendsAndTheShippedHardware) {
+  TempDir dir;
+  auto o = run_mlsim(dir, "list");
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("flow"), std::string::npos);
+  EXPECT_NE(o.out.find("analytic"), std::string::npos);
+  EXPECT_NE(o.out.find("H100-SXM5-80GB"), std::string::npos);
+  EXPECT_NE(o.out.find("tofino-32x100g-atp"), std::string::npos);
+}
