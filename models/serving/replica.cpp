@@ -57,6 +57,7 @@ void Replica::try_start() {
   if (busy_) return;
   scheduler_->next_batch(state_, batch_);
   kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
+  observer_.on_kv_changed(*this);
   if (batch_.empty()) return;
   busy_ = true;
   iteration_start_ = engine_.now();

@@ -31,6 +31,8 @@ class ReplicaObserver {
   virtual void on_dropped(Replica& replica, Request& r) = 0;
   // An iteration finished (for time series); default: nothing.
   virtual void on_iteration(Replica&) {}
+  // The replica's KV pool usage may have changed (after scheduling); default: nothing.
+  virtual void on_kv_changed(Replica&) {}
 };
 
 struct ReplicaConfig {

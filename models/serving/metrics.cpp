@@ -1,0 +1,83 @@
+#include "models/serving/metrics.hpp"
+
+#include <algorithm>
+
+namespace mlsim::serving {
+
+ServingMetrics::ServingMetrics(SloTargets slo, std::int32_t tiers, Time series_interval)
+    : slo_(slo), series_interval_(series_interval), e2e_by_tier_(static_cast<std::size_t>(tiers)) {}
+
+void ServingMetrics::on_dropped(const Request& r) {
+  ++dropped_;
+  (void)r;
+}
+
+void ServingMetrics::on_completed(const Request& r, Time now) {
+  ++completed_;
+  const double ttft = (r.first_token - r.spec.arrival).seconds();
+  const double e2e = (now - r.spec.arrival).seconds();
+  // Time per output token of the final answer (after its first token).
+  const Time answer_first = r.escalated ? r.answer_start : r.first_token;
+  const double tpot = r.spec.output_tokens > 1
+                          ? (now - answer_first).seconds() / (r.spec.output_tokens - 1)
+                          : 0.0;
+  ttft_.add(ttft);
+  tpot_.add(tpot);
+  e2e_.add(e2e);
+  e2e_per_token_.add(e2e / r.spec.output_tokens);
+  e2e_by_tier_.at(static_cast<std::size_t>(r.spec.tier)).add(e2e);
+  tokens_requested_ += static_cast<std::uint64_t>(r.spec.output_tokens);
+  tokens_generated_ += static_cast<std::uint64_t>(r.generated);
+  preemptions_ += static_cast<std::uint64_t>(r.preemptions);
+  if (r.escalated) ++escalated_;
+  if (ttft <= slo_.ttft.seconds() && tpot <= slo_.tpot.seconds()) ++slo_met_;
+}
+
+void ServingMetrics::maybe_sample(Time now, std::int64_t in_system, std::int64_t waiting) {
+  if (now < next_sample_) return;
+  next_sample_ = now + series_interval_;
+  series_.add(now, {static_cast<double>(in_system), static_cast<double>(waiting),
+                    kv_bytes_.current(), static_cast<double>(completed_),
+                    static_cast<double>(tokens_generated_)});
+}
+
+void ServingMetrics::write(Results& out, Time makespan) const {
+  out.set_metric("serving_requests_arrived", static_cast<double>(arrived_));
+  out.set_metric("serving_requests_completed", static_cast<double>(completed_));
+  out.set_metric("serving_requests_dropped", static_cast<double>(dropped_));
+  out.set_metric("serving_requests_escalated", static_cast<double>(escalated_));
+  out.set_metric("serving_preemptions", static_cast<double>(preemptions_));
+  out.set_metric("serving_tokens_requested", static_cast<double>(tokens_requested_));
+  out.set_metric("serving_tokens_generated", static_cast<double>(tokens_generated_));
+  out.set_metric("serving_makespan_s", makespan.seconds());
+  out.set_metric("serving_throughput_tokens_per_s",
+                 makespan.count_ns() > 0 ? static_cast<double>(tokens_generated_) / makespan.seconds() : 0);
+  out.set_metric("serving_throughput_requests_per_s",
+                 makespan.count_ns() > 0 ? static_cast<double>(completed_) / makespan.seconds() : 0);
+  out.set_metric("serving_slo_attainment",
+                 arrived_ ? static_cast<double>(slo_met_) / static_cast<double>(arrived_) : 0);
+  out.set_summary("serving_ttft", ttft_.summary(), "_s");
+  out.set_summary("serving_tpot", tpot_.summary(), "_s");
+  out.set_summary("serving_e2e", e2e_.summary(), "_s");
+  out.set_summary("serving_e2e_per_token", e2e_per_token_.summary(), "_s");
+  for (std::size_t t = 0; t < e2e_by_tier_.size(); ++t)
+    if (e2e_by_tier_[t].count() > 0)
+      out.set_metric("serving_e2e_mean_tier" + std::to_string(t) + "_s", e2e_by_tier_[t].mean());
+  out.set_metric("serving_memory_weights_bytes", weight_bytes_);
+  out.set_metric("serving_memory_kv_peak_bytes", kv_bytes_.peak());
+  out.set_metric("serving_memory_kv_mean_bytes", kv_bytes_.average(makespan));
+  out.set_metric("serving_memory_peak_bytes", weight_bytes_ + kv_bytes_.peak());
+  out.set_metric("serving_memory_mean_bytes", weight_bytes_ + kv_bytes_.average(makespan));
+  out.add_series(series_);
+  // Latency CDF: up to 200 evenly spaced points (latency_s, cumulative fraction).
+  auto cdf = nlohmann::json::array();
+  const auto& v = e2e_.sorted();
+  const std::size_t points = std::min<std::size_t>(200, v.size());
+  for (std::size_t i = 1; i <= points; ++i) {
+    const std::size_t idx = (v.size() * i + points - 1) / points - 1;
+    cdf.push_back({v[idx], static_cast<double>(idx + 1) / static_cast<double>(v.size())});
+  }
+  out.details()["serving_e2e_cdf"] = std::move(cdf);
+}
+
+}  // namespace mlsim::serving

@@ -1,0 +1,9 @@
+#pragma once
+// Registers the "serving" model (LLM serving: continuous batching, chunked prefill, MFS tiers).
+#include "sim_core/model.hpp"
+
+namespace mlsim {
+
+void register_serving(ModelRegistry& registry);
+
+}  // namespace mlsim

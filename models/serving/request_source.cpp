@@ -1,0 +1,159 @@
+#include "models/serving/request_source.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::serving {
+
+namespace {
+
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {  // H. Hinnant's algorithm
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+std::int64_t to_int(std::string_view s, const std::string& where) {
+  std::int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size())
+    throw InputError(where, fmt::format("expected an integer, got \"{}\"", s));
+  return v;
+}
+
+}  // namespace
+
+std::int64_t parse_trace_timestamp_ns(std::string_view t, const std::string& where) {
+  // YYYY-MM-DD HH:MM:SS[.fraction]
+  if (t.size() < 19 || t[4] != '-' || t[7] != '-' || (t[10] != ' ' && t[10] != 'T') ||
+      t[13] != ':' || t[16] != ':')
+    throw InputError(where, fmt::format("expected a timestamp \"YYYY-MM-DD HH:MM:SS.fffffff\", "
+                                        "got \"{}\"",
+                                        t));
+  const auto y = to_int(t.substr(0, 4), where), mo = to_int(t.substr(5, 2), where),
+             d = to_int(t.substr(8, 2), where), h = to_int(t.substr(11, 2), where),
+             mi = to_int(t.substr(14, 2), where), s = to_int(t.substr(17, 2), where);
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60)
+    throw InputError(where, fmt::format("timestamp out of range: \"{}\"", t));
+  std::int64_t frac_ns = 0;
+  if (t.size() > 19) {
+    if (t[19] != '.' || t.size() == 20 || t.size() > 29)
+      throw InputError(where, fmt::format("bad fractional seconds in \"{}\"", t));
+    auto digits = t.substr(20);
+    frac_ns = to_int(digits, where);
+    for (auto i = digits.size(); i < 9; ++i) frac_ns *= 10;
+  }
+  const auto days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  return ((days * 24 + h) * 60 + mi) * 60'000'000'000LL + s * 1'000'000'000LL + frac_ns;
+}
+
+AzureTraceSource::AzureTraceSource(const std::filesystem::path& file, double rate_scale,
+                                   std::int64_t limit)
+    : file_(file), in_(file), rate_scale_(rate_scale), limit_(limit) {
+  if (!in_) throw InputError(file.string(), "cannot open the request trace");
+  if (!(rate_scale > 0)) throw InputError(file.string(), "rate_scale must be > 0");
+  std::string header;
+  std::getline(in_, header);
+  if (!header.empty() && header.back() == '\r') header.pop_back();
+  if (header != "TIMESTAMP,ContextTokens,GeneratedTokens")
+    throw InputError(file.string() + ":1",
+                     "expected the header \"TIMESTAMP,ContextTokens,GeneratedTokens\"");
+  line_no_ = 1;
+}
+
+std::optional<RequestSpec> AzureTraceSource::next() {
+  if (limit_ >= 0 && static_cast<std::int64_t>(next_id_) >= limit_) return std::nullopt;
+  std::string line;
+  while (std::getline(in_, line)) {
+    ++line_no_;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::string where = fmt::format("{}:{}", file_.string(), line_no_);
+    const auto c1 = line.find(',');
+    const auto c2 = c1 == std::string::npos ? c1 : line.find(',', c1 + 1);
+    if (c2 == std::string::npos) throw InputError(where, "expected three comma-separated fields");
+    const std::string_view view(line);
+    const auto ns = parse_trace_timestamp_ns(view.substr(0, c1), where);
+    const auto context = to_int(view.substr(c1 + 1, c2 - c1 - 1), where);
+    const auto generated = to_int(view.substr(c2 + 1), where);
+    if (context < 0 || generated < 0) throw InputError(where, "token counts must be >= 0");
+    if (!first_ns_) first_ns_ = ns;
+    if (ns < *first_ns_) throw InputError(where, "timestamps must not go backwards");
+    RequestSpec r;
+    r.id = next_id_++;
+    const auto offset = ns - *first_ns_;
+    r.arrival = rate_scale_ == 1.0 ? Time::ns(offset)
+                                   : Time::ns(static_cast<std::int64_t>(
+                                         std::llround(static_cast<double>(offset) / rate_scale_)));
+    r.prompt_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, context));
+    r.output_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, generated));
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::int32_t LogNormal::draw(RandomStream& rng) const {
+  const double v = std::round(rng.lognormal(mu, sigma));
+  return static_cast<std::int32_t>(std::clamp(v, static_cast<double>(min), static_cast<double>(max)));
+}
+
+LengthFit fit_lengths(const std::filesystem::path& azure_csv) {
+  AzureTraceSource src(azure_csv);
+  double sp = 0, sp2 = 0, so = 0, so2 = 0;
+  LengthFit fit;
+  fit.prompt.min = fit.output.min = 1 << 30;
+  fit.prompt.max = fit.output.max = 0;
+  while (auto r = src.next()) {
+    const double lp = std::log(r->prompt_tokens), lo = std::log(r->output_tokens);
+    sp += lp;
+    sp2 += lp * lp;
+    so += lo;
+    so2 += lo * lo;
+    fit.prompt.min = std::min(fit.prompt.min, r->prompt_tokens);
+    fit.prompt.max = std::max(fit.prompt.max, r->prompt_tokens);
+    fit.output.min = std::min(fit.output.min, r->output_tokens);
+    fit.output.max = std::max(fit.output.max, r->output_tokens);
+    ++fit.samples;
+  }
+  if (fit.samples < 2) throw InputError(azure_csv.string(), "too few requests to fit lengths");
+  const double n = static_cast<double>(fit.samples);
+  fit.prompt.mu = sp / n;
+  fit.prompt.sigma = std::sqrt(std::max(0.0, sp2 / n - fit.prompt.mu * fit.prompt.mu));
+  fit.output.mu = so / n;
+  fit.output.sigma = std::sqrt(std::max(0.0, so2 / n - fit.output.mu * fit.output.mu));
+  return fit;
+}
+
+GeneratedSource::GeneratedSource(GeneratorParams params, RandomStream arrivals,
+                                 RandomStream lengths)
+    : params_(std::move(params)), arrivals_(arrivals), lengths_(lengths) {
+  MLSIM_CHECK(params_.rate_per_s > 0 && params_.arrival_cv > 0, "bad generator parameters");
+}
+
+std::optional<RequestSpec> GeneratedSource::next() {
+  if (produced_ >= params_.count) return std::nullopt;
+  RequestSpec r;
+  r.id = static_cast<std::uint64_t>(produced_);
+  if (produced_ > 0) {
+    // Gamma with shape 1/cv^2 and mean 1/rate; shape 1 is the exponential (Poisson arrivals).
+    const double shape = 1.0 / (params_.arrival_cv * params_.arrival_cv);
+    clock_s_ += params_.arrival_cv == 1.0
+                    ? arrivals_.exponential(params_.rate_per_s)
+                    : arrivals_.gamma(shape, 1.0 / (params_.rate_per_s * shape));
+  }
+  r.arrival = Time::from_seconds(clock_s_);
+  r.prompt_tokens = params_.lengths.prompt.draw(lengths_);
+  r.output_tokens = params_.lengths.output.draw(lengths_);
+  ++produced_;
+  return r;
+}
+
+}  // namespace mlsim::serving

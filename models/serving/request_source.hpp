@@ -1,0 +1,89 @@
+#pragma once
+// Where requests come from, one at a time (the serving system keeps a single pending arrival on
+// the engine, so a whole trace is never loaded into events or memory).
+//  - AzureTraceSource streams the Azure LLM inference traces 2023 (Patel et al., Splitwise,
+//    ISCA'24; CSV TIMESTAMP, ContextTokens, GeneratedTokens) and turns the wall-clock timestamps
+//    (100 ns resolution) into offsets from the first request.
+//  - GeneratedSource draws Poisson or gamma inter-arrival times and log-normal prompt and output
+//    lengths (fitted to a trace with fit_lengths, or given).
+// Tiers are assigned afterwards by the serving system, so every source serves every study.
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+
+#include "models/serving/request.hpp"
+#include "sim_core/random.hpp"
+
+namespace mlsim::serving {
+
+class RequestSource {
+ public:
+  virtual ~RequestSource() = default;
+  // The next request in arrival order (non-decreasing arrival), or nothing when exhausted.
+  virtual std::optional<RequestSpec> next() = 0;
+  // Number of requests this source will yield, when known (for progress); -1 otherwise.
+  virtual std::int64_t expected_count() const { return -1; }
+};
+
+// "2023-11-16 18:15:46.6805900" -> nanoseconds since 1970-01-01 (UTC, proleptic Gregorian).
+// Throws InputError at `where` on malformed text.
+std::int64_t parse_trace_timestamp_ns(std::string_view text, const std::string& where);
+
+class AzureTraceSource final : public RequestSource {
+ public:
+  // `rate_scale` > 0 multiplies the arrival rate (offsets are divided by it); `limit` caps the
+  // number of requests (-1: all). Zero-length outputs in the trace are read as 1 token (a request
+  // samples at least one token); zero-length prompts as 1 token.
+  AzureTraceSource(const std::filesystem::path& file, double rate_scale = 1.0,
+                   std::int64_t limit = -1);
+  std::optional<RequestSpec> next() override;
+  std::int64_t lines_read() const { return line_no_; }
+
+ private:
+  std::filesystem::path file_;
+  std::ifstream in_;
+  double rate_scale_;
+  std::int64_t limit_;
+  std::int64_t line_no_ = 0;
+  std::uint64_t next_id_ = 0;
+  std::optional<std::int64_t> first_ns_;
+};
+
+struct LogNormal {
+  double mu = 0, sigma = 0;  // of the natural log
+  std::int32_t min = 1, max = 1 << 20;  // clamped to [min, max] after rounding
+  std::int32_t draw(RandomStream& rng) const;
+};
+
+struct LengthFit {
+  LogNormal prompt, output;
+  std::int64_t samples = 0;
+};
+// Maximum-likelihood log-normal fit (mean and standard deviation of the log lengths) of a trace's
+// prompt and output lengths; the clamps are the trace's observed minimum and maximum.
+LengthFit fit_lengths(const std::filesystem::path& azure_csv);
+
+struct GeneratorParams {
+  double rate_per_s = 1;
+  // Coefficient of variation of inter-arrival times: 1 is Poisson; gamma arrivals otherwise.
+  double arrival_cv = 1;
+  std::int64_t count = 0;  // requests to generate
+  LengthFit lengths;
+};
+
+class GeneratedSource final : public RequestSource {
+ public:
+  GeneratedSource(GeneratorParams params, RandomStream arrivals, RandomStream lengths);
+  std::optional<RequestSpec> next() override;
+  std::int64_t expected_count() const override { return params_.count; }
+
+ private:
+  GeneratorParams params_;
+  RandomStream arrivals_, lengths_;
+  std::int64_t produced_ = 0;
+  double clock_s_ = 0;
+};
+
+}  // namespace mlsim::serving

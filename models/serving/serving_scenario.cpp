@@ -1,0 +1,211 @@
+#include "models/serving/serving_scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "models/serving/register.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/json_reader.hpp"
+
+namespace mlsim::serving {
+
+namespace {
+
+std::filesystem::path resolve(const std::filesystem::path& dir, const std::string& p) {
+  std::filesystem::path path(p);
+  return path.is_absolute() ? path : dir / path;
+}
+
+DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog, const std::string& name) {
+  DeploymentConfig d;
+  d.name = name;
+  d.model = catalog.get(r.string("model"), r.path_of("model"));
+  d.tp = static_cast<int>(r.integer("tp", 1, 64));
+  d.replicas = static_cast<int>(r.integer_or("replicas", 1, 1, 4096));
+  if (d.model.heads % d.tp != 0 || d.model.kv_heads % d.tp != 0)
+    throw InputError(r.path_of("tp"),
+                     fmt::format("tp {} must divide the heads ({}) and KV heads ({}) of {}", d.tp,
+                                 d.model.heads, d.model.kv_heads, d.model.name));
+  return d;
+}
+
+}  // namespace
+
+std::int32_t tier_depth(const TransformerShape& member, const TransformerShape& largest,
+                        const std::string& rule) {
+  if (rule == "equal_layers") return std::min(member.layers, largest.layers);
+  const double layers = static_cast<double>(member.params_per_layer()) * member.layers /
+                        static_cast<double>(largest.params_per_layer());
+  return std::clamp(static_cast<std::int32_t>(std::lround(layers)), 1, largest.layers);
+}
+
+ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& hardware,
+                                       const std::filesystem::path& dir, int topology_hosts) {
+  ServingScenario s;
+  auto& c = s.config;
+  auto sys = root.object("system");
+  sys.ignore("model");
+  const auto catalog = ModelCatalog::load(resolve(dir, sys.string("catalog")));
+  c.gpu = hardware.gpu(sys.string("gpu"), sys.path_of("gpu"));
+  c.calibration = RooflineCalibration::load(resolve(dir, sys.string("calibration")), c.gpu.name);
+  const auto family = sys.strings("family");
+  if (family.empty()) throw InputError(sys.path_of("family"), "expected at least one model");
+  std::vector<TransformerShape> members;
+  for (std::size_t i = 0; i < family.size(); ++i)
+    members.push_back(catalog.get(family[i], sys.path_of("family") + fmt::format("[{}]", i)));
+  c.tiers = static_cast<std::int32_t>(members.size());
+  const auto mode = sys.choice("mode", {"mfs", "separate"});
+
+  BatchLimits limits;
+  limits.max_requests = static_cast<std::int32_t>(sys.integer_or("max_batch_requests", 256, 1, 1 << 20));
+  limits.max_tokens = static_cast<std::int32_t>(sys.integer_or("max_batch_tokens", 4096, 1, 1 << 24));
+  const auto scheduler = sys.choice_or("scheduler", {"static", "continuous", "chunked_prefill"}, "continuous");
+  const auto router = sys.choice_or("router", {"round_robin", "least_outstanding_tokens"},
+                                    "least_outstanding_tokens");
+  c.block_tokens = static_cast<std::int32_t>(sys.integer_or("block_tokens", 16, 1, 4096));
+  c.gpu_memory_utilization = sys.number_or("gpu_memory_utilization", 0.9, 0.01, 1.0);
+  c.iteration_overhead = sys.duration_or("iteration_overhead", "0s");
+  c.allreduce_latency = sys.duration_or("allreduce_latency", "10us");
+  c.sampling_pass_overhead = sys.duration_or("sampling_pass_overhead", "0s");
+  c.series_interval = sys.duration_or("series_interval", "1s");
+  if (c.series_interval <= Time::zero())
+    throw InputError(sys.path_of("series_interval"), "expected a duration > 0");
+  auto slo = sys.object_or_empty("slo");
+  c.slo.ttft = slo.duration_or("ttft", "2s");
+  c.slo.tpot = slo.duration_or("tpot", "200ms");
+  slo.finish();
+
+  auto apply_common = [&](DeploymentConfig& d) {
+    d.scheduler = scheduler;
+    d.limits = limits;
+    d.router = router;
+  };
+  if (mode == "mfs") {
+    auto m = sys.object("mfs");
+    DeploymentConfig d = read_deployment(m, catalog, "mfs");
+    const auto rule = m.choice_or("tier_depth", {"equal_parameters", "equal_layers"}, "equal_parameters");
+    d.multi_level_sampling = m.boolean_or("multi_level_sampling", true);
+    d.mfs = true;
+    for (const auto& member : members) d.exit_layers.push_back(tier_depth(member, d.model, rule));
+    for (std::size_t i = 1; i < d.exit_layers.size(); ++i)
+      if (d.exit_layers[i] <= d.exit_layers[i - 1])
+        throw InputError(sys.path_of("family"), "family members must grow in size (tier depths "
+                                                "must increase)");
+    d.exit_layers.back() = d.model.layers;  // the largest tier is the whole model
+    apply_common(d);
+    m.finish();
+    c.deployments.push_back(std::move(d));
+    sys.ignore("separate");
+  } else {
+    auto deps = sys.objects("separate");
+    if (deps.size() != members.size())
+      throw InputError(sys.path_of("separate"),
+                       fmt::format("expected one deployment per family member ({}), got {}",
+                                   members.size(), deps.size()));
+    for (std::size_t i = 0; i < deps.size(); ++i) {
+      DeploymentConfig d = read_deployment(deps[i], catalog, members[i].name);
+      if (d.model.name != members[i].name)
+        throw InputError(deps[i].path_of("model"),
+                         fmt::format("deployment {} must serve family member \"{}\"", i,
+                                     members[i].name));
+      d.exit_layers.assign(members.size(), 0);
+      d.exit_layers[i] = d.model.layers;
+      apply_common(d);
+      deps[i].finish();
+      c.deployments.push_back(std::move(d));
+    }
+    sys.ignore("mfs");
+  }
+  s.gpus = ServingSystem::gpus_needed(c);
+  if (s.gpus > topology_hosts)
+    throw InputError(sys.path_of("mode"),
+                     fmt::format("the deployments need {} GPUs but the topology has {} hosts",
+                                 s.gpus, topology_hosts));
+  sys.finish();
+
+  auto w = root.object("workload");
+  const auto kind = w.choice("source", {"trace", "generator"});
+  if (kind == "trace") {
+    s.workload.kind = WorkloadParams::Kind::kTrace;
+    s.workload.trace = resolve(dir, w.string("trace"));
+    s.workload.rate_scale = w.number_or("rate_scale", 1.0, 1e-6, 1e6);
+    s.workload.limit = w.integer_or("limit", -1, -1, std::int64_t{1} << 40);
+    if (!std::filesystem::exists(s.workload.trace))
+      throw InputError(w.path_of("trace"), "no such file: " + s.workload.trace.string());
+    w.ignore("generator");
+  } else {
+    s.workload.kind = WorkloadParams::Kind::kGenerator;
+    auto g = w.object("generator");
+    auto& p = s.workload.generator;
+    p.rate_per_s = g.number("rate", 1e-9, 1e9);
+    p.arrival_cv = g.number_or("arrival_cv", 1.0, 1e-3, 100);
+    p.count = g.integer("count", 1, std::int64_t{1} << 40);
+    const auto lengths = resolve(dir, g.string("lengths_from"));
+    if (!std::filesystem::exists(lengths))
+      throw InputError(g.path_of("lengths_from"), "no such file: " + lengths.string());
+    p.lengths = fit_lengths(lengths);
+    g.finish();
+    w.ignore("trace");
+    w.ignore("rate_scale");
+    w.ignore("limit");
+  }
+  if (w.has("tier_mix")) {
+    c.tier_mix = w.numbers("tier_mix", 0, 1);
+  } else {
+    c.tier_mix.assign(static_cast<std::size_t>(c.tiers), 1.0 / c.tiers);
+    w.ignore("tier_mix");
+  }
+  if (static_cast<std::int32_t>(c.tier_mix.size()) != c.tiers)
+    throw InputError(w.path_of("tier_mix"),
+                     fmt::format("expected {} fractions (one per family member)", c.tiers));
+  const double sum = std::accumulate(c.tier_mix.begin(), c.tier_mix.end(), 0.0);
+  if (std::abs(sum - 1.0) > 1e-6)
+    throw InputError(w.path_of("tier_mix"), fmt::format("fractions must sum to 1, got {}", sum));
+  c.escalation_probability = w.number_or("escalation_probability", 0.0, 0.0, 1.0);
+  w.finish();
+  return s;
+}
+
+std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std::uint64_t seed) {
+  if (w.kind == WorkloadParams::Kind::kTrace)
+    return std::make_unique<AzureTraceSource>(w.trace, w.rate_scale, w.limit);
+  return std::make_unique<GeneratedSource>(w.generator, RandomStream(seed, "serving.arrivals"),
+                                           RandomStream(seed, "serving.lengths"));
+}
+
+void ServingModel::start(ModelEnv& env) {
+  std::vector<NodeId> hosts = env.topology.hosts();
+  system_ = std::make_unique<ServingSystem>(
+      env.engine, &env.network, std::move(hosts), scenario_.config,
+      make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
+      env.stream("serving.escalation"));
+  system_->start();
+}
+
+void ServingModel::finish(ModelEnv&, Results& out) { system_->finish(out); }
+
+double ServingModel::progress(const ModelEnv&) const {
+  return system_ ? system_->progress() : -1;
+}
+
+}  // namespace mlsim::serving
+
+namespace mlsim {
+
+void register_serving(ModelRegistry& registry) {
+  registry.add({"serving",
+                "LLM serving: Llama-style transformers on GPU replicas (calibrated roofline), paged "
+                "KV cache, static / continuous (vLLM) / chunked-prefill (Sarathi) batching, "
+                "routers, Azure traces or generators; MFS tiered serving vs separate models",
+                {"static", "continuous", "chunked_prefill", "mfs", "separate"},
+                [](ModelSetup& setup) -> std::unique_ptr<Model> {
+                  return std::make_unique<serving::ServingModel>(serving::parse_serving_scenario(
+                      setup.root, setup.hardware, setup.scenario_dir,
+                      static_cast<int>(setup.topology.hosts().size())));
+                }});
+}
+
+}  // namespace mlsim

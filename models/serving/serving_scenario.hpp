@@ -1,0 +1,59 @@
+#pragma once
+// The serving model's scenario sections, parsed strictly into typed parameters ("system" and
+// "workload"; docs/serving.md documents every key), and the Model the runner drives.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "models/serving/request_source.hpp"
+#include "models/serving/serving_system.hpp"
+#include "sim_core/model.hpp"
+
+namespace mlsim::serving {
+
+struct WorkloadParams {
+  enum class Kind { kTrace, kGenerator } kind = Kind::kTrace;
+  std::filesystem::path trace;  // kTrace
+  double rate_scale = 1;
+  std::int64_t limit = -1;
+  GeneratorParams generator;    // kGenerator
+};
+
+struct ServingScenario {
+  ServingConfig config;
+  WorkloadParams workload;
+  int gpus = 0;  // hosts of the topology the deployments use
+};
+
+// Reads "system" and "workload" of the scenario root. Relative paths resolve against
+// `scenario_dir`. InputError with the JSON path on anything wrong (unknown model, a model that
+// does not fit its GPUs, a tier mix that does not sum to 1, more GPUs than the topology has...).
+ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& hardware,
+                                       const std::filesystem::path& scenario_dir,
+                                       int topology_hosts);
+
+// Builds the request source the workload describes (streams named from the seed).
+std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std::uint64_t seed);
+
+// Layers of the largest model that make a tier equivalent to family member `member`:
+//  "equal_parameters": as many layers as give the member's decoder-layer parameter count
+//                      (rounded, at least 1): a tier costs what the member costs per token;
+//  "equal_layers":     the member's own depth.
+std::int32_t tier_depth(const TransformerShape& member, const TransformerShape& largest,
+                        const std::string& rule);
+
+class ServingModel final : public Model {
+ public:
+  explicit ServingModel(ServingScenario scenario) : scenario_(std::move(scenario)) {}
+  void start(ModelEnv& env) override;
+  void finish(ModelEnv& env, Results& out) override;
+  double progress(const ModelEnv&) const override;
+
+ private:
+  ServingScenario scenario_;
+  std::unique_ptr<ServingSystem> system_;
+};
+
+}  // namespace mlsim::serving

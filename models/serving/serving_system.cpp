@@ -1,0 +1,255 @@
+#include "models/serving/serving_system.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::serving {
+
+namespace {
+
+// Weight bytes of one replica: the model, plus one exit head (final norm and LM head) for every
+// served tier that exits below the top (MFS).
+double replica_weight_bytes(const DeploymentConfig& d) {
+  double bytes = static_cast<double>(d.model.weight_bytes());
+  if (d.mfs) {
+    const double head = (static_cast<double>(d.model.vocab) + 1) * d.model.hidden *
+                        d.model.dtype_bytes();
+    for (auto exit : d.exit_layers)
+      if (exit > 0 && exit < d.model.layers) bytes += head;
+  }
+  return bytes;
+}
+
+std::vector<std::int32_t> cost_exits(const DeploymentConfig& d) {
+  std::set<std::int32_t> s(d.exit_layers.begin(), d.exit_layers.end());
+  s.erase(0);
+  s.insert(d.model.layers);
+  return {s.begin(), s.end()};
+}
+
+}  // namespace
+
+int ServingSystem::gpus_needed(const ServingConfig& config) {
+  int n = 0;
+  for (const auto& d : config.deployments) n += d.tp * d.replicas;
+  return n;
+}
+
+ServingSystem::ServingSystem(Engine& engine, Network* network, std::vector<NodeId> hosts,
+                             ServingConfig config, std::unique_ptr<RequestSource> source,
+                             RandomStream tier_stream, RandomStream escalation_stream)
+    : engine_(engine),
+      network_(network),
+      config_(std::move(config)),
+      source_(std::move(source)),
+      tier_stream_(tier_stream),
+      escalation_stream_(escalation_stream),
+      timer_(config_.gpu,
+             config_.deployments.empty() ? Dtype::kFp16 : config_.deployments.front().model.dtype,
+             config_.calibration),
+      metrics_(config_.slo, config_.tiers, config_.series_interval) {
+  MLSIM_CHECK(static_cast<int>(hosts.size()) >= gpus_needed(config_), "too few hosts for the GPUs");
+  MLSIM_CHECK(static_cast<std::int32_t>(config_.tier_mix.size()) == config_.tiers, "tier mix size");
+  std::size_t next_host = 0;
+  for (std::size_t di = 0; di < config_.deployments.size(); ++di) {
+    const auto& d = config_.deployments[di];
+    MLSIM_CHECK(static_cast<std::int32_t>(d.exit_layers.size()) == config_.tiers,
+                "exit layers per tier");
+    const double weights = replica_weight_bytes(d);
+    const double budget = config_.gpu_memory_utilization *
+                              static_cast<double>(config_.gpu.hbm_capacity.count) * d.tp -
+                          weights;
+    const double block_bytes =
+        static_cast<double>(config_.block_tokens) * static_cast<double>(d.model.kv_bytes_per_token_layer());
+    const auto blocks = static_cast<std::int64_t>(budget / block_bytes);
+    if (blocks < d.model.layers)
+      throw InputError(
+          "system.deployments." + d.name,
+          fmt::format("{} ({:.1f} GB of weights) leaves no room for a KV cache on {} x {} at "
+                      "gpu_memory_utilization {}",
+                      d.model.name, weights / 1e9, d.tp, config_.gpu.name,
+                      config_.gpu_memory_utilization));
+    const std::int32_t feature_layers =
+        d.mfs ? static_cast<std::int32_t>((std::int64_t{d.model.hidden} * d.model.dtype_bytes() +
+                                           d.model.kv_bytes_per_token_layer() - 1) /
+                                          d.model.kv_bytes_per_token_layer())
+              : 0;
+    Deployment dep;
+    dep.config = d;
+    dep.router = make_router(d.router, "system.deployments." + d.name + ".router");
+    for (int i = 0; i < d.replicas; ++i) {
+      ReplicaConfig rc;
+      rc.name = d.replicas == 1 ? d.name : fmt::format("{}.{}", d.name, i);
+      rc.tp = d.tp;
+      for (int g = 0; g < d.tp; ++g) rc.gpus.push_back(hosts[next_host++]);
+      rc.iteration_overhead = config_.iteration_overhead;
+      rc.allreduce_latency = config_.allreduce_latency;
+      rc.multi_level_sampling = d.multi_level_sampling;
+      rc.sampling_pass_overhead = config_.sampling_pass_overhead;
+      rc.reuse_across_tiers = d.mfs;
+      auto replica = std::make_unique<Replica>(
+          engine_, network_, std::move(rc),
+          std::make_unique<IterationCostModel>(d.model, d.tp, timer_, cost_exits(d)),
+          KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
+          make_scheduler(d.scheduler, "system.deployments." + d.name + ".scheduler"), *this);
+      dep.replicas.push_back(replica.get());
+      replica_deployment_.push_back(di);
+      replicas_.push_back(std::move(replica));
+      metrics_.add_weight_bytes(weights);
+    }
+    deployments_.push_back(std::move(dep));
+  }
+  replica_kv_bytes_.assign(replicas_.size(), 0);
+  for (std::int32_t t = 0; t < config_.tiers; ++t) {
+    int serving = 0;
+    for (const auto& dep : deployments_)
+      if (dep.config.exit_layers[static_cast<std::size_t>(t)] > 0) ++serving;
+    if (serving != 1)
+      throw InputError("system.deployments",
+                       fmt::format("tier {} must be served by exactly one deployment, found {}", t,
+                                   serving));
+  }
+}
+
+ServingSystem::~ServingSystem() = default;
+
+void ServingSystem::start() {
+  metrics_.set_kv_bytes(engine_.now(), 0);
+  schedule_next_arrival();
+}
+
+void ServingSystem::schedule_next_arrival() {
+  auto spec = source_->next();
+  if (!spec) return;
+  ++consumed_;
+  // Both draws are made for every request, so the tier of request i and whether it escalates do
+  // not depend on anything but the seed (the same workload for every variant).
+  const double u = tier_stream_.uniform();
+  const double e = escalation_stream_.uniform();
+  double cumulative = 0;
+  spec->tier = config_.tiers - 1;
+  for (std::int32_t t = 0; t < config_.tiers; ++t) {
+    cumulative += config_.tier_mix[static_cast<std::size_t>(t)];
+    if (u < cumulative) {
+      spec->tier = t;
+      break;
+    }
+  }
+  spec->escalate_to =
+      spec->tier + 1 < config_.tiers && e < config_.escalation_probability ? spec->tier + 1 : -1;
+  const Time at = std::max(spec->arrival, engine_.now());
+  engine_.schedule_at(at, [this, s = *spec] {
+    Request& r = new_request(s);
+    metrics_.on_arrival();
+    ++in_system_;
+    dispatch(r);
+    schedule_next_arrival();
+  });
+}
+
+Request& ServingSystem::new_request(const RequestSpec& spec) {
+  Request* r;
+  if (free_.empty()) {
+    pool_.push_back(std::make_unique<Request>());
+    r = pool_.back().get();
+  } else {
+    r = free_.back();
+    free_.pop_back();
+  }
+  *r = Request{};
+  r->spec = spec;
+  r->tier = spec.tier;
+  return *r;
+}
+
+void ServingSystem::retire(Request& r) {
+  --in_system_;
+  free_.push_back(&r);
+}
+
+void ServingSystem::dispatch(Request& r) {
+  for (auto& dep : deployments_) {
+    if (dep.config.exit_layers[static_cast<std::size_t>(r.tier)] == 0) continue;
+    dep.router->pick(dep.replicas).submit(r);
+    return;
+  }
+  MLSIM_CHECK(false, "no deployment serves the request's tier");
+}
+
+void ServingSystem::on_first_token(Replica&, Request&) {}
+
+void ServingSystem::on_answer_done(Replica&, Request& r) {
+  if (r.spec.escalate_to >= 0 && !r.escalated) {
+    // Separate serving: the larger model answers from scratch.
+    r.tier = r.spec.escalate_to;
+    r.escalated = true;
+    r.reused_layers = 0;
+    r.kv_blocks = 0;
+    r.feature_blocks = 0;
+    dispatch(r);
+    return;
+  }
+  last_completion_ = engine_.now();
+  metrics_.on_completed(r, engine_.now());
+  retire(r);
+}
+
+void ServingSystem::on_dropped(Replica&, Request& r) {
+  metrics_.on_dropped(r);
+  retire(r);
+}
+
+void ServingSystem::on_kv_changed(Replica& replica) {
+  std::size_t idx = 0;
+  while (replicas_[idx].get() != &replica) ++idx;
+  const auto& model = deployments_[replica_deployment_[idx]].config.model;
+  const double bytes = static_cast<double>(replica.kv().used()) * config_.block_tokens *
+                       static_cast<double>(model.kv_bytes_per_token_layer());
+  kv_bytes_total_ += bytes - replica_kv_bytes_[idx];
+  replica_kv_bytes_[idx] = bytes;
+  metrics_.set_kv_bytes(engine_.now(), kv_bytes_total_);
+}
+
+void ServingSystem::on_iteration(Replica&) {
+  std::int64_t waiting = 0;
+  for (const auto& r : replicas_) waiting += static_cast<std::int64_t>(r->state().waiting().size());
+  metrics_.maybe_sample(engine_.now(), in_system_, waiting);
+}
+
+double ServingSystem::progress() const {
+  const auto n = source_->expected_count();
+  if (n <= 0) return -1;
+  return static_cast<double>(metrics_.completed() + metrics_.dropped()) / static_cast<double>(n);
+}
+
+void ServingSystem::finish(Results& out) const {
+  const Time makespan = last_completion_;
+  metrics_.write(out, makespan);
+  auto& per_replica = out.details()["serving_replicas"];
+  per_replica = nlohmann::json::array();
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    const auto& r = *replicas_[i];
+    const auto& dep = deployments_[replica_deployment_[i]].config;
+    const double block_bytes = static_cast<double>(config_.block_tokens) *
+                               static_cast<double>(dep.model.kv_bytes_per_token_layer());
+    const double util = makespan.count_ns() > 0 ? r.busy_seconds() / makespan.seconds() : 0;
+    out.set_metric("serving_utilisation_" + r.name(), util);
+    per_replica.push_back({{"name", r.name()},
+                           {"model", dep.model.name},
+                           {"tp", dep.tp},
+                           {"scheduler", dep.scheduler},
+                           {"utilisation", util},
+                           {"iterations", r.iterations()},
+                           {"tokens_processed", r.tokens_processed()},
+                           {"preemptions", r.preemptions()},
+                           {"kv_capacity_bytes", static_cast<double>(r.kv().total()) * block_bytes},
+                           {"kv_peak_bytes", static_cast<double>(r.kv().peak()) * block_bytes},
+                           {"kv_mean_bytes", r.kv_usage().average(makespan) * block_bytes}});
+  }
+}
+
+}  // namespace mlsim::serving

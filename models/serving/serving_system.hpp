@@ -1,0 +1,117 @@
+#pragma once
+// The serving system: deployments of replicas behind routers, fed by one request source, with
+// tier assignment, escalation between tiers and metrics. Two ways to serve a model family:
+//  - separate: one deployment per family member (its own weights and KV), each serving its tier;
+//    an escalated answer is a new request to the larger member's deployment (full prefill);
+//  - MFS [inferred from the paper's abstract, see docs/serving.md]: one deployment of the largest
+//    model whose tiers are layer prefixes with their own exit heads; requests of all tiers share
+//    the batch (each leaves at its exit), the KV pool and the weights; an escalated answer keeps
+//    the prompt's KV below the lower exit and prefills only above it from stored exit features.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/serving/compute_model.hpp"
+#include "models/serving/metrics.hpp"
+#include "models/serving/model_catalog.hpp"
+#include "models/serving/replica.hpp"
+#include "models/serving/request_source.hpp"
+#include "models/serving/router.hpp"
+#include "sim_core/engine.hpp"
+#include "sim_core/hardware.hpp"
+#include "sim_core/network.hpp"
+#include "sim_core/random.hpp"
+
+namespace mlsim::serving {
+
+struct DeploymentConfig {
+  std::string name;
+  TransformerShape model;
+  int tp = 1;
+  int replicas = 1;
+  // exit_layers[tier]: depth at which that tier's requests leave (0: tier not served here).
+  std::vector<std::int32_t> exit_layers;
+  std::string scheduler = "continuous";
+  BatchLimits limits;
+  std::string router = "least_outstanding_tokens";
+  bool mfs = false;  // exit heads per served tier, feature sharing, in-place escalation
+  bool multi_level_sampling = true;
+};
+
+struct ServingConfig {
+  std::vector<DeploymentConfig> deployments;
+  GpuSpec gpu;
+  RooflineCalibration calibration;
+  std::int32_t tiers = 1;
+  std::vector<double> tier_mix{1.0};   // probability of each tier for a new request
+  double escalation_probability = 0;   // an answer below the top tier is escalated one tier up
+  std::int32_t block_tokens = 16;      // vLLM default block size
+  double gpu_memory_utilization = 0.9; // vLLM default: fraction of HBM for weights + KV
+  Time iteration_overhead;
+  Time allreduce_latency;
+  Time sampling_pass_overhead;
+  SloTargets slo;
+  Time series_interval = Time::s(1);
+};
+
+class ServingSystem final : public ReplicaObserver {
+ public:
+  // `hosts` are the topology hosts the GPUs map to, in order: deployment by deployment, replica by
+  // replica, tp GPUs each. `network` may be null only when every deployment has tp == 1.
+  ServingSystem(Engine& engine, Network* network, std::vector<NodeId> hosts, ServingConfig config,
+                std::unique_ptr<RequestSource> source, RandomStream tier_stream,
+                RandomStream escalation_stream);
+  ~ServingSystem() override;
+
+  // Number of GPUs the configuration uses.
+  static int gpus_needed(const ServingConfig& config);
+
+  void start();
+  void finish(Results& out) const;
+  double progress() const;
+  const ServingMetrics& metrics() const { return metrics_; }
+  std::int64_t in_system() const { return in_system_; }
+  std::size_t live_request_objects() const { return pool_.size(); }
+  const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
+
+  // ReplicaObserver
+  void on_first_token(Replica& replica, Request& r) override;
+  void on_answer_done(Replica& replica, Request& r) override;
+  void on_dropped(Replica& replica, Request& r) override;
+  void on_iteration(Replica& replica) override;
+  void on_kv_changed(Replica& replica) override;
+
+ private:
+  struct Deployment {
+    DeploymentConfig config;
+    std::vector<Replica*> replicas;
+    std::unique_ptr<Router> router;
+  };
+  void schedule_next_arrival();
+  void dispatch(Request& r);
+  Request& new_request(const RequestSpec& spec);
+  void retire(Request& r);
+
+  Engine& engine_;
+  Network* network_;
+  ServingConfig config_;
+  std::unique_ptr<RequestSource> source_;
+  RandomStream tier_stream_, escalation_stream_;
+  OperatorTimer timer_;
+  std::vector<Deployment> deployments_;
+  std::vector<std::unique_ptr<Replica>> replicas_;
+  std::vector<double> replica_kv_bytes_;  // last reported, per replica
+  std::vector<std::size_t> replica_deployment_;
+  double kv_bytes_total_ = 0;
+  ServingMetrics metrics_;
+  // Requests are recycled: memory grows with the requests in flight, not with the trace.
+  std::vector<std::unique_ptr<Request>> pool_;
+  std::vector<Request*> free_;
+  std::int64_t in_system_ = 0;
+  std::int64_t waiting_estimate_ = 0;
+  std::uint64_t consumed_ = 0;
+  Time last_completion_ = Time::zero();
+};
+
+}  // namespace mlsim::serving
