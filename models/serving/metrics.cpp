@@ -18,9 +18,8 @@ void ServingMetrics::on_completed(const Request& r, Time now) {
   const double e2e = (now - r.spec.arrival).seconds();
   // Time per output token of the final answer (after its first token).
   const Time answer_first = r.escalated ? r.answer_start : r.first_token;
-  const double tpot = r.spec.output_tokens > 1
-                          ? (now - answer_first).seconds() / (r.spec.output_tokens - 1)
-                          : 0.0;
+  const double tpot =
+      r.spec.output_tokens > 1 ? (now - answer_first).seconds() / (r.spec.output_tokens - 1) : 0.0;
   ttft_.add(ttft);
   tpot_.add(tpot);
   e2e_.add(e2e);
@@ -36,9 +35,9 @@ void ServingMetrics::on_completed(const Request& r, Time now) {
 void ServingMetrics::maybe_sample(Time now, std::int64_t in_system, std::int64_t waiting) {
   if (now < next_sample_) return;
   next_sample_ = now + series_interval_;
-  series_.add(now, {static_cast<double>(in_system), static_cast<double>(waiting),
-                    kv_bytes_.current(), static_cast<double>(completed_),
-                    static_cast<double>(tokens_generated_)});
+  series_.add(now,
+              {static_cast<double>(in_system), static_cast<double>(waiting), kv_bytes_.current(),
+               static_cast<double>(completed_), static_cast<double>(tokens_generated_)});
 }
 
 void ServingMetrics::write(Results& out, Time makespan) const {
@@ -50,10 +49,12 @@ void ServingMetrics::write(Results& out, Time makespan) const {
   out.set_metric("serving_tokens_requested", static_cast<double>(tokens_requested_));
   out.set_metric("serving_tokens_generated", static_cast<double>(tokens_generated_));
   out.set_metric("serving_makespan_s", makespan.seconds());
-  out.set_metric("serving_throughput_tokens_per_s",
-                 makespan.count_ns() > 0 ? static_cast<double>(tokens_generated_) / makespan.seconds() : 0);
-  out.set_metric("serving_throughput_requests_per_s",
-                 makespan.count_ns() > 0 ? static_cast<double>(completed_) / makespan.seconds() : 0);
+  out.set_metric(
+      "serving_throughput_tokens_per_s",
+      makespan.count_ns() > 0 ? static_cast<double>(tokens_generated_) / makespan.seconds() : 0);
+  out.set_metric(
+      "serving_throughput_requests_per_s",
+      makespan.count_ns() > 0 ? static_cast<double>(completed_) / makespan.seconds() : 0);
   out.set_metric("serving_slo_attainment",
                  arrived_ ? static_cast<double>(slo_met_) / static_cast<double>(arrived_) : 0);
   out.set_summary("serving_ttft", ttft_.summary(), "_s");

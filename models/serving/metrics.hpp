@@ -56,7 +56,9 @@ class ServingMetrics {
   std::vector<ExactQuantiles> e2e_by_tier_;
   double weight_bytes_ = 0;
   TimeAverage kv_bytes_;
-  TimeSeries series_{"serving_timeline", {"requests_in_system", "waiting", "kv_bytes", "completed", "tokens_generated"}, {}};
+  TimeSeries series_{"serving_timeline",
+                     {"requests_in_system", "waiting", "kv_bytes", "completed", "tokens_generated"},
+                     {}};
 };
 
 }  // namespace mlsim::serving

@@ -102,7 +102,8 @@ std::optional<RequestSpec> AzureTraceSource::next() {
 
 std::int32_t LogNormal::draw(RandomStream& rng) const {
   const double v = std::round(rng.lognormal(mu, sigma));
-  return static_cast<std::int32_t>(std::clamp(v, static_cast<double>(min), static_cast<double>(max)));
+  return static_cast<std::int32_t>(
+      std::clamp(v, static_cast<double>(min), static_cast<double>(max)));
 }
 
 LengthFit fit_lengths(const std::filesystem::path& azure_csv) {

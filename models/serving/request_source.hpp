@@ -52,7 +52,7 @@ class AzureTraceSource final : public RequestSource {
 };
 
 struct LogNormal {
-  double mu = 0, sigma = 0;  // of the natural log
+  double mu = 0, sigma = 0;             // of the natural log
   std::int32_t min = 1, max = 1 << 20;  // clamped to [min, max] after rounding
   std::int32_t draw(RandomStream& rng) const;
 };

@@ -19,7 +19,8 @@ std::filesystem::path resolve(const std::filesystem::path& dir, const std::strin
   return path.is_absolute() ? path : dir / path;
 }
 
-DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog, const std::string& name) {
+DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog,
+                                 const std::string& name) {
   DeploymentConfig d;
   d.name = name;
   d.model = catalog.get(r.string("model"), r.path_of("model"));
@@ -60,9 +61,12 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   const auto mode = sys.choice("mode", {"mfs", "separate"});
 
   BatchLimits limits;
-  limits.max_requests = static_cast<std::int32_t>(sys.integer_or("max_batch_requests", 256, 1, 1 << 20));
-  limits.max_tokens = static_cast<std::int32_t>(sys.integer_or("max_batch_tokens", 4096, 1, 1 << 24));
-  const auto scheduler = sys.choice_or("scheduler", {"static", "continuous", "chunked_prefill"}, "continuous");
+  limits.max_requests =
+      static_cast<std::int32_t>(sys.integer_or("max_batch_requests", 256, 1, 1 << 20));
+  limits.max_tokens =
+      static_cast<std::int32_t>(sys.integer_or("max_batch_tokens", 4096, 1, 1 << 24));
+  const auto scheduler =
+      sys.choice_or("scheduler", {"static", "continuous", "chunked_prefill"}, "continuous");
   const auto router = sys.choice_or("router", {"round_robin", "least_outstanding_tokens"},
                                     "least_outstanding_tokens");
   c.block_tokens = static_cast<std::int32_t>(sys.integer_or("block_tokens", 16, 1, 4096));
@@ -86,14 +90,16 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   if (mode == "mfs") {
     auto m = sys.object("mfs");
     DeploymentConfig d = read_deployment(m, catalog, "mfs");
-    const auto rule = m.choice_or("tier_depth", {"equal_parameters", "equal_layers"}, "equal_parameters");
+    const auto rule =
+        m.choice_or("tier_depth", {"equal_parameters", "equal_layers"}, "equal_parameters");
     d.multi_level_sampling = m.boolean_or("multi_level_sampling", true);
     d.mfs = true;
     for (const auto& member : members) d.exit_layers.push_back(tier_depth(member, d.model, rule));
     for (std::size_t i = 1; i < d.exit_layers.size(); ++i)
       if (d.exit_layers[i] <= d.exit_layers[i - 1])
-        throw InputError(sys.path_of("family"), "family members must grow in size (tier depths "
-                                                "must increase)");
+        throw InputError(sys.path_of("family"),
+                         "family members must grow in size (tier depths "
+                         "must increase)");
     d.exit_layers.back() = d.model.layers;  // the largest tier is the whole model
     apply_common(d);
     m.finish();
@@ -108,9 +114,9 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     for (std::size_t i = 0; i < deps.size(); ++i) {
       DeploymentConfig d = read_deployment(deps[i], catalog, members[i].name);
       if (d.model.name != members[i].name)
-        throw InputError(deps[i].path_of("model"),
-                         fmt::format("deployment {} must serve family member \"{}\"", i,
-                                     members[i].name));
+        throw InputError(
+            deps[i].path_of("model"),
+            fmt::format("deployment {} must serve family member \"{}\"", i, members[i].name));
       d.exit_layers.assign(members.size(), 0);
       d.exit_layers[i] = d.model.layers;
       apply_common(d);
@@ -185,7 +191,9 @@ void ServingModel::start(ModelEnv& env) {
   system_->start();
 }
 
-void ServingModel::finish(ModelEnv&, Results& out) { system_->finish(out); }
+void ServingModel::finish(ModelEnv&, Results& out) {
+  system_->finish(out);
+}
 
 double ServingModel::progress(const ModelEnv&) const {
   return system_ ? system_->progress() : -1;
@@ -196,16 +204,17 @@ double ServingModel::progress(const ModelEnv&) const {
 namespace mlsim {
 
 void register_serving(ModelRegistry& registry) {
-  registry.add({"serving",
-                "LLM serving: Llama-style transformers on GPU replicas (calibrated roofline), paged "
-                "KV cache, static / continuous (vLLM) / chunked-prefill (Sarathi) batching, "
-                "routers, Azure traces or generators; MFS tiered serving vs separate models",
-                {"static", "continuous", "chunked_prefill", "mfs", "separate"},
-                [](ModelSetup& setup) -> std::unique_ptr<Model> {
-                  return std::make_unique<serving::ServingModel>(serving::parse_serving_scenario(
-                      setup.root, setup.hardware, setup.scenario_dir,
-                      static_cast<int>(setup.topology.hosts().size())));
-                }});
+  registry.add(
+      {"serving",
+       "LLM serving: Llama-style transformers on GPU replicas (calibrated roofline), paged "
+       "KV cache, static / continuous (vLLM) / chunked-prefill (Sarathi) batching, "
+       "routers, Azure traces or generators; MFS tiered serving vs separate models",
+       {"static", "continuous", "chunked_prefill", "mfs", "separate"},
+       [](ModelSetup& setup) -> std::unique_ptr<Model> {
+         return std::make_unique<serving::ServingModel>(
+             serving::parse_serving_scenario(setup.root, setup.hardware, setup.scenario_dir,
+                                             static_cast<int>(setup.topology.hosts().size())));
+       }});
 }
 
 }  // namespace mlsim

@@ -18,7 +18,7 @@ struct WorkloadParams {
   std::filesystem::path trace;  // kTrace
   double rate_scale = 1;
   std::int64_t limit = -1;
-  GeneratorParams generator;    // kGenerator
+  GeneratorParams generator;  // kGenerator
 };
 
 struct ServingScenario {

@@ -16,8 +16,8 @@ namespace {
 double replica_weight_bytes(const DeploymentConfig& d) {
   double bytes = static_cast<double>(d.model.weight_bytes());
   if (d.mfs) {
-    const double head = (static_cast<double>(d.model.vocab) + 1) * d.model.hidden *
-                        d.model.dtype_bytes();
+    const double head =
+        (static_cast<double>(d.model.vocab) + 1) * d.model.hidden * d.model.dtype_bytes();
     for (auto exit : d.exit_layers)
       if (exit > 0 && exit < d.model.layers) bytes += head;
   }
@@ -63,8 +63,8 @@ ServingSystem::ServingSystem(Engine& engine, Network* network, std::vector<NodeI
     const double budget = config_.gpu_memory_utilization *
                               static_cast<double>(config_.gpu.hbm_capacity.count) * d.tp -
                           weights;
-    const double block_bytes =
-        static_cast<double>(config_.block_tokens) * static_cast<double>(d.model.kv_bytes_per_token_layer());
+    const double block_bytes = static_cast<double>(config_.block_tokens) *
+                               static_cast<double>(d.model.kv_bytes_per_token_layer());
     const auto blocks = static_cast<std::int64_t>(budget / block_bytes);
     if (blocks < d.model.layers)
       throw InputError(
@@ -109,9 +109,9 @@ ServingSystem::ServingSystem(Engine& engine, Network* network, std::vector<NodeI
     for (const auto& dep : deployments_)
       if (dep.config.exit_layers[static_cast<std::size_t>(t)] > 0) ++serving;
     if (serving != 1)
-      throw InputError("system.deployments",
-                       fmt::format("tier {} must be served by exactly one deployment, found {}", t,
-                                   serving));
+      throw InputError(
+          "system.deployments",
+          fmt::format("tier {} must be served by exactly one deployment, found {}", t, serving));
   }
 }
 

@@ -44,10 +44,10 @@ struct ServingConfig {
   GpuSpec gpu;
   RooflineCalibration calibration;
   std::int32_t tiers = 1;
-  std::vector<double> tier_mix{1.0};   // probability of each tier for a new request
-  double escalation_probability = 0;   // an answer below the top tier is escalated one tier up
-  std::int32_t block_tokens = 16;      // vLLM default block size
-  double gpu_memory_utilization = 0.9; // vLLM default: fraction of HBM for weights + KV
+  std::vector<double> tier_mix{1.0};    // probability of each tier for a new request
+  double escalation_probability = 0;    // an answer below the top tier is escalated one tier up
+  std::int32_t block_tokens = 16;       // vLLM default block size
+  double gpu_memory_utilization = 0.9;  // vLLM default: fraction of HBM for weights + KV
   Time iteration_overhead;
   Time allreduce_latency;
   Time sampling_pass_overhead;

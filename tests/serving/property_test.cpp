@@ -1,0 +1,128 @@
+// Invariants over randomised workloads, for every scheduler, router and serving mode: every
+// request finishes or is reported dropped; the KV pool never holds more blocks than its budget
+// and is empty at the end; the tokens generated equal the tokens requested.
+#include <gtest/gtest.h>
+
+#include "models/serving/serving_system.hpp"
+#include "sim_core/fluid_network.hpp"
+#include "sim_core/topology_builders.hpp"
+#include "test_support.hpp"
+
+using namespace mlsim;
+using namespace mlsim::serving;
+
+namespace {
+
+// A source of `n` requests with random lengths and bursty arrivals (fixed seed per case).
+class RandomSource final : public RequestSource {
+ public:
+  RandomSource(std::uint64_t seed, int n, int max_prompt, int max_output)
+      : rng_(seed, "property"), n_(n), max_prompt_(max_prompt), max_output_(max_output) {}
+  std::optional<RequestSpec> next() override {
+    if (i_ >= n_) return std::nullopt;
+    RequestSpec r;
+    r.id = static_cast<std::uint64_t>(i_++);
+    t_ += rng_.exponential(20.0);
+    r.arrival = Time::from_seconds(t_);
+    r.prompt_tokens =
+        1 + static_cast<std::int32_t>(rng_.below(static_cast<std::uint64_t>(max_prompt_)));
+    r.output_tokens =
+        1 + static_cast<std::int32_t>(rng_.below(static_cast<std::uint64_t>(max_output_)));
+    return r;
+  }
+
+ private:
+  RandomStream rng_;
+  int n_, max_prompt_, max_output_, i_ = 0;
+  double t_ = 0;
+};
+
+struct Case {
+  std::string mode, scheduler, router;
+  double utilisation;  // small values squeeze the KV pool to force preemptions and drops
+  double escalation;
+};
+
+}  // namespace
+
+class ServingInvariants : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
+  const auto& p = GetParam();
+  const auto catalog = fixtures::llama2();
+  const auto hw = fixtures::gpus();
+  ServingConfig c;
+  c.gpu = hw.gpu("A100-SXM4-80GB", "");
+  c.calibration = RooflineCalibration::ideal();
+  c.tiers = 2;
+  c.tier_mix = {0.5, 0.5};
+  c.escalation_probability = p.escalation;
+  c.gpu_memory_utilization = p.utilisation;
+  c.allreduce_latency = Time::us(10);
+  const auto &m7 = catalog.get("llama-2-7b", ""), m13 = catalog.get("llama-2-13b", "");
+  auto deployment = [&](const TransformerShape& m, int tp, int replicas,
+                        std::vector<std::int32_t> exits, bool mfs) {
+    DeploymentConfig d;
+    d.name = m.name;
+    d.model = m;
+    d.tp = tp;
+    d.replicas = replicas;
+    d.exit_layers = std::move(exits);
+    d.scheduler = p.scheduler;
+    d.router = p.router;
+    d.limits = {64, 512};
+    d.mfs = mfs;
+    return d;
+  };
+  if (p.mode == "mfs") {
+    c.deployments.push_back(deployment(m13, 2, 2, {20, 40}, true));
+  } else {
+    c.deployments.push_back(deployment(m7, 1, 2, {32, 0}, false));
+    c.deployments.push_back(deployment(m13, 2, 1, {0, 40}, false));
+  }
+  Engine engine;
+  const Topology topo = build_topology(StarSpec{8, {Bandwidth{300e9}, Time::us(1)}});
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  const int n = 120;
+  ServingSystem sys(engine, &net, topo.hosts(), c, std::make_unique<RandomSource>(7, n, 1500, 300),
+                    RandomStream(1, "tiers"), RandomStream(1, "esc"));
+  // KV budget checked after every scheduling decision of every replica.
+  std::int64_t violations = 0;
+  engine.set_periodic_hook(1, [&](Engine&) {
+    for (const auto& r : sys.replicas())
+      if (r->kv().used() > r->kv().total()) ++violations;
+  });
+  sys.start();
+  engine.run();
+  const auto& mt = sys.metrics();
+  EXPECT_EQ(mt.arrived(), static_cast<std::uint64_t>(n));
+  EXPECT_EQ(mt.completed() + mt.dropped(), mt.arrived());
+  EXPECT_EQ(sys.in_system(), 0);
+  EXPECT_EQ(mt.tokens_generated(), mt.tokens_requested());
+  EXPECT_EQ(violations, 0);
+  for (const auto& r : sys.replicas()) {
+    EXPECT_LE(r->kv().peak(), r->kv().total());
+    EXPECT_EQ(r->kv().used(), 0) << r->name();
+    EXPECT_TRUE(r->state().waiting().empty() && r->state().running().empty());
+  }
+  Results out;
+  sys.finish(out);
+  if (p.utilisation < 0.3)
+    std::printf("[%s/%s/%s u=%.2f] completed %llu dropped %llu preemptions %.0f\n", p.mode.c_str(),
+                p.scheduler.c_str(), p.router.c_str(), p.utilisation,
+                static_cast<unsigned long long>(mt.completed()),
+                static_cast<unsigned long long>(mt.dropped()),
+                out.metrics().at("serving_preemptions"));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ServingInvariants,
+    ::testing::Values(Case{"separate", "continuous", "least_outstanding_tokens", 0.9, 0},
+                      Case{"separate", "static", "round_robin", 0.9, 0},
+                      Case{"separate", "chunked_prefill", "round_robin", 0.9, 0.3},
+                      Case{"separate", "continuous", "round_robin", 0.185, 0.3},
+                      Case{"separate", "chunked_prefill", "least_outstanding_tokens", 0.185, 0},
+                      Case{"mfs", "continuous", "least_outstanding_tokens", 0.9, 0.3},
+                      Case{"mfs", "chunked_prefill", "round_robin", 0.9, 0.5},
+                      Case{"mfs", "continuous", "round_robin", 0.17, 0.5},
+                      Case{"mfs", "static", "least_outstanding_tokens", 0.17, 0.3}));

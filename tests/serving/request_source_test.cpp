@@ -1,0 +1,105 @@
+#include "models/serving/request_source.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "sim_core/error.hpp"
+#include "test_support.hpp"
+
+using namespace mlsim;
+using namespace mlsim::serving;
+
+TEST(TraceTimestamp, ExactNanoseconds) {
+  EXPECT_EQ(parse_trace_timestamp_ns("1970-01-01 00:00:00", ""), 0);
+  EXPECT_EQ(parse_trace_timestamp_ns("1970-01-02 00:00:01.5", ""), 86'401'500'000'000LL);
+  // 18:15:50.9951690 - 18:15:46.6805900 = 4.3145790 s
+  EXPECT_EQ(parse_trace_timestamp_ns("2023-11-16 18:15:50.9951690", "") -
+                parse_trace_timestamp_ns("2023-11-16 18:15:46.6805900", ""),
+            4'314'579'000LL);
+  EXPECT_THROW(parse_trace_timestamp_ns("2023-11-16", "x"), InputError);
+  EXPECT_THROW(parse_trace_timestamp_ns("2023-13-16 00:00:00", "x"), InputError);
+}
+
+TEST(AzureTrace, StreamsOffsetsAndReportsBadLines) {
+  const auto dir = std::filesystem::temp_directory_path() / "mlsim_serving_trace_test";
+  std::filesystem::create_directories(dir);
+  {
+    std::ofstream f(dir / "t.csv");
+    f << "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+         "2023-11-16 18:15:46.6805900,374,44\n"
+         "2023-11-16 18:15:50.9951690,396,0\n"
+         "2023-11-16 18:15:51.0000000,abc,3\n";
+  }
+  AzureTraceSource src(dir / "t.csv", 2.0);
+  auto a = src.next();
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->arrival, Time::zero());
+  EXPECT_EQ(a->prompt_tokens, 374);
+  auto b = src.next();
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->arrival, Time::ns(2'157'289'500));  // rate doubled: offsets halved
+  EXPECT_EQ(b->output_tokens, 1);                  // 0 generated tokens read as 1
+  try {
+    (void)src.next();
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("t.csv:4"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AzureTrace, WholeConversationTraceAndLengthFit) {
+  const auto file =
+      fixtures::shared_data_dir() / "llm_traces/azure_2023/AzureLLMInferenceTrace_conv.csv";
+  if (!std::filesystem::exists(file)) GTEST_SKIP() << "Azure trace not found: " << file;
+  AzureTraceSource src(file);
+  std::int64_t n = 0;
+  Time last;
+  double log_prompt = 0;
+  while (auto r = src.next()) {
+    EXPECT_GE(r->arrival, last);
+    last = r->arrival;
+    log_prompt += std::log(r->prompt_tokens);
+    ++n;
+  }
+  EXPECT_EQ(n, 19'366);
+  EXPECT_GT(last, Time::s(3500));  // one hour
+  EXPECT_LT(last, Time::s(3700));
+  const auto fit = fit_lengths(file);
+  EXPECT_EQ(fit.samples, n);
+  EXPECT_NEAR(fit.prompt.mu, log_prompt / static_cast<double>(n), 1e-9);
+  // Draws from the fit reproduce the fitted log-mean.
+  RandomStream rng(3, "lengths");
+  double s = 0;
+  for (int i = 0; i < 20000; ++i) s += std::log(fit.output.draw(rng));
+  EXPECT_NEAR(s / 20000, fit.output.mu, 0.05);
+  std::printf("[azure conv] prompt lognormal mu %.3f sigma %.3f; output mu %.3f sigma %.3f\n",
+              fit.prompt.mu, fit.prompt.sigma, fit.output.mu, fit.output.sigma);
+}
+
+TEST(Generator, PoissonRateAndDeterminism) {
+  GeneratorParams p;
+  p.rate_per_s = 10;
+  p.count = 5000;
+  p.lengths.prompt = {5.0, 1.0, 1, 4096};
+  p.lengths.output = {4.0, 1.0, 1, 2048};
+  GeneratedSource a(p, RandomStream(1, "arr"), RandomStream(1, "len"));
+  GeneratedSource b(p, RandomStream(1, "arr"), RandomStream(1, "len"));
+  Time last;
+  for (int i = 0; i < 5000; ++i) {
+    auto x = a.next();
+    auto y = b.next();
+    ASSERT_TRUE(x && y);
+    EXPECT_EQ(x->arrival, y->arrival);
+    EXPECT_EQ(x->prompt_tokens, y->prompt_tokens);
+    last = x->arrival;
+  }
+  EXPECT_FALSE(a.next());
+  EXPECT_NEAR(last.seconds(), 500.0, 500.0 * 0.05);  // 4999 gaps of mean 0.1 s
+  p.arrival_cv = 2;                                  // gamma arrivals, same mean rate
+  GeneratedSource g(p, RandomStream(2, "arr"), RandomStream(2, "len"));
+  for (int i = 0; i < 5000; ++i) last = g.next()->arrival;
+  EXPECT_NEAR(last.seconds(), 500.0, 500.0 * 0.15);
+}
