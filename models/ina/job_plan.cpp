@@ -36,21 +36,25 @@ JobPlan make_job_plan(const DnnProfile& profile, const PlanOptions& o) {
     lp.forward = Time::from_seconds(layer.forward_ms * 1e-3 * o.compute_scale);
     lp.backward = Time::from_seconds(layer.backward_ms * 1e-3 * o.compute_scale);
     lp.elements = (layer.parameters.count + 3) / 4;
+    plan.layers.push_back(lp);
+  }
+  // Units are numbered in production order (backward: last layer first), so a job's chunk
+  // sequence is the order its gradient leaves, which SwitchML's slot streaming relies on.
+  for (std::size_t i = plan.layers.size(); i-- > 0;) {
+    LayerPlan& lp = plan.layers[i];
     lp.first_unit = plan.units();
     std::int64_t packets = (lp.elements + o.values_per_packet - 1) / o.values_per_packet;
     std::int64_t left = lp.elements;
-    const auto layer_index = static_cast<std::uint32_t>(plan.layers.size());
     while (packets > 0) {
       const std::int64_t k = std::min<std::int64_t>(packets, o.burst_packets);
       const std::int64_t values = std::min<std::int64_t>(left, k * o.values_per_packet);
       plan.unit_packets.push_back(static_cast<std::uint16_t>(k));
       plan.unit_elements.push_back(static_cast<std::uint32_t>(values));
-      plan.unit_layer.push_back(layer_index);
+      plan.unit_layer.push_back(static_cast<std::uint32_t>(i));
       packets -= k;
       left -= values;
     }
     lp.units = plan.units() - lp.first_unit;
-    plan.layers.push_back(lp);
   }
   return plan;
 }

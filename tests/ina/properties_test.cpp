@@ -1,0 +1,129 @@
+// Invariants over randomised contended workloads, for every policy and both modes:
+// - every gradient element of every iteration reaches every worker exactly once, aggregated over
+//   every worker exactly once (the result's sum of 1 << w contributions proves it);
+// - an aggregator never has two owners (audited from outside through the pool's observer);
+// - no job starves: under DSA's preemption the lowest-priority jobs still finish.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "models/ina/ina_cluster.hpp"
+#include "sim_core/random.hpp"
+#include "test_support.hpp"
+
+using namespace mlsim;
+using namespace mlsim::ina;
+using namespace mlsim::ina::testing;
+
+namespace {
+
+struct Workload {
+  ClusterParams params;
+  std::string label;
+};
+
+// A few jobs of different sizes and compute/communication ratios arriving close together, with
+// stragglers, on a switch with little aggregator memory.
+Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values) {
+  RandomStream rng(seed, "ina-properties");
+  Workload w;
+  ClusterParams& p = w.params;
+  p.policy = policy;
+  p.burst_values = burst_values;
+  p.atp_timeout = Time::us(200 + 200 * static_cast<std::int64_t>(rng.below(5)));
+  const int jobs = 2 + static_cast<int>(rng.below(3));
+  for (int j = 0; j < jobs; ++j) {
+    const long values = 2000 + static_cast<long>(rng.below(20000));
+    auto profile = rng.uniform() < 0.5
+                       ? two_layers(values)
+                       : one_layer(0.05 + rng.uniform() * 0.5, 0.05 + rng.uniform() * 0.5, values);
+    JobSpec spec =
+        job(profile, 2 + static_cast<int>(rng.below(4)), 2 + static_cast<int>(rng.below(3)),
+            Time::us(static_cast<std::int64_t>(rng.below(300))));
+    for (int k = 0; k < spec.workers; ++k)
+      spec.worker_slowdown.push_back(1.0 + rng.uniform() * 0.3);
+    p.jobs.push_back(spec);
+  }
+  // Scarce: room for a few dozen ATP aggregators (SwitchML gets the same bytes).
+  p.aggregator_memory = Bytes{(16 + static_cast<std::int64_t>(rng.below(64))) * 2048 * jobs};
+  w.label = std::string(policy_name(policy)) + " seed " + std::to_string(seed) + " burst " +
+            std::to_string(burst_values);
+  return w;
+}
+
+}  // namespace
+
+class InaProperties : public ::testing::TestWithParam<std::tuple<PolicyKind, int>> {};
+
+TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
+  const auto [policy, burst] = GetParam();
+  std::uint64_t contended_runs = 0, retransmitting_runs = 0;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    Workload w = random_workload(seed, policy, burst);
+    SCOPED_TRACE(w.label);
+    Engine engine;
+    InaCluster cluster(engine, w.params);
+    std::map<std::size_t, std::pair<std::uint16_t, std::uint64_t>> owner;
+    int ownership_violations = 0;
+    cluster.policy().pool().set_observer([&](const PoolEvent& e) {
+      if (e.kind == PoolEvent::kClaim) {
+        if (!owner.emplace(e.index, std::make_pair(e.job, e.seq)).second) ++ownership_violations;
+      } else {
+        auto it = owner.find(e.index);
+        if (it == owner.end() || it->second != std::make_pair(e.job, e.seq))
+          ++ownership_violations;
+        else
+          owner.erase(it);
+      }
+    });
+    cluster.start();
+    engine.run();
+    const InaCounters& c = cluster.stats();
+    EXPECT_TRUE(cluster.all_finished());  // no job starves
+    EXPECT_EQ(ownership_violations, 0);
+    EXPECT_EQ(c.wrong_sums, 0u);
+    EXPECT_EQ(c.duplicate_results, 0u);
+    EXPECT_EQ(c.elements_delivered, cluster.expected_elements());
+    std::uint64_t chunks = 0;
+    for (std::size_t j = 0; j < w.params.jobs.size(); ++j)
+      chunks += static_cast<std::uint64_t>(cluster.job(j).plan().units()) *
+                static_cast<std::uint64_t>(cluster.job(j).workers() * cluster.job(j).iterations());
+    EXPECT_EQ(c.results_received, chunks);
+    if (c.collision_packets > 0 || c.preemptions > 0) ++contended_runs;
+    if (c.retransmitted_packets > 0) ++retransmitting_runs;
+  }
+  // The workloads must actually contend, or the test proves nothing for ATP and DSA.
+  if (policy != PolicyKind::kSwitchMl) {
+    EXPECT_GE(contended_runs, 6u);
+    EXPECT_GE(retransmitting_runs, 3u);  // timeouts and partial flushes exercised too
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPolicies, InaProperties,
+                         ::testing::Combine(::testing::Values(PolicyKind::kSwitchMl,
+                                                              PolicyKind::kAtp, PolicyKind::kDsa),
+                                            ::testing::Values(1, 62 * 4)),
+                         [](const auto& info) {
+                           return std::string(policy_name(std::get<0>(info.param))) + "_burst" +
+                                  std::to_string(std::get<1>(info.param));
+                         });
+
+// DSA gives the switch to the most communication-intensive job; the least intensive one must
+// still make progress through its PS while higher-priority jobs keep preempting it.
+TEST(InaProperties, DsaLowestPriorityJobStillFinishes) {
+  ClusterParams p;
+  p.policy = PolicyKind::kDsa;
+  p.aggregator_memory = Bytes{8 * 248};
+  p.jobs.push_back(job(one_layer(0.5, 0.5, 20000), 4, 3));  // least intensive
+  for (int j = 0; j < 4; ++j)
+    p.jobs.push_back(job(one_layer(0.02 + 0.01 * j, 0.02, 30000), 4, 6, Time::us(10 * j)));
+  Engine engine;
+  InaCluster cluster(engine, p);
+  cluster.start();
+  engine.run();
+  ASSERT_TRUE(cluster.all_finished());
+  EXPECT_EQ(cluster.job(0).priority(), 0);
+  EXPECT_GT(cluster.stats().preemptions, 0u);
+  EXPECT_EQ(cluster.stats().wrong_sums, 0u);
+  EXPECT_EQ(cluster.stats().elements_delivered, cluster.expected_elements());
+}
