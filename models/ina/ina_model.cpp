@@ -1,0 +1,139 @@
+#include "models/ina/ina_model.hpp"
+
+#include <map>
+
+#include "models/ina/ina_cluster.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/random.hpp"
+
+namespace mlsim::ina {
+namespace {
+
+PolicyKind parse_policy(const std::string& s) {
+  if (s == "switchml") return PolicyKind::kSwitchMl;
+  if (s == "atp") return PolicyKind::kAtp;
+  return PolicyKind::kDsa;
+}
+
+class InaModel : public Model {
+ public:
+  explicit InaModel(ClusterParams params) : params_(std::move(params)) {}
+  void start(ModelEnv& env) override {
+    cluster_ = std::make_unique<InaCluster>(env.engine, params_);
+    cluster_->start();
+  }
+  void finish(ModelEnv&, Results& out) override { cluster_->report(out); }
+  double progress(const ModelEnv&) const override { return cluster_ ? cluster_->progress() : 0; }
+
+ private:
+  ClusterParams params_;
+  std::unique_ptr<InaCluster> cluster_;
+};
+
+}  // namespace
+
+ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
+                                   const HardwareCatalog& hardware,
+                                   const std::filesystem::path& scenario_dir, std::uint64_t seed) {
+  ClusterParams p;
+  p.policy = parse_policy(system.choice("policy", {"switchml", "atp", "dsa"}));
+  const SwitchSpec& sw = hardware.switch_spec(system.string("switch"), system.path_of("switch"));
+  p.link_bandwidth = sw.port_bandwidth;
+  p.switch_latency = sw.pipeline_latency;
+  if (system.has("aggregator_memory") || !sw.aggregators) {
+    p.aggregator_memory = system.bytes("aggregator_memory");
+  } else {
+    // Default: the switch's own pool, count x bytes per slot.
+    p.aggregator_memory = system.bytes_or(
+        "aggregator_memory",
+        std::to_string(sw.aggregators->count * sw.aggregators->bytes_per_slot.count) + "B");
+  }
+  if (p.aggregator_memory.count <= 0)
+    throw InputError(system.path_of("aggregator_memory"), "must be positive");
+  p.link_latency = system.duration_or("link_latency", "500ns");
+  p.ecn_threshold_bytes = static_cast<double>(system.bytes_or("ecn_threshold", "100KB").count);
+  p.burst_values = static_cast<int>(system.integer_or("burst_values", 1, 1, 1'000'000));
+  p.header_bytes = system.bytes_or("header", "60B");
+  p.include_input_layers = system.boolean_or("include_input_layers", false);
+
+  JsonReader atp = system.object_or_empty("atp");
+  p.atp_values_per_packet = static_cast<int>(atp.integer_or("values_per_packet", 62, 1, 4096));
+  p.sender_threads = static_cast<int>(atp.integer_or("sender_threads", 12, 1, 1024));
+  p.window_cap_packets_per_thread = atp.number_or("window_cap_packets", 100, 1, 1e6);
+  p.window_increase_bytes = static_cast<double>(atp.bytes_or("window_increase", "1500B").count);
+  p.atp_timeout = atp.duration_or("timeout", "1ms");
+  if (p.atp_timeout <= Time::zero()) throw InputError(atp.path_of("timeout"), "must be positive");
+  atp.finish();
+
+  JsonReader sml = system.object_or_empty("switchml");
+  p.switchml_values_per_packet = static_cast<int>(sml.integer_or("values_per_packet", 256, 1, 4096));
+  p.switchml_timeout = sml.duration_or("timeout", "10ms");
+  if (p.switchml_timeout <= Time::zero()) throw InputError(sml.path_of("timeout"), "must be positive");
+  p.switchml_partitions = static_cast<int>(sml.integer_or("partitions", 0, 0, 65535));
+  sml.finish();
+
+  JsonReader dsa = system.object_or_empty("dsa");
+  p.selective_retransmission = dsa.boolean_or("selective_retransmission", true);
+  dsa.finish();
+
+  // Workload: job templates expanded by count, in order; arrivals explicit or Poisson.
+  std::map<std::filesystem::path, std::shared_ptr<const DnnProfile>> profiles;
+  std::vector<bool> explicit_arrival;
+  for (JsonReader& j : workload.objects("jobs")) {
+    JobSpec spec;
+    spec.model = j.string("model");
+    std::filesystem::path file = j.string("profile");
+    if (file.is_relative()) file = scenario_dir / file;
+    auto& profile = profiles[file];
+    if (!profile) {
+      try {
+        profile = std::make_shared<const DnnProfile>(read_pipedream_graph(file));
+      } catch (const InputError& e) {
+        throw InputError(j.path_of("profile"), e.what());
+      }
+    }
+    spec.profile = profile;
+    spec.workers = static_cast<int>(j.integer("workers", 1, 32));
+    spec.iterations = static_cast<int>(j.integer("iterations", 1, 1'000'000));
+    spec.compute_scale = j.number_or("compute_scale", 1.0, 1e-6, 1e6);
+    const bool has_arrival = j.has("arrival");
+    if (has_arrival) spec.arrival = j.duration("arrival");
+    const auto count = j.integer_or("count", 1, 1, 10'000);
+    j.finish();
+    for (std::int64_t c = 0; c < count; ++c) {
+      p.jobs.push_back(spec);
+      explicit_arrival.push_back(has_arrival);
+    }
+  }
+  if (p.jobs.empty()) throw InputError(workload.path_of("jobs"), "needs at least one job");
+  if (p.jobs.size() > 65535) throw InputError(workload.path_of("jobs"), "at most 65535 jobs");
+  JsonReader arrivals = workload.object_or_empty("arrivals");
+  const std::string process = arrivals.choice_or("process", {"explicit", "poisson"}, "explicit");
+  if (process == "poisson") {
+    const Time gap = arrivals.duration("mean_interarrival");
+    if (gap <= Time::zero()) throw InputError(arrivals.path_of("mean_interarrival"), "must be positive");
+    RandomStream rng(seed, "ina.arrivals");
+    Time t = Time::zero();
+    for (std::size_t i = 0; i < p.jobs.size(); ++i) {
+      if (explicit_arrival[i])
+        throw InputError(workload.path_of("jobs"), "a job sets 'arrival' but arrivals are Poisson");
+      p.jobs[i].arrival = t;  // the first job arrives at time 0
+      t += Time::from_seconds(rng.exponential(1.0 / gap.seconds()));
+    }
+  }
+  arrivals.finish();
+  return p;
+}
+
+std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
+  JsonReader system = setup.root.object("system");
+  system.ignore("model");
+  JsonReader workload = setup.root.object("workload");
+  ClusterParams params =
+      parse_cluster_params(system, workload, setup.hardware, setup.scenario_dir, setup.seed);
+  system.finish();
+  workload.finish();
+  return std::make_unique<InaModel>(std::move(params));
+}
+
+}  // namespace mlsim::ina

@@ -1,0 +1,22 @@
+#pragma once
+// The scenario face of the INA model: reads the "system" and "workload" sections into
+// ClusterParams (strictly, with every default written back) and runs an InaCluster on the
+// runner's engine. docs/ina.md documents the keys.
+#include <filesystem>
+#include <memory>
+
+#include "models/ina/cluster_params.hpp"
+#include "sim_core/hardware.hpp"
+#include "sim_core/json_reader.hpp"
+#include "sim_core/model.hpp"
+
+namespace mlsim::ina {
+
+// `scenario_dir` resolves relative profile paths; `seed` draws Poisson arrivals.
+ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
+                                   const HardwareCatalog& hardware,
+                                   const std::filesystem::path& scenario_dir, std::uint64_t seed);
+
+std::unique_ptr<Model> make_ina_model(ModelSetup& setup);
+
+}  // namespace mlsim::ina
