@@ -32,13 +32,42 @@ class InaModel : public Model {
 
 }  // namespace
 
+namespace {
+
+// The host links of a one-switch star: all equal, or the model cannot place its hosts.
+Link star_host_link(const Topology& topology) {
+  std::size_t switches = 0;
+  for (const Node& n : topology.nodes())
+    if (n.kind == NodeKind::kSwitch) ++switches;
+  if (switches != 1 || topology.hosts().empty())
+    throw InputError("topology",
+                     "the ina model needs one ToR switch with the hosts around it "
+                     "(kind \"star\")");
+  const Link& first = topology.link(topology.out_links(topology.hosts().front()).at(0));
+  for (NodeId h : topology.hosts()) {
+    const auto& out = topology.out_links(h);
+    if (out.size() != 1 || topology.link(out[0]).bandwidth != first.bandwidth ||
+        topology.link(out[0]).latency != first.latency)
+      throw InputError("topology",
+                       "the ina model needs every host on one equal link to the switch");
+  }
+  return first;
+}
+
+}  // namespace
+
 ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
-                                   const HardwareCatalog& hardware,
+                                   const HardwareCatalog& hardware, const Topology& topology,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed) {
   ClusterParams p;
   p.policy = parse_policy(system.choice("policy", {"switchml", "atp", "dsa"}));
   const SwitchSpec& sw = hardware.switch_spec(system.string("switch"), system.path_of("switch"));
-  p.link_bandwidth = sw.port_bandwidth;
+  const Link host_link = star_host_link(topology);
+  p.link_bandwidth = host_link.bandwidth;
+  p.link_latency = host_link.latency;
+  if (p.link_bandwidth > sw.port_bandwidth)
+    throw InputError("topology", "host links are faster than the switch's ports (" +
+                                     to_string(sw.port_bandwidth) + ")");
   p.switch_latency = sw.pipeline_latency;
   if (system.has("aggregator_memory") || !sw.aggregators) {
     p.aggregator_memory = system.bytes("aggregator_memory");
@@ -50,7 +79,6 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   }
   if (p.aggregator_memory.count <= 0)
     throw InputError(system.path_of("aggregator_memory"), "must be positive");
-  p.link_latency = system.duration_or("link_latency", "500ns");
   p.ecn_threshold_bytes = static_cast<double>(system.bytes_or("ecn_threshold", "100KB").count);
   p.burst_values = static_cast<int>(system.integer_or("burst_values", 1, 1, 1'000'000));
   p.header_bytes = system.bytes_or("header", "60B");
@@ -66,9 +94,11 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   atp.finish();
 
   JsonReader sml = system.object_or_empty("switchml");
-  p.switchml_values_per_packet = static_cast<int>(sml.integer_or("values_per_packet", 256, 1, 4096));
+  p.switchml_values_per_packet =
+      static_cast<int>(sml.integer_or("values_per_packet", 256, 1, 4096));
   p.switchml_timeout = sml.duration_or("timeout", "10ms");
-  if (p.switchml_timeout <= Time::zero()) throw InputError(sml.path_of("timeout"), "must be positive");
+  if (p.switchml_timeout <= Time::zero())
+    throw InputError(sml.path_of("timeout"), "must be positive");
   p.switchml_partitions = static_cast<int>(sml.integer_or("partitions", 0, 0, 65535));
   sml.finish();
 
@@ -111,7 +141,8 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   const std::string process = arrivals.choice_or("process", {"explicit", "poisson"}, "explicit");
   if (process == "poisson") {
     const Time gap = arrivals.duration("mean_interarrival");
-    if (gap <= Time::zero()) throw InputError(arrivals.path_of("mean_interarrival"), "must be positive");
+    if (gap <= Time::zero())
+      throw InputError(arrivals.path_of("mean_interarrival"), "must be positive");
     RandomStream rng(seed, "ina.arrivals");
     Time t = Time::zero();
     for (std::size_t i = 0; i < p.jobs.size(); ++i) {
@@ -122,6 +153,17 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     }
   }
   arrivals.finish();
+  std::size_t hosts = 0;
+  for (const JobSpec& j : p.jobs) hosts += static_cast<std::size_t>(j.workers) + 1;
+  if (hosts > topology.hosts().size())
+    throw InputError("topology.hosts",
+                     "the jobs need " + std::to_string(hosts) +
+                         " hosts (workers plus one PS per job), the topology has " +
+                         std::to_string(topology.hosts().size()));
+  if (hosts > static_cast<std::size_t>(sw.ports))
+    throw InputError(system.path_of("switch"), "the jobs need " + std::to_string(hosts) +
+                                                   " switch ports, the switch has " +
+                                                   std::to_string(sw.ports));
   return p;
 }
 
@@ -129,8 +171,8 @@ std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
-  ClusterParams params =
-      parse_cluster_params(system, workload, setup.hardware, setup.scenario_dir, setup.seed);
+  ClusterParams params = parse_cluster_params(system, workload, setup.hardware, setup.topology,
+                                              setup.scenario_dir, setup.seed);
   system.finish();
   workload.finish();
   return std::make_unique<InaModel>(std::move(params));

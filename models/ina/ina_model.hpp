@@ -9,12 +9,15 @@
 #include "sim_core/hardware.hpp"
 #include "sim_core/json_reader.hpp"
 #include "sim_core/model.hpp"
+#include "sim_core/topology.hpp"
 
 namespace mlsim::ina {
 
-// `scenario_dir` resolves relative profile paths; `seed` draws Poisson arrivals.
+// `topology` must be a star (one ToR switch, equal host links) with a host for every worker and
+// parameter server: host links give the link speed and latency. `scenario_dir` resolves relative
+// profile paths; `seed` draws Poisson arrivals.
 ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
-                                   const HardwareCatalog& hardware,
+                                   const HardwareCatalog& hardware, const Topology& topology,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed);
 
 std::unique_ptr<Model> make_ina_model(ModelSetup& setup);

@@ -14,6 +14,8 @@
 #include "models/ina/ina_cluster.hpp"
 #include "models/ina/ina_model.hpp"
 #include "sim_core/error.hpp"
+#include "sim_core/topology_builders.hpp"
+#include "sim_core/topology_spec.hpp"
 
 namespace {
 
@@ -37,7 +39,8 @@ json load(const std::filesystem::path& file) {
   json doc = read_json(file);
   if (!doc.contains("include")) return doc;
   json merged = json::object();
-  for (const auto& inc : doc["include"]) merge(merged, load(file.parent_path() / inc.get<std::string>()));
+  for (const auto& inc : doc["include"])
+    merge(merged, load(file.parent_path() / inc.get<std::string>()));
   doc.erase("include");
   merge(merged, doc);
   return merged;
@@ -51,8 +54,12 @@ void apply_override(json& doc, const std::string& assignment) {
   std::size_t start = 0;
   while (true) {
     auto dot = path.find('.', start);
-    (*node) = node->is_object() ? *node : json::object();
-    node = &(*node)[path.substr(start, dot - start)];
+    const std::string step = path.substr(start, dot - start);
+    if (node->is_array() && !step.empty() &&
+        step.find_first_not_of("0123456789") == std::string::npos)
+      node = &node->at(std::stoul(step));
+    else
+      node = &(*node)[step];  // creates objects along the way
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
@@ -86,7 +93,10 @@ int main(int argc, char** argv) {
     mlsim::JsonReader system(doc["system"], "system");
     system.ignore("model");
     mlsim::JsonReader workload(doc["workload"], "workload");
-    auto params = mlsim::ina::parse_cluster_params(system, workload, hardware, file.parent_path(), seed);
+    mlsim::JsonReader topo(doc["topology"], "topology");
+    const mlsim::Topology topology = mlsim::build_topology(mlsim::parse_topology_spec(topo));
+    auto params = mlsim::ina::parse_cluster_params(system, workload, hardware, topology,
+                                                   file.parent_path(), seed);
     system.finish();
     workload.finish();
 
@@ -95,7 +105,8 @@ int main(int argc, char** argv) {
     mlsim::ina::InaCluster cluster(engine, params);
     cluster.start();
     engine.run();
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     mlsim::Results results;
     cluster.report(results);
     rusage usage{};
