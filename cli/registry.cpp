@@ -1,5 +1,6 @@
 #include "cli/registry.hpp"
 
+#include "models/ina/register.hpp"
 #include "sim_core/network_factory.hpp"
 #ifdef MLSIM_HAVE_SIMGRID
 #include "sim_core/simgrid/simgrid_backend.hpp"
@@ -16,6 +17,7 @@ Registries make_registries() {
 #ifdef MLSIM_HAVE_SIMGRID
   register_simgrid_backend(r.backends);
 #endif
+  register_ina(r.models);
   // MODELS-REGISTER: register_collectives(r.models) goes here once it lands on main.
   return r;
 }

@@ -250,10 +250,9 @@ void InaCluster::report(Results& out) const {
   out.set_metric("aggregator_occupancy_mean", pool.mean_occupancy(end));
   out.set_metric("aggregator_idle_reserved_mean", pool.mean_idle_reserved(end));
   out.set_metric("aggregator_occupancy_peak", pool.peak_occupancy());
-  // Switch-memory utilisation: the share of aggregator memory holding a chunk that is still
-  // being aggregated (held and not merely waiting for its release).
-  out.set_metric("switch_memory_utilisation",
-                 pool.mean_occupancy(end) - pool.mean_idle_reserved(end));
+  // Switch-memory utilisation: the time-averaged share of aggregator memory held by a chunk
+  // (aggregator_idle_reserved_mean is the part of it that is complete and only waiting).
+  out.set_metric("switch_memory_utilisation", pool.mean_occupancy(end));
   const InaCounters& c = counters_;
   out.set_metric("gradient_packets", static_cast<double>(c.gradient_packets));
   out.set_metric("retransmitted_packets", static_cast<double>(c.retransmitted_packets));
