@@ -4,6 +4,7 @@
 
 #include "sim_core/error.hpp"
 #include "sim_core/json_reader.hpp"
+#include "sim_core/strict_json.hpp"
 
 namespace mlsim {
 
@@ -72,9 +73,12 @@ Override parse_set_option(std::string_view assignment) {
     throw e.in_file("--set");
   }
   const auto text = assignment.substr(eq + 1);
-  // Not valid JSON (e.g. 64MiB, flow) means a plain string.
-  o.value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (o.value.is_discarded()) o.value = std::string(text);
+  // Not valid JSON (e.g. 64MiB, flow) means a plain string. Valid JSON is parsed with the
+  // scenario's strict rules (no duplicate keys, bounded nesting), like a scenario file.
+  if (nlohmann::json::accept(text))
+    o.value = parse_strict_json(text, "--set");
+  else
+    o.value = std::string(text);
   try {
     (void)o.value.dump();  // a plain string must be valid UTF-8 to be echoed into results
   } catch (const nlohmann::json::exception&) {

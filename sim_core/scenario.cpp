@@ -117,7 +117,9 @@ void read_variants(JsonReader& root, LoadedScenario& s) {
 
 void read_output(JsonReader& root, LoadedScenario& s) {
   auto out = root.object_or_empty("output");
-  const auto dir = out.string_or("dir", "results/" + s.name);
+  // Each variant gets its own folder by default, so comparing variants never overwrites.
+  const auto dir =
+      out.string_or("dir", "results/" + s.name + (s.variant ? "/" + *s.variant : std::string()));
   if (dir.empty()) throw InputError(out.path_of("dir"), "expected a non-empty folder name");
   s.output.dir = dir;
   s.output.csv = out.boolean_or("csv", true);

@@ -16,6 +16,7 @@
 
 #include "sim_core/error.hpp"
 #include "sim_core/json_path.hpp"
+#include "sim_core/strict_json.hpp"
 
 namespace mlsim {
 
@@ -42,11 +43,7 @@ struct ScenarioDocument {
 
 // Limits that keep a hostile or broken input from exhausting the machine.
 inline constexpr std::size_t kMaxScenarioFileBytes = 64u << 20;
-inline constexpr int kMaxJsonDepth = 64;
 inline constexpr int kMaxIncludeDepth = 16;
-
-// Parses strict JSON text; errors (syntax, duplicate key, nesting) name `file` and the line.
-nlohmann::json parse_scenario_json(std::string_view text, const std::string& file);
 
 // Reads `file` and resolves its includes. Throws InputError (with the file) for a missing or
 // unreadable file, bad JSON, an include cycle or a bad `include` value.

@@ -1,0 +1,31 @@
+// Replays the committed fuzz corpus (fuzz/corpus/) through the same harness as the libFuzzer
+// target, without libFuzzer: every input must load or fail with InputError, nothing else.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli/registry.hpp"
+#include "fuzz/fuzz_input.hpp"
+#include "sim_core/error.hpp"
+
+TEST(FuzzCorpus, EveryInputLoadsOrFailsWithInputError) {
+  const auto registries = mlsim::make_registries();
+  const std::filesystem::path corpus = std::filesystem::path(MLSIM_SOURCE_DIR) / "fuzz/corpus";
+  int inputs = 0, accepted = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    ++inputs;
+    try {
+      mlsim::fuzz::load_fuzz_input(text.str(), registries, MLSIM_SOURCE_DIR);
+      ++accepted;
+    } catch (const mlsim::InputError&) {
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << entry.path().filename() << ": " << typeid(e).name() << ": " << e.what();
+    }
+  }
+  EXPECT_GE(inputs, 10);
+  RecordProperty("accepted", accepted);
+}
