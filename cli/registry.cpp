@@ -1,6 +1,7 @@
 #include "cli/registry.hpp"
 
 #include "models/ina/register.hpp"
+#include "models/serving/register.hpp"
 #include "sim_core/network_factory.hpp"
 #ifdef MLSIM_HAVE_SIMGRID
 #include "sim_core/simgrid/simgrid_backend.hpp"
@@ -18,6 +19,7 @@ Registries make_registries() {
   register_simgrid_backend(r.backends);
 #endif
   register_ina(r.models);
+  register_serving(r.models);
   // MODELS-REGISTER: register_collectives(r.models) goes here once it lands on main.
   return r;
 }
