@@ -10,7 +10,8 @@
 namespace mlsim::serving {
 
 RooflineCalibration RooflineCalibration::load(const std::filesystem::path& file,
-                                              const std::string& gpu) {
+                                              const std::string& gpu,
+                                              const std::string& gpu_where) {
   std::ifstream in(file);
   if (!in) throw InputError(file.string(), "cannot open the roofline calibration");
   nlohmann::json j;
@@ -21,7 +22,10 @@ RooflineCalibration RooflineCalibration::load(const std::filesystem::path& file,
   }
   JsonReader root(j, file.string());
   auto gpus = root.object("gpus");
-  if (!gpus.has(gpu)) throw InputError(gpus.path(), "no calibration for GPU \"" + gpu + "\"");
+  if (!gpus.has(gpu))
+    throw InputError(gpu_where.empty() ? gpus.path() : gpu_where,
+                     "no roofline calibration for GPU \"" + gpu + "\" in " + file.string() +
+                         " (tools/serving_calibrate.py fits one from operator profiles)");
   auto entry = gpus.object(gpu);
   RooflineCalibration cal;
   cal.source = file.filename().string() + ": " + entry.string("_source");

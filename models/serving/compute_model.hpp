@@ -30,7 +30,9 @@ struct RooflineCalibration {
   std::string source;
   // Reads {"gpus": {GPU: {"ops": {op_name: {...}}}}} and returns the entry of `gpu`; every
   // operator must be present. InputError naming the file and path otherwise.
-  static RooflineCalibration load(const std::filesystem::path& file, const std::string& gpu);
+  // A GPU the file does not calibrate is an InputError at `gpu_where` (the scenario's gpu key).
+  static RooflineCalibration load(const std::filesystem::path& file, const std::string& gpu,
+                                  const std::string& gpu_where = "");
   // All factors 1, no overhead: the plain roofline.
   static RooflineCalibration ideal();
 };

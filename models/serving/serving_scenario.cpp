@@ -51,7 +51,8 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   sys.ignore("model");
   const auto catalog = ModelCatalog::load(resolve(dir, sys.string("catalog")));
   c.gpu = hardware.gpu(sys.string("gpu"), sys.path_of("gpu"));
-  c.calibration = RooflineCalibration::load(resolve(dir, sys.string("calibration")), c.gpu.name);
+  c.calibration = RooflineCalibration::load(resolve(dir, sys.string("calibration")), c.gpu.name,
+                                            sys.path_of("gpu"));
   const auto family = sys.strings("family");
   if (family.empty()) throw InputError(sys.path_of("family"), "expected at least one model");
   std::vector<TransformerShape> members;

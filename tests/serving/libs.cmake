@@ -1,1 +1,1 @@
-set(MLSIM_TEST_LIBS mlsim_serving)
+set(MLSIM_TEST_LIBS mlsim_serving mlsim_registry)

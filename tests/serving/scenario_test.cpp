@@ -1,0 +1,95 @@
+// The shipped serving scenarios load, validate every variant, and run end to end through the
+// runner (shortened with overrides so the test stays fast); bad serving sections are InputErrors
+// naming the JSON path.
+#include <gtest/gtest.h>
+
+#include "cli/registry.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/runner.hpp"
+#include "sim_core/scenario.hpp"
+#include "test_support.hpp"
+
+using namespace mlsim;
+
+namespace {
+
+std::filesystem::path scenario(const std::string& name) {
+  return serving::fixtures::source_dir() / "workloads/scenarios" / name;
+}
+
+bool have_traces() {
+  return std::filesystem::exists(serving::fixtures::shared_data_dir() / "llm_traces/azure_2023");
+}
+
+RunOutput run(const std::string& file, const std::string& variant,
+              std::vector<std::pair<std::string, nlohmann::json>> sets) {
+  const auto registries = make_registries();
+  ScenarioRequest req{scenario(file), variant, {}};
+  for (auto& [path, value] : sets) req.overrides.push_back(Override{path, value, "--set " + path});
+  const auto loaded = load_scenario(req, registries);
+  PreparedRun prepared(loaded, registries);
+  return prepared.run();
+}
+
+}  // namespace
+
+TEST(ServingScenarios, MfsStudyRunsBothVariantsOnTheSameRequests) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  const std::vector<std::pair<std::string, nlohmann::json>> sets = {
+      {"workload.generator.count", 150}};
+  const auto mfs = run("mfs_llama2.json", "mfs", sets);
+  const auto sep = run("mfs_llama2.json", "separate", sets);
+  const auto& m = mfs.results.metrics();
+  const auto& s = sep.results.metrics();
+  EXPECT_EQ(m.at("serving_requests_completed"), 150);
+  EXPECT_EQ(s.at("serving_requests_completed"), 150);
+  EXPECT_EQ(m.at("serving_tokens_generated"), s.at("serving_tokens_generated"));
+  // One copy of the 70B (plus two exit heads of 32000 x 8192 fp16 and their norms) against one
+  // copy of each family member.
+  const auto c = serving::fixtures::llama2();
+  const double head = (32000.0 + 1) * 8192 * 2;
+  EXPECT_DOUBLE_EQ(m.at("serving_memory_weights_bytes"),
+                   static_cast<double>(c.get("llama-2-70b", "").weight_bytes()) + 2 * head);
+  EXPECT_DOUBLE_EQ(s.at("serving_memory_weights_bytes"),
+                   static_cast<double>(c.get("llama-2-7b", "").weight_bytes() +
+                                       c.get("llama-2-13b", "").weight_bytes() +
+                                       c.get("llama-2-70b", "").weight_bytes()));
+  std::printf(
+      "[mfs study, 150 requests] e2e mean mfs %.3f s separate %.3f s; memory peak mfs %.1f GB "
+      "separate %.1f GB\n",
+      m.at("serving_e2e_mean_s"), s.at("serving_e2e_mean_s"),
+      m.at("serving_memory_peak_bytes") / 1e9, s.at("serving_memory_peak_bytes") / 1e9);
+}
+
+TEST(ServingScenarios, AzureTraceScenarioRunsAPrefix) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  for (const char* variant : {"continuous", "chunked_prefill", "static"}) {
+    const auto out = run("serving_azure_conv_70b.json", variant, {{"workload.limit", 200}});
+    EXPECT_EQ(out.results.metrics().at("serving_requests_completed") +
+                  out.results.metrics().at("serving_requests_dropped"),
+              200)
+        << variant;
+    EXPECT_GT(out.info.network.transfers_delivered, 0u) << "TP all-reduces go through the network";
+  }
+}
+
+TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  auto expect_error = [](std::vector<std::pair<std::string, nlohmann::json>> sets,
+                         const std::string& path) {
+    try {
+      (void)run("mfs_llama2.json", "mfs", std::move(sets));
+      ADD_FAILURE() << "expected an InputError at " << path;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  };
+  expect_error({{"workload.tier_mix", nlohmann::json::array({0.5, 0.2, 0.2})}},
+               "workload.tier_mix");
+  expect_error({{"system.mfs.tp", 3}}, "system.mfs.tp");
+  expect_error({{"system.gpu", "A100-SXM4-40GB"}}, "system.gpu");  // no calibration for it
+  expect_error({{"system.mfs.tp", 1}}, "system.deployments.mfs");  // 70B does not fit one GPU
+  expect_error({{"system.family", nlohmann::json::array({"llama-2-7b", "llama-3"})}},
+               "system.family[1]");
+  expect_error({{"system.mfs.replicas", 2}}, "system.mode");  // 16 GPUs on an 8-host topology
+}
