@@ -127,9 +127,15 @@ void Replica::complete_iteration() {
 }
 
 void Replica::finish_answer(Request& r) {
-  const bool escalate_here = r.spec.escalate_to >= 0 && !r.escalated &&
-                             config_.reuse_across_tiers && state_.serves(r.spec.escalate_to) &&
-                             r.spec.escalate_to > r.tier;
+  bool escalate_here = r.spec.escalate_to >= 0 && !r.escalated && config_.reuse_across_tiers &&
+                       state_.serves(r.spec.escalate_to) && r.spec.escalate_to > r.tier;
+  if (escalate_here) {
+    // An answer at the larger tier that could never fit the pool goes back to the system, which
+    // re-submits it and has it reported dropped.
+    Request probe = r;
+    probe.tier = r.spec.escalate_to;
+    escalate_here = state_.fits_at_all(probe);
+  }
   if (!escalate_here) {
     state_.release(r);
     observer_.on_answer_done(*this, r);

@@ -56,7 +56,8 @@ struct MfsHarness {
   std::unique_ptr<Replica> replica;
   std::vector<std::unique_ptr<Request>> requests;
   // Two tiers: tier 0 exits after layer 1, tier 1 runs all 4 layers.
-  explicit MfsHarness(bool multi_level_sampling = true, Time sampling_pass = Time::zero()) {
+  explicit MfsHarness(bool multi_level_sampling = true, Time sampling_pass = Time::zero(),
+                      std::int64_t kv_blocks = 1000) {
     ReplicaConfig cfg;
     cfg.name = "mfs";
     cfg.reuse_across_tiers = true;
@@ -66,8 +67,8 @@ struct MfsHarness {
     replica = std::make_unique<Replica>(
         engine, nullptr, cfg,
         std::make_unique<IterationCostModel>(m, 1, timer, std::vector<std::int32_t>{1, 4}),
-        KvBlockPool(1000, 2), std::vector<std::int32_t>{1, 4}, /*feature_layers=*/1, BatchLimits{},
-        make_scheduler("continuous", "test"), log);
+        KvBlockPool(kv_blocks, 2), std::vector<std::int32_t>{1, 4}, /*feature_layers=*/1,
+        BatchLimits{}, make_scheduler("continuous", "test"), log);
   }
   Request& add(std::uint64_t id, int prompt, int output, int tier, int escalate_to = -1) {
     auto r = std::make_unique<Request>();
@@ -167,6 +168,19 @@ TEST(Mfs, EscalationReusesLowerTierKv) {
   EXPECT_TRUE(a.escalated);
   EXPECT_EQ(a.tier, 1);
   EXPECT_EQ(h.log.done.size(), 1u);  // only the final answer is reported
+  EXPECT_EQ(h.replica->kv().used(), 0);
+}
+
+// With a 10-block pool the tier-0 answer fits (3 blocks for 6 tokens in 1 layer + 2 feature
+// blocks) but the escalated one would need 3 * 4 = 12: it is handed back to the system (which
+// reports it dropped) instead of waiting forever.
+TEST(Mfs, EscalationThatCanNeverFitIsHandedBack) {
+  MfsHarness h(true, Time::zero(), 10);
+  auto& a = h.add(1, 4, 2, 0, 1);
+  h.engine.run();
+  EXPECT_EQ(h.log.batches.size(), 2u);
+  EXPECT_FALSE(a.escalated);
+  EXPECT_EQ(h.log.done.count(1), 1u);
   EXPECT_EQ(h.replica->kv().used(), 0);
 }
 
