@@ -3,7 +3,8 @@
 through mlsim_ina_run, then writes results/<name>/study.csv and study.md (average JCT per policy
 and the DSA gain over the best baseline at each memory size).
 
-usage: ina_study.py BUILD_DIR SCENARIO.json [OUT_DIR]
+usage: ina_study.py BUILD_DIR SCENARIO.json [OUT_DIR [--set path=value ...]]
+(extra --set overrides apply to every point, e.g. a sensitivity run)
 """
 import csv
 import json
@@ -16,6 +17,7 @@ def main():
     build, scenario = sys.argv[1], sys.argv[2]
     spec = json.load(open(scenario))
     out_dir = sys.argv[3] if len(sys.argv) > 3 else os.path.join("results", spec["name"])
+    extra = sys.argv[4:]
     os.makedirs(out_dir, exist_ok=True)
     sweep = spec["sweep"]
     memories, policies = sweep["system.aggregator_memory"], sweep["system.policy"]
@@ -24,7 +26,7 @@ def main():
     for memory in memories:
         for policy in policies:
             cmd = [runner, scenario, "--set", f"system.policy={policy}",
-                   "--set", f"system.aggregator_memory={memory}"]
+                   "--set", f"system.aggregator_memory={memory}"] + extra
             res = subprocess.run(cmd, capture_output=True, text=True)
             if res.returncode != 0:
                 sys.exit(f"{' '.join(cmd)} failed:\n{res.stderr}")
