@@ -126,6 +126,11 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     spec.workers = static_cast<int>(j.integer("workers", 1, 32));
     spec.iterations = static_cast<int>(j.integer("iterations", 1, 1'000'000));
     spec.compute_scale = j.number_or("compute_scale", 1.0, 1e-6, 1e6);
+    if (j.has("worker_slowdown")) {
+      spec.worker_slowdown = j.numbers("worker_slowdown", 1e-3, 1e3);
+      if (static_cast<int>(spec.worker_slowdown.size()) != spec.workers)
+        throw InputError(j.path_of("worker_slowdown"), "needs one factor per worker");
+    }
     const bool has_arrival = j.has("arrival");
     if (has_arrival) spec.arrival = j.duration("arrival");
     const auto count = j.integer_or("count", 1, 1, 10'000);

@@ -66,6 +66,9 @@ TEST(InaScenario, DefaultsComeFromTheSwitchAndTopology) {
   EXPECT_GT(p.jobs[1].arrival, Time::zero());
   EXPECT_GT(p.jobs[2].arrival, p.jobs[1].arrival);
   EXPECT_EQ(p.jobs[0].profile, p.jobs[2].profile);  // read once
+  json d = minimal();
+  d["workload"]["jobs"][0]["worker_slowdown"] = {1.0, 1.5};
+  EXPECT_EQ(parse(d, star(9)).jobs[2].worker_slowdown, (std::vector<double>{1.0, 1.5}));
 }
 
 TEST(InaScenario, ErrorsNameThePath) {
@@ -94,6 +97,9 @@ TEST(InaScenario, ErrorsNameThePath) {
   expect_error(d, star(9), "workload.jobs[0].workers");
   expect_error(minimal(), star(8), "topology.hosts");  // 3 x (2 workers + PS) = 9
   expect_error(minimal(), star(9, "400Gbps"), "topology");
+  d = minimal();
+  d["workload"]["jobs"][0]["worker_slowdown"] = {1.0, 1.1, 1.2};  // 2 workers
+  expect_error(d, star(9), "workload.jobs[0].worker_slowdown");
   d = minimal();
   d["system"]["switch"] = "tofino-32x100g";  // no aggregator pool: memory must be given
   expect_error(d, star(9), "system.aggregator_memory");
