@@ -98,8 +98,10 @@ void Engine::run() {
     Time t = Time::max();
     for (ExternalClock* c : clocks_) t = std::min(t, c->next_event_time());
     if (t == Time::max()) return;
-    for (ExternalClock* c : clocks_) c->advance_to(std::max(t, now_));
-    now_ = std::max(t, now_);
+    const Time target = std::max(t, now_);
+    for (ExternalClock* c : clocks_) c->advance_to(target);
+    // A component may stop short of `target` at an event it scheduled: run that event first.
+    if (events_.empty() || Time::ns(events_.top().time) > target) now_ = target;
   }
 }
 

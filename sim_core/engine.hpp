@@ -33,7 +33,9 @@ class ExternalClock {
   // Earliest time at which this component has something to do, if it can tell; Time::max() when
   // it has nothing pending.
   virtual Time next_event_time() = 0;
-  // Advances the component to `t` (>= now). It may schedule engine events at times in [now, t].
+  // Advances the component to `t` (>= now). It may schedule engine events at times in [now, t],
+  // and may stop short of `t` right after scheduling one (ns-3 stops at each delivery): the
+  // engine then runs that event and asks again.
   virtual void advance_to(Time t) = 0;
 };
 

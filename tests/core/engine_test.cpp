@@ -181,3 +181,30 @@ TEST(Engine, RemovedExternalClockIsNoLongerAdvanced) {
   EXPECT_FALSE(clock.fired_);
   EXPECT_EQ(clock.advanced_to_, Time::zero());
 }
+
+namespace {
+// A component that, asked to advance far, stops at its own event (as the ns-3 bridge does).
+class EarlyStopClock : public ExternalClock {
+ public:
+  explicit EarlyStopClock(Engine& e) : engine_(e) {}
+  Time next_event_time() override { return pending_ ? Time::s(1) : Time::max(); }
+  void advance_to(Time t) override {
+    if (pending_ && t >= Time::ns(40)) {
+      pending_ = false;
+      engine_.schedule_at(Time::ns(40), [this] { ran_at_ = engine_.now(); });
+    }
+  }
+  Engine& engine_;
+  bool pending_ = true;
+  Time ran_at_;
+};
+}  // namespace
+
+TEST(Engine, ExternalClockMayStopShortOfTheTargetAtItsOwnEvent) {
+  Engine e;
+  EarlyStopClock clock(e);
+  e.add_external_clock(&clock);
+  e.run();
+  EXPECT_EQ(clock.ran_at_, Time::ns(40));
+  EXPECT_EQ(e.now(), Time::ns(40));
+}
