@@ -65,8 +65,13 @@ void Ns3Network::sync_ns3_clock() {
   }
 }
 
+std::vector<LinkId> Ns3Network::route(NodeId src, NodeId dst, std::uint64_t label) {
+  auto r = router_.route(src, dst, label);
+  return r ? std::vector<LinkId>(r->begin(), r->end()) : std::vector<LinkId>{};
+}
+
 std::vector<LinkId> Ns3Network::reverse_of(const std::vector<LinkId>& path, NodeId src, NodeId dst,
-                                           std::uint64_t label) const {
+                                           std::uint64_t label) {
   std::vector<LinkId> reverse;
   for (auto it = path.rbegin(); it != path.rend(); ++it) {
     const Link& fwd = topology_.link(*it);
@@ -74,7 +79,7 @@ std::vector<LinkId> Ns3Network::reverse_of(const std::vector<LinkId>& path, Node
     auto found = std::find_if(back.begin(), back.end(), [&](LinkId l) {
       return topology_.link(l).dst == fwd.src && router_.link_up(l);
     });
-    if (found == back.end()) return router_.route(dst, src, label);  // one-way cable
+    if (found == back.end()) return route(dst, src, label);  // one-way cable
     reverse.push_back(*found);
   }
   return reverse;
@@ -133,16 +138,14 @@ TransferId Ns3Network::start_transfer(NodeId src, NodeId dst, Bytes bytes, Deliv
     schedule_finish(id, engine_.now(), false);
     return id;
   }
-  t.path = router_.route(src, dst, flow_label);
+  t.path = route(src, dst, flow_label);
   if (t.path.empty()) {
     schedule_finish(id, engine_.now(), true);
     return id;
   }
   mark_active(t.path, +1);
   if (bytes.count == 0) {  // nothing to put in a packet: just the propagation delay
-    Time latency = Time::zero();
-    for (LinkId l : t.path) latency += topology_.link(l).latency;
-    schedule_finish(id, engine_.now() + latency, false);
+    schedule_finish(id, engine_.now() + router_.latency(t.path), false);
     return id;
   }
   t.reverse_path = reverse_of(t.path, src, dst, flow_label);
@@ -197,7 +200,7 @@ void Ns3Network::set_link_up(LinkId link, bool up) {
   std::sort(crossing.begin(), crossing.end());
   for (TransferId id : crossing) {
     Transfer& t = transfers_.at(id);
-    auto path = router_.route(t.src, t.dst, t.label);
+    auto path = route(t.src, t.dst, t.label);
     auto reverse = path.empty() ? path : reverse_of(path, t.src, t.dst, t.label);
     if (path.empty() || reverse.empty()) {
       const std::uint64_t got = packets_.abort_flow(id);

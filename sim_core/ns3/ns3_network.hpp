@@ -16,9 +16,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim_core/ecmp_router.hpp"
 #include "sim_core/network.hpp"
 #include "sim_core/ns3/packet_simulation.hpp"
+#include "sim_core/routing.hpp"
 
 namespace mlsim {
 
@@ -75,8 +75,9 @@ class Ns3Network final : public Network, private ExternalClock {
   std::int64_t ns3_time(Time t) const { return (t - origin_).count_ns(); }
   Time engine_time(std::int64_t ns3_ns) const { return origin_ + Time::ns(ns3_ns); }
   void sync_ns3_clock();
+  std::vector<LinkId> route(NodeId src, NodeId dst, std::uint64_t label);
   std::vector<LinkId> reverse_of(const std::vector<LinkId>& path, NodeId src, NodeId dst,
-                                 std::uint64_t label) const;
+                                 std::uint64_t label);
   void mark_active(const std::vector<LinkId>& path, int delta);
   void schedule_finish(TransferId id, Time at, bool failed);
   void finish(TransferId id, bool failed);
@@ -84,7 +85,7 @@ class Ns3Network final : public Network, private ExternalClock {
   Engine& engine_;
   const Topology& topology_;
   Ns3Options options_;
-  EcmpRouter router_;
+  Router router_;
   ns3_bridge::PacketSimulation packets_;
   Time origin_;  // engine time of ns-3's time zero
   std::unordered_map<TransferId, Transfer> transfers_;

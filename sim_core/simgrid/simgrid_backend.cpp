@@ -17,10 +17,11 @@ void register_simgrid_backend(BackendRegistry& registry) {
                       : SimGridOptions::Model::kLV08;
         // LV08 is calibrated with latency inside its sharing; CM02 defaults to plain max-min.
         const std::string latency_default =
-            o.model == SimGridOptions::Model::kLV08 ? "simgrid" : "delay";
-        o.latency = r.choice_or("latency", {"delay", "simgrid"}, latency_default) == "delay"
-                        ? SimGridOptions::Latency::kDelay
-                        : SimGridOptions::Latency::kInSimGrid;
+            o.model == SimGridOptions::Model::kLV08 ? "simgrid" : "after_sending";
+        o.latency =
+            r.choice_or("latency", {"after_sending", "simgrid"}, latency_default) == "after_sending"
+                ? SimGridOptions::Latency::kAfterSending
+                : SimGridOptions::Latency::kInSimGrid;
         o.spare_routes = static_cast<int>(r.integer_or("spare_routes", 4, 0, 1024));
         return std::function<std::unique_ptr<Network>(Engine&, const Topology&)>(
             [o](Engine& engine, const Topology& topology) -> std::unique_ptr<Network> {

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <simgrid/kernel/resource/Model.hpp>
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
 #include <string>
 
 #include "sim_core/error.hpp"
+#include "sim_core/routing.hpp"
 
 namespace mlsim {
 namespace sg4 = simgrid::s4u;
@@ -43,6 +45,41 @@ std::int64_t ceil_ns(double seconds) {
 
 }  // namespace
 
+std::uint64_t max_equal_cost_paths(const Topology& topology) {
+  const std::size_t n = topology.nodes().size();
+  std::vector<std::vector<LinkId>> in(n);
+  for (LinkId l = 0; l < topology.links().size(); ++l) in[topology.link(l).dst].push_back(l);
+  std::uint64_t best = 1;
+  std::vector<int> dist(n);
+  std::vector<std::uint64_t> count(n);
+  std::vector<NodeId> order;
+  for (NodeId dst : topology.hosts()) {
+    // Breadth-first from dst over reversed links; `order` is by increasing distance, so each
+    // node's count of shortest paths is the sum over its next hops, already known.
+    std::fill(dist.begin(), dist.end(), -1);
+    std::fill(count.begin(), count.end(), 0);
+    order.assign(1, dst);
+    dist[dst] = 0;
+    count[dst] = 1;
+    for (std::size_t i = 0; i < order.size(); ++i)
+      for (LinkId l : in[order[i]]) {
+        const NodeId prev = topology.link(l).src;
+        if (dist[prev] < 0) {
+          dist[prev] = dist[order[i]] + 1;
+          order.push_back(prev);
+        }
+      }
+    for (NodeId v : order)
+      for (LinkId l : topology.out_links(v)) {
+        const NodeId next = topology.link(l).dst;
+        if (v != dst && dist[next] == dist[v] - 1)
+          count[v] = std::min<std::uint64_t>(count[v] + count[next], 1u << 20);
+      }
+    for (NodeId src : topology.hosts()) best = std::max(best, count[src]);
+  }
+  return best;
+}
+
 struct SimGridNetwork::Impl {
   struct Transfer {
     NodeId src = 0, dst = 0;
@@ -51,8 +88,7 @@ struct SimGridNetwork::Impl {
     DeliveryCallback done;
     std::uint64_t label = 0;
     std::vector<LinkId> path;
-    sg4::CommPtr comm;             // null while waiting for its latency or its delivery event
-    EventHandle start_event;       // pending start (latency mode kDelay)
+    sg4::CommPtr comm;             // null once sent, failed or cancelled
     bool completing = false;       // its delivery or failure event is scheduled
     double sent_on_old_paths = 0;  // bytes moved before a reroute
   };
@@ -63,14 +99,11 @@ struct SimGridNetwork::Impl {
     double busy_seconds = 0;
     double bytes_carried = 0;
   };
-  struct RouteSlots {  // the distinct routes used from one source to one destination
-    std::vector<std::vector<LinkId>> paths;  // index = source alias
-  };
 
   Engine& engine;
   const Topology& topology;
   SimGridOptions options;
-  EcmpRouter router;
+  Router router;
   std::unique_ptr<sg4::Engine> sg;
   sg4::NetZone* zone = nullptr;
   simgrid::kernel::resource::Model* model = nullptr;
@@ -80,7 +113,9 @@ struct SimGridNetwork::Impl {
   int aliases = 1;
   std::vector<std::vector<sg4::Host*>> hosts;  // [node][alias]
   std::vector<LinkState> links;
-  std::unordered_map<std::uint64_t, RouteSlots> routes;  // key: src << 32 | dst
+  // Distinct routes used from one source to one destination (key src << 32 | dst); the index of
+  // a route is the alias of the source host that SimGrid routes along it.
+  std::unordered_map<std::uint64_t, std::vector<std::vector<LinkId>>> routes;
   std::unordered_map<TransferId, Transfer> transfers;
   std::unordered_map<const void*, TransferId> by_comm;
   // Comms that finished or were cancelled: SimGrid still touches them until its next step, so
@@ -95,16 +130,18 @@ struct SimGridNetwork::Impl {
   Time engine_time(double sg_seconds) const {
     return engine_origin + Time::ns(ceil_ns(sg_seconds - sg_origin));
   }
+  bool latency_after_sending() const {
+    return options.latency == SimGridOptions::Latency::kAfterSending;
+  }
 
-  Time path_latency(const std::vector<LinkId>& path) const {
-    Time total = Time::zero();
-    for (LinkId l : path) total += topology.link(l).latency;
-    return total;
+  std::vector<LinkId> route(NodeId src, NodeId dst, std::uint64_t label) {
+    auto r = router.route(src, dst, label);
+    return r ? std::vector<LinkId>(r->begin(), r->end()) : std::vector<LinkId>{};
   }
 
   // SimGrid host of `src` whose route to `dst` is `path`, adding the route on first use.
   sg4::Host* source_for(NodeId src, NodeId dst, const std::vector<LinkId>& path) {
-    auto& slots = routes[(std::uint64_t{src} << 32) | dst].paths;
+    auto& slots = routes[(std::uint64_t{src} << 32) | dst];
     auto it = std::find(slots.begin(), slots.end(), path);
     const auto alias = static_cast<std::size_t>(it - slots.begin());
     if (it == slots.end()) {
@@ -131,11 +168,11 @@ struct SimGridNetwork::Impl {
     }
   }
 
-  void mark_active(const std::vector<LinkId>& path, int delta) {
+  void mark_active(const std::vector<LinkId>& path, int delta, Time at) {
     for (LinkId l : path) {
       LinkState& s = links[l];
-      if (delta > 0 && s.active++ == 0) s.busy_since = engine.now();
-      if (delta < 0 && --s.active == 0) s.busy_seconds += (engine.now() - s.busy_since).seconds();
+      if (delta > 0 && s.active++ == 0) s.busy_since = at;
+      if (delta < 0 && --s.active == 0) s.busy_seconds += (at - s.busy_since).seconds();
     }
   }
   void add_carried(const std::vector<LinkId>& path, double bytes) {
@@ -191,20 +228,22 @@ SimGridNetwork::SimGridNetwork(Engine& engine, const Topology& topology, SimGrid
 
   const std::string prefix = "mlsim" + std::to_string(process.instances++) + "_";
   m.zone = sg4::create_full_zone(prefix + "zone");
-  m.aliases = static_cast<int>(std::min<std::uint64_t>(m.router.max_equal_cost_paths(), 1u << 12)) +
+  m.aliases = static_cast<int>(std::min<std::uint64_t>(max_equal_cost_paths(topology), 1u << 12)) +
               std::max(0, options.spare_routes);
-  const bool latency_in_simgrid = options.latency == SimGridOptions::Latency::kInSimGrid;
   m.hosts.resize(topology.nodes().size());
-  for (NodeId n = 0; n < topology.nodes().size(); ++n)
-    for (int a = 0; a < m.aliases; ++a)
+  for (NodeId n = 0; n < topology.nodes().size(); ++n) {
+    // Only hosts source transfers along several routes; a switch gets one SimGrid host.
+    const int count = topology.node(n).kind == NodeKind::kHost ? m.aliases : 1;
+    for (int a = 0; a < count; ++a)
       m.hosts[n].push_back(
           m.zone->create_host(prefix + topology.node(n).name + "#" + std::to_string(a), 1e9));
+  }
   m.links.resize(topology.links().size());
   for (LinkId l = 0; l < topology.links().size(); ++l) {
     const Link& link = topology.link(l);
     m.links[l].link =
         m.zone->create_link(prefix + "l" + std::to_string(l), link.bandwidth.bytes_per_s)
-            ->set_latency(latency_in_simgrid ? link.latency.seconds() : 0.0)
+            ->set_latency(m.latency_after_sending() ? 0.0 : link.latency.seconds())
             ->seal();
   }
   m.zone->seal();
@@ -218,7 +257,6 @@ SimGridNetwork::SimGridNetwork(Engine& engine, const Topology& topology, SimGrid
 }
 
 SimGridNetwork::~SimGridNetwork() {
-  // Comms still in flight are abandoned with SimGrid's state; the next instance starts later.
   SimGridProcess& process = simgrid_process();
   if (process.live == this) process.live = nullptr;
   for (auto& [id, t] : impl_->transfers)
@@ -246,8 +284,7 @@ TransferId SimGridNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes,
   const TransferId id = m.next_id++;
   ++totals_.transfers_started;
   totals_.bytes_started += bytes;
-  auto [it, inserted] = m.transfers.emplace(id, Impl::Transfer{});
-  Impl::Transfer& t = it->second;
+  Impl::Transfer& t = m.transfers[id];
   t.src = src;
   t.dst = dst;
   t.bytes = bytes;
@@ -255,38 +292,17 @@ TransferId SimGridNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes,
   t.done = std::move(done);
   t.label = flow_label;
   if (src == dst) {
-    m.engine.schedule_at(m.engine.now(), [this, id] {
-      auto node = impl_->transfers.extract(id);
-      ++totals_.transfers_delivered;
-      totals_.bytes_delivered += node.mapped().bytes;
-      TransferResult r{id,
-                       node.mapped().src,
-                       node.mapped().dst,
-                       node.mapped().bytes,
-                       node.mapped().started,
-                       impl_->engine.now(),
-                       false};
-      node.mapped().done(r);
-    });
-    return id;
-  }
-  t.path = m.router.route(src, dst, flow_label);
-  if (t.path.empty()) {
     t.completing = true;
-    m.engine.schedule_at(m.engine.now(), [this, id] { finish(id, true); });
+    m.engine.schedule_at(m.engine.now(), [this, id] { finish(id, false); });
     return id;
   }
-  m.mark_active(t.path, +1);
-  if (m.options.latency == SimGridOptions::Latency::kDelay) {
-    t.start_event = m.engine.schedule_in(m.path_latency(t.path), [this, id] {
-      Impl& mm = *impl_;
-      Impl::Transfer& tt = mm.transfers.at(id);
-      tt.start_event = {};
-      mm.launch(id, tt, static_cast<double>(tt.bytes.count));
-    });
-  } else {
-    m.launch(id, t, static_cast<double>(bytes.count));
+  t.path = m.route(src, dst, flow_label);
+  if (t.path.empty()) {
+    fail_at_once(id);
+    return id;
   }
+  m.mark_active(t.path, +1, m.engine.now());
+  m.launch(id, t, static_cast<double>(bytes.count));
   return id;
 }
 
@@ -298,16 +314,22 @@ void SimGridNetwork::on_comm_finished(const void* activity) {
   Impl::Transfer& t = m.transfers.at(id);
   m.release_comm(t);
   m.add_carried(t.path, static_cast<double>(t.bytes.count) - t.sent_on_old_paths);
+  const Time sent = std::max(m.engine.now(), m.engine_time(sg4::Engine::get_clock()));
+  m.mark_active(t.path, -1, sent);  // the links are free once the last byte left
+  const Time at = m.latency_after_sending() ? sent + m.router.latency(t.path) : sent;
   t.completing = true;
-  const Time at = std::max(m.engine.now(), m.engine_time(sg4::Engine::get_clock()));
   m.engine.schedule_at(at, [this, id] { finish(id, false); });
+}
+
+void SimGridNetwork::fail_at_once(TransferId id) {
+  impl_->transfers.at(id).completing = true;
+  impl_->engine.schedule_at(impl_->engine.now(), [this, id] { finish(id, true); });
 }
 
 void SimGridNetwork::finish(TransferId id, bool failed) {
   Impl& m = *impl_;
   auto node = m.transfers.extract(id);
   Impl::Transfer& t = node.mapped();
-  m.mark_active(t.path, -1);
   if (failed) {
     ++totals_.transfers_failed;
     totals_.bytes_failed += t.bytes;
@@ -330,6 +352,7 @@ double SimGridNetwork::stop_comm(TransferId id) {
   sg4::CommPtr comm = t.comm;
   m.release_comm(t);
   comm->cancel();  // its completion signal (CANCELED) is ignored
+  m.mark_active(t.path, -1, m.engine.now());
   return remaining;
 }
 
@@ -337,15 +360,8 @@ bool SimGridNetwork::cancel_transfer(TransferId id) {
   Impl& m = *impl_;
   auto it = m.transfers.find(id);
   if (it == m.transfers.end() || it->second.completing) return false;
-  Impl::Transfer& t = it->second;
-  if (t.start_event.valid()) {
-    m.engine.cancel(t.start_event);
-    t.start_event = {};
-  } else if (t.comm) {
-    stop_comm(id);
-  }
-  t.completing = true;
-  m.engine.schedule_at(m.engine.now(), [this, id] { finish(id, true); });
+  if (it->second.comm) stop_comm(id);
+  fail_at_once(id);
   return true;
 }
 
@@ -361,28 +377,23 @@ void SimGridNetwork::set_link_up(LinkId link, bool up) {
   m.router.set_link_up(link, up);
   if (up) return;  // transfers keep their routes; new ones may use the link again
   m.sync_simgrid_clock();
+  // Transfers still sending across the link move to a new route with the bytes not yet sent;
+  // those whose bytes all left are past it (as in the flow backend).
   std::vector<TransferId> crossing;
   for (const auto& [id, t] : m.transfers)
-    if (!t.completing && std::find(t.path.begin(), t.path.end(), link) != t.path.end())
+    if (t.comm && std::find(t.path.begin(), t.path.end(), link) != t.path.end())
       crossing.push_back(id);
   std::sort(crossing.begin(), crossing.end());  // deterministic restart order
   for (TransferId id : crossing) {
     Impl::Transfer& t = m.transfers.at(id);
-    const bool running = static_cast<bool>(t.comm);
-    const double remaining = running ? stop_comm(id) : static_cast<double>(t.bytes.count);
-    m.mark_active(t.path, -1);
-    t.path = m.router.route(t.src, t.dst, t.label);
+    const double remaining = stop_comm(id);
+    t.path = m.route(t.src, t.dst, t.label);
     if (t.path.empty()) {
-      if (t.start_event.valid()) m.engine.cancel(t.start_event);
-      t.start_event = {};
-      t.completing = true;
-      m.engine.schedule_at(m.engine.now(), [this, id] { finish(id, true); });
+      fail_at_once(id);
       continue;
     }
-    m.mark_active(t.path, +1);
-    // A transfer waiting for its latency keeps its start date; a running one resumes at once on
-    // its new route (bytes already in flight are not re-sent).
-    if (running) m.launch(id, t, remaining);
+    m.mark_active(t.path, +1, m.engine.now());
+    m.launch(id, t, remaining);
   }
 }
 
@@ -398,6 +409,8 @@ LinkStats SimGridNetwork::link_stats(LinkId link) const {
 Time SimGridNetwork::next_event_time() {
   Impl& m = *impl_;
   if (m.by_comm.empty()) return Time::max();
+  // The network model's next date (a completion or a latency ending): asking is idempotent for
+  // SimGrid's flow models, which is what its own engine relies on.
   const double now = sg4::Engine::get_clock();
   const double delta = m.model->next_occurring_event(now);
   if (delta < 0) return Time::max();

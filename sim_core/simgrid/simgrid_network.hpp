@@ -13,7 +13,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "sim_core/ecmp_router.hpp"
 #include "sim_core/network.hpp"
 
 namespace mlsim {
@@ -21,17 +20,22 @@ namespace mlsim {
 struct SimGridOptions {
   enum class Model { kCM02, kLV08 };
   // Where route latency is paid.
-  //  kDelay: SimGrid links have no latency; a transfer waits its route latency, then shares
-  //          bandwidth max-min fairly (what the flow backend computes; CM02 then is exact max-min).
-  //  kInSimGrid: SimGrid links carry the latency; both models then weight each flow's share by
-  //          its route latency, as TCP's RTT unfairness does (LV08 was calibrated that way).
-  enum class Latency { kDelay, kInSimGrid };
+  //  kAfterSending: SimGrid links have no latency; a transfer shares bandwidth from its start
+  //          and is delivered its route latency after its last byte left, exactly the timing of
+  //          the flow backend (fluid_network.hpp). With CM02 this is plain max-min sharing.
+  //  kInSimGrid: SimGrid links carry the latency, paid before the bytes move; both models then
+  //          weight each flow's share by its route latency, as TCP's RTT unfairness does (LV08
+  //          was calibrated that way).
+  enum class Latency { kAfterSending, kInSimGrid };
   Model model = Model::kCM02;
-  Latency latency = Latency::kDelay;
+  Latency latency = Latency::kAfterSending;
   // Distinct routes one source may use towards one destination beyond the topology's ECMP
   // fan-out (rerouting after failures needs new ones). Each costs one SimGrid host per node.
   int spare_routes = 4;
 };
+
+// Largest number of distinct shortest (hop-count) paths between two hosts.
+std::uint64_t max_equal_cost_paths(const Topology& topology);
 
 class SimGridNetwork final : public Network, private ExternalClock {
  public:
@@ -59,6 +63,7 @@ class SimGridNetwork final : public Network, private ExternalClock {
   Time next_event_time() override;
   // Reports a transfer now (delivered or failed) and forgets it.
   void finish(TransferId id, bool failed);
+  void fail_at_once(TransferId id);
   // Stops a transfer's SimGrid comm, counting the bytes it moved; returns the bytes left.
   double stop_comm(TransferId id);
   void advance_to(Time t) override;

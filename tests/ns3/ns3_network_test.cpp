@@ -8,6 +8,7 @@
 #include <map>
 
 #include "sim_core/error.hpp"
+#include "sim_core/routing.hpp"
 
 using namespace mlsim;
 
@@ -116,10 +117,10 @@ TEST(Ns3Network, EcmpFlowsFollowTheirOwnPaths) {
   t.add_duplex_link(a, s1, Bandwidth{1e12}, Time::us(1));
   t.add_duplex_link(s0, b, kGBps, Time::us(1));
   t.add_duplex_link(s1, b, kGBps, Time::us(1));
-  EcmpRouter router(t);
+  Router router(t);
   std::uint64_t l0 = 0, l1 = 0;
-  while (router.route(a, b, l0).front() != 0) ++l0;
-  while (router.route(a, b, l1).front() != 2) ++l1;
+  while ((*router.route(a, b, l0))[0] != 0) ++l0;
+  while ((*router.route(a, b, l1))[0] != 2) ++l1;
   // b's two links carry the two paths: with one flow each, both finish in ~1 MB / 1 GB/s.
   Ns3Network net(engine, t, Ns3Options{});
   Recorder rec;
@@ -144,9 +145,9 @@ TEST(Ns3Network, FailedLinkReroutesTheFlow) {
   t.add_duplex_link(a, s1, kGBps, Time::us(1));
   t.add_duplex_link(s0, b, kGBps, Time::us(1));
   t.add_duplex_link(s1, b, kGBps, Time::us(1));
-  EcmpRouter router(t);
+  Router router(t);
   std::uint64_t via0 = 0;
-  while (router.route(a, b, via0).front() != a0) ++via0;
+  while ((*router.route(a, b, via0))[0] != a0) ++via0;
   Ns3Network net(engine, t, Ns3Options{});
   Recorder rec;
   const TransferId id = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "sim_core/error.hpp"
+#include "sim_core/routing.hpp"
 
 using namespace mlsim;
 
@@ -40,7 +41,7 @@ struct Recorder {
   Time finished(TransferId id) const { return results.at(id).finished; }
 };
 
-SimGridOptions cm02(SimGridOptions::Latency latency = SimGridOptions::Latency::kDelay) {
+SimGridOptions cm02(SimGridOptions::Latency latency = SimGridOptions::Latency::kAfterSending) {
   SimGridOptions o;
   o.latency = latency;
   return o;
@@ -60,7 +61,7 @@ TEST(SimGridNetwork, OneFlowTakesLatencyPlusSizeOverBandwidth) {
   EXPECT_FALSE(rec.results.at(id).failed);
   EXPECT_EQ(net.totals().transfers_delivered, 1u);
   EXPECT_EQ(net.link_stats(0).bytes_carried, Bytes{1'000'000});
-  EXPECT_NEAR(net.link_stats(0).busy_seconds, 0.001002, 1e-9);
+  EXPECT_NEAR(net.link_stats(0).busy_seconds, 0.001, 1e-9);  // busy while sending
 }
 
 TEST(SimGridNetwork, TwoFlowsIntoOneHostShareItsLink) {
@@ -107,7 +108,7 @@ TEST(SimGridNetwork, EngineEventsInterleaveWithCompletions) {
   EXPECT_EQ(rec.finished(b), Time::ms(3));
 }
 
-TEST(SimGridNetwork, ParkingLotIsMaxMinFairWithDelayedLatency) {
+TEST(SimGridNetwork, ParkingLotIsMaxMinFairWithLatencyAfterSending) {
   // h0 -> s0 -> s1 -> s2 -> h3 chain: the long flow crosses the three inner links, each short
   // flow one of them. Max-min: everybody gets 0.5 GB/s on the inner links.
   Engine engine;
@@ -127,10 +128,9 @@ TEST(SimGridNetwork, ParkingLotIsMaxMinFairWithDelayedLatency) {
   for (int i = 0; i < 3; ++i)
     shorts.push_back(net.start_transfer(h[i], h[i + 1], Bytes{1'000'000}, rec.callback()));
   engine.run();
-  // Shorts start after 1 us and run alone at 1 GB/s until the long flow starts at 3 us (2 kB);
-  // then 0.5 GB/s each: 998 kB in 1.996 ms. The long flow moved 998 kB by then, 2 kB remain.
-  for (TransferId id : shorts) EXPECT_EQ(rec.finished(id), Time::us(1999));
-  EXPECT_EQ(rec.finished(lng), Time::us(2001));
+  // All send at 0.5 GB/s for 2 ms, then pay their route latency.
+  for (TransferId id : shorts) EXPECT_EQ(rec.finished(id), Time::ms(2) + Time::us(1));
+  EXPECT_EQ(rec.finished(lng), Time::ms(2) + Time::us(3));
 }
 
 TEST(SimGridNetwork, LatencyInsideSimGridWeightsSharesByRouteLatency) {
@@ -190,9 +190,9 @@ TEST(SimGridNetwork, FailedLinkReroutesOrFailsTransfers) {
   SimGridNetwork net(engine, t, cm02());
   Recorder rec;
   // Find labels that route a->b through sw0 and through sw1.
-  EcmpRouter router(t);
+  Router router(t);
   std::uint64_t via0 = 0;
-  while (router.route(a, b, via0).front() != a0) ++via0;
+  while ((*router.route(a, b, via0))[0] != a0) ++via0;
   const TransferId moved = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);
   const TransferId lost = net.start_transfer(a, c, Bytes{1'000'000}, rec.callback());
   // At 0.5 ms a->sw0 fails: `moved` (0.5 MB left) continues via sw1, sharing a->sw1 with `lost`
@@ -220,9 +220,9 @@ TEST(SimGridNetwork, RerouteKeepsRemainingBytes) {
   t.add_duplex_link(sw0, b, kGBps, Time::zero());
   t.add_duplex_link(sw1, b, kGBps, Time::zero());
   SimGridNetwork net(engine, t, cm02());
-  EcmpRouter router(t);
+  Router router(t);
   std::uint64_t via0 = 0;
-  while (router.route(a, b, via0).front() != a0) ++via0;
+  while ((*router.route(a, b, via0))[0] != a0) ++via0;
   Recorder rec;
   const TransferId id = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);
   engine.schedule_at(Time::us(500), [&] { net.set_link_up(a0, false); });
