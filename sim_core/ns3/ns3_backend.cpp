@@ -12,6 +12,7 @@ void register_ns3_backend(BackendRegistry& registry) {
       "losses, headers) or paced UDP flows on mlsim's routes; slow (some 30-50 k packets per "
       "wall second), one ns3 run per process at a time",
       [](JsonReader& r) {
+        r.ignore("backend");
         Ns3Options o;
         auto& p = o.packets;
         p.tcp = r.choice_or("transport", {"tcp", "udp"}, "tcp") == "tcp";
@@ -28,6 +29,7 @@ void register_ns3_backend(BackendRegistry& registry) {
         p.udp_rate_fraction = r.number_or("udp_rate_fraction", 1.0, 1e-6, 1.0);
         o.warn_packets = static_cast<std::uint64_t>(
             r.integer_or("warn_packets", 1'000'000, 0, std::int64_t{1} << 62));
+        r.finish();
         return std::function<std::unique_ptr<Network>(Engine&, const Topology&)>(
             [o](Engine& engine, const Topology& topology) -> std::unique_ptr<Network> {
               return std::make_unique<Ns3Network>(engine, topology, o);

@@ -37,6 +37,7 @@
 #include "ns3/socket.h"
 #include "ns3/string.h"
 #include "ns3/tcp-socket-factory.h"
+#include "ns3/traffic-control-layer.h"
 #include "ns3/udp-header.h"
 #include "ns3/udp-socket-factory.h"
 #include "ns3/uinteger.h"
@@ -93,8 +94,10 @@ struct PacketSimulation::Impl {
   std::vector<std::uint32_t> aliases_used;  // per node
   std::map<std::pair<std::uint32_t, std::vector<std::uint32_t>>, std::uint32_t> alias_of_path;
   std::unordered_map<std::uint64_t, std::unique_ptr<Flow>> flows;
-  std::map<std::pair<std::uint32_t, std::uint16_t>, Flow*> udp_by_destination;
-  std::vector<std::uint16_t> next_port;  // per node
+  std::unordered_map<std::uint16_t, Flow*> udp_by_port;
+  // Ports are unique among running flows across all nodes, so a dropped datagram's port names
+  // its flow.
+  std::uint16_t next_port = 1000;
   std::vector<PacketDelivery> deliveries;
   PacketCounters counters;
 
@@ -145,19 +148,27 @@ struct PacketSimulation::Impl {
 
   void on_transmit(ns3::Ptr<const ns3::Packet>) { ++counters.packets_sent; }
 
-  void on_drop(ns3::Ptr<const ns3::Packet> packet) {
+  // A device queue drops framed packets (PPP + IPv4 + transport); the traffic-control layer
+  // drops packets that a full device queue refused, before IP framing (transport only).
+  void on_device_drop(ns3::Ptr<const ns3::Packet> packet) { on_drop(packet, true); }
+  void on_queue_full_drop(ns3::Ptr<const ns3::Packet> packet) { on_drop(packet, false); }
+
+  void on_drop(ns3::Ptr<const ns3::Packet> packet, bool framed) {
     ++counters.packets_dropped;
     if (options.tcp) return;  // TCP recovers by itself
+    // A paced UDP flow has no retransmission: losing a datagram fails it.
     ns3::Ptr<ns3::Packet> copy = packet->Copy();
-    ns3::PppHeader ppp;
-    ns3::Ipv4Header ip;
+    if (framed) {
+      ns3::PppHeader ppp;
+      ns3::Ipv4Header ip;
+      copy->RemoveHeader(ppp);
+      copy->RemoveHeader(ip);
+      if (ip.GetProtocol() != 17) return;
+    }
     ns3::UdpHeader udp;
-    copy->RemoveHeader(ppp);
-    copy->RemoveHeader(ip);
-    if (ip.GetProtocol() != 17) return;
     copy->RemoveHeader(udp);
-    auto it = udp_by_destination.find({ip.GetDestination().Get(), udp.GetDestinationPort()});
-    if (it == udp_by_destination.end() || it->second->finished) return;
+    auto it = udp_by_port.find(udp.GetDestinationPort());
+    if (it == udp_by_port.end() || it->second->finished) return;
     Flow* f = it->second;
     f->finished = true;
     deliveries.push_back({f->id, ns3::Simulator::Now().GetNanoSeconds(), true});
@@ -249,7 +260,9 @@ PacketSimulation::PacketSimulation(std::uint32_t node_count, const std::vector<P
   stack.SetRoutingHelper(static_routing);
   stack.Install(m.nodes);
   m.aliases_used.assign(node_count, 0);
-  m.next_port.assign(node_count, 1000);
+  for (std::uint32_t n = 0; n < node_count; ++n)
+    m.nodes.Get(n)->GetObject<TrafficControlLayer>()->TraceConnectWithoutContext(
+        "Drop", MakeCallback(&Impl::on_queue_full_drop, impl_.get()));
   m.ends.resize(links.size());
 
   // Pair each link with its reverse (a duplex cable) so that one point-to-point channel carries
@@ -285,7 +298,7 @@ PacketSimulation::PacketSimulation(std::uint32_t node_count, const std::vector<P
       ipv4->SetUp(i);
       (side == 0 ? if_a : if_b) = i;
       dev->GetQueue()->TraceConnectWithoutContext("Drop",
-                                                  MakeCallback(&Impl::on_drop, impl_.get()));
+                                                  MakeCallback(&Impl::on_device_drop, impl_.get()));
       dev->TraceConnectWithoutContext("MacTx", MakeCallback(&Impl::on_transmit, impl_.get()));
     }
     auto blackhole = [] {
@@ -350,9 +363,8 @@ void PacketSimulation::start_flow(std::uint64_t id, std::uint32_t src, std::uint
   f.dst_address = m.address_for(dst, path);
   f.src_address = m.ends.at(path.front()).local.Get();
   m.add_missing_routes(Ipv4Address(f.src_address), reverse_path);
-  std::uint16_t& port = m.next_port.at(dst);
-  f.port = port;
-  port = port == 65000 ? 1000 : port + 1;
+  f.port = m.next_port;
+  m.next_port = m.next_port == 65000 ? 1000 : m.next_port + 1;
 
   if (m.options.tcp) {
     f.listener = Socket::CreateSocket(m.nodes.Get(dst), TcpSocketFactory::GetTypeId());
@@ -371,7 +383,7 @@ void PacketSimulation::start_flow(std::uint64_t id, std::uint32_t src, std::uint
     f.receiver = Socket::CreateSocket(m.nodes.Get(dst), UdpSocketFactory::GetTypeId());
     f.receiver->Bind(InetSocketAddress(Ipv4Address(f.dst_address), f.port));
     f.receiver->SetRecvCallback(MakeCallback(&Flow::on_receive, &f));
-    m.udp_by_destination[{f.dst_address, f.port}] = &f;
+    m.udp_by_port[f.port] = &f;
     f.sender = Socket::CreateSocket(m.nodes.Get(src), UdpSocketFactory::GetTypeId());
     f.sender->Bind(InetSocketAddress(Ipv4Address(f.src_address), 0));
     f.sender->Connect(InetSocketAddress(Ipv4Address(f.dst_address), f.port));

@@ -11,6 +11,7 @@ void register_simgrid_backend(BackendRegistry& registry) {
       "SimGrid 3.32 flow models (CM02: max-min sharing; LV08: calibrated TCP sharing), same "
       "routes as mlsim; one simgrid run per process at a time, one model per process",
       [](JsonReader& r) {
+        r.ignore("backend");
         SimGridOptions o;
         o.model = r.choice_or("model", {"CM02", "LV08"}, "CM02") == "CM02"
                       ? SimGridOptions::Model::kCM02
@@ -23,6 +24,7 @@ void register_simgrid_backend(BackendRegistry& registry) {
                 ? SimGridOptions::Latency::kAfterSending
                 : SimGridOptions::Latency::kInSimGrid;
         o.spare_routes = static_cast<int>(r.integer_or("spare_routes", 4, 0, 1024));
+        r.finish();
         return std::function<std::unique_ptr<Network>(Engine&, const Topology&)>(
             [o](Engine& engine, const Topology& topology) -> std::unique_ptr<Network> {
               return std::make_unique<SimGridNetwork>(engine, topology, o);
