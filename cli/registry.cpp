@@ -6,6 +6,9 @@
 #ifdef MLSIM_HAVE_SIMGRID
 #include "sim_core/simgrid/simgrid_backend.hpp"
 #endif
+#ifdef MLSIM_HAVE_NS3
+#include "sim_core/ns3/ns3_backend.hpp"
+#endif
 
 // Models: one include and one register call each (their library is linked in cli/CMakeLists.txt).
 // MODELS-INCLUDE: collectives (models/collectives/register.hpp) goes here once it lands on main.
@@ -17,6 +20,9 @@ Registries make_registries() {
   register_core_backends(r.backends);
 #ifdef MLSIM_HAVE_SIMGRID
   register_simgrid_backend(r.backends);
+#endif
+#ifdef MLSIM_HAVE_NS3
+  register_ns3_backend(r.backends);
 #endif
   register_ina(r.models);
   register_serving(r.models);
