@@ -26,8 +26,9 @@ FluidNetwork::FluidNetwork(Engine& engine, const Topology& topology, Sharing sha
 }
 
 FluidNetwork::~FluidNetwork() {
-  for (const Flow& fl : flows_)
-    if (fl.event.valid()) engine_.cancel(fl.event);
+  for (std::uint32_t f = 0; f < slots_used_; ++f)
+    if (slot(f).event.valid()) engine_.cancel(slot(f).event);
+  if (queue_event_.valid()) engine_.cancel(queue_event_);
 }
 
 std::string_view FluidNetwork::backend_name() const {
@@ -42,17 +43,16 @@ std::uint32_t FluidNetwork::allocate() {
     free_.pop_back();
     return f;
   }
-  MLSIM_CHECK(flows_.size() < kNoSlot, "too many transfers in flight");
-  flows_.emplace_back();
-  return static_cast<std::uint32_t>(flows_.size() - 1);
+  MLSIM_CHECK(slots_used_ < kNoSlot, "too many transfers in flight");
+  if ((slots_used_ >> kChunkBits) >= chunks_.size())
+    chunks_.push_back(std::make_unique<Flow[]>(std::size_t{1} << kChunkBits));
+  return slots_used_++;
 }
 
 void FluidNetwork::release_slot(std::uint32_t f) {
-  Flow& fl = flows_[f];
-  ++fl.generation;  // invalidates the transfer id
-  fl.state = State::kFree;
+  Flow& fl = slot(f);
   fl.lazy = false;
-  fl.event = {};
+  cancel_timer(f);
   fl.links.clear();
   fl.pos.clear();
   fl.done.reset();
@@ -61,8 +61,8 @@ void FluidNetwork::release_slot(std::uint32_t f) {
 
 std::uint32_t FluidNetwork::find(TransferId id) const {
   const auto f = static_cast<std::uint32_t>(id & 0xffffffffu);
-  if (f >= flows_.size()) return kNoSlot;
-  const Flow& fl = flows_[f];
+  if (f >= slots_used_) return kNoSlot;
+  const Flow& fl = slot(f);
   if (fl.generation != (id >> 32) || fl.state == State::kFree || fl.state == State::kFailing)
     return kNoSlot;
   return f;
@@ -71,12 +71,51 @@ std::uint32_t FluidNetwork::find(TransferId id) const {
 // ---- Events and reports ----------------------------------------------------------------------
 
 void FluidNetwork::schedule(std::uint32_t f, Time t) {
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
+  MLSIM_CHECK(!has_timer(fl), "flow scheduled twice");
+  if (queue_.empty() || t.count_ns() >= queue_.back_time()) {
+    // Times arrive in order (the common case: equal latencies and sizes), so a FIFO shared by
+    // all such flows replaces one engine event each; the engine holds one event, for its head.
+    queue_.push(Timer{t.count_ns(), f, fl.ticket});
+    fl.queued = true;
+    arm_queue();
+    return;
+  }
   fl.event = engine_.schedule_at(t, [this, f, gen = fl.generation] { on_event(f, gen); });
 }
 
+void FluidNetwork::cancel_timer(std::uint32_t f) {
+  Flow& fl = slot(f);
+  if (fl.event.valid()) engine_.cancel(fl.event);
+  fl.event = {};
+  if (fl.queued) {
+    ++fl.ticket;  // its queue entry is now stale and will be skipped
+    fl.queued = false;
+  }
+}
+
+void FluidNetwork::arm_queue() {
+  // At most one pending engine event for the queue, at or before its head's time.
+  if (queue_event_.valid() || queue_.empty()) return;
+  queue_event_ = engine_.schedule_at(Time::ns(queue_.front().time), [this] { run_queue(); });
+}
+
+void FluidNetwork::run_queue() {
+  queue_event_ = {};
+  const std::int64_t now = engine_.now().count_ns();
+  while (!queue_.empty() && queue_.front().time <= now) {
+    const Timer t = queue_.front();
+    queue_.pop();
+    Flow& fl = slot(t.flow);
+    if (!fl.queued || fl.ticket != t.ticket) continue;  // cancelled or rescheduled
+    fl.queued = false;
+    on_event(t.flow, fl.generation);
+  }
+  arm_queue();
+}
+
 void FluidNetwork::on_event(std::uint32_t f, std::uint32_t generation) {
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   MLSIM_CHECK(fl.generation == generation, "event of a reused transfer slot");
   fl.event = {};
   switch (fl.state) {
@@ -111,7 +150,7 @@ void FluidNetwork::on_event(std::uint32_t f, std::uint32_t generation) {
 }
 
 void FluidNetwork::deliver(std::uint32_t f) {
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   if (fl.state == State::kSending) {  // a lazy flow still listed on its links
     settle(f);
     detach(f);
@@ -122,17 +161,20 @@ void FluidNetwork::deliver(std::uint32_t f) {
 }
 
 void FluidNetwork::report(std::uint32_t f, bool failed) {
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   const TransferResult result{id_of(f),   fl.src,        fl.dst, fl.bytes,
                               fl.started, engine_.now(), failed};
-  DeliveryCallback done = std::move(fl.done);
-  release_slot(f);  // before the callback, which may start transfers that reuse the slot
-  if (done) done(result);
+  // The callback runs in place (slots never move) and may start new transfers; the id is
+  // invalid from now on, but the slot is recycled only once the callback has returned.
+  ++fl.generation;
+  fl.state = State::kFree;
+  if (fl.done) fl.done(result);
+  release_slot(f);
 }
 
 void FluidNetwork::fail_later(std::uint32_t f) {
-  Flow& fl = flows_[f];
-  if (fl.event.valid()) engine_.cancel(fl.event);
+  Flow& fl = slot(f);
+  cancel_timer(f);
   fl.state = State::kFailing;
   schedule(f, engine_.now());
 }
@@ -145,7 +187,7 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
               "transfer endpoint out of range");
   MLSIM_CHECK(bytes.count >= 0, "negative transfer size");
   const std::uint32_t f = allocate();
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   fl.src = src;
   fl.dst = dst;
   fl.label = flow_label;
@@ -167,9 +209,9 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
     fail_later(f);
     return id;
   }
-  fl.latency = router_.latency(*route);
+  fl.latency = route->latency;
   if (bytes.count == 0) {
-    fl.links.assign(route->begin(), route->end());
+    fl.links.assign(route->links.begin(), route->links.end());
     fl.state = State::kArriving;
     schedule(f, engine_.now() + fl.latency);
     return id;
@@ -179,7 +221,7 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
   fl.rate = 0;
   fl.settled = engine_.now();
   fl.send_end = Time::max();
-  const bool alone = attach(f, *route);
+  const bool alone = attach(f, route->links);
   if (sharing_ == Sharing::kNone || alone) {
     // Nobody to share with: the bottleneck rate, fixed until something changes on the route.
     set_rate(f, bottleneck(fl), true);
@@ -193,7 +235,7 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
 bool FluidNetwork::cancel_transfer(TransferId id) {
   const std::uint32_t f = find(id);
   if (f == kNoSlot) return false;
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   if (fl.state == State::kSending) {
     const bool sending = still_sending(fl);
     settle(f);
@@ -207,7 +249,7 @@ bool FluidNetwork::cancel_transfer(TransferId id) {
 // ---- Links ------------------------------------------------------------------------------------
 
 bool FluidNetwork::attach(std::uint32_t f, std::span<const LinkId> route) {
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   fl.links.assign(route.begin(), route.end());
   fl.pos.resize(route.size());
   bool alone = true;
@@ -223,12 +265,12 @@ bool FluidNetwork::attach(std::uint32_t f, std::span<const LinkId> route) {
 }
 
 void FluidNetwork::detach(std::uint32_t f) {
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   for (std::uint32_t i = 0; i < fl.links.size(); ++i) {
     auto& list = links_[fl.links[i]].flows;
     const Entry last = list.back();
     list[fl.pos[i]] = last;
-    flows_[last.flow].pos[last.hop] = fl.pos[i];
+    slot(last.flow).pos[last.hop] = fl.pos[i];
     list.pop_back();
   }
 }
@@ -238,7 +280,7 @@ void FluidNetwork::evict_finished(LinkId l) {
   LinkState& ls = links_[l];
   if (ls.flows.size() != 1) return;
   const std::uint32_t g = ls.flows[0].flow;
-  Flow& gl = flows_[g];
+  Flow& gl = slot(g);
   if (!gl.lazy || gl.send_end > engine_.now()) return;
   settle(g);
   detach(g);
@@ -246,7 +288,7 @@ void FluidNetwork::evict_finished(LinkId l) {
 }
 
 void FluidNetwork::settle(std::uint32_t f) {
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   const Time now = engine_.now();
   double sent;
   if (now >= fl.send_end) {
@@ -267,13 +309,13 @@ double FluidNetwork::bottleneck(const Flow& fl) const {
 }
 
 void FluidNetwork::set_rate(std::uint32_t f, double rate, bool lazy) {
-  Flow& fl = flows_[f];
+  Flow& fl = slot(f);
   MLSIM_CHECK(rate > 0 && std::isfinite(rate), "flow rate must be positive");
-  settle(f);
+  if (fl.rate > 0) settle(f);  // a flow that had no rate yet has sent nothing
   fl.rate = rate;
   fl.lazy = lazy;
   fl.send_end = engine_.now() + Time::from_seconds_ceil(fl.remaining / rate);
-  if (fl.event.valid()) engine_.cancel(fl.event);
+  cancel_timer(f);
   // A lazy flow's only event is its delivery; a sharing flow's is the end of its sending.
   schedule(f, lazy ? fl.send_end + fl.latency : fl.send_end);
 }
@@ -294,7 +336,7 @@ void FluidNetwork::refresh_period(LinkId l) {
   LinkState& ls = links_[l];
   const Time now = engine_.now();
   Time latest = now;
-  for (const Entry& e : ls.flows) latest = std::max(latest, flows_[e.flow].send_end);
+  for (const Entry& e : ls.flows) latest = std::max(latest, slot(e.flow).send_end);
   if (ls.period_end > now) {
     ls.period_end = latest;  // the past of the period is settled; only its end moves
   } else if (latest > now) {
@@ -319,11 +361,11 @@ void FluidNetwork::rebalance(std::span<const LinkId> seeds) {
   for (LinkId l : seeds) note(l);
   for (std::size_t i = 0, n = component_links_.size(); i < n; ++i) {
     for (const Entry& e : links_[component_links_[i]].flows) {
-      Flow& g = flows_[e.flow];
+      Flow& g = slot(e.flow);
       if (!still_sending(g) || g.stamp == stamp_) continue;
       g.stamp = stamp_;
       const double r = bottleneck(g);
-      if (r != g.rate || !g.event.valid()) {
+      if (r != g.rate || !has_timer(g)) {
         set_rate(e.flow, r, true);
         for (LinkId m : g.links) note(m);
       }
@@ -348,7 +390,7 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
     stack_.pop_back();
     component_links_.push_back(l);
     for (const Entry& e : links_[l].flows) {
-      Flow& g = flows_[e.flow];
+      Flow& g = slot(e.flow);
       if (g.stamp == stamp_ || !still_sending(g)) continue;
       g.stamp = stamp_;
       component_flows_.push_back(e.flow);
@@ -364,17 +406,17 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
   for (LinkId l : component_links_) local_index_[l] = solver_.add_link(links_[l].capacity);
   for (std::uint32_t g : component_flows_) {
     local_links_.clear();
-    for (LinkId m : flows_[g].links) local_links_.push_back(local_index_[m]);
+    for (LinkId m : slot(g).links) local_links_.push_back(local_index_[m]);
     solver_.add_flow(local_links_);
   }
   const std::vector<double>& rates = solver_.solve();
   for (std::size_t i = 0; i < component_flows_.size(); ++i) {
     const std::uint32_t g = component_flows_[i];
-    const Flow& gl = flows_[g];
+    const Flow& gl = slot(g);
     bool alone = true;
     for (LinkId m : gl.links) alone = alone && links_[m].flows.size() == 1;
     const bool changed = std::fabs(rates[i] - gl.rate) > kRateTolerance * gl.rate;
-    if (changed || alone != gl.lazy || !gl.event.valid()) set_rate(g, rates[i], alone);
+    if (changed || alone != gl.lazy || !has_timer(gl)) set_rate(g, rates[i], alone);
   }
   for (LinkId l : component_links_) refresh_period(l);
 }
@@ -396,10 +438,10 @@ void FluidNetwork::set_link_up(LinkId link, bool up) {
   if (sharing_ == Sharing::kMaxMin) evict_finished(link);
   victims_.clear();
   for (const Entry& e : links_[link].flows)
-    if (still_sending(flows_[e.flow])) victims_.push_back(e.flow);
+    if (still_sending(slot(e.flow))) victims_.push_back(e.flow);
   seeds_.clear();
   for (std::uint32_t g : victims_) {
-    Flow& gl = flows_[g];
+    Flow& gl = slot(g);
     settle(g);
     detach(g);
     seeds_.insert(seeds_.end(), gl.links.begin(), gl.links.end());
@@ -410,12 +452,11 @@ void FluidNetwork::set_link_up(LinkId link, bool up) {
       continue;
     }
     // The bytes not yet sent start again from the source on the new route.
-    gl.latency = router_.latency(*route);
+    gl.latency = route->latency;
     gl.rate = 0;
     gl.send_end = Time::max();
-    if (gl.event.valid()) engine_.cancel(gl.event);
-    gl.event = {};
-    attach(g, *route);
+    cancel_timer(g);
+    attach(g, route->links);
     seeds_.insert(seeds_.end(), gl.links.begin(), gl.links.end());
   }
   rebalance(seeds_);
@@ -429,7 +470,7 @@ LinkStats FluidNetwork::link_stats(LinkId link) const {
   const Time now = engine_.now();
   double bytes = ls.bytes;
   for (const Entry& e : ls.flows) {  // bytes sent since the flow was last settled
-    const Flow& g = flows_[e.flow];
+    const Flow& g = slot(e.flow);
     bytes += now >= g.send_end ? g.remaining
                                : std::min(g.remaining, g.rate * (now - g.settled).seconds());
   }
@@ -443,7 +484,8 @@ LinkStats FluidNetwork::link_stats(LinkId link) const {
 
 NetworkTotals FluidNetwork::totals() const {
   NetworkTotals t = totals_;
-  for (const Flow& fl : flows_) {
+  for (std::uint32_t f = 0; f < slots_used_; ++f) {
+    const Flow& fl = slot(f);
     if (fl.state == State::kFree) continue;
     ++t.transfers_in_flight;
     t.bytes_in_flight += fl.bytes;
@@ -454,14 +496,14 @@ NetworkTotals FluidNetwork::totals() const {
 double FluidNetwork::current_rate(TransferId id) const {
   const std::uint32_t f = find(id);
   if (f == kNoSlot) return 0;
-  const Flow& fl = flows_[f];
+  const Flow& fl = slot(f);
   return fl.state == State::kSending && still_sending(fl) ? fl.rate : 0;
 }
 
 std::span<const LinkId> FluidNetwork::current_route(TransferId id) const {
   const std::uint32_t f = find(id);
   if (f == kNoSlot) return {};
-  return flows_[f].links;
+  return slot(f).links;
 }
 
 }  // namespace mlsim

@@ -34,6 +34,7 @@
 // Link statistics: bytes_carried counts bytes sent over the link so far (up to now);
 // busy_seconds is the time during which at least one transfer was sending over the link.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,7 @@
 #include "sim_core/max_min.hpp"
 #include "sim_core/network.hpp"
 #include "sim_core/routing.hpp"
+#include "sim_core/small_vector.hpp"
 
 namespace mlsim {
 
@@ -74,25 +76,28 @@ class FluidNetwork final : public Network {
 
  private:
   enum class State : std::uint8_t { kFree, kSending, kArriving, kFailing };
+  // Fields used on every transfer come first, to touch few cache lines.
   struct Flow {
     std::uint32_t generation = 1;
+    std::uint32_t ticket = 0;  // matches the flow's delivery-queue entry while it is current
     State state = State::kFree;
     // Sending alone on all its links: its event is the delivery, and it leaves its links lazily.
     bool lazy = false;
+    bool queued = false;  // its pending event is in the delivery queue
+    std::uint32_t stamp = 0;
+    double remaining = 0;  // bytes not yet sent, as of `settled`
+    double rate = 0;       // bytes/s
+    Time settled, send_end, latency;
+    EventHandle event;  // its pending event when it is an engine event
+    // The route, and for each link the index of this flow's entry in the link's flow list.
+    // Routes of up to 6 links (a fat-tree's longest) are stored in the slot itself.
+    SmallVector<LinkId, 6> links;
+    SmallVector<std::uint32_t, 6> pos;
+    DeliveryCallback done;
     NodeId src = 0, dst = 0;
     std::uint64_t label = 0;
     Bytes bytes;
-    Time started, latency;
-    double remaining = 0;  // bytes not yet sent, as of `settled`
-    double rate = 0;       // bytes/s
-    Time settled, send_end;
-    EventHandle event;
-    std::uint32_t stamp = 0;
-    // The route, and for each link the index of this flow's entry in the link's flow list.
-    // Both keep their capacity when the slot is reused.
-    std::vector<LinkId> links;
-    std::vector<std::uint32_t> pos;
-    DeliveryCallback done;
+    Time started;
   };
   struct Entry {
     std::uint32_t flow;
@@ -100,7 +105,7 @@ class FluidNetwork final : public Network {
   };
   struct LinkState {
     double capacity = 0;  // bytes/s
-    std::vector<Entry> flows;
+    SmallVector<Entry, 2> flows;
     double bytes = 0;  // settled bytes carried
     // Busy time: closed periods plus the current one [period_start, period_end), where
     // period_end is the latest projected end of sending of the flows on the link.
@@ -111,13 +116,16 @@ class FluidNetwork final : public Network {
 
   std::uint32_t allocate();
   void release_slot(std::uint32_t f);
-  TransferId id_of(std::uint32_t f) const {
-    return (std::uint64_t{flows_[f].generation} << 32) | f;
-  }
+  TransferId id_of(std::uint32_t f) const { return (std::uint64_t{slot(f).generation} << 32) | f; }
   // The slot of a transfer not yet reported, or ~0u.
   std::uint32_t find(TransferId id) const;
 
+  // The flow's event at t (it has none pending).
   void schedule(std::uint32_t f, Time t);
+  void cancel_timer(std::uint32_t f);
+  static bool has_timer(const Flow& fl) { return fl.queued || fl.event.valid(); }
+  void arm_queue();
+  void run_queue();
   void on_event(std::uint32_t f, std::uint32_t generation);
   void deliver(std::uint32_t f);
   void fail_later(std::uint32_t f);
@@ -141,15 +149,53 @@ class FluidNetwork final : public Network {
   void rebalance(std::span<const LinkId> seeds);
   void solve_component(std::span<const LinkId> seeds);
 
+  // Flows live in fixed-size chunks, so a reference to one stays valid while others are added
+  // (a delivery callback runs in place and may start new transfers).
+  static constexpr std::uint32_t kChunkBits = 10;
+  Flow& slot(std::uint32_t f) { return chunks_[f >> kChunkBits][f & ((1u << kChunkBits) - 1)]; }
+  const Flow& slot(std::uint32_t f) const {
+    return chunks_[f >> kChunkBits][f & ((1u << kChunkBits) - 1)];
+  }
+
   Engine& engine_;
   const Topology& topology_;
   Router router_;
   const Sharing sharing_;
-  std::vector<Flow> flows_;
+  std::vector<std::unique_ptr<Flow[]>> chunks_;
+  std::uint32_t slots_used_ = 0;
   std::vector<std::uint32_t> free_;
   std::vector<LinkState> links_;
   std::uint32_t stamp_ = 0;
   NetworkTotals totals_;
+
+  // Flow events whose times were scheduled in non-decreasing order: a FIFO with one engine event
+  // for its head. Other times go to the engine directly.
+  struct Timer {
+    std::int64_t time;
+    std::uint32_t flow, ticket;
+  };
+  class TimerQueue {
+   public:
+    bool empty() const { return head_ == items_.size(); }
+    const Timer& front() const { return items_[head_]; }
+    std::int64_t back_time() const { return items_.back().time; }
+    void push(const Timer& t) { items_.push_back(t); }
+    void pop() {
+      if (++head_ == items_.size()) {
+        items_.clear();
+        head_ = 0;
+      } else if (head_ >= 4096 && 2 * head_ >= items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+
+   private:
+    std::vector<Timer> items_;
+    std::size_t head_ = 0;
+  };
+  TimerQueue queue_;
+  EventHandle queue_event_;
 
   // Scratch, reused.
   MaxMinSolver solver_;

@@ -3,6 +3,7 @@
 // its capture is small (the common case: a pointer and an id or two). Larger callables fall back
 // to one heap allocation owned by a unique_ptr.
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -35,7 +36,7 @@ class InlineFunction<R(Args...), Capacity> {
 
   InlineFunction(InlineFunction&& o) noexcept : ops_(o.ops_) {
     if (ops_) {
-      ops_->move(&storage_, &o.storage_);
+      move_from(o);
       o.ops_ = nullptr;
     }
   }
@@ -44,7 +45,7 @@ class InlineFunction<R(Args...), Capacity> {
       reset();
       ops_ = o.ops_;
       if (ops_) {
-        ops_->move(&storage_, &o.storage_);
+        move_from(o);
         o.ops_ = nullptr;
       }
     }
@@ -56,7 +57,7 @@ class InlineFunction<R(Args...), Capacity> {
 
   void reset() {
     if (ops_) {
-      ops_->destroy(&storage_);
+      if (!ops_->trivial) ops_->destroy(&storage_);
       ops_ = nullptr;
     }
   }
@@ -68,7 +69,19 @@ class InlineFunction<R(Args...), Capacity> {
     R (*invoke)(void*, Args&&...);
     void (*move)(void* dst, void* src);  // move-constructs into dst and destroys src
     void (*destroy)(void*);
+    // Stored inline and trivially copyable (a lambda capturing pointers and ids): moved with a
+    // plain copy of the storage and never destroyed, with no indirect call. Hot paths (event
+    // scheduling, network transfers) move such callables several times each.
+    bool trivial = false;
   };
+
+  void move_from(InlineFunction& o) noexcept {
+    if (ops_->trivial) {
+      std::memcpy(&storage_, &o.storage_, Capacity);
+    } else {
+      ops_->move(&storage_, &o.storage_);
+    }
+  }
 
   template <typename D>
   static constexpr bool fits_inline() {
@@ -83,7 +96,8 @@ class InlineFunction<R(Args...), Capacity> {
         ::new (dst) D(std::move(*static_cast<D*>(src)));
         static_cast<D*>(src)->~D();
       },
-      [](void* p) { static_cast<D*>(p)->~D(); }};
+      [](void* p) { static_cast<D*>(p)->~D(); },
+      (std::is_trivially_copyable_v<D> && std::is_trivially_destructible_v<D>)};
 
   template <typename D>
   static constexpr Ops boxed_ops{

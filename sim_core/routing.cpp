@@ -49,7 +49,8 @@ Router::Router(const Topology& topology)
     : topology_(topology),
       graph_(std::make_unique<Graph>()),
       up_(topology.links().size(), 1),
-      table_of_(topology.nodes().size(), kNone) {
+      table_of_(topology.nodes().size(), kNone),
+      last_from_(topology.nodes().size()) {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
   std::vector<EdgeLink> props;
   edges.reserve(topology.links().size());
@@ -97,20 +98,39 @@ const std::vector<std::uint32_t>& Router::distances_to(NodeId dst) {
   return dist;
 }
 
-std::optional<std::span<const LinkId>> Router::route(NodeId src, NodeId dst,
-                                                     std::uint64_t flow_label) {
-  MLSIM_CHECK(src < topology_.nodes().size() && dst < topology_.nodes().size(),
-              "route endpoint out of range");
-  if (src == dst) return std::span<const LinkId>{};
-  const std::uint64_t pair = (std::uint64_t{src} << 32) | dst;
-  if (auto it = paths_.find(pair); it != paths_.end())
-    return std::span<const LinkId>(path_links_.data() + it->second.offset, it->second.length);
+const Router::CachedPath* Router::find_path(std::uint64_t pair) {
+  CachedPath& last = last_from_[pair >> 32];
+  if (last.key == pair + 1) return &last;
+  if (paths_.empty()) return nullptr;
+  const std::size_t mask = paths_.size() - 1;
+  for (std::size_t i = mix64(pair) & mask;; i = (i + 1) & mask) {
+    const CachedPath& p = paths_[i];
+    if (p.key == pair + 1) {
+      last = p;
+      return &p;
+    }
+    if (p.key == 0) return nullptr;
+  }
+}
 
-  const auto& dist = distances_to(dst);
-  if (dist[src] == kUnreached) return std::nullopt;
-  const std::uint64_t flow_hash = mix64(mix64(flow_label) ^ pair);
-  scratch_.clear();
-  bool single_path = true;
+void Router::insert_path(const CachedPath& path) {
+  if (2 * (path_count_ + 1) > paths_.size()) {  // keep the table at most half full
+    std::vector<CachedPath> old(std::max<std::size_t>(64, 2 * paths_.size()));
+    old.swap(paths_);
+    path_count_ = 0;
+    for (const CachedPath& p : old)
+      if (p.key != 0) insert_path(p);
+  }
+  const std::size_t mask = paths_.size() - 1;
+  std::size_t i = mix64(path.key - 1) & mask;
+  while (paths_[i].key != 0) i = (i + 1) & mask;
+  paths_[i] = path;
+  ++path_count_;
+}
+
+void Router::walk_down(const std::vector<std::uint32_t>& dist, NodeId src, NodeId dst,
+                       std::uint64_t flow_label, bool& single_path) {
+  const std::uint64_t flow_hash = mix64(mix64(flow_label) ^ ((std::uint64_t{src} << 32) | dst));
   for (NodeId u = src; u != dst;) {
     // Equal-cost next hops are the up links leading one hop closer to dst.
     const auto& out = topology_.out_links(u);
@@ -129,17 +149,45 @@ std::optional<std::span<const LinkId>> Router::route(NodeId src, NodeId dst,
       }
     }
   }
-  if (!single_path) return std::span<const LinkId>(scratch_);
+}
+
+std::optional<Path> Router::route(NodeId src, NodeId dst, std::uint64_t flow_label) {
+  MLSIM_CHECK(src < topology_.nodes().size() && dst < topology_.nodes().size(),
+              "route endpoint out of range");
+  if (src == dst) return Path{{}, Time::zero()};
+  const std::uint64_t pair = (std::uint64_t{src} << 32) | dst;
+  if (const CachedPath* p = find_path(pair))
+    return Path{{path_links_.data() + p->offset, p->length}, p->latency};
+
+  scratch_.clear();
+  bool single_path = true;
+  // A neighbour over a single up link is its own shortest path: no search needed.
+  for (LinkId l : topology_.out_links(src))
+    if (up_[l] && topology_.links()[l].dst == dst) scratch_.push_back(l);
+  if (scratch_.size() > 1) single_path = false;
+  if (scratch_.empty()) {
+    const auto& dist = distances_to(dst);
+    if (dist[src] == kUnreached) return std::nullopt;
+    walk_down(dist, src, dst, flow_label, single_path);
+  } else if (!single_path) {  // parallel links: ECMP among them
+    const LinkId pick = scratch_[mix64(mix64(mix64(flow_label) ^ pair) ^ src) % scratch_.size()];
+    scratch_.assign(1, pick);
+  }
+  const Time lat = latency(scratch_);
+  if (!single_path) return Path{scratch_, lat};
 
   if (path_links_.size() + scratch_.size() > kPathBudgetLinks) {
     paths_.clear();
+    path_count_ = 0;
     path_links_.clear();
+    std::fill(last_from_.begin(), last_from_.end(), CachedPath{});
   }
-  const CachedPath cached{static_cast<std::uint32_t>(path_links_.size()),
-                          static_cast<std::uint32_t>(scratch_.size())};
+  const CachedPath cached{pair + 1, static_cast<std::uint32_t>(path_links_.size()),
+                          static_cast<std::uint32_t>(scratch_.size()), lat};
   path_links_.insert(path_links_.end(), scratch_.begin(), scratch_.end());
-  paths_.emplace(pair, cached);
-  return std::span<const LinkId>(path_links_.data() + cached.offset, cached.length);
+  insert_path(cached);
+  last_from_[src] = cached;
+  return Path{{path_links_.data() + cached.offset, cached.length}, lat};
 }
 
 Time Router::latency(std::span<const LinkId> path) const {
@@ -167,7 +215,9 @@ void Router::clear_caches() {
   table_owner_.clear();
   table_age_.clear();
   paths_.clear();
+  path_count_ = 0;
   path_links_.clear();
+  std::fill(last_from_.begin(), last_from_.end(), CachedPath{});
 }
 
 }  // namespace mlsim

@@ -19,13 +19,18 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
 #include "sim_core/time.hpp"
 #include "sim_core/topology.hpp"
 
 namespace mlsim {
+
+// A route: its links in order and the sum of their latencies.
+struct Path {
+  std::span<const LinkId> links;
+  Time latency;
+};
 
 class Router {
  public:
@@ -35,10 +40,10 @@ class Router {
   Router(const Router&) = delete;
   Router& operator=(const Router&) = delete;
 
-  // The links from src to dst, in order; an empty span when src == dst; nullopt when dst cannot
-  // be reached over links that are up. The span is valid until the next non-const call on this
-  // router: copy it if you keep it.
-  std::optional<std::span<const LinkId>> route(NodeId src, NodeId dst, std::uint64_t flow_label);
+  // The route from src to dst (no links when src == dst); nullopt when dst cannot be reached
+  // over links that are up. The links are valid until the next non-const call on this router:
+  // copy them if you keep them.
+  std::optional<Path> route(NodeId src, NodeId dst, std::uint64_t flow_label);
 
   // Sum of the links' latencies.
   Time latency(std::span<const LinkId> path) const;
@@ -57,11 +62,20 @@ class Router {
 
  private:
   struct Graph;  // the reversed graph in Boost.Graph's compressed sparse row form
+  // Open-addressing table of single-path routes: key (src << 32 | dst) + 1, 0 = empty.
   struct CachedPath {
-    std::uint32_t offset, length;
+    std::uint64_t key = 0;
+    std::uint32_t offset = 0, length = 0;
+    Time latency;
   };
+  const CachedPath* find_path(std::uint64_t pair);
+  void insert_path(const CachedPath& p);
 
   const std::vector<std::uint32_t>& distances_to(NodeId dst);
+  // Appends to scratch_ the links from src down the distances to dst, choosing among equal next
+  // hops by the flow's hash; clears single_path if there was a choice.
+  void walk_down(const std::vector<std::uint32_t>& dist, NodeId src, NodeId dst,
+                 std::uint64_t flow_label, bool& single_path);
   void clear_caches();
 
   const Topology& topology_;
@@ -78,8 +92,12 @@ class Router {
   std::deque<std::uint32_t> table_age_;
   std::size_t dist_limit_;
 
-  // Single-path routes by (src << 32 | dst), stored back to back in path_links_.
-  std::unordered_map<std::uint64_t, CachedPath> paths_;
+  // Single-path routes, their links stored back to back in path_links_.
+  std::vector<CachedPath> paths_;
+  std::size_t path_count_ = 0;
+  // The last single-path route looked up from each source: collectives send to the same peer
+  // again and again, and this answers without hashing.
+  std::vector<CachedPath> last_from_;
   std::vector<LinkId> path_links_;
   std::vector<LinkId> scratch_;
 };

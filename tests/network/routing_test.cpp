@@ -15,7 +15,8 @@ const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
 std::vector<LinkId> path(Router& r, NodeId a, NodeId b, std::uint64_t label = 0) {
   auto p = r.route(a, b, label);
   if (!p) return {};
-  return {p->begin(), p->end()};
+  EXPECT_EQ(p->latency, r.latency(p->links));
+  return {p->links.begin(), p->links.end()};
 }
 
 // Follows a path and checks it is connected from a to b.
@@ -38,7 +39,7 @@ TEST(Routing, RingTakesTheShorterWay) {
   EXPECT_EQ(path(r, 0, 3).size(), 3u);
   EXPECT_EQ(path(r, 0, 6).size(), 2u);  // counter-clockwise: 0->7->6
   expect_connected(t, path(r, 0, 6), 0, 6);
-  EXPECT_TRUE(r.route(3, 3, 0)->empty());
+  EXPECT_TRUE(r.route(3, 3, 0)->links.empty());
   EXPECT_EQ(r.latency(path(r, 0, 3)), Time::ns(300));
 }
 
@@ -87,9 +88,13 @@ TEST(Routing, LinkFailureReroutesAndUnreachableIsReported) {
 TEST(Routing, LazyPerDestinationOnLargeRing) {
   const Topology t = build_topology(RingSpec{4096, kLink});
   Router r(t);
-  // Neighbour routes: one search per destination, then the single-path cache answers.
+  // Neighbour routes need no search at all.
   for (int round = 0; round < 3; ++round)
     for (NodeId i = 0; i < 4096; ++i) ASSERT_EQ(path(r, i, (i + 1) % 4096).size(), 1u);
+  EXPECT_EQ(r.searches(), 0u);
+  // Farther ones: one search per destination, then the single-path cache answers.
+  for (int round = 0; round < 3; ++round)
+    for (NodeId i = 0; i < 4096; ++i) ASSERT_EQ(path(r, i, (i + 2) % 4096).size(), 2u);
   EXPECT_EQ(r.searches(), 4096u);
   EXPECT_EQ(path(r, 0, 2048).size(), 2048u);
 }

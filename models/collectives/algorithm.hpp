@@ -1,0 +1,48 @@
+#pragma once
+// The interface between a Collective and its algorithm (ring.cpp, tree.cpp,
+// parameter_server.cpp). An algorithm sends messages through the Sender, is told of each
+// delivery, and says when every participant has the result.
+#include <cstdint>
+#include <memory>
+
+#include "models/collectives/collective.hpp"
+#include "models/collectives/sender.hpp"
+
+namespace mlsim::collectives {
+
+class CollectiveAlgorithm : public MessageSink {
+ public:
+  CollectiveAlgorithm(Collective& owner, Sender& sender) : owner_(owner), sender_(sender) {}
+  virtual void start() = 0;
+  // Deliveries so far / deliveries needed.
+  virtual double progress() const = 0;
+  // Participants that hold the tensor (the n of the bus-bandwidth factor).
+  virtual int ranks() const = 0;
+
+ protected:
+  void send(std::uint32_t from, std::uint32_t to, std::uint64_t tag, Bytes bytes) {
+    sender_.send(Message{from, to, tag, bytes});
+  }
+  void finished() { owner_.finish(); }
+
+ private:
+  Collective& owner_;
+  Sender& sender_;
+};
+
+// Piece i of `total` cut into `parts` pieces whose sizes differ by at most one byte.
+inline Bytes piece(Bytes total, std::int64_t parts, std::int64_t i) {
+  return Bytes{total.count / parts + (i < total.count % parts ? 1 : 0)};
+}
+
+std::unique_ptr<CollectiveAlgorithm> make_ring(Collective& owner, Sender& sender,
+                                               std::uint32_t participants,
+                                               const CollectiveSpec& spec);
+std::unique_ptr<CollectiveAlgorithm> make_tree(Collective& owner, Sender& sender,
+                                               std::uint32_t participants,
+                                               const CollectiveSpec& spec);
+std::unique_ptr<CollectiveAlgorithm> make_parameter_server(Collective& owner, Sender& sender,
+                                                           std::uint32_t participants,
+                                                           const CollectiveSpec& spec);
+
+}  // namespace mlsim::collectives

@@ -1,0 +1,114 @@
+#include "models/collectives/collective.hpp"
+
+#include "models/collectives/algorithm.hpp"
+#include "models/collectives/sender.hpp"
+#include "sim_core/error.hpp"
+
+namespace mlsim::collectives {
+
+std::string_view to_string(Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+      return "ring";
+    case Algorithm::kParameterServer:
+      return "ps";
+    case Algorithm::kTree:
+      return "tree";
+  }
+  return "?";
+}
+
+double CollectiveResult::algorithm_bandwidth() const {
+  const double s = seconds();
+  return s > 0 ? static_cast<double>(tensor.count) / s : 0;
+}
+
+double CollectiveResult::bus_bandwidth() const {
+  return ranks > 0 ? algorithm_bandwidth() * 2.0 * (ranks - 1) / ranks : 0;
+}
+
+void validate(const CollectiveSpec& spec, std::size_t participants, const std::string& path) {
+  const auto n = static_cast<std::int64_t>(participants);
+  if (n < 1) throw InputError(path, "a collective needs at least one participant");
+  if (n >= (std::int64_t{1} << 31)) throw InputError(path, "too many participants");
+  if (spec.bytes.count < 0) throw InputError(path + ".bytes", "must not be negative");
+  if (spec.chunks < 1) throw InputError(path + ".chunks", "must be at least 1");
+  if (spec.window < 0) throw InputError(path + ".window", "must be 0 (unlimited) or more");
+  if (spec.algorithm == Algorithm::kParameterServer) {
+    if (spec.servers < 1) throw InputError(path + ".servers", "must be at least 1");
+    if (spec.placement == Placement::kDedicated && spec.servers >= n)
+      throw InputError(path + ".servers",
+                       "dedicated servers must leave at least one worker among the " +
+                           std::to_string(n) + " participants");
+    if (spec.placement == Placement::kColocated && spec.servers > n)
+      throw InputError(path + ".servers", "colocated servers cannot outnumber the " +
+                                              std::to_string(n) + " participants");
+  }
+  if (spec.algorithm == Algorithm::kTree && spec.arity < 1)
+    throw InputError(path + ".arity", "must be at least 1");
+}
+
+Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> participants,
+                       const CollectiveSpec& spec, DoneCallback on_done)
+    : engine_(engine),
+      spec_(spec),
+      participants_(std::move(participants)),
+      on_done_(std::move(on_done)) {
+  validate(spec_, participants_.size(), "collective");
+  sender_ = std::make_unique<Sender>(network, participants_, spec_.window, spec_.flow_label);
+  const auto n = static_cast<std::uint32_t>(participants_.size());
+  switch (spec_.algorithm) {
+    case Algorithm::kRing:
+      algorithm_ = make_ring(*this, *sender_, n, spec_);
+      break;
+    case Algorithm::kParameterServer:
+      algorithm_ = make_parameter_server(*this, *sender_, n, spec_);
+      break;
+    case Algorithm::kTree:
+      algorithm_ = make_tree(*this, *sender_, n, spec_);
+      break;
+  }
+  sender_->set_sink(algorithm_.get());
+}
+
+Collective::~Collective() = default;
+
+void Collective::start() {
+  started_ = engine_.now();
+  algorithm_->start();
+}
+
+void Collective::finish() {
+  MLSIM_CHECK(!done_, "collective finished twice");
+  done_ = true;
+  finished_ = engine_.now();
+  if (on_done_) on_done_(result());
+}
+
+CollectiveResult Collective::result() const {
+  CollectiveResult r;
+  r.started = started_;
+  r.finished = done_ ? finished_ : engine_.now();
+  r.completed = done_;
+  r.ranks = algorithm_->ranks();
+  r.tensor = spec_.bytes;
+  r.bytes_sent = sender_->bytes_sent();
+  r.transfers = sender_->transfers();
+  r.failed_transfers = sender_->failed();
+  return r;
+}
+
+double Collective::progress() const {
+  return algorithm_->progress();
+}
+
+CollectiveResult run_collective(Engine& engine, Network& network, std::vector<NodeId> participants,
+                                const CollectiveSpec& spec) {
+  Collective collective(engine, network, std::move(participants), spec,
+                        [&engine](const CollectiveResult&) { engine.stop(); });
+  collective.start();
+  engine.run();
+  return collective.result();
+}
+
+}  // namespace mlsim::collectives

@@ -1,0 +1,110 @@
+#pragma once
+// One all-reduce among a set of hosts, by one of three algorithms, over any Network backend.
+// This is the plain C++ API (tests, benchmarks, other models); the scenario-facing model is in
+// collectives_model.hpp.
+//
+// Every algorithm ends with every participant holding the reduced tensor of S bytes. The tensor
+// is cut into `chunks` pieces that move independently, so later pieces overlap earlier ones
+// (pipelining). Each participant sends at most `window` messages at a time (0 = no limit); a
+// message's send slot is freed when it is delivered. With window 1, a participant's messages
+// leave one after another, as through one NIC queue, which also keeps the analytic backend (no
+// sharing) from sending a node's messages in parallel for free.
+//
+//   ring  S is cut into n segments; 2(n-1) steps (reduce-scatter, then all-gather), in step s
+//         participant i sends segment (i - s) mod n to participant i+1 as soon as it received
+//         that segment's previous step. With one chunk and window 1 on a ring of links of
+//         bandwidth B and latency a: 2(n-1) x (S/(nB) + a) = 2(n-1)/n x S/B + 2(n-1) x a.
+//   ps    parameter servers: S is sharded over `servers` servers; every worker pushes each shard
+//         to its server, a server sends the reduced shard back (pull) to every worker once all
+//         workers' pieces arrived. Servers are the last `servers` participants ("dedicated", the
+//         others are workers) or the first `servers` workers themselves ("colocated", their own
+//         piece needs no transfer).
+//   tree  k-ary tree rooted at participant 0 (children of i: k*i+1 .. k*i+k): every piece is
+//         reduced up the tree (a node forwards once all its children's pieces arrived), then
+//         broadcast down from the root.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim_core/engine.hpp"
+#include "sim_core/inline_function.hpp"
+#include "sim_core/network.hpp"
+
+namespace mlsim::collectives {
+
+enum class Algorithm { kRing, kParameterServer, kTree };
+enum class Placement { kDedicated, kColocated };
+
+std::string_view to_string(Algorithm a);
+
+struct CollectiveSpec {
+  Algorithm algorithm = Algorithm::kRing;
+  Bytes bytes;                                  // S, the tensor every participant contributes
+  int chunks = 1;                               // pieces the tensor is cut into, >= 1
+  int window = 1;                               // messages in flight per participant, 0 = unlimited
+  int servers = 1;                              // ps
+  Placement placement = Placement::kDedicated;  // ps
+  int arity = 2;                                // tree
+  std::uint64_t flow_label = 0;                 // mixed into every transfer's ECMP label
+};
+
+struct CollectiveResult {
+  Time started, finished;
+  bool completed = false;  // false when a transfer failed (the rest then never happens)
+  int ranks = 0;           // participants holding the tensor (ps: the workers)
+  Bytes tensor;            // S
+  Bytes bytes_sent;        // sum over all transfers started
+  std::uint64_t transfers = 0, failed_transfers = 0;
+
+  double seconds() const { return (finished - started).seconds(); }
+  // S / time, and the bus bandwidth of an all-reduce: algbw x 2(ranks-1)/ranks (NCCL's
+  // convention, comparable across algorithms and sizes).
+  double algorithm_bandwidth() const;
+  double bus_bandwidth() const;
+};
+
+// Checks a spec against the number of participants; throws InputError naming `path` ("system").
+void validate(const CollectiveSpec& spec, std::size_t participants, const std::string& path);
+
+class CollectiveAlgorithm;  // algorithm.hpp
+class Sender;               // sender.hpp
+
+class Collective {
+ public:
+  using DoneCallback = InlineFunction<void(const CollectiveResult&), 32>;
+  // `participants` are node ids (usually hosts); engine and network must outlive the collective.
+  Collective(Engine& engine, Network& network, std::vector<NodeId> participants,
+             const CollectiveSpec& spec, DoneCallback on_done = nullptr);
+  ~Collective();
+  Collective(const Collective&) = delete;
+  Collective& operator=(const Collective&) = delete;
+
+  // Starts at engine.now(); on_done runs when the last participant has the result.
+  void start();
+  bool done() const { return done_; }
+  // Complete once done(); otherwise what happened so far.
+  CollectiveResult result() const;
+  // Messages delivered so far over messages needed, for progress lines.
+  double progress() const;
+
+ private:
+  friend class CollectiveAlgorithm;
+  void finish();
+
+  Engine& engine_;
+  CollectiveSpec spec_;
+  std::vector<NodeId> participants_;
+  std::unique_ptr<Sender> sender_;
+  std::unique_ptr<CollectiveAlgorithm> algorithm_;
+  DoneCallback on_done_;
+  Time started_, finished_;
+  bool done_ = false;
+};
+
+// Runs one collective from engine.now() until it completes or nothing is left to do.
+CollectiveResult run_collective(Engine& engine, Network& network, std::vector<NodeId> participants,
+                                const CollectiveSpec& spec);
+
+}  // namespace mlsim::collectives
