@@ -1,5 +1,6 @@
 #include "cli/registry.hpp"
 
+#include "models/collectives/register.hpp"
 #include "models/ina/register.hpp"
 #include "models/serving/register.hpp"
 #include "sim_core/network_factory.hpp"
@@ -11,7 +12,6 @@
 #endif
 
 // Models: one include and one register call each (their library is linked in cli/CMakeLists.txt).
-// MODELS-INCLUDE: collectives (models/collectives/register.hpp) goes here once it lands on main.
 
 namespace mlsim {
 
@@ -24,9 +24,9 @@ Registries make_registries() {
 #ifdef MLSIM_HAVE_NS3
   register_ns3_backend(r.backends);
 #endif
+  register_collectives(r.models);
   register_ina(r.models);
   register_serving(r.models);
-  // MODELS-REGISTER: register_collectives(r.models) goes here once it lands on main.
   return r;
 }
 
