@@ -67,7 +67,7 @@ void Ns3Network::sync_ns3_clock() {
 
 std::vector<LinkId> Ns3Network::route(NodeId src, NodeId dst, std::uint64_t label) {
   auto r = router_.route(src, dst, label);
-  return r ? std::vector<LinkId>(r->begin(), r->end()) : std::vector<LinkId>{};
+  return r ? std::vector<LinkId>(r->links.begin(), r->links.end()) : std::vector<LinkId>{};
 }
 
 std::vector<LinkId> Ns3Network::reverse_of(const std::vector<LinkId>& path, NodeId src, NodeId dst,

@@ -136,7 +136,7 @@ struct SimGridNetwork::Impl {
 
   std::vector<LinkId> route(NodeId src, NodeId dst, std::uint64_t label) {
     auto r = router.route(src, dst, label);
-    return r ? std::vector<LinkId>(r->begin(), r->end()) : std::vector<LinkId>{};
+    return r ? std::vector<LinkId>(r->links.begin(), r->links.end()) : std::vector<LinkId>{};
   }
 
   // SimGrid host of `src` whose route to `dst` is `path`, adding the route on first use.

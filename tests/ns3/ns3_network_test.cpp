@@ -119,8 +119,8 @@ TEST(Ns3Network, EcmpFlowsFollowTheirOwnPaths) {
   t.add_duplex_link(s1, b, kGBps, Time::us(1));
   Router router(t);
   std::uint64_t l0 = 0, l1 = 0;
-  while ((*router.route(a, b, l0))[0] != 0) ++l0;
-  while ((*router.route(a, b, l1))[0] != 2) ++l1;
+  while (router.route(a, b, l0)->links[0] != 0) ++l0;
+  while (router.route(a, b, l1)->links[0] != 2) ++l1;
   // b's two links carry the two paths: with one flow each, both finish in ~1 MB / 1 GB/s.
   Ns3Network net(engine, t, Ns3Options{});
   Recorder rec;
@@ -147,7 +147,7 @@ TEST(Ns3Network, FailedLinkReroutesTheFlow) {
   t.add_duplex_link(s1, b, kGBps, Time::us(1));
   Router router(t);
   std::uint64_t via0 = 0;
-  while ((*router.route(a, b, via0))[0] != a0) ++via0;
+  while (router.route(a, b, via0)->links[0] != a0) ++via0;
   Ns3Network net(engine, t, Ns3Options{});
   Recorder rec;
   const TransferId id = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);

@@ -192,7 +192,7 @@ TEST(SimGridNetwork, FailedLinkReroutesOrFailsTransfers) {
   // Find labels that route a->b through sw0 and through sw1.
   Router router(t);
   std::uint64_t via0 = 0;
-  while ((*router.route(a, b, via0))[0] != a0) ++via0;
+  while (router.route(a, b, via0)->links[0] != a0) ++via0;
   const TransferId moved = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);
   const TransferId lost = net.start_transfer(a, c, Bytes{1'000'000}, rec.callback());
   // At 0.5 ms a->sw0 fails: `moved` (0.5 MB left) continues via sw1, sharing a->sw1 with `lost`
@@ -222,7 +222,7 @@ TEST(SimGridNetwork, RerouteKeepsRemainingBytes) {
   SimGridNetwork net(engine, t, cm02());
   Router router(t);
   std::uint64_t via0 = 0;
-  while ((*router.route(a, b, via0))[0] != a0) ++via0;
+  while (router.route(a, b, via0)->links[0] != a0) ++via0;
   Recorder rec;
   const TransferId id = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);
   engine.schedule_at(Time::us(500), [&] { net.set_link_up(a0, false); });
