@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "cli/commands.hpp"
+#include "cli/experiments.hpp"
 #include "cli/registry.hpp"
 #include "sim_core/error.hpp"
 #include "sim_core/version.hpp"
@@ -45,6 +46,13 @@ int main(int argc, char** argv) {
   auto* list_cmd = app.add_subcommand("list", "List models, network backends and hardware");
   list_cmd->add_option("--catalog", catalog_dir, "Folder of hardware catalog files");
 
+  mlsim::CompareArgs compare;
+  auto* compare_cmd = mlsim::add_compare_command(app, compare);
+  mlsim::SweepArgs sweep;
+  auto* sweep_cmd = mlsim::add_sweep_command(app, sweep);
+  mlsim::CheckArgs check;
+  auto* check_cmd = mlsim::add_check_command(app, check);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -57,6 +65,9 @@ int main(int argc, char** argv) {
     if (*run_cmd) return mlsim::run_command(run, registries);
     if (*validate_cmd) return mlsim::validate_command(validate, registries);
     if (*list_cmd) return mlsim::list_command(catalog_dir, registries);
+    if (*compare_cmd) return mlsim::compare_command(compare, registries);
+    if (*sweep_cmd) return mlsim::sweep_command(sweep, registries);
+    if (*check_cmd) return mlsim::check_command(check, registries);
   } catch (const mlsim::InputError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kInputErrorStatus;

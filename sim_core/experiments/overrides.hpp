@@ -1,7 +1,7 @@
 #pragma once
-// Dotted JSON paths ("system.bytes", "topology.links[2].bandwidth") as experiments use them:
-// checking an override's path when a claims or sweep file is read, reading a value of a resolved
-// scenario, and attributing an input error to the file it was found in.
+// Dotted JSON paths (json_path.hpp) as experiments use them: checking an override's path when a
+// claims or sweep file is read, reading a value of a resolved scenario, and attributing an input
+// error to the file it was found in.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,7 +14,7 @@ namespace mlsim {
 void parse_override_path(const std::string& path, const std::string& where);
 // The value at `path`, or nullptr when some step is missing.
 const nlohmann::json* lookup_json_path(const nlohmann::json& doc, const std::string& path);
-// `e` with its path prefixed by the file it came from ("results/claims.json: claims[2].band").
+// `e` attributed to the file it was found in.
 InputError in_file(const InputError& e, const std::filesystem::path& file);
 
 }  // namespace mlsim
