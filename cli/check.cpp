@@ -19,7 +19,9 @@
 namespace mlsim {
 namespace {
 
-std::string figure_text(double v) { return fmt::format("{:.4g}", v); }
+std::string figure_text(double v) {
+  return fmt::format("{:.4g}", v);
+}
 
 // The rows of the result table, widths computed from the content.
 void print_table(const std::vector<std::vector<std::string>>& rows) {
@@ -127,8 +129,8 @@ int check_command(const CheckArgs& a, const Registries& registries) {
   const auto failures = run_children(experiments::self_program(), runs, a.jobs, nullptr);
   std::map<std::size_t, std::string> failed;
   for (const auto& f : failures)
-    failed[f.index] = fmt::format("run failed (exit status {}): {}\n{}", f.status,
-                                  f.log.string(), log_tail(f.log));
+    failed[f.index] = fmt::format("run failed (exit status {}): {}\n{}", f.status, f.log.string(),
+                                  log_tail(f.log));
   std::map<std::size_t, RunOutcome> outcomes;
   const OutcomeLookup lookup = [&](const RunRequest& r) -> const RunOutcome& {
     const std::size_t i = index_of.at(r.key());
@@ -145,24 +147,23 @@ int check_command(const CheckArgs& a, const Registries& registries) {
   bool any_fails = false;
   for (const Claim* c : claims) {
     const auto res = evaluate_claim(*c, lookup);
-    rows.push_back({c->id, c->paper_venue, c->figure,
-                    res.figure ? figure_text(*res.figure) + " " +
-                                     std::string(figure_kind_name(c->kind))
-                               : "-",
-                    c->band.describe(), c->paper_figure ? figure_text(*c->paper_figure) : "-",
-                    std::string(verdict_name(res.verdict))});
+    rows.push_back(
+        {c->id, c->paper_venue, c->figure,
+         res.figure ? figure_text(*res.figure) + " " + std::string(figure_kind_name(c->kind)) : "-",
+         c->band.describe(), c->paper_figure ? figure_text(*c->paper_figure) : "-",
+         std::string(verdict_name(res.verdict))});
     any_fails = any_fails || verdict_fails(res.verdict);
     if (res.verdict == Verdict::error) details.push_back(c->id + ": " + res.message);
     if (res.verdict == Verdict::fail)
-      details.push_back(fmt::format("{}: {} is outside {} (recorded {})", c->id,
-                                    figure_text(*res.figure), c->band.describe(),
-                                    c->recorded ? figure_text(c->recorded->value) + " on " +
-                                                      c->recorded->date + " at " +
-                                                      c->recorded->commit
-                                                : "nothing"));
+      details.push_back(fmt::format(
+          "{}: {} is outside {} (recorded {})", c->id, figure_text(*res.figure), c->band.describe(),
+          c->recorded ? figure_text(c->recorded->value) + " on " + c->recorded->date + " at " +
+                            c->recorded->commit
+                      : "nothing"));
     if (res.verdict == Verdict::now_in_band)
-      details.push_back(c->id + ": marked not reproduced, but now in its band: check it and mark "
-                                "it reproduced");
+      details.push_back(c->id +
+                        ": marked not reproduced, but now in its band: check it and mark "
+                        "it reproduced");
     if (res.case_figures.size() > 1 && res.verdict != Verdict::pass)
       for (std::size_t k = 0; k < c->cases.size(); ++k)
         details.push_back(fmt::format("  {} [{}]: {}", c->id, c->cases[k].label,
@@ -173,8 +174,8 @@ int check_command(const CheckArgs& a, const Registries& registries) {
   for (const auto& d : details) fmt::print("{}\n", d);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("{}: {} claims checked in {:.1f} s wall\n", any_fails ? "FAILED" : "ok",
-             claims.size(), secs);
+  fmt::print("{}: {} claims checked in {:.1f} s wall\n", any_fails ? "FAILED" : "ok", claims.size(),
+             secs);
   if (a.record) {
     record_figures(file, to_record);
     fmt::print("recorded {} figures in {}\n", to_record.size(), a.claims);

@@ -9,7 +9,9 @@
 
 namespace mlsim::experiments {
 
-std::filesystem::path self_program() { return std::filesystem::canonical("/proc/self/exe"); }
+std::filesystem::path self_program() {
+  return std::filesystem::canonical("/proc/self/exe");
+}
 
 void validate_request(const RunRequest& r, const Registries& registries) {
   ScenarioRequest req;

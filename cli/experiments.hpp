@@ -17,8 +17,9 @@ namespace mlsim {
 struct CompareArgs {
   std::string scenario;
   std::vector<std::string> sets;
-  std::optional<std::string> out;       // default: <output.dir>/compare
-  std::optional<std::string> baseline;  // default: the scenario's "baseline", else its first variant
+  std::optional<std::string> out;  // default: <output.dir>/compare
+  std::optional<std::string>
+      baseline;  // default: the scenario's "baseline", else its first variant
   int jobs = 1;
 };
 

@@ -76,11 +76,20 @@ SweepSpec parse_section(const ojson& s, const std::filesystem::path& file, bool 
         throw InputError(where, "expected a non-empty array of override objects");
       for (std::size_t i = 0; i < value.size(); ++i)
         spec.points.push_back(read_overrides(value[i], fmt::format("{}[{}]", where, i)));
+    } else if (key == "scenario") {
+      throw InputError(where, "a sweep inside a scenario sweeps that scenario: remove this key");
     } else {
-      throw InputError(where, standalone ? "unknown key (known: scenario, variants, set, grid, "
-                                           "points, comment)"
-                                         : "unknown key (known: variants, set, grid, points, "
-                                           "comment)");
+      // Shorthand: any other key is a grid path, `"system.bytes": ["1MiB", "1GiB"]`. A misspelt
+      // path is reported by the scenario loader when the points are validated.
+      parse_override_path(key, where);
+      if (!value.is_array() || value.empty())
+        throw InputError(where,
+                         "expected a non-empty array of values (a grid path), or one of the keys " +
+                             std::string(standalone ? "scenario, " : "") +
+                             "variants, set, grid, points, comment");
+      std::vector<nlohmann::json> vs;
+      for (const auto& v : value) vs.push_back(plain(v));
+      spec.grid.emplace_back(key, std::move(vs));
     }
   }
   if (standalone && spec.scenario.empty())
@@ -257,6 +266,17 @@ SweepReport collect_sweep(const SweepSpec& spec, const std::filesystem::path& ou
   }
   report.csv = out / "sweep.csv";
   write_file_atomically(report.csv, tidy_csv(spec, points, outcomes));
+  // Which columns are parameters and which metrics, for tools/plot.py.
+  std::set<std::string> metrics;
+  for (const auto& [i, o] : outcomes)
+    for (const auto& [name, v] : o.metrics) metrics.insert(name);
+  const nlohmann::json meta{{"sweep", spec.file.string()},
+                            {"scenario", spec.scenario.string()},
+                            {"parameters", parameter_columns(spec)},
+                            {"metrics", metrics},
+                            {"points", points.size()},
+                            {"finished", outcomes.size()}};
+  write_file_atomically(out / "sweep.meta.json", meta.dump(2) + "\n");
   return report;
 }
 

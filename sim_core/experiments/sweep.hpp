@@ -68,7 +68,8 @@ struct SweepReport {
 // Runs the unfinished points (at most `jobs` processes of `mlsim`), then collects.
 SweepReport run_sweep(const SweepSpec& spec, const std::filesystem::path& out,
                       const std::filesystem::path& mlsim, int jobs, bool quiet);
-// Reads every finished point and writes OUT/sweep.csv atomically.
+// Reads every finished point and writes OUT/sweep.csv atomically, and OUT/sweep.meta.json (which
+// columns are parameters, which metrics; how many points are finished).
 SweepReport collect_sweep(const SweepSpec& spec, const std::filesystem::path& out);
 
 // Writes DIR/jobs.txt (one `mlsim run` command per unfinished point, absolute paths), DIR/slurm.sh

@@ -118,16 +118,29 @@ TEST(Sweep, MalformedSweepFilesNameThePath) {
             "sw.json: grid.a: expected a non-empty array of values");
   EXPECT_EQ(error(R"({"scenario": "s"})"),
             "sw.json: (root): nothing to sweep: give \"grid\", \"points\" or \"variants\"");
-  EXPECT_NE(error(R"({"scenario": "s", "grid": {"a": [1]}, "gird": 1})").find("sw.json: gird"),
+  EXPECT_NE(error(R"({"scenario": "s", "grid": {"a": [1]}, "gird": 1})")
+                .find("sw.json: gird: expected a non-empty array of values (a grid path)"),
             std::string::npos);
   EXPECT_NE(error(R"({"scenario": "s", "points": [{"a": 1}, 3]})").find("points[1]"),
             std::string::npos);
   EXPECT_NE(error(R"({"scenario": "s", "grid": {"a.": [1]}})").find("malformed path"),
             std::string::npos);
   EXPECT_NE(error(R"({"name": "q", "sweep": {"scenario": "x", "grid": {"a": [1]}}})")
-                .find("sw.json: sweep.scenario: unknown key"),
+                .find("sw.json: sweep.scenario: a sweep inside a scenario sweeps that scenario"),
             std::string::npos);
   EXPECT_NE(error("{").find("not valid JSON"), std::string::npos);
+}
+
+TEST(Sweep, ShorthandGridPathsAtTheTopOfTheSection) {
+  const auto spec = parse_sweep_text(
+      R"({"name": "q", "sweep": {"system.memory": ["1MiB", "2MiB"], "system.policy": ["a", "b"],
+          "set": {"seed": 2}}})",
+      "/d/q.json");
+  ASSERT_EQ(spec.grid.size(), 2u);
+  EXPECT_EQ(spec.grid[0].first, "system.memory");  // file order
+  EXPECT_EQ(spec.grid[1].first, "system.policy");
+  EXPECT_EQ(expand_sweep(spec).size(), 4u);
+  EXPECT_EQ(spec.set.size(), 1u);
 }
 
 TEST(Sweep, TidyCsvByHand) {
