@@ -12,8 +12,9 @@ namespace mlsim {
 
 std::vector<std::string> run_command(const std::filesystem::path& mlsim, const RunRequest& r,
                                      const std::filesystem::path& out_dir) {
-  std::vector<std::string> argv{mlsim.string(), "run", r.scenario.string(), "--out",
-                                out_dir.string()};
+  // --quiet: the child's terminal output goes to a log nobody reads unless the run fails.
+  std::vector<std::string> argv{mlsim.string(),   "run",    r.scenario.string(), "--out",
+                                out_dir.string(), "--quiet"};
   if (r.variant) {
     argv.push_back("--variant");
     argv.push_back(*r.variant);

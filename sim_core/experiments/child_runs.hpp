@@ -12,7 +12,7 @@
 
 namespace mlsim {
 
-// `mlsim run SCENARIO --out OUT [--variant V] [--set path=value]...`
+// `mlsim run SCENARIO --out OUT --quiet [--variant V] [--set path=value]...`
 std::vector<std::string> run_command(const std::filesystem::path& mlsim, const RunRequest& r,
                                      const std::filesystem::path& out_dir);
 

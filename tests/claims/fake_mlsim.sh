@@ -1,6 +1,6 @@
 #!/bin/sh
 # A stand-in for `mlsim run` in the sweep machinery's tests: it accepts
-#   run SCENARIO --out DIR [--variant V] [--set a=N] [--set b=N]...
+#   run SCENARIO --out DIR [--quiet] [--variant V] [--set a=N] [--set b=N]...
 # appends DIR to $FAKE_MLSIM_CALLS and writes DIR/summary.json with metrics computed from a and
 # b (sum, product) and the variant's name length. It fails (exit 1) when a is 13.
 [ "$1" = run ] || exit 3
@@ -13,6 +13,7 @@ variant=""
 while [ $# -gt 0 ]; do
   case $1 in
     --out) out=$2; shift 2 ;;
+    --quiet) shift ;;
     --variant) variant=$2; shift 2 ;;
     --set)
       case $2 in
