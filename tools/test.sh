@@ -15,9 +15,9 @@ for b in build/bench/mlsim_bench_*; do
   "$b" --benchmark_min_time=0.01 --benchmark_filter='/100$|/1000$|Small' >/dev/null
 done
 
-if [ -f results/claims.json ] && ./build/cli/mlsim help check >/dev/null 2>&1; then
+if [ -f results/claims.json ] && ./build/cli/mlsim check --help >/dev/null 2>&1; then
   echo "== claims regression"
-  ./build/cli/mlsim check --claims results/claims.json
+  ./build/cli/mlsim check --claims results/claims.json -j 2
 fi
 
 echo "== AddressSanitizer + UBSan build and test"

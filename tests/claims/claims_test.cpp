@@ -244,3 +244,15 @@ TEST(Band, InclusiveEndsAndNaN) {
   EXPECT_TRUE((Band{std::nullopt, 0.01}).contains(-5));
   EXPECT_EQ((Band{std::nullopt, 0.01}).describe(), "<= 0.01");
 }
+
+TEST(Claims, TheShippedClaimsFileIsValid) {
+  const auto f = read_claims_file(std::filesystem::path(MLSIM_SOURCE_DIR) / "results/claims.json");
+  EXPECT_FALSE(f.claims.empty());
+  for (const auto& c : f.claims) {
+    EXPECT_TRUE(std::filesystem::exists(c.scenario)) << c.id << ": " << c.scenario;
+    // A reproduced claim carries the figure mlsim produced when its band was set.
+    if (c.status == ClaimStatus::reproduced) {
+      EXPECT_TRUE(c.recorded.has_value()) << c.id;
+    }
+  }
+}
