@@ -26,9 +26,7 @@ FluidNetwork::FluidNetwork(Engine& engine, const Topology& topology, Sharing sha
 }
 
 FluidNetwork::~FluidNetwork() {
-  for (std::uint32_t f = 0; f < slots_used_; ++f)
-    if (slot(f).event.valid()) engine_.cancel(slot(f).event);
-  if (queue_event_.valid()) engine_.cancel(queue_event_);
+  if (wake_event_.valid()) engine_.cancel(wake_event_);
 }
 
 std::string_view FluidNetwork::backend_name() const {
@@ -72,22 +70,33 @@ std::uint32_t FluidNetwork::find(TransferId id) const {
 
 void FluidNetwork::schedule(std::uint32_t f, Time t) {
   Flow& fl = slot(f);
-  MLSIM_CHECK(!has_timer(fl), "flow scheduled twice");
-  if (queue_.empty() || t.count_ns() >= queue_.back_time()) {
+  MLSIM_CHECK(!has_timer(f), "flow scheduled twice");
+  if (fifo_accepts(t)) {
     // Times arrive in order (the common case: equal latencies and sizes), so a FIFO shared by
-    // all such flows replaces one engine event each; the engine holds one event, for its head.
+    // all such flows replaces a heap entry each.
     queue_.push(Timer{t.count_ns(), f, fl.ticket});
     fl.queued = true;
     arm_queue();
     return;
   }
-  fl.event = engine_.schedule_at(t, [this, f, gen = fl.generation] { on_event(f, gen); });
+  timers_.push(f, Wake{t.count_ns(), ++wake_seq_});
+  arm_wakeup();
+}
+
+void FluidNetwork::reschedule(std::uint32_t f, Time t) {
+  if (timers_.contains(f) && !fifo_accepts(t)) {
+    // Same as cancel + schedule (a new place in the order), without leaving the heap.
+    timers_.update(f, Wake{t.count_ns(), ++wake_seq_});
+    arm_wakeup();
+    return;
+  }
+  cancel_timer(f);
+  schedule(f, t);
 }
 
 void FluidNetwork::cancel_timer(std::uint32_t f) {
   Flow& fl = slot(f);
-  if (fl.event.valid()) engine_.cancel(fl.event);
-  fl.event = {};
+  timers_.erase(f);
   if (fl.queued) {
     ++fl.ticket;  // its queue entry is now stale and will be skipped
     fl.queued = false;
@@ -95,13 +104,53 @@ void FluidNetwork::cancel_timer(std::uint32_t f) {
 }
 
 void FluidNetwork::arm_queue() {
-  // At most one pending engine event for the queue, at or before its head's time.
-  if (queue_event_.valid() || queue_.empty()) return;
-  queue_event_ = engine_.schedule_at(Time::ns(queue_.front().time), [this] { run_queue(); });
+  // The FIFO takes its place in the order when its head is armed, as one engine event for the
+  // head would.
+  if (queue_armed_ || queue_.empty()) return;
+  queue_armed_ = true;
+  queue_wake_ = Wake{queue_.front().time, ++wake_seq_};
+  arm_wakeup();
+}
+
+void FluidNetwork::arm_wakeup() {
+  if (waking_) return;
+  std::int64_t next = std::numeric_limits<std::int64_t>::max();
+  if (queue_armed_) next = queue_wake_.time;
+  if (!timers_.empty()) next = std::min(next, timers_.top_key().time);
+  if (next == std::numeric_limits<std::int64_t>::max()) return;
+  // An engine event at or before `next` is kept: if early, it finds nothing due and re-arms.
+  // Only an earlier head replaces it, so the engine holds at most one live event of ours.
+  if (wake_event_.valid()) {
+    if (wake_time_.count_ns() <= next) return;
+    engine_.cancel(wake_event_);
+  }
+  wake_time_ = Time::ns(next);
+  wake_event_ = engine_.schedule_at(wake_time_, [this] { wake_up(); });
+}
+
+void FluidNetwork::wake_up() {
+  wake_event_ = {};
+  waking_ = true;
+  const std::int64_t now = engine_.now().count_ns();
+  for (;;) {
+    const bool heap_due = !timers_.empty() && timers_.top_key().time <= now;
+    const bool queue_due = queue_armed_ && queue_wake_.time <= now;
+    if (queue_due && (!heap_due || queue_wake_ < timers_.top_key())) {
+      run_queue();
+    } else if (heap_due) {
+      const std::uint32_t f = timers_.top_id();
+      timers_.pop();
+      on_event(f);
+    } else {
+      break;
+    }
+  }
+  waking_ = false;
+  arm_wakeup();
 }
 
 void FluidNetwork::run_queue() {
-  queue_event_ = {};
+  queue_armed_ = false;
   const std::int64_t now = engine_.now().count_ns();
   while (!queue_.empty() && queue_.front().time <= now) {
     const Timer t = queue_.front();
@@ -109,15 +158,13 @@ void FluidNetwork::run_queue() {
     Flow& fl = slot(t.flow);
     if (!fl.queued || fl.ticket != t.ticket) continue;  // cancelled or rescheduled
     fl.queued = false;
-    on_event(t.flow, fl.generation);
+    on_event(t.flow);
   }
   arm_queue();
 }
 
-void FluidNetwork::on_event(std::uint32_t f, std::uint32_t generation) {
+void FluidNetwork::on_event(std::uint32_t f) {
   Flow& fl = slot(f);
-  MLSIM_CHECK(fl.generation == generation, "event of a reused transfer slot");
-  fl.event = {};
   switch (fl.state) {
     case State::kSending:
       if (fl.lazy) {
@@ -315,9 +362,8 @@ void FluidNetwork::set_rate(std::uint32_t f, double rate, bool lazy) {
   fl.rate = rate;
   fl.lazy = lazy;
   fl.send_end = engine_.now() + Time::from_seconds_ceil(fl.remaining / rate);
-  cancel_timer(f);
   // A lazy flow's only event is its delivery; a sharing flow's is the end of its sending.
-  schedule(f, lazy ? fl.send_end + fl.latency : fl.send_end);
+  reschedule(f, lazy ? fl.send_end + fl.latency : fl.send_end);
 }
 
 void FluidNetwork::start_period(LinkId l, Time send_end) {
@@ -365,7 +411,7 @@ void FluidNetwork::rebalance(std::span<const LinkId> seeds) {
       if (!still_sending(g) || g.stamp == stamp_) continue;
       g.stamp = stamp_;
       const double r = bottleneck(g);
-      if (r != g.rate || !has_timer(g)) {
+      if (r != g.rate || !has_timer(e.flow)) {
         set_rate(e.flow, r, true);
         for (LinkId m : g.links) note(m);
       }
@@ -416,7 +462,7 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
     bool alone = true;
     for (LinkId m : gl.links) alone = alone && links_[m].flows.size() == 1;
     const bool changed = std::fabs(rates[i] - gl.rate) > kRateTolerance * gl.rate;
-    if (changed || alone != gl.lazy || !has_timer(gl)) set_rate(g, rates[i], alone);
+    if (changed || alone != gl.lazy || !has_timer(g)) set_rate(g, rates[i], alone);
   }
   for (LinkId l : component_links_) refresh_period(l);
 }

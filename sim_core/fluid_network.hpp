@@ -22,6 +22,12 @@
 // that share a link get an extra event at the end of sending. Storage for transfers is pooled:
 // no allocation per transfer once the pool is warm.
 //
+// Events. The backend keeps its own pending events and holds ONE engine event, for the earliest
+// of them: times that arrive in order (equal latencies and sizes) go to a FIFO, others to an
+// indexed min-heap keyed by transfer slot. A re-solve that changes the rates of N transfers
+// updates N heap keys in place; it leaves nothing behind in the engine. Among themselves, the
+// backend's events run in (time, scheduling order), as they would as separate engine events.
+//
 // Links failing: transfers still sending over a failed link are rerouted from their source with
 // the bytes not yet sent (bytes already sent are kept) when another path exists, and delivered
 // after the new route's latency; otherwise they fail (callback with failed = true). Transfers
@@ -39,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim_core/indexed_heap.hpp"
 #include "sim_core/max_min.hpp"
 #include "sim_core/network.hpp"
 #include "sim_core/routing.hpp"
@@ -88,7 +95,6 @@ class FluidNetwork final : public Network {
     double remaining = 0;  // bytes not yet sent, as of `settled`
     double rate = 0;       // bytes/s
     Time settled, send_end, latency;
-    EventHandle event;  // its pending event when it is an engine event
     // The route, and for each link the index of this flow's entry in the link's flow list.
     // Routes of up to 6 links (a fat-tree's longest) are stored in the slot itself.
     SmallVector<LinkId, 6> links;
@@ -122,11 +128,18 @@ class FluidNetwork final : public Network {
 
   // The flow's event at t (it has none pending).
   void schedule(std::uint32_t f, Time t);
+  // Cancels the flow's event, if any, and schedules it at t.
+  void reschedule(std::uint32_t f, Time t);
   void cancel_timer(std::uint32_t f);
-  static bool has_timer(const Flow& fl) { return fl.queued || fl.event.valid(); }
+  bool fifo_accepts(Time t) const { return queue_.empty() || t.count_ns() >= queue_.back_time(); }
+  bool has_timer(std::uint32_t f) const { return slot(f).queued || timers_.contains(f); }
   void arm_queue();
   void run_queue();
-  void on_event(std::uint32_t f, std::uint32_t generation);
+  // Keeps the engine event at or before the earliest pending backend event.
+  void arm_wakeup();
+  // The engine event: runs the backend's events due now, in (time, scheduling order).
+  void wake_up();
+  void on_event(std::uint32_t f);
   void deliver(std::uint32_t f);
   void fail_later(std::uint32_t f);
   void report(std::uint32_t f, bool failed);
@@ -168,8 +181,15 @@ class FluidNetwork final : public Network {
   std::uint32_t stamp_ = 0;
   NetworkTotals totals_;
 
-  // Flow events whose times were scheduled in non-decreasing order: a FIFO with one engine event
-  // for its head. Other times go to the engine directly.
+  // The order of the backend's pending events: time, then a sequence number given when scheduled
+  // (the FIFO's head counts as scheduled when it became the head).
+  struct Wake {
+    std::int64_t time;
+    std::uint64_t seq;
+    bool operator<(const Wake& o) const { return time < o.time || (time == o.time && seq < o.seq); }
+  };
+  // Flow events whose times were scheduled in non-decreasing order: a FIFO, which costs O(1) per
+  // event. Other times go to `timers_`.
   struct Timer {
     std::int64_t time;
     std::uint32_t flow, ticket;
@@ -195,7 +215,13 @@ class FluidNetwork final : public Network {
     std::size_t head_ = 0;
   };
   TimerQueue queue_;
-  EventHandle queue_event_;
+  bool queue_armed_ = false;  // queue_wake_ holds the FIFO head's place in the order
+  Wake queue_wake_{};
+  IndexedHeap<Wake> timers_;  // by flow slot
+  std::uint64_t wake_seq_ = 0;
+  EventHandle wake_event_;
+  Time wake_time_;
+  bool waking_ = false;  // inside wake_up(): it re-arms once done
 
   // Scratch, reused.
   MaxMinSolver solver_;

@@ -63,6 +63,8 @@ const std::vector<double>& MaxMinSolver::solve() {
     if (unfrozen_[l] > 0) heap_.push_back({left_[l] / unfrozen_[l], l, 0});
   std::make_heap(heap_.begin(), heap_.end(), later);
 
+  touched_round_.assign(nl, 0);
+  std::uint32_t round = 0;
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), later);
     const HeapEntry top = heap_.back();
@@ -71,6 +73,10 @@ const std::vector<double>& MaxMinSolver::solve() {
     if (top.version != version_[l] || unfrozen_[l] == 0) continue;  // stale entry
     // Rounding can leave a hair of negative capacity; the share never goes below zero.
     const double share = std::max(0.0, left_[l] / unfrozen_[l]);
+    // Freezing the flows of l lowers the shares of the other links they cross; each such link
+    // gets one fresh heap entry once all of them are frozen (older entries are stale by version).
+    ++round;
+    touched_.clear();
     for (std::uint32_t i = link_begin_[l]; i < link_begin_[l + 1]; ++i) {
       const std::uint32_t f = link_flows_[i];
       if (frozen_[f]) continue;
@@ -81,11 +87,16 @@ const std::vector<double>& MaxMinSolver::solve() {
         left_[m] -= share;
         --unfrozen_[m];
         ++version_[m];
-        if (m != l && unfrozen_[m] > 0) {
-          heap_.push_back({left_[m] / unfrozen_[m], m, version_[m]});
-          std::push_heap(heap_.begin(), heap_.end(), later);
+        if (touched_round_[m] != round) {
+          touched_round_[m] = round;
+          touched_.push_back(m);
         }
       }
+    }
+    for (std::uint32_t m : touched_) {
+      if (m == l || unfrozen_[m] == 0) continue;
+      heap_.push_back({left_[m] / unfrozen_[m], m, version_[m]});
+      std::push_heap(heap_.begin(), heap_.end(), later);
     }
   }
   return rate_;

@@ -6,8 +6,10 @@
 // Progressive filling: all unfrozen flows grow at the same rate until some link is full; the
 // flows crossing it are frozen at that link's fair share, the share is taken out of the other
 // links they cross, and filling goes on with the rest. The next link to fill is the one with the
-// smallest (remaining capacity / unfrozen flows), kept in a heap, so one solve costs
-// O(H log H) for H (flow, link) crossings. Ties go to the lower link index: results are
+// smallest (remaining capacity / unfrozen flows), kept in a heap with one fresh entry per link
+// whose share a freezing round lowered, so one solve costs O(H + R log R) for H (flow, link)
+// crossings and R (freezing round, touched link) pairs (R <= H; R << H when many flows share
+// few links). Ties go to the lower link index: results are
 // deterministic.
 //
 // Storage is reused between solves; solving a problem of the same size again allocates nothing.
@@ -49,6 +51,7 @@ class MaxMinSolver {
   std::vector<std::uint32_t> link_flows_;
   std::vector<std::uint8_t> frozen_;
   std::vector<HeapEntry> heap_;
+  std::vector<std::uint32_t> touched_, touched_round_;  // links whose share a freeze lowered
   std::vector<double> rate_;
 };
 
