@@ -36,11 +36,17 @@ void BM_MlsimEngineHold(benchmark::State& state) {
   HoldState s;
   for (std::int64_t i = 0; i < pending; ++i)
     s.engine.schedule_at(Time::ns(s.inc.next()), [p = &s] { hold_event(p); });
+  const std::uint64_t before = s.engine.events_processed();
   for (auto _ : state) {
     s.remaining = kHoldBatch;
     s.engine.run();
   }
-  state.SetItemsProcessed(state.iterations() * kHoldBatch);
+  // The engine's own count, so a run that stopped early cannot pass for a fast one.
+  const auto processed = static_cast<std::int64_t>(s.engine.events_processed() - before);
+  if (processed != state.iterations() * kHoldBatch ||
+      s.engine.pending_events() != static_cast<std::size_t>(pending))
+    state.SkipWithError("the hold model lost or gained events");
+  state.SetItemsProcessed(processed);
 }
 BENCHMARK(BM_MlsimEngineHold)->Arg(100)->Arg(10'000)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
 

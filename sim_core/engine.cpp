@@ -6,7 +6,15 @@
 
 namespace mlsim {
 
-Engine::Engine() = default;
+Engine::Engine() {
+  events_.set_imminent_hook(
+      [](void* self, const EventKey& k) {
+        auto& e = *static_cast<Engine*>(self);
+        const auto s = static_cast<std::uint32_t>(k.seq_slot & ((1u << kSlotBits) - 1));
+        __builtin_prefetch(&e.slot(s));
+      },
+      this);
+}
 Engine::~Engine() = default;
 
 std::uint32_t Engine::allocate_slot() {

@@ -92,3 +92,37 @@ TEST(EventSet, MatchesReferencePriorityQueue) {
     }
   }
 }
+
+// The imminent hook (the engine prefetches callback slots with it) reports a key at most once and
+// only before the key is taken out; keys that spill from the 256 ns level become imminent.
+TEST(EventSet, ImminentHookReportsEachKeyOnceBeforeItIsTaken) {
+  struct Seen {
+    std::vector<int> reported;  // by sequence: 0 never, 1 reported, 2 taken
+    int twice = 0, after_pop = 0;
+  } seen;
+  seen.reported.assign(5001, 0);
+  EventSet s;
+  s.set_imminent_hook(
+      [](void* c, const EventKey& k) {
+        auto& st = *static_cast<Seen*>(c);
+        int& r = st.reported[k.seq_slot];
+        if (r == 1) ++st.twice;
+        if (r == 2) ++st.after_pop;
+        r = 1;
+      },
+      &seen);
+  std::uint64_t x = 12345;
+  for (std::uint64_t seq = 1; seq <= 5000; ++seq)
+    s.push({static_cast<std::int64_t>(next_rand(x) >> 48), seq});  // times up to 65535 ns
+  int reported_before_pop = 0;
+  while (!s.empty()) {
+    const auto seq = s.top().seq_slot;
+    if (seen.reported[seq] == 1) ++reported_before_pop;
+    seen.reported[seq] = 2;
+    s.pop();
+  }
+  EXPECT_EQ(seen.twice, 0);
+  EXPECT_EQ(seen.after_pop, 0);
+  // Every key lies on level 1 (times below 2^16), so every key but those at the base spills.
+  EXPECT_GT(reported_before_pop, 4900);
+}
