@@ -1,26 +1,36 @@
 // Many concurrent flows sharing links: mlsim's flow backend against SimGrid 3.32's LV08 model,
 // side by side in one binary, with the same traffic and the same allocations.
 //
-// Traffic: a star of 64 hosts (10 Gb/s, 1 us links); N flows (1k, 10k, 30k) are kept running at
-// once (closed loop: each delivery starts a new flow between the next pair of hosts) until N
-// flows have completed. Sizes are drawn uniformly in [1, 2] MB from a fixed seed. Reported:
-// completed transfers per wall second (items/s) and the simulated time at which the N-th
-// completion happened.
+// Traffic: N flows (1k, 10k, 30k; 100 in the smoke run) are kept running at once, closed loop:
+// each delivery starts a new flow in the same group of hosts. Sizes are drawn uniformly in
+// [1, 2] MB from a fixed seed per group. Within a group, the first half of the hosts send to the
+// second half, pairs rotating so that every link is shared by many flows. Two patterns:
+//   - star:   one group of 64 hosts on a star (10 Gb/s, 1 us links). Every flow shares a link
+//             with others, so all N flows form ONE max-min component and every start or end
+//             re-solves all of them (in both backends): the worst case.
+//   - groups: 256 groups of 4 hosts on one 1024-host star: flows of different groups share no
+//             link, so the flows form 256 components of about N/256 flows each, and a start or
+//             end re-solves only its group (the case of many independent jobs or racks).
+// The first W completions are a warm-up; then M completions are timed (wall and CPU seconds of
+// the process). M is smaller for SimGrid where it is slow; rates are per completion.
 //
 // Identical allocations: LV08 scales link bandwidth by 0.97 and weights shares by route
 // latency plus 20537 B / bandwidth per link. Every route here has two equal links, so all
 // weights are equal and LV08's shares are max-min shares of 0.97 x the bandwidth; SimGrid runs
 // with latency paid after sending (as the flow backend), and the flow backend runs on links of
-// 0.97 x the bandwidth. Both then compute the same allocation at every instant; the check after
-// the runs compares their simulated end times.
+// 0.97 x the bandwidth. Both then compute the same allocation at every instant; the table after
+// the runs compares the simulated time of the same completion (number W + M of SimGrid's run).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <exception>
 #include <map>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim_core/fluid_network.hpp"
@@ -31,13 +41,21 @@ namespace {
 
 using namespace mlsim;
 
-constexpr int kHosts = 64;
 constexpr double kLinkBytesPerS = 1.25e9;
 constexpr double kLv08BandwidthFactor = 0.97;  // SimGrid 3.32 network/bandwidth-factor for LV08
+
+struct Pattern {
+  const char* name;
+  int groups;
+  int hosts_per_group;
+};
+constexpr Pattern kStar{"star", 1, 64};
+constexpr Pattern kGroups{"groups", 256, 4};
 
 // Deterministic sizes (splitmix64), identical for both backends.
 class Sizes {
  public:
+  explicit Sizes(std::uint64_t seed) : state_(seed) {}
   Bytes next() {
     state_ += 0x9e3779b97f4a7c15ULL;
     std::uint64_t z = state_;
@@ -48,119 +66,207 @@ class Sizes {
   }
 
  private:
-  std::uint64_t state_ = 42;
+  std::uint64_t state_;
 };
 
-// Keeps `concurrent` flows running until `total` have completed.
-class ClosedLoop {
- public:
-  ClosedLoop(Network& net, const Topology& topo, std::int64_t concurrent, std::int64_t total)
-      : net_(net), hosts_(topo.hosts()), total_(total) {
-    for (std::int64_t i = 0; i < concurrent; ++i) start();
-  }
-  std::int64_t completed() const { return completed_; }
-  Time last_completion() const { return last_; }
-
- private:
-  void start() {
-    // Senders are the first half of the hosts, receivers the second half, pairs rotating so
-    // that every link is shared by many flows.
-    const std::int64_t k = started_++;
-    const NodeId src = hosts_[static_cast<std::size_t>(k % (kHosts / 2))];
-    const NodeId dst = hosts_[static_cast<std::size_t>(kHosts / 2 + (k * 7 + k / 32) % (kHosts / 2))];
-    net_.start_transfer(src, dst, sizes_.next(), [this](const TransferResult& r) {
-      ++completed_;
-      last_ = r.finished;
-      if (started_ < total_) start();
-    });
-  }
-
-  Network& net_;
-  const std::vector<NodeId>& hosts_;
-  std::int64_t total_;
-  std::int64_t started_ = 0, completed_ = 0;
-  Time last_;
-  Sizes sizes_;
-};
-
-Topology star(double bandwidth_factor) {
-  return build_topology(
-      StarSpec{kHosts, LinkSpec{Bandwidth{kLinkBytesPerS * bandwidth_factor}, Time::us(1)}});
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-struct RunResult {
-  double sim_seconds = 0;
-  double wall_seconds = 0;
+struct Window {
+  std::int64_t warmup = 0, measured = 0, check_at = 0;  // completion counts
 };
 
+struct RunResult {
+  double wall_seconds = 0, cpu_seconds = 0;
+  std::int64_t measured = 0;
+  double check_sim_seconds = 0;  // simulated time of completion number check_at
+  std::int64_t check_at = 0;
+};
+
+// Keeps `concurrent` flows running; times completions warmup+1 .. warmup+measured, then stops.
+class ClosedLoop {
+ public:
+  ClosedLoop(Engine& engine, Network& net, const Topology& topo, Pattern pattern,
+             std::int64_t concurrent, Window window, RunResult& out)
+      : engine_(engine),
+        net_(net),
+        hosts_(topo.hosts()),
+        pattern_(pattern),
+        window_(window),
+        out_(out),
+        started_(static_cast<std::size_t>(pattern.groups), 0) {
+    for (int g = 0; g < pattern.groups; ++g) sizes_.emplace_back(42 + 1000 * g);
+    if (window_.warmup == 0) begin();
+    for (std::int64_t i = 0; i < concurrent; ++i) start(static_cast<int>(i % pattern.groups));
+  }
+  std::int64_t completed() const { return completed_; }
+
+ private:
+  void begin() {
+    wall_ = wall_seconds();
+    cpu_ = cpu_seconds();
+  }
+
+  void start(int group) {
+    const std::int64_t k = started_[static_cast<std::size_t>(group)]++;
+    const int half = pattern_.hosts_per_group / 2;
+    const int base = group * pattern_.hosts_per_group;
+    const auto src = static_cast<std::size_t>(base + k % half);
+    const auto dst = static_cast<std::size_t>(base + half + (k * 7 + k / 32) % half);
+    net_.start_transfer(hosts_[src], hosts_[dst], sizes_[static_cast<std::size_t>(group)].next(),
+                        [this, group](const TransferResult& r) { on_done(group, r); });
+  }
+
+  void on_done(int group, const TransferResult& r) {
+    ++completed_;
+    if (completed_ == window_.check_at) out_.check_sim_seconds = r.finished.seconds();
+    if (completed_ == window_.warmup) begin();
+    if (completed_ == window_.warmup + window_.measured) {
+      out_.wall_seconds = wall_seconds() - wall_;
+      out_.cpu_seconds = cpu_seconds() - cpu_;
+      out_.measured = window_.measured;
+      out_.check_at = window_.check_at;
+      engine_.stop();
+      return;
+    }
+    start(group);
+  }
+
+  Engine& engine_;
+  Network& net_;
+  const std::vector<NodeId>& hosts_;
+  Pattern pattern_;
+  Window window_;
+  RunResult& out_;
+  std::vector<std::int64_t> started_;
+  std::vector<Sizes> sizes_;
+  std::int64_t completed_ = 0;
+  double wall_ = 0, cpu_ = 0;
+};
+
+Topology star(const Pattern& p, double bandwidth_factor) {
+  return build_topology(
+      StarSpec{p.groups * p.hosts_per_group,
+               LinkSpec{Bandwidth{kLinkBytesPerS * bandwidth_factor}, Time::us(1)}});
+}
+
 template <typename MakeNetwork>
-void run_closed_loop(benchmark::State& state, const Topology& topo, MakeNetwork make,
-                     RunResult& out) {
-  const std::int64_t n = state.range(0);
+void run_closed_loop(benchmark::State& state, const Topology& topo, Pattern pattern,
+                     std::int64_t concurrent, Window window, MakeNetwork make, RunResult& out) {
   for (auto _ : state) {
-    Engine engine;
-    std::unique_ptr<Network> net = make(engine, topo);
-    const auto begin = std::chrono::steady_clock::now();
+    out = RunResult{};
     try {
-      ClosedLoop loop(*net, topo, n, n);
+      Engine engine;
+      std::unique_ptr<Network> net = make(engine, topo);
+      ClosedLoop loop(engine, *net, topo, pattern, concurrent, window, out);
       engine.run();
-      out.sim_seconds = loop.last_completion().seconds();
-      if (loop.completed() != n) state.SkipWithError("not every flow completed");
+      if (loop.completed() != window.warmup + window.measured)
+        state.SkipWithError("the loop stopped early");
     } catch (const std::exception& e) {  // report the failure, run the other benchmarks
       out = RunResult{};
       state.SkipWithError(e.what());
       state.SetIterationTime(1e-9);
       return;
     }
-    out.wall_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     state.SetIterationTime(out.wall_seconds);
   }
-  state.SetItemsProcessed(state.iterations() * n);
-  state.counters["sim_seconds"] = out.sim_seconds;
+  state.SetItemsProcessed(state.iterations() * window.measured);
+  state.counters["per_cpu_s"] = static_cast<double>(out.measured) / out.cpu_seconds;
+  state.counters["check_sim_s"] = out.check_sim_seconds;
 }
+
+struct Case {
+  Pattern pattern;
+  std::int64_t concurrent;
+  std::int64_t flow_measured, simgrid_measured;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  std::map<std::int64_t, RunResult> flow, simgrid;
-  const Topology flow_topo = star(kLv08BandwidthFactor);
-  const Topology simgrid_topo = star(1.0);
-  for (std::int64_t n : {1'000, 10'000, 30'000}) {
-    benchmark::RegisterBenchmark("BM_FlowBackend", [&, n](benchmark::State& s) {
-      run_closed_loop(
-          s, flow_topo,
-          [](Engine& e, const Topology& t) {
-            return std::make_unique<FluidNetwork>(e, t, Sharing::kMaxMin);
-          },
-          flow[n]);
-    })->Arg(n)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark("BM_SimGridLV08", [&, n](benchmark::State& s) {
-      run_closed_loop(
-          s, simgrid_topo,
-          [](Engine& e, const Topology& t) {
-            SimGridOptions o;
-            o.model = SimGridOptions::Model::kLV08;
-            o.latency = SimGridOptions::Latency::kAfterSending;
-            return std::make_unique<SimGridNetwork>(e, t, o);
-          },
-          simgrid[n]);
-    })->Arg(n)->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+  constexpr std::int64_t kWarmup = 100;
+  // SimGrid's cost per completion grows with the component; its windows keep it to about a
+  // minute in all (measured 2026-12-03 on the 2-core machine).
+  const std::vector<Case> cases = {
+      {kStar, 100, 200, 200},          {kStar, 1'000, 2'000, 1'000},
+      {kStar, 10'000, 2'000, 200},     {kStar, 30'000, 2'000, 60},
+      {kGroups, 100, 200, 200},        {kGroups, 1'000, 5'000, 2'000},
+      {kGroups, 10'000, 5'000, 2'000}, {kGroups, 30'000, 5'000, 2'000},
+  };
+  using Key = std::tuple<std::string, std::int64_t>;
+  std::map<Key, RunResult> flow, simgrid;
+  std::map<std::string, Topology> flow_topo, simgrid_topo;
+  for (const Pattern& p : {kStar, kGroups}) {
+    flow_topo.emplace(p.name, star(p, kLv08BandwidthFactor));
+    simgrid_topo.emplace(p.name, star(p, 1.0));
+  }
+  for (const Case& c : cases) {
+    const Window flow_window{kWarmup, c.flow_measured, kWarmup + c.simgrid_measured};
+    const Window simgrid_window{kWarmup, c.simgrid_measured, kWarmup + c.simgrid_measured};
+    const Key key{c.pattern.name, c.concurrent};
+    // Benchmarks whose name has "Small" are the smoke run (tools/test.sh).
+    const std::string suffix = std::string("/") + c.pattern.name + "/" +
+                               std::to_string(c.concurrent) + (c.concurrent <= 100 ? "/Small" : "");
+    benchmark::RegisterBenchmark(
+        ("BM_FlowBackend" + suffix).c_str(),
+        [&, c, key, flow_window](benchmark::State& s) {
+          run_closed_loop(
+              s, flow_topo.at(c.pattern.name), c.pattern, c.concurrent, flow_window,
+              [](Engine& e, const Topology& t) {
+                return std::make_unique<FluidNetwork>(e, t, Sharing::kMaxMin);
+              },
+              flow[key]);
+        })
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        ("BM_SimGridLV08" + suffix).c_str(),
+        [&, c, key, simgrid_window](benchmark::State& s) {
+          run_closed_loop(
+              s, simgrid_topo.at(c.pattern.name), c.pattern, c.concurrent, simgrid_window,
+              [](Engine& e, const Topology& t) {
+                SimGridOptions o;
+                o.model = SimGridOptions::Model::kLV08;
+                o.latency = SimGridOptions::Latency::kAfterSending;
+                o.spare_routes = 0;  // no failures here; keeps SimGrid's routing table small
+                return std::make_unique<SimGridNetwork>(e, t, o);
+              },
+              simgrid[key]);
+        })
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 
-  std::printf("\nconcurrent  flow/s      simgrid/s   speedup  sim-time flow vs simgrid\n");
-  for (const auto& [n, f] : flow) {
-    auto it = simgrid.find(n);
-    if (it == simgrid.end() || f.wall_seconds <= 0 || it->second.wall_seconds <= 0) continue;
+  std::printf(
+      "\ncompleted transfers per second (wall | CPU); speedup = flow / simgrid\n"
+      "%-7s %-10s %-22s %-22s %-17s %s\n",
+      "pattern", "concurrent", "flow backend", "SimGrid LV08", "speedup",
+      "same completion, sim time");
+  for (const auto& [key, f] : flow) {
+    auto it = simgrid.find(key);
+    if (it == simgrid.end() || f.measured == 0 || it->second.measured == 0) continue;
     const RunResult& g = it->second;
-    const double fr = static_cast<double>(n) / f.wall_seconds;
-    const double gr = static_cast<double>(n) / g.wall_seconds;
-    std::printf("%-10lld  %-10.0f  %-10.0f  %6.1fx  %.9f s vs %.9f s (rel. diff %.1e)\n",
-                static_cast<long long>(n), fr, gr, fr / gr, f.sim_seconds, g.sim_seconds,
-                std::abs(f.sim_seconds - g.sim_seconds) / g.sim_seconds);
+    const double fw = static_cast<double>(f.measured) / f.wall_seconds;
+    const double fc = static_cast<double>(f.measured) / f.cpu_seconds;
+    const double gw = static_cast<double>(g.measured) / g.wall_seconds;
+    const double gc = static_cast<double>(g.measured) / g.cpu_seconds;
+    std::printf(
+        "%-7s %-10lld %9.0f | %-9.0f  %9.1f | %-9.1f  %6.1fx | %5.1fx   #%lld: %.9f s vs %.9f s "
+        "(rel. diff %.1e)\n",
+        std::get<0>(key).c_str(), static_cast<long long>(std::get<1>(key)), fw, fc, gw, gc, fw / gw,
+        fc / gc, static_cast<long long>(g.check_at), f.check_sim_seconds, g.check_sim_seconds,
+        std::abs(f.check_sim_seconds - g.check_sim_seconds) / g.check_sim_seconds);
   }
   return 0;
 }

@@ -116,6 +116,7 @@ void FluidNetwork::arm_wakeup() {
   if (waking_) return;
   std::int64_t next = std::numeric_limits<std::int64_t>::max();
   if (queue_armed_) next = queue_wake_.time;
+  if (solve_armed_) next = std::min(next, solve_wake_.time);
   if (!timers_.empty()) next = std::min(next, timers_.top_key().time);
   if (next == std::numeric_limits<std::int64_t>::max()) return;
   // An engine event at or before `next` is kept: if early, it finds nothing due and re-arms.
@@ -133,16 +134,30 @@ void FluidNetwork::wake_up() {
   waking_ = true;
   const std::int64_t now = engine_.now().count_ns();
   for (;;) {
-    const bool heap_due = !timers_.empty() && timers_.top_key().time <= now;
-    const bool queue_due = queue_armed_ && queue_wake_.time <= now;
-    if (queue_due && (!heap_due || queue_wake_ < timers_.top_key())) {
+    // The earliest due of: the pending solve, the FIFO's head, the heap's head.
+    enum class Next { kNothing, kSolve, kQueue, kTimer } next = Next::kNothing;
+    Wake best{now + 1, 0};
+    if (solve_armed_ && solve_wake_ < best) {
+      next = Next::kSolve;
+      best = solve_wake_;
+    }
+    if (queue_armed_ && queue_wake_ < best) {
+      next = Next::kQueue;
+      best = queue_wake_;
+    }
+    if (!timers_.empty() && timers_.top_key() < best) next = Next::kTimer;
+    if (next == Next::kNothing) break;
+    if (next == Next::kSolve) {
+      solve_armed_ = false;
+      solving_seeds_.swap(pending_seeds_);
+      pending_seeds_.clear();
+      solve_component(solving_seeds_);
+    } else if (next == Next::kQueue) {
       run_queue();
-    } else if (heap_due) {
+    } else {
       const std::uint32_t f = timers_.top_id();
       timers_.pop();
       on_event(f);
-    } else {
-      break;
     }
   }
   waking_ = false;
@@ -392,7 +407,14 @@ void FluidNetwork::refresh_period(LinkId l) {
 
 void FluidNetwork::rebalance(std::span<const LinkId> seeds) {
   if (sharing_ == Sharing::kMaxMin) {
-    solve_component(seeds);
+    // Solved once for every change at this instant (a burst of starts costs one solve, not one
+    // per start), before time moves on: rates only matter over elapsed time.
+    pending_seeds_.insert(pending_seeds_.end(), seeds.begin(), seeds.end());
+    if (!solve_armed_) {
+      solve_armed_ = true;
+      solve_wake_ = Wake{engine_.now().count_ns(), ++wake_seq_};
+      arm_wakeup();
+    }
     return;
   }
   // Analytic: a flow's rate is its bottleneck, whoever else is on the link.

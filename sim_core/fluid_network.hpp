@@ -14,7 +14,9 @@
 //   - flow: r is the max-min fair share among the transfers sending at the same time
 //     (max_min.hpp), recomputed incrementally: when a transfer starts or stops sending, or a link
 //     changes, only the connected component of transfers sharing links with the change is solved
-//     again, and only transfers whose rate changed have their end rescheduled.
+//     again, and only transfers whose rate changed have their end rescheduled. All the changes of
+//     one instant are solved together, once, by an event at that instant (rates only matter
+//     over elapsed time): N transfers started at once cost one solve, not N.
 //
 // Cost. A transfer alone on its links (the common case in collectives) costs O(route length) to
 // start and one engine event, in both backends: it leaves its links lazily (when the next
@@ -157,8 +159,8 @@ class FluidNetwork final : public Network {
   void set_rate(std::uint32_t f, double rate, bool lazy);
   void start_period(LinkId l, Time send_end);
   void refresh_period(LinkId l);
-  // Re-solves the flows connected to `seeds` (flow mode) or re-rates the flows on them
-  // (analytic), then refreshes the links' busy periods.
+  // Re-solves the flows connected to `seeds` (flow mode: once per instant, by an event at now)
+  // or re-rates the flows on them (analytic), then refreshes the links' busy periods.
   void rebalance(std::span<const LinkId> seeds);
   void solve_component(std::span<const LinkId> seeds);
 
@@ -222,6 +224,10 @@ class FluidNetwork final : public Network {
   EventHandle wake_event_;
   Time wake_time_;
   bool waking_ = false;  // inside wake_up(): it re-arms once done
+  // Flow mode: links touched by changes at this instant, solved by one pending event at now.
+  bool solve_armed_ = false;
+  Wake solve_wake_{};
+  std::vector<LinkId> pending_seeds_, solving_seeds_;
 
   // Scratch, reused.
   MaxMinSolver solver_;
