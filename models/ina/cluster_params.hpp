@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/ina/packet_loss.hpp"
 #include "sim_core/dnn_profile.hpp"
 #include "sim_core/time.hpp"
 #include "sim_core/units.hpp"
@@ -53,6 +54,11 @@ struct ClusterParams {
   int switchml_partitions = 0;           // 0 = number of jobs [inferred]
   bool selective_retransmission = true;  // DSA
   bool include_input_layers = false;     // PipeDream's Input node is data loading
+  // Packet loss per wire packet per hop (packet_loss.hpp); 0 = lossless links. `loss_rule`
+  // (tests) picks lost packets by hand instead. `seed` seeds the "ina.loss" stream.
+  double loss_rate = 0;
+  PacketLoss::Rule loss_rule;
+  std::uint64_t seed = 1;
   std::vector<JobSpec> jobs;
 };
 

@@ -11,8 +11,9 @@ struct InaCounters {
   std::uint64_t retransmitted_packets = 0;  // timeouts and answers to resend requests
   std::uint64_t timeouts = 0;
   std::uint64_t results_received = 0;   // result bursts taken by workers
-  std::uint64_t duplicate_results = 0;  // a result for a chunk the worker already had
-  std::uint64_t wrong_sums = 0;         // a result whose sum is not every worker exactly once
+  std::uint64_t duplicate_results = 0;  // a result for a chunk the worker already had (a bug)
+  std::uint64_t late_results = 0;  // a re-answer to a retransmission the worker no longer needed
+  std::uint64_t wrong_sums = 0;    // a result whose sum is not every worker exactly once
   std::int64_t elements_delivered = 0;  // gradient values received by workers, all workers
   // Switch.
   std::uint64_t aggregated_packets = 0;  // added into an aggregator
@@ -25,7 +26,10 @@ struct InaCounters {
   std::uint64_t ps_packets_in = 0;      // every packet a PS received
   std::uint64_t ps_fallback_bytes = 0;  // bytes of fallback gradients, partials and resends
   std::uint64_t ps_late_duplicates = 0;
-  std::uint64_t resend_requests = 0;  // selective retransmission requests sent (per worker)
+  std::uint64_t resend_requests = 0;   // selective retransmission requests sent (per worker)
+  std::uint64_t result_reanswers = 0;  // results a PS sent again for a resent, finished chunk
+  // Links.
+  std::uint64_t lost_packets = 0;  // wire packets dropped by the loss model
 };
 
 }  // namespace mlsim::ina

@@ -30,7 +30,9 @@ double JobOutcome::mean_iteration_s() const {
 }
 
 InaCluster::InaCluster(Engine& engine, ClusterParams params)
-    : engine_(engine), params_(std::move(params)) {
+    : engine_(engine),
+      params_(std::move(params)),
+      loss_(params_.loss_rate, params_.seed, params_.loss_rule) {
   const ClusterParams& p = params_;
   if (p.jobs.empty()) throw InputError("workload.jobs", "no jobs");
   const bool switchml = p.policy == PolicyKind::kSwitchMl;
@@ -113,7 +115,8 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params)
         [this](TrainingJob& done) { job_finished(done); }, spec.worker_slowdown));
     servers_.push_back(std::make_unique<ParameterServer>(
         id, spec.workers, p.policy == PolicyKind::kDsa && p.selective_retransmission,
-        [this](const Packet& q) { send_from_ps(q); }, counters_));
+        /*answer_late_resends=*/loss_.enabled(), [this](const Packet& q) { send_from_ps(q); },
+        counters_));
   }
   ports_.reserve(hosts);
   for (std::size_t h = 0; h < hosts; ++h)
@@ -154,9 +157,16 @@ void InaCluster::mark_ecn(Packet& p, const PacketLink& link) const {
   if (link.queued_bytes(engine_.now()) > params_.ecn_threshold_bytes) p.ecn = true;
 }
 
+bool InaCluster::lost(Hop hop, const Packet& p, std::uint16_t to) {
+  if (!loss_.lost(hop, p, to)) return false;
+  counters_.lost_packets += p.packets;
+  return true;
+}
+
 void InaCluster::send_from_worker(const Packet& p) {
   PacketLink& up = ports_[worker_host(p.job, p.worker)].up;
   const Time at = up.send(engine_.now(), p.packets) + params_.switch_latency;
+  if (lost(Hop::kWorkerToSwitch, p, 0)) return;
   engine_.schedule_at(at, [this, p] { policy_->on_gradient(p); });
 }
 
@@ -171,6 +181,7 @@ void InaCluster::to_ps(const Packet& p) {
   if (!complete_aggregate)
     counters_.ps_fallback_bytes += static_cast<std::uint64_t>(p.packets) * packet_bytes_.count;
   const Time at = down.forward(engine_.now(), p.packets);
+  if (lost(Hop::kSwitchToPs, q, 0)) return;
   ParameterServer* ps = servers_[p.job].get();
   engine_.schedule_at(at, [ps, q] { ps->on_packet(q); });
 }
@@ -178,8 +189,11 @@ void InaCluster::to_ps(const Packet& p) {
 void InaCluster::send_from_ps(const Packet& p) {
   PacketLink& up = ports_[ps_host(p.job)].up;
   const Time at = up.forward(engine_.now(), p.packets) + params_.switch_latency;
+  if (lost(Hop::kPsToSwitch, p, 0)) return;
   engine_.schedule_at(at, [this, p] {
-    if (p.kind == PacketKind::kResult)
+    // A PS's re-answer to one worker's retransmission goes to that worker only; its chunk's
+    // aggregator was released by the first result or flushed by the retransmission.
+    if (p.kind == PacketKind::kResult && !p.resend)
       policy_->on_result(p);
     else
       to_worker(p, p.worker);
@@ -195,6 +209,7 @@ void InaCluster::to_worker(const Packet& p, std::uint16_t w) {
   PacketLink& down = ports_[worker_host(p.job, w)].down;
   mark_ecn(q, down);
   const Time at = down.forward(engine_.now(), p.packets);
+  if (lost(Hop::kSwitchToWorker, q, w)) return;
   Worker* worker = &jobs_[p.job]->worker(w);
   engine_.schedule_at(at, [worker, q] {
     if (q.kind == PacketKind::kResult)
@@ -264,6 +279,9 @@ void InaCluster::report(Results& out) const {
   out.set_metric("resend_requests", static_cast<double>(c.resend_requests));
   out.set_metric("wrong_sums", static_cast<double>(c.wrong_sums));
   out.set_metric("duplicate_results", static_cast<double>(c.duplicate_results));
+  out.set_metric("lost_packets", static_cast<double>(c.lost_packets));
+  out.set_metric("late_results", static_cast<double>(c.late_results));
+  out.set_metric("result_reanswers", static_cast<double>(c.result_reanswers));
   out.set_metric("burst_packets", burst_packets_);
   out.details()["jobs"] = std::move(table);
   out.details()["policy"] = std::string(policy_->name());

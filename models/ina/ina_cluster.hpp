@@ -5,7 +5,8 @@
 // Host <-> switch links are modelled here at packet level (PacketLink: per-packet serialisation
 // on each port, latency, ECN from queue depth) rather than through sim_core's Network: INA
 // traffic is millions of tiny packets whose per-packet timing (window round trips, aggregator
-// hold times) is the mechanism under study, which flow-level backends average away.
+// hold times) is the mechanism under study, which flow-level backends average away. Links may
+// drop packets (packet_loss.hpp); every policy recovers through its timeouts.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -68,6 +69,8 @@ class InaCluster : public SwitchPorts {
   std::size_t ps_host(std::uint16_t job) const {
     return host_base_[job] + static_cast<std::size_t>(jobs_[job]->workers());
   }
+  // Draws the loss of a packet on `hop` (counting it); `to` is the receiving worker.
+  bool lost(Hop hop, const Packet& p, std::uint16_t to);
   void send_from_worker(const Packet& p);
   void send_from_ps(const Packet& p);
   void mark_ecn(Packet& p, const PacketLink& link) const;
@@ -75,6 +78,7 @@ class InaCluster : public SwitchPorts {
 
   Engine& engine_;
   ClusterParams params_;
+  PacketLoss loss_;
   int values_per_packet_ = 0, burst_packets_ = 1;
   Bytes packet_bytes_;
   InaCounters counters_;

@@ -83,6 +83,9 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   p.burst_values = static_cast<int>(system.integer_or("burst_values", 1, 1, 1'000'000));
   p.header_bytes = system.bytes_or("header", "60B");
   p.include_input_layers = system.boolean_or("include_input_layers", false);
+  // Per wire packet per hop; loss draws come from the "ina.loss" stream of the scenario seed.
+  p.loss_rate = system.number_or("loss_rate", 0.0, 0.0, 0.5);
+  p.seed = seed;
 
   JsonReader atp = system.object_or_empty("atp");
   p.atp_values_per_packet = static_cast<int>(atp.integer_or("values_per_packet", 62, 1, 4096));

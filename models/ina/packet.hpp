@@ -23,11 +23,13 @@ struct Packet {
   std::uint64_t sum = 0;     // aggregated contributions (worker w adds 1 << w)
   std::uint32_t bitmap = 0;  // workers whose contribution is in `sum`
   std::uint16_t job = 0;
-  std::uint16_t worker = 0;   // sender of a gradient, addressee of a resend request
+  std::uint16_t worker = 0;   // sender of a gradient, addressee of a resend request or re-answer
   std::uint16_t packets = 1;  // wire packets in the burst
   std::uint8_t priority = 0;  // DSA control-plane priority of the job (higher wins)
   PacketKind kind = PacketKind::kGradient;
-  bool resend = false;     // a retransmission: bypasses aggregation, flushes a matching aggregator
+  // Gradient: a retransmission (bypasses ATP/DSA aggregation, flushes a matching aggregator).
+  // Result: a re-answer to a retransmission, unicast to `worker` (SwitchML shadow copy, PS).
+  bool resend = false;
   bool ecn = false;        // congestion experienced on the way
   bool evicted = false;    // a partial pushed out by preemption (DSA)
   bool fell_back = false;  // a gradient the switch could not aggregate (collision), sent to the PS

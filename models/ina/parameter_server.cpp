@@ -4,12 +4,13 @@
 
 namespace mlsim::ina {
 
-ParameterServer::ParameterServer(std::uint16_t job, int workers, bool selective, Send send,
-                                 InaCounters& counters)
+ParameterServer::ParameterServer(std::uint16_t job, int workers, bool selective,
+                                 bool answer_late_resends, Send send, InaCounters& counters)
     : job_(job),
       workers_(workers),
       full_(full_bitmap(workers)),
       selective_(selective),
+      answer_late_(answer_late_resends),
       send_(std::move(send)),
       counters_(counters) {}
 
@@ -18,6 +19,19 @@ void ParameterServer::on_packet(const Packet& p) {
   ++counters_.ps_packets_in;
   if (finished(p.seq)) {
     ++counters_.ps_late_duplicates;
+    if (answer_late_ && p.kind == PacketKind::kGradient && p.resend) {
+      Packet r;
+      r.kind = PacketKind::kResult;
+      r.job = job_;
+      r.seq = p.seq;
+      r.sum = result_sum_[p.seq];
+      r.bitmap = full_;
+      r.packets = p.packets;
+      r.worker = p.worker;
+      r.resend = true;
+      ++counters_.result_reanswers;
+      send_(r);
+    }
     return;
   }
   Open& o = open_[p.seq];
@@ -56,6 +70,10 @@ void ParameterServer::on_packet(const Packet& p) {
 void ParameterServer::complete(std::uint64_t seq, const Open& o) {
   if (done_.size() <= seq) done_.resize(std::max<std::size_t>(seq + 1, done_.size() * 2));
   done_[seq] = true;
+  if (answer_late_) {
+    if (result_sum_.size() < done_.size()) result_sum_.resize(done_.size());
+    result_sum_[seq] = o.sum;
+  }
   Packet r;
   r.kind = PacketKind::kResult;
   r.job = job_;

@@ -12,6 +12,12 @@
 // retransmission under preemption"]: when an evicted partial arrives and the chunk is still
 // incomplete, the PS asks exactly the workers whose bits are missing to resend their fragment
 // straight to it, instead of waiting for every worker's timeout.
+//
+// Lossy links: a worker whose result was lost retransmits a chunk the PS has finished. With
+// `answer_late_resends` the PS sends that worker the kept result again (unicast, marked resend),
+// as ATP's PS answers retransmissions. [inferred] On lossless links (the default) a finished
+// chunk's result is certain to arrive, so the PS drops late retransmissions instead of adding
+// redundant traffic; this keeps lossless runs as they were before loss was modelled.
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -26,8 +32,8 @@ class ParameterServer {
  public:
   using Send = InlineFunction<void(const Packet&), 16>;
   // `send` carries results and resend requests from the PS into the network.
-  ParameterServer(std::uint16_t job, int workers, bool selective_retransmission, Send send,
-                  InaCounters& counters);
+  ParameterServer(std::uint16_t job, int workers, bool selective_retransmission,
+                  bool answer_late_resends, Send send, InaCounters& counters);
 
   void on_packet(const Packet& p);
   std::size_t open_chunks() const { return open_.size(); }
@@ -47,10 +53,13 @@ class ParameterServer {
   int workers_;
   std::uint32_t full_;
   bool selective_;
+  bool answer_late_;
   Send send_;
   InaCounters& counters_;
   std::unordered_map<std::uint64_t, Open> open_;
   std::vector<bool> done_;  // by seq
+  // The sum each finished chunk's result carried, by seq (only kept to answer late resends).
+  std::vector<std::uint64_t> result_sum_;
 };
 
 }  // namespace mlsim::ina

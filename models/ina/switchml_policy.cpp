@@ -52,15 +52,21 @@ void SwitchMlPolicy::on_gradient(const Packet& p) {
         r.sum = a.sum;
         r.bitmap = a.bitmap;
         r.packets = a.packets;
+        r.worker = p.worker;
+        r.resend = true;
         ports_.to_worker(r, p.worker);
       }
       return;
     }
-  } else if (p.resend) {
-    return;  // the copy moved on: the chunk is finished everywhere
+  } else if (a.held && a.seq > p.seq) {
+    // A retransmission of a chunk whose copy moved on to seq + 2*slots: someone sent that only
+    // after every worker (this one too) had the result of seq. Nothing to answer.
+    MLSIM_CHECK(p.resend, "a first transmission behind its slot copy");
+    return;
   } else {
     // This copy last held chunk seq - 2*slots, whose result every worker has: each worker sent
-    // chunk seq - slots only after receiving it. The copy can be overwritten.
+    // chunk seq - slots only after receiving it. The copy can be overwritten. A retransmission
+    // lands here when every earlier packet of its chunk was lost on the way.
     if (a.held) {
       MLSIM_CHECK(a.job == p.job && a.seq < p.seq, "SwitchML slot copy reused out of order");
       pool_.release(i, ports_.now());

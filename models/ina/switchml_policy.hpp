@@ -7,7 +7,9 @@
 //   stays readable for a worker that retransmits while the other copy already aggregates the next
 //   chunk; the pool therefore holds 2 aggregators per slot;
 // - no parameter server: the switch multicasts the aggregate as soon as it is complete;
-// - a retransmitted packet whose chunk is complete in its copy gets the result unicast back.
+// - a retransmitted packet whose chunk is complete in its copy gets the result unicast back (the
+//   shadow copy keeps it while the other copy aggregates the next chunk); one whose bit is not
+//   yet in its copy is aggregated like a first transmission (its first packet was lost).
 // [inferred] The static partition is the switch's slots divided equally among `partitions`
 //   jobs (the number of jobs in the workload unless set), assigned when a job starts and freed
 //   when it ends; a job finding no free partition is an invariant failure (the scenario

@@ -14,7 +14,7 @@ Worker::Worker(TrainingJob& job, std::uint16_t index, double slowdown)
       received_(job.plan().layers.size(), 0),
       unit_iteration_(job.plan().units(), -1),
       unit_state_(job.plan().units(), UnitState::kIdle),
-      unit_direct_(job.plan().units(), false),
+      unit_direct_iteration_(job.plan().units(), -1),
       unit_sent_(job.plan().units()),
       window_(job.sender_.initial_window_packets) {}
 
@@ -56,8 +56,6 @@ void Worker::backward(std::uint32_t layer) {
 void Worker::produce(std::uint32_t layer) {
   const LayerPlan& l = job_.plan().layers[layer];
   for (std::uint32_t u = l.first_unit; u < l.first_unit + l.units; ++u) {
-    // A resend request may have arrived before the chunk was produced: keep its direct flag.
-    if (unit_iteration_[u] != iteration_) unit_direct_[u] = false;
     unit_iteration_[u] = iteration_;
     unit_state_[u] = UnitState::kQueued;
     queue_.push_back(u);
@@ -84,7 +82,8 @@ void Worker::try_send() {
   while (!queue_.empty() && may_send(queue_.front())) {
     const std::uint32_t u = queue_.front();
     queue_.pop_front();
-    transmit(u, unit_direct_[u]);
+    // A resend request may have arrived before the chunk was sent: then it goes to the PS.
+    transmit(u, unit_direct_iteration_[u] == unit_iteration_[u]);
   }
 }
 
@@ -146,7 +145,9 @@ void Worker::on_result(const Packet& p) {
   const auto it = static_cast<int>(p.seq / units);
   auto& c = job_.counters_;
   if (unit_iteration_[u] != it || unit_state_[u] != UnitState::kInFlight) {
-    ++c.duplicate_results;
+    // A re-answer to a retransmission (the switch's shadow copy, a PS) may trail the original
+    // result when the retransmission was spurious; any other second result is a protocol bug.
+    ++(p.resend ? c.late_results : c.duplicate_results);
     return;
   }
   const std::uint32_t full = full_bitmap(job_.workers());
@@ -194,10 +195,9 @@ void Worker::on_resend_request(const Packet& p) {
   const auto it = static_cast<int>(p.seq / units);
   if (unit_iteration_[u] > it) return;  // long finished
   if (unit_iteration_[u] < it) {
-    // Not produced yet: send it straight to the PS when backward gets there.
-    unit_iteration_[u] = it;
-    unit_state_[u] = UnitState::kIdle;
-    unit_direct_[u] = true;
+    // Not produced yet: send it straight to the PS when backward gets there. (The unit may still
+    // wait for the previous iteration's result, if that was lost: its timer still runs.)
+    unit_direct_iteration_[u] = it;
     return;
   }
   switch (unit_state_[u]) {
@@ -208,7 +208,7 @@ void Worker::on_resend_request(const Packet& p) {
       return;
     case UnitState::kIdle:
     case UnitState::kQueued:
-      unit_direct_[u] = true;
+      unit_direct_iteration_[u] = it;
       return;
   }
 }

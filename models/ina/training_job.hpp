@@ -69,7 +69,9 @@ class Worker {
   std::vector<std::uint32_t> received_;  // units of the layer's pending iteration received
   std::vector<int> unit_iteration_;
   std::vector<UnitState> unit_state_;
-  std::vector<bool> unit_direct_;  // send straight to the PS (answering a resend request)
+  // The iteration of the unit a PS asked for (resend request) before it was sent: that iteration
+  // goes straight to the PS. -1 = none.
+  std::vector<int> unit_direct_iteration_;
   std::vector<Time> unit_sent_;
   std::deque<std::uint32_t> queue_;
   struct Sent {

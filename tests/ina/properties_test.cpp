@@ -2,7 +2,9 @@
 // - every gradient element of every iteration reaches every worker exactly once, aggregated over
 //   every worker exactly once (the result's sum of 1 << w contributions proves it);
 // - an aggregator never has two owners (audited from outside through the pool's observer);
-// - no job starves: under DSA's preemption the lowest-priority jobs still finish.
+// - no job starves: under DSA's preemption the lowest-priority jobs still finish;
+// - all of this also under random packet loss (1% per packet per hop), which every policy must
+//   recover from through its timeouts (SwitchML's shadow copies, ATP's and DSA's PS).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -24,12 +26,15 @@ struct Workload {
 
 // A few jobs of different sizes and compute/communication ratios arriving close together, with
 // stragglers, on a switch with little aggregator memory.
-Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values) {
+Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values,
+                         double loss_rate) {
   RandomStream rng(seed, "ina-properties");
   Workload w;
   ClusterParams& p = w.params;
   p.policy = policy;
   p.burst_values = burst_values;
+  p.loss_rate = loss_rate;
+  p.seed = seed;
   p.atp_timeout = Time::us(200 + 200 * static_cast<std::int64_t>(rng.below(5)));
   const int jobs = 2 + static_cast<int>(rng.below(3));
   for (int j = 0; j < jobs; ++j) {
@@ -47,19 +52,19 @@ Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values
   // Scarce: room for a few dozen ATP aggregators (SwitchML gets the same bytes).
   p.aggregator_memory = Bytes{(16 + static_cast<std::int64_t>(rng.below(64))) * 2048 * jobs};
   w.label = std::string(policy_name(policy)) + " seed " + std::to_string(seed) + " burst " +
-            std::to_string(burst_values);
+            std::to_string(burst_values) + " loss " + std::to_string(loss_rate);
   return w;
 }
 
 }  // namespace
 
-class InaProperties : public ::testing::TestWithParam<std::tuple<PolicyKind, int>> {};
+class InaProperties : public ::testing::TestWithParam<std::tuple<PolicyKind, int, double>> {};
 
 TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
-  const auto [policy, burst] = GetParam();
-  std::uint64_t contended_runs = 0, retransmitting_runs = 0;
+  const auto [policy, burst, loss] = GetParam();
+  std::uint64_t contended_runs = 0, retransmitting_runs = 0, lossy_runs = 0;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
-    Workload w = random_workload(seed, policy, burst);
+    Workload w = random_workload(seed, policy, burst, loss);
     SCOPED_TRACE(w.label);
     Engine engine;
     InaCluster cluster(engine, w.params);
@@ -91,6 +96,14 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
     EXPECT_EQ(c.results_received, chunks);
     if (c.collision_packets > 0 || c.preemptions > 0) ++contended_runs;
     if (c.retransmitted_packets > 0) ++retransmitting_runs;
+    if (c.lost_packets > 0 && c.timeouts > 0) ++lossy_runs;
+    if (loss == 0) {
+      EXPECT_EQ(c.lost_packets, 0u);
+    }
+  }
+  // With loss, every run must actually lose packets and recover through timeouts.
+  if (loss > 0) {
+    EXPECT_EQ(lossy_runs, 12u);
   }
   // The workloads must actually contend, or the test proves nothing for ATP and DSA.
   if (policy != PolicyKind::kSwitchMl) {
@@ -99,14 +112,15 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllPolicies, InaProperties,
-                         ::testing::Combine(::testing::Values(PolicyKind::kSwitchMl,
-                                                              PolicyKind::kAtp, PolicyKind::kDsa),
-                                            ::testing::Values(1, 62 * 4)),
-                         [](const auto& info) {
-                           return std::string(policy_name(std::get<0>(info.param))) + "_burst" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    AllPolicies, InaProperties,
+    ::testing::Combine(::testing::Values(PolicyKind::kSwitchMl, PolicyKind::kAtp, PolicyKind::kDsa),
+                       ::testing::Values(1, 62 * 4), ::testing::Values(0.0, 0.01)),
+    [](const auto& info) {
+      return std::string(policy_name(std::get<0>(info.param))) + "_burst" +
+             std::to_string(std::get<1>(info.param)) +
+             (std::get<2>(info.param) > 0 ? "_lossy" : "");
+    });
 
 // DSA gives the switch to the most communication-intensive job; the least intensive one must
 // still make progress through its PS while higher-priority jobs keep preempting it.

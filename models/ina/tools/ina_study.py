@@ -5,6 +5,10 @@ and the DSA gain over the best baseline at each memory size).
 
 usage: ina_study.py BUILD_DIR SCENARIO.json [OUT_DIR [--set path=value ...]]
 (extra --set overrides apply to every point, e.g. a sensitivity run)
+
+study.csv holds only simulated quantities, so a rerun reproduces it byte for byte; wall time,
+events per second and peak RSS depend on the machine and go to stdout and timing.csv (not
+committed).
 """
 import csv
 import json
@@ -22,7 +26,7 @@ def main():
     sweep = spec["sweep"]
     memories, policies = sweep["system.aggregator_memory"], sweep["system.policy"]
     runner = os.path.join(build, "models", "ina", "mlsim_ina_run")
-    rows = []
+    rows, timing = [], []
     for memory in memories:
         for policy in policies:
             cmd = [runner, scenario, "--set", f"system.policy={policy}",
@@ -43,8 +47,10 @@ def main():
                    "retransmitted_packets": m["retransmitted_packets"],
                    "preemptions": m["preemptions"], "resend_requests": m["resend_requests"],
                    "wrong_sums": m["wrong_sums"],
-                   "events": d["events"], "wall_s": d["wall_s"],
-                   "events_per_s": d["events_per_s"], "peak_rss_mib": d["peak_rss_mib"]}
+                   "events": d["events"]}
+            timing.append({"aggregator_memory": memory, "policy": policy, "wall_s": d["wall_s"],
+                           "events_per_s": d["events_per_s"],
+                           "peak_rss_mib": d["peak_rss_mib"]})
             for j in d["jobs"]:
                 row[f"jct_{j['model']}_{j['arrival_s']:.3f}"] = j["jct_s"]
             rows.append(row)
@@ -55,6 +61,10 @@ def main():
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
+    with open(os.path.join(out_dir, "timing.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(timing[0]))
+        w.writeheader()
+        w.writerows(timing)
     with open(os.path.join(out_dir, "study.md"), "w") as f:
         f.write("| aggregator memory | SwitchML JCT (s) | ATP JCT (s) | DSA JCT (s) | DSA gain vs best baseline |\n")
         f.write("|---|---|---|---|---|\n")
