@@ -2,6 +2,7 @@
 
 #include "models/collectives/register.hpp"
 #include "models/ina/register.hpp"
+#include "models/pipeline/register.hpp"
 #include "models/serving/register.hpp"
 #include "sim_core/network_factory.hpp"
 #ifdef MLSIM_HAVE_SIMGRID
@@ -26,6 +27,7 @@ Registries make_registries() {
 #endif
   register_collectives(r.models);
   register_ina(r.models);
+  register_pipeline(r.models);
   register_serving(r.models);
   return r;
 }

@@ -1,0 +1,48 @@
+#include "models/pipeline/pipeline_costs.hpp"
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::pipeline {
+
+std::vector<LayerCost> layer_costs(const DnnProfile& profile) {
+  std::vector<LayerCost> out;
+  for (const LayerProfile& l : profile.layers) {
+    if (l.is_input) continue;
+    out.push_back({l.forward_ms / 1e3, l.backward_ms / 1e3, static_cast<double>(l.activation.count),
+                   static_cast<double>(l.parameters.count)});
+  }
+  return out;
+}
+
+StageCosts stage_costs(const std::vector<LayerCost>& layers, const Partition& p,
+                       const Conditions& c) {
+  MLSIM_CHECK(p.stages() == c.stages() && p.first.back() == layers.size(),
+              "partition does not match the layers and stages");
+  StageCosts s;
+  for (std::size_t st = 0; st < p.stages(); ++st) {
+    double f = 0, b = 0;
+    for (std::size_t l = p.first[st]; l < p.first[st + 1]; ++l) {
+      f += layers[l].forward_s;
+      b += layers[l].backward_s;
+    }
+    s.forward_s.push_back(f / c.gpu_speed[st]);
+    s.backward_s.push_back(b / c.gpu_speed[st]);
+    if (st + 1 < p.stages())
+      s.boundary_bytes.push_back(layers[p.first[st + 1] - 1].activation_bytes);
+  }
+  return s;
+}
+
+double moved_parameter_bytes(const std::vector<LayerCost>& layers, const Partition& from,
+                             const Partition& to) {
+  double moved = 0;
+  std::size_t a = 0, b = 0;  // stage owning layer l in `from` and in `to`
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    while (from.first[a + 1] <= l) ++a;
+    while (to.first[b + 1] <= l) ++b;
+    if (a != b) moved += layers[l].parameter_bytes;
+  }
+  return moved;
+}
+
+}  // namespace mlsim::pipeline

@@ -1,0 +1,110 @@
+#pragma once
+// One pipeline-parallel training job run on the engine: stages on hosts, 1F1B on each stage's
+// GPU (one_f_one_b.hpp for the order), activations and gradients as network transfers between the
+// stages' hosts, and changes of GPU speed or host bandwidth at given times.
+//
+// Policies:
+//   - pipedream: PipeDream's partition for the initial conditions, never changed.
+//   - autopipe: the oracle plan (autopipe_planner.hpp) at the start and again after every change;
+//     when the plan beats the running partition's steady-state time by more than `min_gain`, the
+//     job switches to it.
+//
+// Switching [inferred: the AutoPipe abstract says only that it computes layer by layer during the
+// switch]: the input stage stops admitting minibatches, the ones in flight finish on the old
+// partition (the pipeline drains), and meanwhile the parameters of every layer that changes GPU
+// (times `migrated_state_factor`, for optimizer state) travel to its new GPU, one transfer per
+// pair of GPUs; training resumes on the new partition when both are done. Overlapping the copy
+// with the drain is our reading of "layer by layer"; the drain itself is a cost AutoPipe may
+// avoid, so the switching cost here is an upper bound. Changes during a switch are evaluated when
+// it ends.
+//
+// An op's duration is fixed when it starts: a GPU speed change affects ops started after it.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "models/pipeline/pipeline_costs.hpp"
+#include "sim_core/engine.hpp"
+#include "sim_core/network.hpp"
+#include "sim_core/results.hpp"
+#include "sim_core/topology.hpp"
+
+namespace mlsim::pipeline {
+
+enum class Policy { kPipeDream, kAutoPipe };
+
+struct Change {
+  Time at;
+  enum class Kind { kGpuSpeed, kHostBandwidth } kind = Kind::kGpuSpeed;
+  std::size_t target = 0;  // stage index (its GPU and host)
+  double value = 0;        // speed factor, or bytes/s
+};
+
+struct TrainingParams {
+  std::vector<LayerCost> layers;
+  std::vector<NodeId> hosts;  // stage s runs on hosts[s]
+  // Bytes/s of each stage host's link; initial.link_bandwidth[b] is the smaller of hosts b, b + 1.
+  std::vector<double> host_bandwidth;
+  Conditions initial;
+  std::vector<Change> changes;
+  std::size_t minibatches = 0;
+  double samples_per_minibatch = 1;
+  Policy policy = Policy::kPipeDream;
+  double min_gain = 0.05;
+  double migrated_state_factor = 2;
+};
+
+class PipelineTraining {
+ public:
+  PipelineTraining(Engine& engine, Network& network, const Topology& topology,
+                   TrainingParams params);
+  void start();
+  bool finished() const { return completed_ == params_.minibatches; }
+  double progress() const {
+    return static_cast<double>(completed_) / static_cast<double>(params_.minibatches);
+  }
+  void report(Results& out) const;
+
+ private:
+  struct Stage {
+    std::size_t forwards = 0, backwards = 0;  // in the current segment
+    bool busy = false, running_forward = false;
+    std::set<std::size_t> activations, gradients;  // arrived, not yet used (segment numbering)
+  };
+
+  void begin_segment(const Partition& p);
+  void try_start(std::size_t s);
+  void op_done(std::size_t s, bool forward, std::size_t m);
+  void apply(const Change& c);
+  void consider_repartition();
+  void maybe_resume();
+
+  Engine& engine_;
+  Network& network_;
+  const Topology& topology_;
+  TrainingParams params_;
+  Conditions now_;
+  std::vector<double> host_bandwidth_;
+  Partition partition_;
+  StageCosts base_costs_;  // of the current partition at speed 1, seconds
+  std::vector<Stage> stages_;
+  std::size_t segment_limit_ = 0;  // minibatches of the current segment
+  std::size_t completed_ = 0;      // minibatches finished in earlier segments and this one
+  // Switching state.
+  bool switching_ = false, change_pending_ = false;
+  Partition next_;
+  std::size_t migrations_in_flight_ = 0;
+  Time switch_started_;
+  // Metrics.
+  Time finish_;
+  std::int64_t switch_ns_ = 0;
+  double migrated_bytes_ = 0;
+  std::uint64_t failed_transfers_ = 0, repartitions_ = 0, plans_evaluated_ = 0;
+  double initial_estimate_s_ = 0, initial_pipedream_objective_s_ = 0;
+  std::vector<std::pair<Time, Partition>> history_;
+  TimeSeries progress_series_{"progress", {"minibatches_completed"}, {}};
+};
+
+}  // namespace mlsim::pipeline

@@ -1,0 +1,77 @@
+// Reading the pipeline model's scenario sections: the shipped scenario, defaults, and errors that
+// name the JSON path.
+#include <gtest/gtest.h>
+
+#include "models/pipeline/pipeline_model.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/topology_builders.hpp"
+
+using namespace mlsim;
+using namespace mlsim::pipeline;
+using nlohmann::json;
+
+namespace {
+
+const std::filesystem::path kScenarios =
+    std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios";
+
+TrainingParams parse(json doc, int hosts = 4) {
+  const Topology topo = build_topology(StarSpec{hosts, LinkSpec{Bandwidth{12.5e9}, Time::ns(500)}});
+  JsonReader system(doc["system"], "system");
+  JsonReader workload(doc["workload"], "workload");
+  TrainingParams p = read_training_params(system, workload, topo, kScenarios);
+  system.finish();
+  workload.finish();
+  return p;
+}
+
+json base() {
+  return json::parse(R"({
+    "system": {"policy": "autopipe"},
+    "workload": {"profile": "../dnn/pipedream/vgg16/graph.txt", "samples_per_minibatch": 128,
+                 "minibatches": 100}})");
+}
+
+std::string error_of(json doc, int hosts = 4) {
+  try {
+    parse(std::move(doc), hosts);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(PipelineScenario, DefaultsFromTheTopology) {
+  const TrainingParams p = parse(base());
+  EXPECT_EQ(p.policy, Policy::kAutoPipe);
+  EXPECT_EQ(p.initial.stages(), 4u);  // one stage per host
+  EXPECT_EQ(p.initial.link_bandwidth, std::vector<double>(3, 12.5e9));
+  EXPECT_DOUBLE_EQ(p.initial.link_latency[0], 1e-6);  // two 500 ns hops
+  EXPECT_DOUBLE_EQ(p.min_gain, 0.05);
+  EXPECT_GT(p.layers.size(), 30u);  // VGG16's layers without the input node
+}
+
+TEST(PipelineScenario, ErrorsNameThePath) {
+  json d = base();
+  d["workload"]["changes"] = json::parse(R"([{"at": "1s", "stage": 1}])");
+  EXPECT_NE(error_of(d).find("workload.changes[0]"), std::string::npos) << error_of(d);
+  d["workload"]["changes"] = json::parse(R"([{"at": "1s", "stage": 9, "gpu_speed": 0.5}])");
+  EXPECT_NE(error_of(d).find("workload.changes[0].stage"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["stages"] = 5;
+  EXPECT_NE(error_of(d).find("system.stages"), std::string::npos) << error_of(d);
+  d = base();
+  d["workload"]["gpu_speed"] = json::array({1, 1});
+  EXPECT_NE(error_of(d).find("workload.gpu_speed"), std::string::npos) << error_of(d);
+  d = base();
+  d["workload"]["profile"] = "missing.txt";
+  EXPECT_NE(error_of(d).find("workload.profile"), std::string::npos) << error_of(d);
+  d = base();
+  d["workload"]["minibatchs"] = 3;
+  EXPECT_NE(error_of(d).find("workload.minibatchs"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["policy"] = "gpipe";
+  EXPECT_NE(error_of(d).find("system.policy"), std::string::npos) << error_of(d);
+}
