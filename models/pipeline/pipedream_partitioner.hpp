@@ -22,8 +22,9 @@ namespace mlsim::pipeline {
 double pipedream_objective(const std::vector<LayerCost>& layers, const Partition& p,
                            const Conditions& c);
 
-// The partition minimising pipedream_objective into c.stages() non-empty stages; among equal
-// objectives the one with the earliest cuts. Needs at least as many layers as stages.
+// The partition minimising pipedream_objective into c.stages() non-empty stages; on ties each
+// stage boundary, chosen from the last one back, is the earliest that attains the optimum.
+// Needs at least as many layers as stages.
 Partition pipedream_partition(const std::vector<LayerCost>& layers, const Conditions& c);
 
 }  // namespace mlsim::pipeline
