@@ -228,6 +228,8 @@ void InaCluster::job_finished(TrainingJob& job) {
   o.iterations = job.iterations();
   o.priority = job.priority();
   o.communication_intensity = intensity_[job.id()];
+  o.gpu = spec.gpu;
+  o.compute_scale = spec.compute_scale;
   o.arrival = spec.arrival;
   o.finish = job.finished_at();
   o.iteration_marks = job.iteration_marks();
@@ -249,6 +251,8 @@ void InaCluster::report(Results& out) const {
                      {"iterations", o.iterations},
                      {"priority", o.priority},
                      {"communication_intensity", o.communication_intensity},
+                     {"gpu", o.gpu},
+                     {"compute_scale", o.compute_scale},
                      {"arrival_s", o.arrival.seconds()},
                      {"finish_s", o.finish.seconds()},
                      {"jct_s", o.jct().seconds()},

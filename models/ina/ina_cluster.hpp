@@ -26,6 +26,8 @@ struct JobOutcome {
   int workers = 0, iterations = 0;
   std::uint8_t priority = 0;
   double communication_intensity = 0;  // ideal comm time / compute time per iteration
+  std::string gpu;                     // catalog GPU the compute scale came from, if any
+  double compute_scale = 1;
   Time arrival, finish;
   std::vector<Time> iteration_marks;
   Time jct() const { return finish - arrival; }

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_cluster.hpp"
 #include "sim_core/error.hpp"
 #include "sim_core/random.hpp"
@@ -56,6 +57,13 @@ Link star_host_link(const Topology& topology) {
 
 }  // namespace
 
+double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,
+                         const std::string& profiled_on_where, const std::string& gpu_where) {
+  const double profiled = profiled_on.peak_for(Dtype::kFp32, profiled_on_where).flops_per_s;
+  const double target = gpu.peak_for(Dtype::kFp32, gpu_where).flops_per_s;
+  return profiled / target;
+}
+
 ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
                                    const HardwareCatalog& hardware, const Topology& topology,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed) {
@@ -109,7 +117,11 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   p.selective_retransmission = dsa.boolean_or("selective_retransmission", true);
   dsa.finish();
 
-  // Workload: job templates expanded by count, in order; arrivals explicit or Poisson.
+  // Workload: job templates expanded by count, in order; arrivals explicit, Poisson or a trace.
+  // GPU speed: a job naming a catalog "gpu" runs its profile's times scaled by the ratio of FP32
+  // peaks, profiling GPU over this GPU (see gpu_compute_scale); "compute_scale" overrides.
+  const std::string default_profiled_on =
+      workload.has("profiled_on") ? workload.string("profiled_on") : "";
   std::map<std::filesystem::path, std::shared_ptr<const DnnProfile>> profiles;
   std::vector<bool> explicit_arrival;
   for (JsonReader& j : workload.objects("jobs")) {
@@ -128,7 +140,23 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     spec.profile = profile;
     spec.workers = static_cast<int>(j.integer("workers", 1, 32));
     spec.iterations = static_cast<int>(j.integer("iterations", 1, 1'000'000));
-    spec.compute_scale = j.number_or("compute_scale", 1.0, 1e-6, 1e6);
+    const bool has_gpu = j.has("gpu");
+    if (has_gpu) {
+      spec.gpu = j.string("gpu");
+      const GpuSpec& gpu = hardware.gpu(spec.gpu, j.path_of("gpu"));
+      const std::string profiled_on =
+          j.has("profiled_on") ? j.string("profiled_on") : default_profiled_on;
+      if (profiled_on.empty())
+        throw InputError(j.path_of("gpu"),
+                         "needs 'profiled_on' (here or in workload): the GPU the profile was "
+                         "measured on, from the hardware catalog");
+      const std::string where =
+          j.has("profiled_on") ? j.path_of("profiled_on") : workload.path_of("profiled_on");
+      const GpuSpec& profiling = hardware.gpu(profiled_on, where);
+      spec.compute_scale = gpu_compute_scale(profiling, gpu, where, j.path_of("gpu"));
+    }
+    if (j.has("compute_scale") || !has_gpu)
+      spec.compute_scale = j.number_or("compute_scale", 1.0, 1e-6, 1e6);
     if (j.has("worker_slowdown")) {
       spec.worker_slowdown = j.numbers("worker_slowdown", 1e-3, 1e3);
       if (static_cast<int>(spec.worker_slowdown.size()) != spec.workers)
@@ -146,7 +174,8 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   if (p.jobs.empty()) throw InputError(workload.path_of("jobs"), "needs at least one job");
   if (p.jobs.size() > 65535) throw InputError(workload.path_of("jobs"), "at most 65535 jobs");
   JsonReader arrivals = workload.object_or_empty("arrivals");
-  const std::string process = arrivals.choice_or("process", {"explicit", "poisson"}, "explicit");
+  const std::string process =
+      arrivals.choice_or("process", {"explicit", "poisson", "trace"}, "explicit");
   if (process == "poisson") {
     const Time gap = arrivals.duration("mean_interarrival");
     if (gap <= Time::zero())
@@ -158,6 +187,40 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
         throw InputError(workload.path_of("jobs"), "a job sets 'arrival' but arrivals are Poisson");
       p.jobs[i].arrival = t;  // the first job arrives at time 0
       t += Time::from_seconds(rng.exponential(1.0 / gap.seconds()));
+    }
+  }
+  if (process == "trace") {
+    ArrivalTraceOptions o;
+    o.file = arrivals.string("file");
+    if (o.file.is_relative()) o.file = scenario_dir / o.file;
+    o.time_column = arrivals.string_or("time_column", "arrival_s");
+    o.datetime =
+        arrivals.choice_or("time_format", {"seconds", "datetime"}, "seconds") == "datetime";
+    if (arrivals.has("workers_column")) o.workers_column = arrivals.string("workers_column");
+    o.skip_rows = static_cast<std::size_t>(arrivals.integer_or("skip_rows", 0, 0, 1'000'000'000));
+    o.time_scale = arrivals.number_or("time_scale", 1.0, 1e-9, 1e9);
+    const std::string where = arrivals.path_of("file");
+    const std::vector<TraceArrival> trace = read_arrival_trace(o, p.jobs.size(), where);
+    if (trace.size() < p.jobs.size())
+      throw InputError(where, o.file.string() + " has " + std::to_string(trace.size()) +
+                                  " arrivals after skip_rows, the workload has " +
+                                  std::to_string(p.jobs.size()) + " jobs");
+    // Job i (in the expanded order) takes the i-th arrival, and the trace's worker count if any.
+    for (std::size_t i = 0; i < p.jobs.size(); ++i) {
+      if (explicit_arrival[i])
+        throw InputError(workload.path_of("jobs"), "a job sets 'arrival' but arrivals are a trace");
+      JobSpec& job = p.jobs[i];
+      job.arrival = trace[i].at;
+      if (trace[i].workers == 0) continue;
+      if (trace[i].workers > 32)
+        throw InputError(where, o.file.string() + ":" + std::to_string(trace[i].line) + ": " +
+                                    std::to_string(trace[i].workers) +
+                                    " workers; a job has at most 32 (skip_rows or another window)");
+      if (!job.worker_slowdown.empty() &&
+          static_cast<int>(job.worker_slowdown.size()) != trace[i].workers)
+        throw InputError(workload.path_of("jobs"),
+                         "a job with worker_slowdown gets a different worker count from the trace");
+      job.workers = trace[i].workers;
     }
   }
   arrivals.finish();

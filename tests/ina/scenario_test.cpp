@@ -1,9 +1,12 @@
 // Reading the model's scenario sections: defaults from the switch spec and topology, job
-// expansion and Poisson arrivals, and errors that name the JSON path.
+// expansion, Poisson and trace arrivals, GPU speed from the catalog, and errors that name the
+// JSON path.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
+#include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_model.hpp"
 #include "sim_core/error.hpp"
 #include "sim_core/topology_builders.hpp"
@@ -17,12 +20,14 @@ namespace {
 
 const std::filesystem::path kSource = MLSIM_SOURCE_DIR;
 
-HardwareCatalog shipped_switches() {
-  std::ifstream in(kSource / "workloads/hardware/switches.json");
-  json doc = json::parse(in);
+HardwareCatalog shipped_hardware() {
   HardwareCatalog catalog;
-  JsonReader hw(doc["hardware"], "hardware");
-  catalog.add_from_json(hw);
+  for (const char* file : {"workloads/hardware/switches.json", "workloads/hardware/gpus.json"}) {
+    std::ifstream in(kSource / file);
+    json doc = json::parse(in);
+    JsonReader hw(doc["hardware"], "hardware");
+    catalog.add_from_json(hw);
+  }
   return catalog;
 }
 
@@ -31,7 +36,7 @@ Topology star(int hosts, const char* bw = "100Gbps") {
 }
 
 ClusterParams parse(json doc, const Topology& topology) {
-  HardwareCatalog hw = shipped_switches();
+  HardwareCatalog hw = shipped_hardware();
   JsonReader system(doc["system"], "system");
   system.ignore("model");  // the runner's key
   JsonReader workload(doc["workload"], "workload");
@@ -61,6 +66,8 @@ TEST(InaScenario, DefaultsComeFromTheSwitchAndTopology) {
   EXPECT_DOUBLE_EQ(p.link_bandwidth.bits_per_s(), 100e9);
   EXPECT_EQ(p.atp_values_per_packet, 62);
   EXPECT_EQ(p.switchml_values_per_packet, 256);
+  EXPECT_EQ(p.loss_rate, 0.0);  // lossless unless asked
+  EXPECT_EQ(p.seed, 7u);        // the scenario seed also seeds the loss stream
   ASSERT_EQ(p.jobs.size(), 3u);
   EXPECT_EQ(p.jobs[0].arrival, Time::zero());
   EXPECT_GT(p.jobs[1].arrival, Time::zero());
@@ -101,8 +108,140 @@ TEST(InaScenario, ErrorsNameThePath) {
   d["workload"]["jobs"][0]["worker_slowdown"] = {1.0, 1.1, 1.2};  // 2 workers
   expect_error(d, star(9), "workload.jobs[0].worker_slowdown");
   d = minimal();
+  d["system"]["loss_rate"] = 0.6;  // at most 0.5 per packet per hop
+  expect_error(d, star(9), "system.loss_rate");
+  d = minimal();
   d["system"]["switch"] = "tofino-32x100g";  // no aggregator pool: memory must be given
   expect_error(d, star(9), "system.aggregator_memory");
+}
+
+void expect_error(json doc, const Topology& t, const std::string& path,
+                  const std::string& message_part = "") {
+  try {
+    parse(std::move(doc), t);
+    ADD_FAILURE() << "no error for " << path;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), path) << e.what();
+    EXPECT_NE(std::string(e.what()).find(message_part), std::string::npos) << e.what();
+  }
+}
+
+// GPU speed from the catalog: V100-SXM2 FP32 15.7 TFLOPS, A100-SXM4 19.5 TFLOPS (datasheets, in
+// workloads/hardware/gpus.json), so a V100 profile runs 15.7 / 19.5 = 0.80513 as long on an A100.
+TEST(InaScenario, GpuFromTheCatalogScalesCompute) {
+  json d = minimal();
+  d["workload"]["profiled_on"] = "V100-SXM2-32GB";
+  d["workload"]["jobs"][0]["gpu"] = "A100-SXM4-40GB";
+  ClusterParams p = parse(d, star(9));
+  EXPECT_NEAR(p.jobs[0].compute_scale, 15.7 / 19.5, 1e-12);
+  EXPECT_EQ(p.jobs[0].gpu, "A100-SXM4-40GB");
+  // Per job profiling GPU, and the explicit compute_scale as an override.
+  d = minimal();
+  d["workload"]["jobs"][0]["gpu"] = "V100-SXM2-32GB";
+  d["workload"]["jobs"][0]["profiled_on"] = "A100-SXM4-40GB";
+  EXPECT_NEAR(parse(d, star(9)).jobs[0].compute_scale, 19.5 / 15.7, 1e-12);
+  d["workload"]["jobs"][0]["compute_scale"] = 0.5;
+  EXPECT_EQ(parse(d, star(9)).jobs[0].compute_scale, 0.5);
+  EXPECT_EQ(parse(minimal(), star(9)).jobs[0].compute_scale, 1.0);  // no GPU: as profiled
+  // The profiling GPU is never guessed.
+  d = minimal();
+  d["workload"]["jobs"][0]["gpu"] = "A100-SXM4-40GB";
+  expect_error(d, star(9), "workload.jobs[0].gpu", "profiled_on");
+  d["workload"]["jobs"][0]["gpu"] = "Z80";
+  expect_error(d, star(9), "workload.jobs[0].gpu");
+  d["workload"]["jobs"][0]["gpu"] = "A100-SXM4-40GB";
+  d["workload"]["profiled_on"] = "Z80";
+  expect_error(d, star(9), "workload.profiled_on");
+}
+
+// Arrivals from the committed Philly excerpt (workloads/traces/philly_first12.csv), as seconds
+// after the first submit, times 1e-6: 2017-09-04 10:30:41 -> 0; 2017-09-07 03:58:57 is 2 d
+// 17:28:16 = 235,696 s later -> 0.235696 s; 2017-09-07 09:57:50 is 2 d 23:27:09 = 257,229 s ->
+// 0.257229 s. Worker counts from num_gpus: 8, 1, 1 (3 jobs need 9 + 2 + 2 = 13 hosts).
+TEST(InaScenario, ArrivalsFromAPhillyTraceExcerpt) {
+  json d = minimal();
+  d["workload"]["arrivals"] = {
+      {"process", "trace"},           {"file", "../traces/philly_first12.csv"},
+      {"time_column", "timestamp"},   {"time_format", "datetime"},
+      {"workers_column", "num_gpus"}, {"time_scale", 1e-6}};
+  ClusterParams p = parse(d, star(13));
+  ASSERT_EQ(p.jobs.size(), 3u);
+  EXPECT_EQ(p.jobs[0].arrival, Time::zero());
+  EXPECT_EQ(p.jobs[1].arrival, Time::ns(235'696'000));
+  EXPECT_EQ(p.jobs[2].arrival, Time::ns(257'229'000));
+  EXPECT_EQ(p.jobs[0].workers, 8);
+  EXPECT_EQ(p.jobs[1].workers, 1);
+  // skip_rows shifts the window: rows 2..4, first one at 0.
+  d["workload"]["arrivals"]["skip_rows"] = 1;
+  p = parse(d, star(13));
+  EXPECT_EQ(p.jobs[0].arrival, Time::zero());
+  EXPECT_EQ(p.jobs[1].arrival, Time::ns(257'229'000 - 235'696'000));
+  EXPECT_EQ(p.jobs[0].workers, 1);
+  // Too few rows, an unknown column, a job with its own arrival: errors name the path.
+  d["workload"]["arrivals"]["skip_rows"] = 10;
+  expect_error(d, star(13), "workload.arrivals.file", "2 arrivals");
+  d["workload"]["arrivals"]["skip_rows"] = 0;
+  d["workload"]["arrivals"]["workers_column"] = "gpus";
+  expect_error(d, star(13), "workload.arrivals.file", "no column 'gpus'");
+  d["workload"]["arrivals"].erase("workers_column");
+  d["workload"]["jobs"][0]["arrival"] = "1s";
+  expect_error(d, star(13), "workload.jobs");
+  d = minimal();
+  d["workload"]["arrivals"] = {{"process", "trace"}, {"file", "missing.csv"}};
+  expect_error(d, star(9), "workload.arrivals.file", "cannot open");
+}
+
+// A hand-written trace in seconds, unsorted: 5, 1.5, 3 -> 0, 1.5, 3.5 after sorting; a malformed
+// value names its line.
+TEST(InaScenario, ArrivalTraceInSecondsIsSortedAndChecked) {
+  const auto file = std::filesystem::temp_directory_path() / "mlsim_ina_trace_test.csv";
+  {
+    std::ofstream out(file);
+    out << "job,arrival_s\na,5\nb,1.5\nc,3\n";
+  }
+  ArrivalTraceOptions o;
+  o.file = file;
+  auto t = read_arrival_trace(o, 10, "w");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].at, Time::zero());
+  EXPECT_EQ(t[1].at, Time::ms(1500));
+  EXPECT_EQ(t[2].at, Time::ms(3500));
+  EXPECT_EQ(t[0].line, 3u);
+  EXPECT_EQ(read_arrival_trace(o, 2, "w").size(), 2u);
+  {
+    std::ofstream out(file);
+    out << "job,arrival_s\na,5\nb,soon\n";
+  }
+  try {
+    read_arrival_trace(o, 10, "w");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "w");
+    EXPECT_NE(std::string(e.what()).find("mlsim_ina_trace_test.csv:3: 'soon'"), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(file);
+}
+
+// The full Philly trace in ../shared/data: sorted arrivals starting at the excerpt's first rows.
+TEST(InaScenario, FullPhillyTraceReads) {
+  const std::filesystem::path file =
+      std::filesystem::path(MLSIM_SHARED_DATA_DIR) / "cluster_traces/philly/philly.csv";
+  if (!std::filesystem::exists(file))
+    GTEST_SKIP() << file << " is absent (../shared/data not available)";
+  ArrivalTraceOptions o;
+  o.file = file;
+  o.time_column = "timestamp";
+  o.datetime = true;
+  o.workers_column = "num_gpus";
+  const auto t = read_arrival_trace(o, 100'000, "w");
+  EXPECT_EQ(t.size(), 82'247u);
+  EXPECT_EQ(t[0].at, Time::zero());
+  EXPECT_EQ(t[1].at, Time::s(235'696));  // as in the excerpt
+  EXPECT_EQ(t[0].workers, 8);
+  EXPECT_TRUE(std::is_sorted(t.begin(), t.end(), [](const TraceArrival& a, const TraceArrival& b) {
+    return a.at < b.at;
+  }));
 }
 
 // The shipped study scenario parses and fits its switch.

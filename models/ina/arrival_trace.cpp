@@ -1,0 +1,123 @@
+#include "models/ina/arrival_trace.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::ina {
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, ',')) {
+    if (!cell.empty() && cell.back() == '\r') cell.pop_back();
+    cells.push_back(cell);
+  }
+  if (!line.empty() && line.back() == ',') cells.emplace_back();
+  return cells;
+}
+
+bool parse_number(const std::string& s, double& out) {
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, out);
+  return ec == std::errc() && ptr == end && std::isfinite(out);
+}
+
+bool parse_int(const std::string& s, std::size_t pos, std::size_t len, int& out) {
+  if (pos + len > s.size()) return false;
+  auto [ptr, ec] = std::from_chars(s.data() + pos, s.data() + pos + len, out);
+  return ec == std::errc() && ptr == s.data() + pos + len;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+}  // namespace
+
+bool parse_datetime_seconds(const std::string& text, double& seconds) {
+  // YYYY-MM-DD HH:MM:SS
+  if (text.size() != 19 || text[4] != '-' || text[7] != '-' ||
+      (text[10] != ' ' && text[10] != 'T') || text[13] != ':' || text[16] != ':')
+    return false;
+  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
+  if (!parse_int(text, 0, 4, y) || !parse_int(text, 5, 2, mo) || !parse_int(text, 8, 2, d) ||
+      !parse_int(text, 11, 2, h) || !parse_int(text, 14, 2, mi) || !parse_int(text, 17, 2, s))
+    return false;
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return false;
+  const std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
+  seconds = static_cast<double>(days * 86400 + h * 3600 + mi * 60 + s);
+  return true;
+}
+
+std::vector<TraceArrival> read_arrival_trace(const ArrivalTraceOptions& o, std::size_t limit,
+                                             const std::string& where) {
+  const std::string name = o.file.string();
+  std::ifstream in(o.file);
+  if (!in) throw InputError(where, name + ": cannot open");
+  auto fail = [&](std::size_t line, const std::string& what) -> InputError {
+    return InputError(where, name + ":" + std::to_string(line) + ": " + what);
+  };
+
+  std::string line;
+  if (!std::getline(in, line)) throw fail(1, "empty file (needs a header row)");
+  const std::vector<std::string> header = split_csv_line(line);
+  auto column = [&](const std::string& wanted) -> std::size_t {
+    const auto it = std::find(header.begin(), header.end(), wanted);
+    if (it == header.end()) throw fail(1, "no column '" + wanted + "' in the header");
+    return static_cast<std::size_t>(it - header.begin());
+  };
+  const std::size_t time_col = column(o.time_column);
+  const bool has_workers = !o.workers_column.empty();
+  const std::size_t workers_col = has_workers ? column(o.workers_column) : 0;
+
+  struct Row {
+    double t;
+    int workers;
+    std::size_t line;
+  };
+  std::vector<Row> rows;
+  for (std::size_t n = 2; std::getline(in, line); ++n) {
+    if (line.empty() || line == "\r") continue;
+    if (line.find('"') != std::string::npos) throw fail(n, "quoted fields are not supported");
+    const std::vector<std::string> cells = split_csv_line(line);
+    if (cells.size() != header.size())
+      throw fail(n, std::to_string(cells.size()) + " fields, the header has " +
+                        std::to_string(header.size()));
+    Row r{0, 0, n};
+    const std::string& t = cells[time_col];
+    if (o.datetime ? !parse_datetime_seconds(t, r.t) : !parse_number(t, r.t))
+      throw fail(n, "'" + t + "' in column '" + o.time_column + "' is not " +
+                        (o.datetime ? "a YYYY-MM-DD HH:MM:SS time" : "a number of seconds"));
+    if (has_workers) {
+      double w = 0;
+      if (!parse_number(cells[workers_col], w) || w < 1 || w != std::floor(w))
+        throw fail(n, "'" + cells[workers_col] + "' in column '" + o.workers_column +
+                          "' is not a positive whole number");
+      r.workers = w > 1e6 ? 1'000'000 : static_cast<int>(w);
+    }
+    rows.push_back(r);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.t < b.t; });
+  std::vector<TraceArrival> out;
+  if (o.skip_rows >= rows.size()) return out;
+  const double origin = rows[o.skip_rows].t;
+  for (std::size_t i = o.skip_rows; i < rows.size() && out.size() < limit; ++i)
+    out.push_back(
+        {Time::from_seconds((rows[i].t - origin) * o.time_scale), rows[i].workers, rows[i].line});
+  return out;
+}
+
+}  // namespace mlsim::ina
