@@ -7,10 +7,13 @@
 // the time-weighted metrics the issue asks for: occupancy (held aggregators) and the part of it
 // that is idle-but-reserved (complete, waiting for the parameter server's result to pass back).
 // An optional observer sees every claim and release, so tests can audit ownership from outside.
+// Optionally it also keeps both quantities per fixed interval (the occupancy time series).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include "models/ina/interval_average.hpp"
 #include "models/ina/packet.hpp"
 #include "sim_core/error.hpp"
 #include "sim_core/stats.hpp"
@@ -54,7 +57,7 @@ class AggregatorPool {
     MLSIM_CHECK(!a.held, "aggregator claimed while held by another owner");
     a = Aggregator{p.seq, 0, 0, p.job, p.packets, p.priority, true, false};
     ++claims_;
-    held_.set(now, static_cast<double>(++held_count_));
+    set_held(now, ++held_count_);
     if (observer_) observer_({PoolEvent::kClaim, i, p.job, p.seq});
   }
   // Adds one contribution; returns true when the aggregator became complete.
@@ -66,7 +69,7 @@ class AggregatorPool {
     a.sum += p.sum;
     if (a.bitmap == full) {
       a.complete = true;
-      waiting_.set(now, static_cast<double>(++waiting_count_));
+      set_waiting(now, ++waiting_count_);
       return true;
     }
     return false;
@@ -74,14 +77,32 @@ class AggregatorPool {
   void release(std::size_t i, Time now) {
     Aggregator& a = slots_.at(i);
     MLSIM_CHECK(a.held, "releasing a free aggregator");
-    if (a.complete) waiting_.set(now, static_cast<double>(--waiting_count_));
+    if (a.complete) set_waiting(now, --waiting_count_);
     if (observer_) observer_({PoolEvent::kRelease, i, a.job, a.seq});
     a.held = false;
     a.complete = false;
-    held_.set(now, static_cast<double>(--held_count_));
+    set_held(now, --held_count_);
   }
 
   void set_observer(std::function<void(const PoolEvent&)> f) { observer_ = std::move(f); }
+  // Starts keeping held and complete-but-held counts per interval of `width` from time 0.
+  void record_intervals(Time width) {
+    held_intervals_.emplace(width);
+    waiting_intervals_.emplace(width);
+  }
+  // Per interval up to `end`: time-averaged fractions of the pool held and idle-but-reserved.
+  struct Intervals {
+    Time width;
+    std::vector<double> occupancy, idle_reserved;
+  };
+  std::optional<Intervals> intervals(Time end) const {
+    if (!held_intervals_) return std::nullopt;
+    Intervals out{held_intervals_->width(), held_intervals_->averages(end),
+                  waiting_intervals_->averages(end)};
+    for (double& v : out.occupancy) v /= static_cast<double>(size());
+    for (double& v : out.idle_reserved) v /= static_cast<double>(size());
+    return out;
+  }
 
   std::uint64_t claims() const { return claims_; }
   std::size_t held_now() const { return held_count_; }
@@ -93,11 +114,21 @@ class AggregatorPool {
   double peak_occupancy() const { return held_.peak() / static_cast<double>(size()); }
 
  private:
+  void set_held(Time now, std::size_t n) {
+    held_.set(now, static_cast<double>(n));
+    if (held_intervals_) held_intervals_->set(now, static_cast<double>(n));
+  }
+  void set_waiting(Time now, std::size_t n) {
+    waiting_.set(now, static_cast<double>(n));
+    if (waiting_intervals_) waiting_intervals_->set(now, static_cast<double>(n));
+  }
+
   std::vector<Aggregator> slots_;
   std::size_t held_count_ = 0, waiting_count_ = 0;
   std::uint64_t claims_ = 0;
   TimeAverage held_, waiting_;
   std::function<void(const PoolEvent&)> observer_;
+  std::optional<IntervalAverage> held_intervals_, waiting_intervals_;
 };
 
 }  // namespace mlsim::ina

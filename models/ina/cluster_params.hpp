@@ -60,6 +60,9 @@ struct ClusterParams {
   double loss_rate = 0;
   PacketLoss::Rule loss_rule;
   std::uint64_t seed = 1;
+  // > 0: report the aggregator occupancy per interval of this width (series
+  // "aggregator_occupancy").
+  Time occupancy_interval = Time::zero();
   std::vector<JobSpec> jobs;
 };
 

@@ -67,6 +67,8 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params)
       policy_ = std::make_unique<AtpPolicy>(*this, static_cast<std::size_t>(units));
   }
 
+  if (p.occupancy_interval > Time::zero()) policy_->pool().record_intervals(p.occupancy_interval);
+
   SenderConfig sender;
   sender.packet_bytes = static_cast<double>(packet_bytes_.count);
   sender.max_window_packets = p.sender_threads * p.window_cap_packets_per_thread;
@@ -288,6 +290,14 @@ void InaCluster::report(Results& out) const {
   out.set_metric("result_reanswers", static_cast<double>(c.result_reanswers));
   out.set_metric("burst_packets", burst_packets_);
   out.details()["jobs"] = std::move(table);
+  if (const auto iv = pool.intervals(end)) {
+    // One row per interval, stamped with its start.
+    TimeSeries s{"aggregator_occupancy", {"occupancy", "idle_reserved"}, {}};
+    for (std::size_t k = 0; k < iv->occupancy.size(); ++k)
+      s.add(Time::ns(static_cast<std::int64_t>(k) * iv->width.count_ns()),
+            {iv->occupancy[k], iv->idle_reserved[k]});
+    out.add_series(std::move(s));
+  }
   out.details()["policy"] = std::string(policy_->name());
 }
 

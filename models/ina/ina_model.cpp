@@ -94,6 +94,7 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   // Per wire packet per hop; loss draws come from the "ina.loss" stream of the scenario seed.
   p.loss_rate = system.number_or("loss_rate", 0.0, 0.0, 0.5);
   p.seed = seed;
+  p.occupancy_interval = system.duration_or("occupancy_interval", "0s");
 
   JsonReader atp = system.object_or_empty("atp");
   p.atp_values_per_packet = static_cast<int>(atp.integer_or("values_per_packet", 62, 1, 4096));
