@@ -133,7 +133,9 @@ void FluidNetwork::wake_up() {
   wake_event_ = {};
   waking_ = true;
   const std::int64_t now = engine_.now().count_ns();
-  for (;;) {
+  // A callback's engine_.stop() takes effect before the next backend event, as it would
+  // between engine events; what is left due runs when the engine runs again.
+  while (!engine_.stopped()) {
     // The earliest due of: the pending solve, the FIFO's head, the heap's head.
     enum class Next { kNothing, kSolve, kQueue, kTimer } next = Next::kNothing;
     Wake best{now + 1, 0};
@@ -167,7 +169,7 @@ void FluidNetwork::wake_up() {
 void FluidNetwork::run_queue() {
   queue_armed_ = false;
   const std::int64_t now = engine_.now().count_ns();
-  while (!queue_.empty() && queue_.front().time <= now) {
+  while (!queue_.empty() && queue_.front().time <= now && !engine_.stopped()) {
     const Timer t = queue_.front();
     queue_.pop();
     Flow& fl = slot(t.flow);

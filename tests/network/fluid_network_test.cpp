@@ -231,3 +231,22 @@ TEST_P(BothBackends, NonPositiveBandwidthIsRejected) {
   Harness h(build_topology(StarSpec{2, kLink}), GetParam());
   EXPECT_THROW(h.net.set_link_bandwidth(0, Bandwidth{0}), InputError);
 }
+
+TEST_P(BothBackends, StopInADeliveryCallbackHoldsTheOtherDeliveriesOfThatInstant) {
+  // Three 1 MB transfers from three hosts into host 0 arrive together (analytic: 1 GB/s each,
+  // 1 ms; flow: 1/3 GB/s each, 3 ms). The backend runs its due events in one engine event; a
+  // stop() from the first callback must hold the other two, as between engine events.
+  Harness h(build_topology(StarSpec{4, kLink}), GetParam());
+  int seen = 0;
+  for (NodeId s = 1; s <= 3; ++s)
+    h.net.start_transfer(s, 0, Bytes{1'000'000}, [&](const TransferResult&) {
+      if (++seen == 1) h.engine.stop();
+    });
+  h.engine.run();
+  EXPECT_EQ(seen, 1);
+  const Time at = h.engine.now();
+  EXPECT_EQ(at, Time::ns((flow(GetParam()) ? 3'000'000 : 1'000'000) + 200));
+  h.engine.run();
+  EXPECT_EQ(seen, 3);
+  EXPECT_EQ(h.engine.now(), at);
+}
