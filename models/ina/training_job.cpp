@@ -14,7 +14,8 @@ Worker::Worker(TrainingJob& job, std::uint16_t index, double slowdown)
       received_(job.plan().layers.size(), 0),
       unit_iteration_(job.plan().units(), -1),
       unit_state_(job.plan().units(), UnitState::kIdle),
-      unit_direct_iteration_(job.plan().units(), -1),
+      unit_direct_(job.plan().units(), false),
+      unit_direct_next_(job.plan().units(), false),
       unit_sent_(job.plan().units()),
       window_(job.sender_.initial_window_packets) {}
 
@@ -56,7 +57,11 @@ void Worker::backward(std::uint32_t layer) {
 void Worker::produce(std::uint32_t layer) {
   const LayerPlan& l = job_.plan().layers[layer];
   for (std::uint32_t u = l.first_unit; u < l.first_unit + l.units; ++u) {
+    MLSIM_CHECK(unit_iteration_[u] == iteration_ - 1,
+                "units are produced once per iteration, in order");
     unit_iteration_[u] = iteration_;
+    unit_direct_[u] = unit_direct_next_[u];
+    unit_direct_next_[u] = false;
     unit_state_[u] = UnitState::kQueued;
     queue_.push_back(u);
   }
@@ -83,7 +88,7 @@ void Worker::try_send() {
     const std::uint32_t u = queue_.front();
     queue_.pop_front();
     // A resend request may have arrived before the chunk was sent: then it goes to the PS.
-    transmit(u, unit_direct_iteration_[u] == unit_iteration_[u]);
+    transmit(u, unit_direct_[u]);
   }
 }
 
@@ -197,7 +202,8 @@ void Worker::on_resend_request(const Packet& p) {
   if (unit_iteration_[u] < it) {
     // Not produced yet: send it straight to the PS when backward gets there. (The unit may still
     // wait for the previous iteration's result, if that was lost: its timer still runs.)
-    unit_direct_iteration_[u] = it;
+    MLSIM_CHECK(it == unit_iteration_[u] + 1, "a resend request two iterations ahead");
+    unit_direct_next_[u] = true;
     return;
   }
   switch (unit_state_[u]) {
@@ -208,7 +214,7 @@ void Worker::on_resend_request(const Packet& p) {
       return;
     case UnitState::kIdle:
     case UnitState::kQueued:
-      unit_direct_iteration_[u] = it;
+      unit_direct_[u] = true;
       return;
   }
 }

@@ -69,9 +69,11 @@ class Worker {
   std::vector<std::uint32_t> received_;  // units of the layer's pending iteration received
   std::vector<int> unit_iteration_;
   std::vector<UnitState> unit_state_;
-  // The iteration of the unit a PS asked for (resend request) before it was sent: that iteration
-  // goes straight to the PS. -1 = none.
-  std::vector<int> unit_direct_iteration_;
+  // A PS asked for the unit (resend request) before it was sent: send it straight to the PS.
+  // For the unit's current iteration, and for the next one (not produced yet; a request is never
+  // further ahead: other workers reach iteration i of a layer only after this worker's
+  // contribution to iteration i - 1). Bits, not iteration numbers: there are ~10^6 units.
+  std::vector<bool> unit_direct_, unit_direct_next_;
   std::vector<Time> unit_sent_;
   std::deque<std::uint32_t> queue_;
   struct Sent {
