@@ -1,6 +1,7 @@
 #include "cli/registry.hpp"
 
 #include "models/collectives/register.hpp"
+#include "models/embcache/register.hpp"
 #include "models/ina/register.hpp"
 #include "models/pipeline/register.hpp"
 #include "models/serving/register.hpp"
@@ -27,6 +28,7 @@ Registries make_registries() {
 #endif
   register_collectives(r.models);
   register_ina(r.models);
+  register_embcache(r.models);
   register_pipeline(r.models);
   register_serving(r.models);
   return r;

@@ -1,0 +1,96 @@
+#include "models/embcache/embcache_model.hpp"
+
+#include <cmath>
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::embcache {
+namespace {
+
+class EmbcacheModel final : public Model {
+ public:
+  explicit EmbcacheModel(ModelParams params) : params_(std::move(params)) {}
+  void start(ModelEnv& env) override {
+    auto source = params_.make_source(env.seed);
+    TrainingParams t = params_.training;
+    t.cache_rows = static_cast<std::size_t>(
+        std::ceil(params_.cache_ratio * static_cast<double>(source->distinct_rows())));
+    training_ = std::make_unique<EmbeddingTraining>(env.engine, env.network, t, std::move(source));
+    training_->start();
+  }
+  void finish(ModelEnv&, Results& out) override { training_->report(out); }
+  double progress(const ModelEnv&) const override { return training_ ? training_->progress() : 0; }
+
+ private:
+  ModelParams params_;
+  std::unique_ptr<EmbeddingTraining> training_;
+};
+
+}  // namespace
+
+ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const Topology& topology,
+                                 const std::filesystem::path& scenario_dir) {
+  ModelParams p;
+  TrainingParams& t = p.training;
+  const bool het = system.choice("policy", {"het", "herald"}) == "het";
+  // The policy presets both choices; setting one apart is an ablation.
+  t.allocation = system.choice_or("allocation", {"sequential", "location_aware"},
+                                  het ? "sequential" : "location_aware") == "sequential"
+                     ? Allocation::kSequential
+                     : Allocation::kLocationAware;
+  t.sync = system.choice_or("sync", {"eager", "on_demand"}, het ? "eager" : "on_demand") == "eager"
+               ? Sync::kEager
+               : Sync::kOnDemand;
+  p.cache_ratio = system.number_or("cache_ratio", 0.1, 0, 1);
+  t.row_bytes = 4 * system.integer_or("embedding_dim", 128, 1, 1 << 20);
+
+  const auto hosts = static_cast<std::int64_t>(topology.hosts().size());
+  if (hosts < 2)
+    throw InputError("topology", "the embcache model needs at least two hosts (workers and a PS)");
+  const auto workers = static_cast<std::size_t>(workload.integer_or(
+      "workers", std::min<std::int64_t>(hosts - 1, 64), 1, std::min<std::int64_t>(hosts - 1, 64)));
+  for (std::size_t w = 0; w < workers; ++w) t.workers.push_back(topology.hosts()[w]);
+  t.server = topology.hosts()[workers];  // the host after the workers
+  t.batch_per_worker =
+      static_cast<std::size_t>(workload.integer_or("batch_per_worker", 256, 1, 1 << 24));
+  t.iterations = static_cast<std::size_t>(workload.integer("iterations", 1, 100'000'000));
+  t.compute_per_sample = workload.duration("compute_per_sample");
+
+  JsonReader samples = workload.object("samples");
+  const std::string kind = samples.choice("source", {"zipf", "csv"});
+  if (kind == "zipf") {
+    const auto fields = static_cast<std::size_t>(samples.integer("fields", 1, 1024));
+    const auto rows =
+        static_cast<std::uint64_t>(samples.integer("rows_per_field", 1, std::int64_t{1} << 30));
+    const double alpha = samples.number("alpha", 0, 10);
+    p.make_source = [fields, rows, alpha](std::uint64_t seed) -> std::unique_ptr<SampleSource> {
+      return std::make_unique<ZipfSource>(fields, rows, alpha,
+                                          RandomStream(seed, "embcache.samples"));
+    };
+  } else {
+    std::filesystem::path file = samples.string("file");
+    if (file.is_relative()) file = scenario_dir / file;
+    const std::vector<std::string> columns = samples.strings("columns");
+    if (columns.empty())
+      throw InputError(samples.path_of("columns"), "expected at least one column");
+    // Read now, so a bad file is an input error before the run.
+    auto csv = std::make_shared<CsvSource>(file, columns, samples.path_of("file"));
+    p.make_source = [csv](std::uint64_t) -> std::unique_ptr<SampleSource> {
+      return std::make_unique<CsvSource>(*csv);
+    };
+  }
+  samples.finish();
+  return p;
+}
+
+std::unique_ptr<Model> make_embcache_model(ModelSetup& setup) {
+  JsonReader system = setup.root.object("system");
+  system.ignore("model");
+  JsonReader workload = setup.root.object("workload");
+  ModelParams params = read_embcache_params(system, workload, setup.topology, setup.scenario_dir);
+  system.finish();
+  workload.finish();
+  return std::make_unique<EmbcacheModel>(std::move(params));
+}
+
+}  // namespace mlsim::embcache

@@ -1,0 +1,7 @@
+#pragma once
+// Adds the GPU embedding-cache training model ("embcache") to a registry.
+#include "sim_core/model.hpp"
+
+namespace mlsim {
+void register_embcache(ModelRegistry& registry);
+}

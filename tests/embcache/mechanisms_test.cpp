@@ -1,0 +1,120 @@
+// Embedding caches against cases computed by hand: LRU order, Herald's location-aware allocation,
+// and the rows transmitted by the HET baseline and Herald over two iterations.
+#include <gtest/gtest.h>
+
+#include <deque>
+
+#include "models/embcache/embedding_training.hpp"
+#include "models/embcache/input_allocation.hpp"
+#include "sim_core/fluid_network.hpp"
+#include "sim_core/topology_builders.hpp"
+
+using namespace mlsim;
+using namespace mlsim::embcache;
+
+TEST(LruCache, EvictsTheLeastRecentlyUsedRow) {
+  LruCache c(2);
+  EXPECT_FALSE(c.put(1));
+  EXPECT_FALSE(c.put(2));
+  EXPECT_FALSE(c.put(1));  // 1 is now the most recent
+  EXPECT_EQ(c.put(3), Key{2});
+  EXPECT_TRUE(c.contains(1));
+  EXPECT_FALSE(c.contains(2));
+  EXPECT_EQ(c.put(4), Key{1});            // 3 was used after 1
+  EXPECT_EQ(LruCache(0).put(5), Key{5});  // holds nothing
+}
+
+TEST(LocationAwareAllocation, FollowsCachesThenLoadThenRotation) {
+  // w0 holds rows 1, 2 up to date, w1 holds 3; two samples per worker.
+  auto fresh = [](Key k) -> std::uint64_t { return k == 1 || k == 2 ? 0b01 : k == 3 ? 0b10 : 0; };
+  const std::vector<Sample> batch{{1, 2}, {3, 4}, {1, 5}, {6}};
+  // s0 -> w0 (2 vs 0); s1 -> w1 (1 vs 0); s2 -> w0 (1 vs 0); s3 -> w1 (w0 is full).
+  EXPECT_EQ(location_aware_allocation(batch, 2, 0, fresh), (SampleAssignment{{0, 2}, {1, 3}}));
+  // No row cached anywhere: ties rotate from (sample + batch number) mod n.
+  auto none = [](Key) -> std::uint64_t { return 0; };
+  EXPECT_EQ(location_aware_allocation(std::vector<Sample>{{9}, {9}}, 2, 1, none),
+            (SampleAssignment{{1}, {0}}));
+  EXPECT_EQ(sequential_allocation(4, 2), (SampleAssignment{{0, 1}, {2, 3}}));
+}
+
+namespace {
+
+class Scripted final : public SampleSource {
+ public:
+  explicit Scripted(std::deque<Sample> s) : samples_(std::move(s)) {}
+  Sample next() override {
+    Sample s = samples_.front();
+    samples_.pop_front();
+    return s;
+  }
+  std::uint64_t distinct_rows() const override { return 3; }
+
+ private:
+  std::deque<Sample> samples_;
+};
+
+struct Outcome {
+  Counters counters;
+  NetworkTotals totals;
+  Time end;
+};
+
+Outcome run(Allocation allocation, Sync sync) {
+  // Iteration 0: A = {1, 2}, B = {2, 3}; iteration 1: C = {2, 3}, D = {1, 2}.
+  const Topology topo = build_topology(StarSpec{3, LinkSpec{Bandwidth{1e9}, Time::us(1)}});
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  TrainingParams p;
+  p.allocation = allocation;
+  p.sync = sync;
+  p.batch_per_worker = 1;
+  p.iterations = 2;
+  p.row_bytes = 512;
+  p.cache_rows = 10;
+  p.compute_per_sample = Time::us(10);
+  p.workers = {topo.hosts()[0], topo.hosts()[1]};
+  p.server = topo.hosts()[2];
+  EmbeddingTraining t(
+      engine, net, p,
+      std::make_unique<Scripted>(std::deque<Sample>{{1, 2}, {2, 3}, {2, 3}, {1, 2}}));
+  t.start();
+  engine.run();
+  EXPECT_TRUE(t.finished());
+  EXPECT_TRUE(t.directory_matches_caches());
+  return {t.counters(), net.totals(), engine.now()};
+}
+
+}  // namespace
+
+// HET: iteration 0 splits A | B: 4 misses, 4 pushes; row 2 was updated by both, so each worker
+// re-pulls it (2 refreshes; rows 1 and 3 were updated only by their holder). Iteration 1: C | D:
+// w0 hits 2, misses 3; w1 hits 2, misses 1; 4 pushes; now w0 re-pulls 1 and 2, w1 re-pulls 2 and
+// 3 (4 refreshes). Total 6 pulls + 8 pushes + 6 refreshes = 20 rows.
+TEST(EmbeddingTraining, HetEagerSyncCountedByHand) {
+  const Outcome o = run(Allocation::kSequential, Sync::kEager);
+  EXPECT_EQ(o.counters.misses, 6u);
+  EXPECT_EQ(o.counters.outdated_pulls, 0u);
+  EXPECT_EQ(o.counters.hits, 2u);
+  EXPECT_EQ(o.counters.pushes, 8u);
+  EXPECT_EQ(o.counters.refreshes, 6u);
+  EXPECT_EQ(o.counters.transmissions(), 20u);
+  EXPECT_EQ(o.counters.eager_sync_violations, 0u);
+  EXPECT_EQ(o.totals.bytes_delivered.count, 20 * 512);
+}
+
+// Herald: iteration 0 as HET but nothing is re-pulled: w0 keeps 1 fresh and 2 outdated, w1 keeps
+// 2 outdated and 3 fresh. Iteration 1 (batch 1): C = {2, 3} rotates from w1, which scores 1 (row
+// 3) against w0's 0 -> w1; D = {1, 2} -> w0 (score 1; w1 is full). w1 pulls outdated 2, hits 3;
+// w0 hits 1, pulls outdated 2. Total 4 misses + 2 outdated pulls + 8 pushes = 14 rows.
+TEST(EmbeddingTraining, HeraldOnDemandCountedByHand) {
+  const Outcome o = run(Allocation::kLocationAware, Sync::kOnDemand);
+  EXPECT_EQ(o.counters.misses, 4u);
+  EXPECT_EQ(o.counters.outdated_pulls, 2u);
+  EXPECT_EQ(o.counters.hits, 2u);
+  EXPECT_EQ(o.counters.pushes, 8u);
+  EXPECT_EQ(o.counters.refreshes, 0u);
+  EXPECT_EQ(o.counters.transmissions(), 14u);
+  EXPECT_EQ(o.totals.bytes_delivered.count, 14 * 512);
+  // Fewer rows and no sync phase: Herald finishes first.
+  EXPECT_LT(o.end, run(Allocation::kSequential, Sync::kEager).end);
+}

@@ -1,0 +1,96 @@
+// Invariants under random Zipf traces for both policies: every row access is a hit, a miss or an
+// outdated pull; HET's eager sync never leaves an outdated row to be found; every transfer is
+// delivered; the allocation places every sample once within the per-worker cap; reruns match.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "models/embcache/embedding_training.hpp"
+#include "models/embcache/input_allocation.hpp"
+#include "sim_core/fluid_network.hpp"
+#include "sim_core/topology_builders.hpp"
+
+using namespace mlsim;
+using namespace mlsim::embcache;
+
+namespace {
+
+struct Outcome {
+  Counters counters;
+  NetworkTotals totals;
+  std::map<std::string, double> metrics;
+};
+
+Outcome run(Allocation allocation, Sync sync, std::uint64_t seed, std::size_t workers,
+            std::size_t cache_rows) {
+  const Topology topo = build_topology(
+      StarSpec{static_cast<int>(workers + 1), LinkSpec{Bandwidth{12.5e9}, Time::us(1)}});
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  TrainingParams p;
+  p.allocation = allocation;
+  p.sync = sync;
+  p.batch_per_worker = 32;
+  p.iterations = 12;
+  p.cache_rows = cache_rows;
+  p.compute_per_sample = Time::us(2);
+  for (std::size_t w = 0; w < workers; ++w) p.workers.push_back(topo.hosts()[w]);
+  p.server = topo.hosts()[workers];
+  EmbeddingTraining t(engine, net, p,
+                      std::make_unique<ZipfSource>(8, 2000, 1.05, RandomStream(seed, "samples")));
+  t.start();
+  engine.run();
+  Results r;
+  t.report(r);
+  EXPECT_TRUE(t.finished());
+  EXPECT_TRUE(t.directory_matches_caches());
+  return {t.counters(), net.totals(), r.metrics()};
+}
+
+}  // namespace
+
+TEST(EmbcacheProperties, AccessesAreAccountedAndNothingIsLost) {
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    for (auto [allocation, sync] : {std::pair{Allocation::kSequential, Sync::kEager},
+                                    std::pair{Allocation::kLocationAware, Sync::kOnDemand},
+                                    std::pair{Allocation::kSequential, Sync::kOnDemand},
+                                    std::pair{Allocation::kLocationAware, Sync::kEager}}) {
+      const std::size_t workers = 2 + seed % 4, cache = 50 + 100 * (seed % 5);
+      const Outcome o = run(allocation, sync, seed, workers, cache);
+      const Counters& c = o.counters;
+      EXPECT_EQ(c.hits + c.misses + c.outdated_pulls, c.accesses) << seed;
+      EXPECT_EQ(c.pushes, c.accesses);  // one gradient row per distinct row used
+      EXPECT_EQ(c.eager_sync_violations, 0u);
+      if (sync == Sync::kOnDemand) {
+        EXPECT_EQ(c.refreshes, 0u);
+      }
+      EXPECT_EQ(o.totals.bytes_started, o.totals.bytes_delivered);
+      EXPECT_EQ(o.totals.transfers_failed, 0u);
+      EXPECT_EQ(o.totals.bytes_delivered.count, static_cast<std::int64_t>(c.transmissions()) * 512);
+    }
+  }
+}
+
+TEST(EmbcacheProperties, AllocationPlacesEverySampleOnceWithinTheCap) {
+  RandomStream rng(3, "alloc");
+  for (int trial = 0; trial < 50; ++trial) {
+    const std::size_t workers = 1 + rng.below(6), per = 1 + rng.below(8);
+    std::vector<Sample> batch(workers * per);
+    for (Sample& s : batch)
+      for (int f = 0; f < 4; ++f) s.push_back(rng.below(20));
+    // Bits beyond the worker count must be ignored.
+    auto fresh = [&](Key k) -> std::uint64_t { return (k * 0x9E3779B97F4A7C15ULL) >> 56; };
+    const SampleAssignment a = location_aware_allocation(batch, workers, trial, fresh);
+    std::vector<int> seen(batch.size(), 0);
+    for (const auto& list : a) {
+      EXPECT_LE(list.size(), per);
+      for (std::size_t j : list) ++seen[j];
+    }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  }
+}
+
+TEST(EmbcacheProperties, SameSeedSameRun) {
+  EXPECT_EQ(run(Allocation::kLocationAware, Sync::kOnDemand, 5, 4, 200).metrics,
+            run(Allocation::kLocationAware, Sync::kOnDemand, 5, 4, 200).metrics);
+}
