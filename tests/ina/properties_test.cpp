@@ -82,7 +82,8 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
       }
     });
     cluster.start();
-    engine.run();
+    // Bounded: under loss, a recovery bug would retry forever; it must fail here, not hang.
+    engine.run_until(Time::s(1000));
     const InaCounters& c = cluster.stats();
     EXPECT_TRUE(cluster.all_finished());  // no job starves
     EXPECT_EQ(ownership_violations, 0);
