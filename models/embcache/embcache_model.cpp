@@ -3,31 +3,9 @@
 #include <cmath>
 
 #include "sim_core/error.hpp"
+#include "sim_core/simulation_model.hpp"
 
 namespace mlsim::embcache {
-namespace {
-
-class EmbcacheModel final : public Model {
- public:
-  explicit EmbcacheModel(ModelParams params) : params_(std::move(params)) {}
-  void start(ModelEnv& env) override {
-    auto source = params_.make_source(env.seed);
-    TrainingParams t = params_.training;
-    t.cache_rows = static_cast<std::size_t>(
-        std::ceil(params_.cache_ratio * static_cast<double>(source->distinct_rows())));
-    training_ = std::make_unique<EmbeddingTraining>(env.engine, env.network, t, std::move(source));
-    training_->start();
-  }
-  void finish(ModelEnv&, Results& out) override { training_->report(out); }
-  double progress(const ModelEnv&) const override { return training_ ? training_->progress() : 0; }
-
- private:
-  ModelParams params_;
-  std::unique_ptr<EmbeddingTraining> training_;
-};
-
-}  // namespace
-
 ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const Topology& topology,
                                  const std::filesystem::path& scenario_dir) {
   ModelParams p;
@@ -90,7 +68,14 @@ std::unique_ptr<Model> make_embcache_model(ModelSetup& setup) {
   ModelParams params = read_embcache_params(system, workload, setup.topology, setup.scenario_dir);
   system.finish();
   workload.finish();
-  return std::make_unique<EmbcacheModel>(std::move(params));
+  return std::make_unique<SimulationModel<EmbeddingTraining>>(
+      [params = std::move(params)](ModelEnv& env) {
+        auto source = params.make_source(env.seed);
+        TrainingParams t = params.training;
+        t.cache_rows = static_cast<std::size_t>(
+            std::ceil(params.cache_ratio * static_cast<double>(source->distinct_rows())));
+        return std::make_unique<EmbeddingTraining>(env.engine, env.network, t, std::move(source));
+      });
 }
 
 }  // namespace mlsim::embcache

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include "sim_core/error.hpp"
+#include "sim_core/text_fields.hpp"
 
 namespace mlsim::embcache {
 
@@ -31,24 +31,13 @@ Sample ZipfSource::next() {
   return s;
 }
 
-namespace {
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, ',')) out.push_back(cell);
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
-}
-}  // namespace
-
 CsvSource::CsvSource(const std::filesystem::path& file, const std::vector<std::string>& columns,
                      const std::string& where) {
   std::ifstream in(file);
   if (!in) throw InputError(where, "cannot open sample file " + file.string());
   std::string line;
   if (!std::getline(in, line)) throw InputError(where, file.string() + " is empty");
-  const std::vector<std::string> header = split_csv(line);
+  const std::vector<std::string> header = split_csv_line(line);
   std::vector<std::size_t> index;
   for (const std::string& c : columns) {
     auto it = std::find(header.begin(), header.end(), c);
@@ -59,7 +48,7 @@ CsvSource::CsvSource(const std::filesystem::path& file, const std::vector<std::s
   std::vector<std::unordered_map<std::string, std::uint64_t>> ids(columns.size());
   while (std::getline(in, line)) {
     if (line.empty()) continue;
-    const std::vector<std::string> cells = split_csv(line);
+    const std::vector<std::string> cells = split_csv_line(line);
     Sample s;
     for (std::size_t f = 0; f < index.size(); ++f) {
       if (index[f] >= cells.size() || cells[index[f]].empty()) continue;

@@ -4,24 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include "sim_core/error.hpp"
+#include "sim_core/text_fields.hpp"
 
 namespace mlsim::ina {
 namespace {
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> cells;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, ',')) {
-    if (!cell.empty() && cell.back() == '\r') cell.pop_back();
-    cells.push_back(cell);
-  }
-  if (!line.empty() && line.back() == ',') cells.emplace_back();
-  return cells;
-}
 
 bool parse_number(const std::string& s, double& out) {
   const char* end = s.data() + s.size();
@@ -29,36 +17,14 @@ bool parse_number(const std::string& s, double& out) {
   return ec == std::errc() && ptr == end && std::isfinite(out);
 }
 
-bool parse_int(const std::string& s, std::size_t pos, std::size_t len, int& out) {
-  if (pos + len > s.size()) return false;
-  auto [ptr, ec] = std::from_chars(s.data() + pos, s.data() + pos + len, out);
-  return ec == std::errc() && ptr == s.data() + pos + len;
-}
-
-// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
 }  // namespace
 
 bool parse_datetime_seconds(const std::string& text, double& seconds) {
-  // YYYY-MM-DD HH:MM:SS
-  if (text.size() != 19 || text[4] != '-' || text[7] != '-' ||
-      (text[10] != ' ' && text[10] != 'T') || text[13] != ':' || text[16] != ':')
-    return false;
-  int y = 0, mo = 0, d = 0, h = 0, mi = 0, s = 0;
-  if (!parse_int(text, 0, 4, y) || !parse_int(text, 5, 2, mo) || !parse_int(text, 8, 2, d) ||
-      !parse_int(text, 11, 2, h) || !parse_int(text, 14, 2, mi) || !parse_int(text, 17, 2, s))
-    return false;
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60) return false;
-  const std::int64_t days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
-  seconds = static_cast<double>(days * 86400 + h * 3600 + mi * 60 + s);
+  // Whole seconds only: "YYYY-MM-DD HH:MM:SS", as the Philly trace writes them.
+  if (text.size() != 19) return false;
+  const auto ns = parse_timestamp_ns(text);
+  if (!ns) return false;
+  seconds = static_cast<double>(*ns / 1'000'000'000);
   return true;
 }
 

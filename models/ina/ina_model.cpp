@@ -6,6 +6,7 @@
 #include "models/ina/ina_cluster.hpp"
 #include "sim_core/error.hpp"
 #include "sim_core/random.hpp"
+#include "sim_core/simulation_model.hpp"
 
 namespace mlsim::ina {
 namespace {
@@ -15,25 +16,6 @@ PolicyKind parse_policy(const std::string& s) {
   if (s == "atp") return PolicyKind::kAtp;
   return PolicyKind::kDsa;
 }
-
-class InaModel : public Model {
- public:
-  explicit InaModel(ClusterParams params) : params_(std::move(params)) {}
-  void start(ModelEnv& env) override {
-    cluster_ = std::make_unique<InaCluster>(env.engine, params_);
-    cluster_->start();
-  }
-  void finish(ModelEnv&, Results& out) override { cluster_->report(out); }
-  double progress(const ModelEnv&) const override { return cluster_ ? cluster_->progress() : 0; }
-
- private:
-  ClusterParams params_;
-  std::unique_ptr<InaCluster> cluster_;
-};
-
-}  // namespace
-
-namespace {
 
 // The host links of a one-switch star: all equal, or the model cannot place its hosts.
 Link star_host_link(const Topology& topology) {
@@ -247,7 +229,9 @@ std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
                                               setup.scenario_dir, setup.seed);
   system.finish();
   workload.finish();
-  return std::make_unique<InaModel>(std::move(params));
+  return std::make_unique<SimulationModel<InaCluster>>([params = std::move(params)](ModelEnv& env) {
+    return std::make_unique<InaCluster>(env.engine, params);
+  });
 }
 
 }  // namespace mlsim::ina

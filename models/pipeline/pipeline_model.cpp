@@ -4,24 +4,10 @@
 
 #include "sim_core/dnn_profile.hpp"
 #include "sim_core/error.hpp"
+#include "sim_core/simulation_model.hpp"
 
 namespace mlsim::pipeline {
 namespace {
-
-class PipelineModel final : public Model {
- public:
-  explicit PipelineModel(TrainingParams params) : params_(std::move(params)) {}
-  void start(ModelEnv& env) override {
-    training_ = std::make_unique<PipelineTraining>(env.engine, env.network, env.topology, params_);
-    training_->start();
-  }
-  void finish(ModelEnv&, Results& out) override { training_->report(out); }
-  double progress(const ModelEnv&) const override { return training_ ? training_->progress() : 0; }
-
- private:
-  TrainingParams params_;
-  std::unique_ptr<PipelineTraining> training_;
-};
 
 // A host's one link to the network and the link back to it.
 std::pair<const Link*, const Link*> host_links(const Topology& t, NodeId h, std::size_t stage) {
@@ -120,7 +106,10 @@ std::unique_ptr<Model> make_pipeline_model(ModelSetup& setup) {
       read_training_params(system, workload, setup.topology, setup.scenario_dir);
   system.finish();
   workload.finish();
-  return std::make_unique<PipelineModel>(std::move(params));
+  return std::make_unique<SimulationModel<PipelineTraining>>(
+      [params = std::move(params)](ModelEnv& env) {
+        return std::make_unique<PipelineTraining>(env.engine, env.network, env.topology, params);
+      });
 }
 
 }  // namespace mlsim::pipeline

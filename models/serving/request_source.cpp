@@ -7,19 +7,11 @@
 #include <cmath>
 
 #include "sim_core/error.hpp"
+#include "sim_core/text_fields.hpp"
 
 namespace mlsim::serving {
 
 namespace {
-
-std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {  // H. Hinnant's algorithm
-  y -= m <= 2;
-  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
-  const auto yoe = static_cast<unsigned>(y - era * 400);
-  const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
 
 std::int64_t to_int(std::string_view s, const std::string& where) {
   std::int64_t v = 0;
@@ -32,27 +24,10 @@ std::int64_t to_int(std::string_view s, const std::string& where) {
 }  // namespace
 
 std::int64_t parse_trace_timestamp_ns(std::string_view t, const std::string& where) {
-  // YYYY-MM-DD HH:MM:SS[.fraction]
-  if (t.size() < 19 || t[4] != '-' || t[7] != '-' || (t[10] != ' ' && t[10] != 'T') ||
-      t[13] != ':' || t[16] != ':')
-    throw InputError(where, fmt::format("expected a timestamp \"YYYY-MM-DD HH:MM:SS.fffffff\", "
-                                        "got \"{}\"",
-                                        t));
-  const auto y = to_int(t.substr(0, 4), where), mo = to_int(t.substr(5, 2), where),
-             d = to_int(t.substr(8, 2), where), h = to_int(t.substr(11, 2), where),
-             mi = to_int(t.substr(14, 2), where), s = to_int(t.substr(17, 2), where);
-  if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 60)
-    throw InputError(where, fmt::format("timestamp out of range: \"{}\"", t));
-  std::int64_t frac_ns = 0;
-  if (t.size() > 19) {
-    if (t[19] != '.' || t.size() == 20 || t.size() > 29)
-      throw InputError(where, fmt::format("bad fractional seconds in \"{}\"", t));
-    auto digits = t.substr(20);
-    frac_ns = to_int(digits, where);
-    for (auto i = digits.size(); i < 9; ++i) frac_ns *= 10;
-  }
-  const auto days = days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d));
-  return ((days * 24 + h) * 60 + mi) * 60'000'000'000LL + s * 1'000'000'000LL + frac_ns;
+  if (const auto ns = parse_timestamp_ns(t)) return *ns;
+  throw InputError(where, fmt::format("expected a timestamp \"YYYY-MM-DD HH:MM:SS.fffffff\", "
+                                      "got \"{}\"",
+                                      t));
 }
 
 AzureTraceSource::AzureTraceSource(const std::filesystem::path& file, double rate_scale,
