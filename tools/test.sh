@@ -10,9 +10,16 @@ bash tools/build.sh build -DMLSIM_BUILD_BENCH=ON
 (cd build && ctest --output-on-failure -j2 --timeout 600)
 
 echo "== benchmarks compile and run briefly (smoke)"
+# One small case per binary: the engine at 100 and 1000 pending, the network's "Small" cases, the
+# ring at 256 nodes on the flow backend, serving's continuous-batching run.
+smoke='/100$|/1000$|Small|nodes:256/flow:1|continuous'
 for b in build/bench/mlsim_bench_*; do
   [ -x "$b" ] || continue
-  "$b" --benchmark_min_time=0.01 --benchmark_filter='/100$|/1000$|Small' >/dev/null
+  if ! "$b" --benchmark_list_tests --benchmark_filter="$smoke" | grep -q .; then
+    echo "error: $b has no benchmark matching the smoke filter '$smoke'" >&2
+    exit 1
+  fi
+  "$b" --benchmark_min_time=0.01 --benchmark_filter="$smoke" >/dev/null
 done
 
 if [ -f results/claims.json ] && ./build/cli/mlsim check --help >/dev/null 2>&1; then
