@@ -1,7 +1,6 @@
 #include "models/embcache/embedding_training.hpp"
 
 #include <algorithm>
-#include <unordered_set>
 
 #include "sim_core/error.hpp"
 
@@ -69,10 +68,11 @@ void EmbeddingTraining::begin_iteration() {
           : location_aware_allocation(batch, n, done_, [this](Key k) { return fresh_mask(k); });
   pending_ = n;
   for (std::size_t w = 0; w < n; ++w) {
-    std::unordered_set<Key> distinct;
-    for (std::size_t j : alloc[w]) distinct.insert(batch[j].begin(), batch[j].end());
-    used_[w].assign(distinct.begin(), distinct.end());
-    std::sort(used_[w].begin(), used_[w].end());  // deterministic order
+    used_[w].clear();
+    for (std::size_t j : alloc[w])
+      used_[w].insert(used_[w].end(), batch[j].begin(), batch[j].end());
+    std::sort(used_[w].begin(), used_[w].end());  // distinct rows, in a deterministic order
+    used_[w].erase(std::unique(used_[w].begin(), used_[w].end()), used_[w].end());
     samples_of_[w] = alloc[w].size();
     to_pull_[w].clear();
     const std::uint64_t bit = std::uint64_t{1} << w;
@@ -123,7 +123,8 @@ void EmbeddingTraining::worker_pushed() {
 void EmbeddingTraining::synchronise() {
   // The PS applies every pushed gradient. Who updated each row: one worker index, or `many`.
   const std::size_t n = params_.workers.size(), many = n;
-  std::unordered_map<Key, std::size_t> updater;
+  // Only sums and per-row updates depend on it, never the map's iteration order.
+  absl::flat_hash_map<Key, std::size_t> updater;
   for (std::size_t w = 0; w < n; ++w)
     for (Key k : used_[w]) {
       auto [it, first] = updater.try_emplace(k, w);

@@ -21,9 +21,10 @@
 // Which worker holds which row, and whether up to date, is one directory entry per row (two
 // bitmasks over at most 64 workers): Herald's scheduler scores a sample against every worker
 // with one lookup per row, and a sync touches each updated row once.
+#include <absl/container/flat_hash_map.h>
+
 #include <cstdint>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "models/embcache/input_allocation.hpp"
@@ -92,7 +93,7 @@ class EmbeddingTraining {
   struct Holders {
     std::uint64_t cached = 0, fresh = 0;  // fresh is a subset of cached
   };
-  std::unordered_map<Key, Holders> directory_;  // rows held by at least one worker
+  absl::flat_hash_map<Key, Holders> directory_;  // rows held by at least one worker
   // This iteration: each worker's distinct rows, the rows it must pull, and pending transfers.
   std::vector<std::vector<Key>> used_, to_pull_;
   std::vector<std::size_t> samples_of_;
