@@ -203,8 +203,7 @@ void FluidNetwork::on_event(std::uint32_t f) {
       deliver(f);
       return;
     case State::kFailing:
-      ++totals_.transfers_failed;
-      totals_.bytes_failed += fl.bytes;
+      totals_.count_end(fl.bytes, true);
       report(f, true);
       return;
     case State::kFree:
@@ -219,8 +218,7 @@ void FluidNetwork::deliver(std::uint32_t f) {
     settle(f);
     detach(f);
   }
-  ++totals_.transfers_delivered;
-  totals_.bytes_delivered += fl.bytes;
+  totals_.count_end(fl.bytes, false);
   report(f, false);
 }
 
@@ -259,8 +257,7 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
   fl.started = engine_.now();
   fl.latency = Time::zero();
   fl.done = std::move(done);
-  ++totals_.transfers_started;
-  totals_.bytes_started += bytes;
+  totals_.count_start(bytes);
   const TransferId id = id_of(f);
 
   if (src == dst) {

@@ -42,6 +42,16 @@ struct NetworkTotals {
   std::uint64_t transfers_started = 0, transfers_delivered = 0, transfers_failed = 0;
   std::uint64_t transfers_in_flight = 0;
   Bytes bytes_started, bytes_delivered, bytes_failed, bytes_in_flight;
+
+  // The one place a backend counts a transfer's start and its end (delivered or failed).
+  void count_start(Bytes bytes) {
+    ++transfers_started;
+    bytes_started += bytes;
+  }
+  void count_end(Bytes bytes, bool failed) {
+    ++(failed ? transfers_failed : transfers_delivered);
+    (failed ? bytes_failed : bytes_delivered) += bytes;
+  }
 };
 
 class Network {

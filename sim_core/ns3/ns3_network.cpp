@@ -109,13 +109,7 @@ void Ns3Network::finish(TransferId id, bool failed) {
     if (!failed)
       for (LinkId l : t.path) links_[l].bytes_carried += t.bytes.count;
   }
-  if (failed) {
-    ++totals_.transfers_failed;
-    totals_.bytes_failed += t.bytes;
-  } else {
-    ++totals_.transfers_delivered;
-    totals_.bytes_delivered += t.bytes;
-  }
+  totals_.count_end(t.bytes, failed);
   t.done(TransferResult{id, t.src, t.dst, t.bytes, t.started, engine_.now(), failed});
 }
 
@@ -125,8 +119,7 @@ TransferId Ns3Network::start_transfer(NodeId src, NodeId dst, Bytes bytes, Deliv
               "transfer endpoint out of range");
   MLSIM_CHECK(bytes.count >= 0, "negative transfer size");
   const TransferId id = next_id_++;
-  ++totals_.transfers_started;
-  totals_.bytes_started += bytes;
+  totals_.count_start(bytes);
   Transfer& t = transfers_[id];
   t.src = src;
   t.dst = dst;

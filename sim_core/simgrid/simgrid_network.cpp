@@ -282,8 +282,7 @@ TransferId SimGridNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes,
               "transfer endpoint out of range");
   MLSIM_CHECK(bytes.count >= 0, "negative transfer size");
   const TransferId id = m.next_id++;
-  ++totals_.transfers_started;
-  totals_.bytes_started += bytes;
+  totals_.count_start(bytes);
   Impl::Transfer& t = m.transfers[id];
   t.src = src;
   t.dst = dst;
@@ -330,13 +329,7 @@ void SimGridNetwork::finish(TransferId id, bool failed) {
   Impl& m = *impl_;
   auto node = m.transfers.extract(id);
   Impl::Transfer& t = node.mapped();
-  if (failed) {
-    ++totals_.transfers_failed;
-    totals_.bytes_failed += t.bytes;
-  } else {
-    ++totals_.transfers_delivered;
-    totals_.bytes_delivered += t.bytes;
-  }
+  totals_.count_end(t.bytes, failed);
   const TransferResult result{id, t.src, t.dst, t.bytes, t.started, m.engine.now(), failed};
   t.done(result);
 }

@@ -133,10 +133,7 @@ TEST(InaLoss, SwitchMlLostResultIsAnsweredFromTheShadowCopy) {
 // 3,002,424 at the switch, multicast 3,002,448.64 -> 3,002,449 + 500 = 3,002,949.
 TEST(InaLoss, AtpLostGradientRecoversThroughThePs) {
   Engine engine;
-  ClusterParams p;
-  p.policy = PolicyKind::kAtp;
-  p.aggregator_memory = Bytes{248};
-  p.atp_timeout = Time::ms(1);
+  ClusterParams p = one_aggregator(PolicyKind::kAtp, Time::ms(1));
   p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
   p.loss_rule = [](Hop hop, const Packet& q, std::uint16_t) {
     return hop == Hop::kWorkerToSwitch && q.worker == 1 && !q.resend;
@@ -163,10 +160,7 @@ TEST(InaLoss, AtpLostGradientRecoversThroughThePs) {
 // 3,002,399.64 -> 3,002,400 + 500 = 3,002,900 at worker 1.
 TEST(InaLoss, AtpPsAnswersTheResendOfAFinishedChunk) {
   Engine engine;
-  ClusterParams p;
-  p.policy = PolicyKind::kAtp;
-  p.aggregator_memory = Bytes{248};
-  p.atp_timeout = Time::ms(1);
+  ClusterParams p = one_aggregator(PolicyKind::kAtp, Time::ms(1));
   p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
   p.loss_rule = [](Hop hop, const Packet& q, std::uint16_t to) {
     return hop == Hop::kSwitchToWorker && to == 1 && !q.resend;

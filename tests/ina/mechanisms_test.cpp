@@ -31,8 +31,7 @@ ClusterParams base(PolicyKind policy) {
 // switch (aggregator released), multicast: 2,002,399.64 -> 2,002,400 + 500 = 2,002,900.
 TEST(InaMechanisms, TwoWorkersAggregateThroughOneAggregator) {
   Engine engine;
-  ClusterParams p = base(PolicyKind::kAtp);
-  p.aggregator_memory = Bytes{248};  // exactly one ATP aggregator
+  ClusterParams p = one_aggregator(PolicyKind::kAtp);
   p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
   InaCluster cluster(engine, p);
   std::vector<PoolEvent> events;
@@ -81,8 +80,7 @@ TEST(InaMechanisms, SwitchMlMulticastsFromTheSwitch) {
 // aggregator at 2,002,375), multicast 2,003,424.64 -> 2,003,425 + 500 = 2,003,925.
 TEST(InaMechanisms, AtpCollisionFallsBackToTheParameterServer) {
   Engine engine;
-  ClusterParams p = base(PolicyKind::kAtp);
-  p.aggregator_memory = Bytes{248};
+  ClusterParams p = one_aggregator(PolicyKind::kAtp);
   p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
   p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1, Time::us(1)));
   InaCluster cluster(engine, p);
@@ -110,8 +108,7 @@ TEST(InaMechanisms, AtpCollisionFallsBackToTheParameterServer) {
 // 4,001,475 + 900 = 4,002,375; at the workers 4,002,400 + 500 = 4,002,900.
 TEST(InaMechanisms, DsaPreemptionCompletesAtThePsWithSelectiveRetransmission) {
   Engine engine;
-  ClusterParams p = base(PolicyKind::kDsa);
-  p.aggregator_memory = Bytes{248};
+  ClusterParams p = one_aggregator(PolicyKind::kDsa);
   JobSpec low = job(one_layer(1.0, 1.0, 62), 3, 1);
   low.worker_slowdown = {1.0, 1.0, 2.0};
   p.jobs.push_back(low);
@@ -147,8 +144,7 @@ TEST(InaMechanisms, DsaPreemptionCompletesAtThePsWithSelectiveRetransmission) {
 // The same arrival under ATP: no preemption, H falls back to its PS, L waits for worker 2.
 TEST(InaMechanisms, AtpKeepsTheLowPriorityPartial) {
   Engine engine;
-  ClusterParams p = base(PolicyKind::kAtp);
-  p.aggregator_memory = Bytes{248};
+  ClusterParams p = one_aggregator(PolicyKind::kAtp);
   JobSpec low = job(one_layer(1.0, 1.0, 62), 3, 1);
   low.worker_slowdown = {1.0, 1.0, 2.0};
   p.jobs.push_back(low);

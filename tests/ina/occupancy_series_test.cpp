@@ -27,10 +27,7 @@ TEST(InaOccupancySeries, IntervalAveragesAreExact) {
 // [1 ms, 2 ms) empty; [2 ms, 2,002,900) held 1,450 of 2,900 ns = 0.5, all of it idle-reserved.
 TEST(InaOccupancySeries, ClusterReportsOccupancyPerInterval) {
   Engine engine;
-  ClusterParams p;
-  p.policy = PolicyKind::kAtp;
-  p.aggregator_memory = Bytes{248};
-  p.atp_timeout = Time::ms(10);
+  ClusterParams p = one_aggregator(PolicyKind::kAtp);
   p.occupancy_interval = Time::ms(1);
   p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
   InaCluster cluster(engine, p);

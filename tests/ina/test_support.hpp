@@ -45,4 +45,15 @@ inline JobSpec job(std::shared_ptr<const DnnProfile> profile, int workers, int i
   return j;
 }
 
+// Switch memory for exactly one ATP/DSA aggregator (62 fp32 values): the base case of the
+// hand-computed tests. The default timeout is longer than any wait in those tests, so no timeout
+// muddles them; the loss tests pass ATP's own 1 ms.
+inline ClusterParams one_aggregator(PolicyKind policy, Time timeout = Time::ms(10)) {
+  ClusterParams p;
+  p.policy = policy;
+  p.aggregator_memory = Bytes{248};
+  p.atp_timeout = timeout;
+  return p;
+}
+
 }  // namespace mlsim::ina::testing

@@ -5,42 +5,16 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include "sim_core/error.hpp"
-#include "sim_core/routing.hpp"
+#include "tests/support/network_fixtures.hpp"
 
 using namespace mlsim;
-
-namespace mlsim {
-void PrintTo(Time t, std::ostream* os) {
-  *os << to_string(t);
-}
-}  // namespace mlsim
+using namespace mlsim::test;
 
 namespace {
 
-constexpr Bandwidth kGBps{1e9};
 // Bytes on the wire per byte of payload: 1460 B segments in 1500 B IP packets + 2 B PPP.
 constexpr double kTcpWireFactor = 1502.0 / 1460.0;
-
-Topology star(int n, Time latency) {
-  Topology t;
-  const NodeId sw = t.add_node("sw", NodeKind::kSwitch);
-  for (int i = 0; i < n; ++i) {
-    const NodeId h = t.add_node("h" + std::to_string(i), NodeKind::kHost);
-    t.add_duplex_link(h, sw, kGBps, latency);
-  }
-  return t;
-}
-
-struct Recorder {
-  std::map<TransferId, TransferResult> results;
-  DeliveryCallback callback() {
-    return [this](const TransferResult& r) { results[r.id] = r; };
-  }
-  double seconds(TransferId id) const { return results.at(id).finished.seconds(); }
-};
 
 }  // namespace
 
@@ -108,19 +82,11 @@ TEST(Ns3Network, EcmpFlowsFollowTheirOwnPaths) {
   // a and b are joined by two disjoint 1 GB/s paths; two flows hashed onto different paths each
   // get a full path, onto the same path they share it.
   Engine engine;
-  Topology t;
-  const NodeId a = t.add_node("a", NodeKind::kHost);
-  const NodeId b = t.add_node("b", NodeKind::kHost);
-  const NodeId s0 = t.add_node("s0", NodeKind::kSwitch);
-  const NodeId s1 = t.add_node("s1", NodeKind::kSwitch);
-  t.add_duplex_link(a, s0, Bandwidth{1e12}, Time::us(1));
-  t.add_duplex_link(a, s1, Bandwidth{1e12}, Time::us(1));
-  t.add_duplex_link(s0, b, kGBps, Time::us(1));
-  t.add_duplex_link(s1, b, kGBps, Time::us(1));
-  Router router(t);
-  std::uint64_t l0 = 0, l1 = 0;
-  while (router.route(a, b, l0)->links[0] != 0) ++l0;
-  while (router.route(a, b, l1)->links[0] != 2) ++l1;
+  const TwoPaths p =
+      two_paths({.a_s0 = Bandwidth{1e12}, .a_s1 = Bandwidth{1e12}, .latency = Time::us(1)});
+  const Topology& t = p.topology;
+  const NodeId a = p.a, b = p.b;
+  const std::uint64_t l0 = label_through(t, a, b, p.a_s0), l1 = label_through(t, a, b, p.a_s1);
   // b's two links carry the two paths: with one flow each, both finish in ~1 MB / 1 GB/s.
   Ns3Network net(engine, t, Ns3Options{});
   Recorder rec;
@@ -136,18 +102,11 @@ TEST(Ns3Network, EcmpFlowsFollowTheirOwnPaths) {
 
 TEST(Ns3Network, FailedLinkReroutesTheFlow) {
   Engine engine;
-  Topology t;
-  const NodeId a = t.add_node("a", NodeKind::kHost);
-  const NodeId b = t.add_node("b", NodeKind::kHost);
-  const NodeId s0 = t.add_node("s0", NodeKind::kSwitch);
-  const NodeId s1 = t.add_node("s1", NodeKind::kSwitch);
-  const LinkId a0 = t.add_duplex_link(a, s0, kGBps, Time::us(1));
-  t.add_duplex_link(a, s1, kGBps, Time::us(1));
-  t.add_duplex_link(s0, b, kGBps, Time::us(1));
-  t.add_duplex_link(s1, b, kGBps, Time::us(1));
-  Router router(t);
-  std::uint64_t via0 = 0;
-  while (router.route(a, b, via0)->links[0] != a0) ++via0;
+  const TwoPaths p = two_paths({.latency = Time::us(1)});
+  const Topology& t = p.topology;
+  const NodeId a = p.a, b = p.b;
+  const LinkId a0 = p.a_s0;
+  const std::uint64_t via0 = label_through(t, a, b, a0);
   Ns3Network net(engine, t, Ns3Options{});
   Recorder rec;
   const TransferId id = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);

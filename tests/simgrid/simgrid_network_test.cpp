@@ -5,41 +5,13 @@
 
 #include <gtest/gtest.h>
 
-#include <map>
-
 #include "sim_core/error.hpp"
-#include "sim_core/routing.hpp"
+#include "tests/support/network_fixtures.hpp"
 
 using namespace mlsim;
-
-namespace mlsim {
-void PrintTo(Time t, std::ostream* os) {
-  *os << to_string(t);
-}
-}  // namespace mlsim
+using namespace mlsim::test;
 
 namespace {
-
-constexpr Bandwidth kGBps{1e9};
-
-// n hosts on one switch, each host link 1 GB/s and `latency`.
-Topology star(int n, Time latency) {
-  Topology t;
-  const NodeId sw = t.add_node("sw", NodeKind::kSwitch);
-  for (int i = 0; i < n; ++i) {
-    const NodeId h = t.add_node("h" + std::to_string(i), NodeKind::kHost);
-    t.add_duplex_link(h, sw, kGBps, latency);
-  }
-  return t;
-}
-
-struct Recorder {
-  std::map<TransferId, TransferResult> results;
-  DeliveryCallback callback() {
-    return [this](const TransferResult& r) { results[r.id] = r; };
-  }
-  Time finished(TransferId id) const { return results.at(id).finished; }
-};
 
 SimGridOptions cm02(SimGridOptions::Latency latency = SimGridOptions::Latency::kAfterSending) {
   SimGridOptions o;
@@ -112,15 +84,9 @@ TEST(SimGridNetwork, ParkingLotIsMaxMinFairWithLatencyAfterSending) {
   // h0 -> s0 -> s1 -> s2 -> h3 chain: the long flow crosses the three inner links, each short
   // flow one of them. Max-min: everybody gets 0.5 GB/s on the inner links.
   Engine engine;
-  Topology t;
-  std::vector<NodeId> s;
-  for (int i = 0; i < 4; ++i) s.push_back(t.add_node("s" + std::to_string(i), NodeKind::kSwitch));
-  std::vector<NodeId> h;
-  for (int i = 0; i < 4; ++i) {
-    h.push_back(t.add_node("h" + std::to_string(i), NodeKind::kHost));
-    t.add_duplex_link(h[i], s[i], Bandwidth{1e12}, Time::zero());
-  }
-  for (int i = 0; i < 3; ++i) t.add_duplex_link(s[i], s[i + 1], kGBps, Time::us(1));
+  const ParkingLot lot = parking_lot(kGBps, Time::us(1));
+  const Topology& t = lot.topology;
+  const std::vector<NodeId>& h = lot.hosts;
   SimGridNetwork net(engine, t, cm02());
   Recorder rec;
   const TransferId lng = net.start_transfer(h[0], h[3], Bytes{1'000'000}, rec.callback());
@@ -137,15 +103,9 @@ TEST(SimGridNetwork, LatencyInsideSimGridWeightsSharesByRouteLatency) {
   // Same parking lot with the latency inside SimGrid: CM02 weights each flow by its route
   // latency, so the long flow (3 us) gets 1/3 of a short flow's (1 us) rate: 0.25 vs 0.75 GB/s.
   Engine engine;
-  Topology t;
-  std::vector<NodeId> s;
-  for (int i = 0; i < 4; ++i) s.push_back(t.add_node("s" + std::to_string(i), NodeKind::kSwitch));
-  std::vector<NodeId> h;
-  for (int i = 0; i < 4; ++i) {
-    h.push_back(t.add_node("h" + std::to_string(i), NodeKind::kHost));
-    t.add_duplex_link(h[i], s[i], Bandwidth{1e12}, Time::zero());
-  }
-  for (int i = 0; i < 3; ++i) t.add_duplex_link(s[i], s[i + 1], kGBps, Time::us(1));
+  const ParkingLot lot = parking_lot(kGBps, Time::us(1));
+  const Topology& t = lot.topology;
+  const std::vector<NodeId>& h = lot.hosts;
   SimGridNetwork net(engine, t, cm02(SimGridOptions::Latency::kInSimGrid));
   Recorder rec;
   const TransferId lng = net.start_transfer(h[0], h[3], Bytes{1'000'000}, rec.callback());
@@ -176,23 +136,15 @@ TEST(SimGridNetwork, BandwidthChangeAppliesFromItsDate) {
 TEST(SimGridNetwork, FailedLinkReroutesOrFailsTransfers) {
   // Two switches between a and b (two equal paths), plus a host c reachable only via sw1.
   Engine engine;
-  Topology t;
-  const NodeId a = t.add_node("a", NodeKind::kHost);
-  const NodeId b = t.add_node("b", NodeKind::kHost);
+  TwoPaths p = two_paths({});
+  Topology& t = p.topology;
+  const NodeId a = p.a, b = p.b;
+  const LinkId a0 = p.a_s0, a1 = p.a_s1;
   const NodeId c = t.add_node("c", NodeKind::kHost);
-  const NodeId sw0 = t.add_node("sw0", NodeKind::kSwitch);
-  const NodeId sw1 = t.add_node("sw1", NodeKind::kSwitch);
-  const LinkId a0 = t.add_duplex_link(a, sw0, kGBps, Time::zero());
-  const LinkId a1 = t.add_duplex_link(a, sw1, kGBps, Time::zero());
-  t.add_duplex_link(sw0, b, kGBps, Time::zero());
-  t.add_duplex_link(sw1, b, kGBps, Time::zero());
-  t.add_duplex_link(sw1, c, kGBps, Time::zero());
+  t.add_duplex_link(p.s1, c, kGBps, Time::zero());
   SimGridNetwork net(engine, t, cm02());
   Recorder rec;
-  // Find labels that route a->b through sw0 and through sw1.
-  Router router(t);
-  std::uint64_t via0 = 0;
-  while (router.route(a, b, via0)->links[0] != a0) ++via0;
+  const std::uint64_t via0 = label_through(t, a, b, a0);
   const TransferId moved = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);
   const TransferId lost = net.start_transfer(a, c, Bytes{1'000'000}, rec.callback());
   // At 0.5 ms a->sw0 fails: `moved` (0.5 MB left) continues via sw1, sharing a->sw1 with `lost`
@@ -210,19 +162,11 @@ TEST(SimGridNetwork, FailedLinkReroutesOrFailsTransfers) {
 
 TEST(SimGridNetwork, RerouteKeepsRemainingBytes) {
   Engine engine;
-  Topology t;
-  const NodeId a = t.add_node("a", NodeKind::kHost);
-  const NodeId b = t.add_node("b", NodeKind::kHost);
-  const NodeId sw0 = t.add_node("sw0", NodeKind::kSwitch);
-  const NodeId sw1 = t.add_node("sw1", NodeKind::kSwitch);
-  const LinkId a0 = t.add_duplex_link(a, sw0, kGBps, Time::zero());
-  t.add_duplex_link(a, sw1, Bandwidth{0.5e9}, Time::zero());
-  t.add_duplex_link(sw0, b, kGBps, Time::zero());
-  t.add_duplex_link(sw1, b, kGBps, Time::zero());
-  SimGridNetwork net(engine, t, cm02());
-  Router router(t);
-  std::uint64_t via0 = 0;
-  while (router.route(a, b, via0)->links[0] != a0) ++via0;
+  const TwoPaths p = two_paths({.a_s1 = Bandwidth{0.5e9}});
+  const NodeId a = p.a, b = p.b;
+  const LinkId a0 = p.a_s0;
+  SimGridNetwork net(engine, p.topology, cm02());
+  const std::uint64_t via0 = label_through(p.topology, a, b, a0);
   Recorder rec;
   const TransferId id = net.start_transfer(a, b, Bytes{1'000'000}, rec.callback(), via0);
   engine.schedule_at(Time::us(500), [&] { net.set_link_up(a0, false); });

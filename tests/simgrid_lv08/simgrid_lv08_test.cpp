@@ -3,17 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "sim_core/simgrid/simgrid_network.hpp"
+#include "tests/support/network_fixtures.hpp"
 
 using namespace mlsim;
 
 TEST(SimGridLv08, OneFlowPaysCalibratedLatencyAndBandwidthFactors) {
   Engine engine;
-  Topology t;
-  const NodeId sw = t.add_node("sw", NodeKind::kSwitch);
-  const NodeId a = t.add_node("a", NodeKind::kHost);
-  const NodeId b = t.add_node("b", NodeKind::kHost);
-  t.add_duplex_link(a, sw, Bandwidth{1e9}, Time::us(1));
-  t.add_duplex_link(b, sw, Bandwidth{1e9}, Time::us(1));
+  const Topology t = test::star(2, Time::us(1));
+  const NodeId a = 1, b = 2;
   SimGridOptions o;
   o.model = SimGridOptions::Model::kLV08;
   o.latency = SimGridOptions::Latency::kInSimGrid;
