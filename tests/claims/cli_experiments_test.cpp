@@ -1,49 +1,19 @@
 // `mlsim check`, `compare` and `sweep` run as a user would run them, on a small INA scenario
 // (two 2-worker ResNet-50 jobs, two iterations each: a fraction of a second per run).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "../scenario/test_registries.hpp"
+#include "tests/support/program_runner.hpp"
 
+using mlsim::testing::read_file;
+using mlsim::testing::run_in;
+using mlsim::testing::run_mlsim;
 using mlsim::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Outcome sh(const TempDir& dir, const std::string& command) {
-  const auto out = dir.path() / "stdout.txt";
-  const auto err = dir.path() / "stderr.txt";
-  const std::string cmd =
-      "cd " + dir.path().string() + " && " + command + " > " + out.string() + " 2> " + err.string();
-  const int raw = std::system(cmd.c_str());
-  Outcome o;
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  o.out = read(out);
-  o.err = read(err);
-  return o;
-}
-
-const std::string kMlsim = std::string(MLSIM_BINARY_DIR) + "/cli/mlsim";
-Outcome run_mlsim(const TempDir& dir, const std::string& args) {
-  return sh(dir, kMlsim + " " + args);
-}
 
 void write_scenario(const TempDir& dir) {
   const std::string src = MLSIM_SOURCE_DIR;
@@ -130,14 +100,14 @@ TEST(CompareCommand, WritesTheTableJsonAndCsv) {
       run_mlsim(dir, "compare small.json --out cmp -j 2 --set system.aggregator_memory=1MiB");
   ASSERT_EQ(o.status, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("atp (baseline)"), std::string::npos) << o.out;
-  const auto j = nlohmann::json::parse(read(dir.path() / "cmp/compare.json"));
+  const auto j = nlohmann::json::parse(read_file(dir.path() / "cmp/compare.json"));
   EXPECT_EQ(j["baseline"], "atp");
   EXPECT_EQ(j["variants"], nlohmann::json({"atp", "dsa"}));
   EXPECT_EQ(j["metrics"]["jct_mean_s"]["atp"]["ratio"], 1.0);
-  const auto dsa = nlohmann::json::parse(read(dir.path() / "cmp/variants/dsa/summary.json"));
+  const auto dsa = nlohmann::json::parse(read_file(dir.path() / "cmp/variants/dsa/summary.json"));
   EXPECT_EQ(j["metrics"]["jct_mean_s"]["dsa"]["value"], dsa["metrics"]["jct_mean_s"]);
   EXPECT_EQ(dsa["scenario"]["system"]["aggregator_memory"], "1MiB");
-  EXPECT_NE(read(dir.path() / "cmp/compare.csv").find("jct_mean_s,dsa,"), std::string::npos);
+  EXPECT_NE(read_file(dir.path() / "cmp/compare.csv").find("jct_mean_s,dsa,"), std::string::npos);
   EXPECT_EQ(run_mlsim(dir, "compare small.json --baseline nope").status, 2);
 }
 
@@ -147,7 +117,7 @@ TEST(SweepCommand, AnInterruptedSweepResumesAndGivesTheSameCsv) {
   dir.write("sweep.json", sweep_file());
   auto o = run_mlsim(dir, "sweep sweep.json -j 2 --out ref");
   ASSERT_EQ(o.status, 0) << o.out << o.err;
-  const auto reference = read(dir.path() / "ref/sweep.csv");
+  const auto reference = read_file(dir.path() / "ref/sweep.csv");
   EXPECT_EQ(std::count(reference.begin(), reference.end(), '\n'), 7);
 
   // Interrupted after 2 of 6 points: only their results are there.
@@ -167,7 +137,7 @@ TEST(SweepCommand, AnInterruptedSweepResumesAndGivesTheSameCsv) {
   for (const auto& [id, t] : stamps)
     EXPECT_EQ(fs::last_write_time(dir.path() / "out/points" / id / "summary.json"), t)
         << "finished point " << id << " ran again";
-  EXPECT_EQ(read(dir.path() / "out/sweep.csv"), reference);
+  EXPECT_EQ(read_file(dir.path() / "out/sweep.csv"), reference);
 }
 
 TEST(SweepCommand, TheJobListUnderGnuParallelGivesTheSameCsvAsJobs) {
@@ -181,12 +151,12 @@ TEST(SweepCommand, TheJobListUnderGnuParallelGivesTheSameCsvAsJobs) {
   ASSERT_EQ(o.status, 0) << o.out << o.err;
   EXPECT_NE(o.out.find("6 jobs"), std::string::npos) << o.out;
   EXPECT_FALSE(fs::exists(dir.path() / "par/sweep.csv"));  // nothing ran
-  EXPECT_NE(read(dir.path() / "jobs/slurm.sh").find("--array=0-5"), std::string::npos);
+  EXPECT_NE(read_file(dir.path() / "jobs/slurm.sh").find("--array=0-5"), std::string::npos);
   // Collecting before the jobs ran reports the missing points.
-  EXPECT_EQ(sh(dir, "sh jobs/collect.sh").status, 1);
-  o = sh(dir, "sh jobs/parallel.sh --will-cite -j 2");
+  EXPECT_EQ(run_in(dir, "sh jobs/collect.sh").status, 1);
+  o = run_in(dir, "sh jobs/parallel.sh --will-cite -j 2");
   ASSERT_EQ(o.status, 0) << o.out << o.err;
-  EXPECT_EQ(read(dir.path() / "par/sweep.csv"), read(dir.path() / "ref/sweep.csv"));
+  EXPECT_EQ(read_file(dir.path() / "par/sweep.csv"), read_file(dir.path() / "ref/sweep.csv"));
 }
 
 TEST(SweepCommand, BadPointsAreInputErrorsBeforeAnythingRuns) {

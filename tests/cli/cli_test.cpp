@@ -1,43 +1,16 @@
 // Runs the built `mlsim` program as a user would: exit statuses, error messages, and that an
 // input error writes nothing.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
 #include <fstream>
-#include <sstream>
 
-#include "../scenario/test_registries.hpp"
+#include "tests/support/program_runner.hpp"
 
+using mlsim::testing::read_file;
+using mlsim::testing::run_mlsim;
 using mlsim::testing::TempDir;
 
 namespace {
-
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
-
-std::string read(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Runs `mlsim ARGS` with stdout and stderr captured (stderr is not a terminal: no progress line).
-Outcome run_mlsim(const TempDir& dir, const std::string& args) {
-  const auto out = dir.path() / "stdout.txt";
-  const auto err = dir.path() / "stderr.txt";
-  const std::string cmd = std::string(MLSIM_BINARY_DIR) + "/cli/mlsim " + args + " > " +
-                          out.string() + " 2> " + err.string();
-  const int raw = std::system(cmd.c_str());
-  Outcome o;
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  o.out = read(out);
-  o.err = read(err);
-  return o;
-}
 
 // A scenario that is valid up to the model section; models are checked where they land.
 const char* kScenario = R"({
@@ -51,7 +24,7 @@ const char* kScenario = R"({
 std::string scenario_in(const TempDir& dir) {
   // Placed two levels below a copy of workloads/hardware so the include resolves.
   const auto hw = std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/hardware/gpus.json";
-  dir.write("workloads/hardware/gpus.json", read(hw));
+  dir.write("workloads/hardware/gpus.json", read_file(hw));
   return dir.write("a/b/scenario.json", kScenario).string();
 }
 
@@ -120,7 +93,7 @@ TEST(Cli, OutputPathThatIsAFileIsRefusedBeforeRunning) {
   auto o = run_mlsim(dir, "run " + file + " --set system.model=no_such_model --out " +
                               (dir.path() / "taken").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_EQ(read(dir.path() / "taken"), "x");
+  EXPECT_EQ(read_file(dir.path() / "taken"), "x");
 }
 
 TEST(Cli, ListShowsBackendsAndTheShippedHardware) {
