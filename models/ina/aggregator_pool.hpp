@@ -33,6 +33,20 @@ struct Aggregator {
   bool owned_by(std::uint16_t j, std::uint64_t s) const { return held && job == j && seq == s; }
 };
 
+// What an aggregator holds, as a packet of `kind`: a partial on its way to the parameter server
+// or a result on its way to the workers.
+inline Packet packet_of(const Aggregator& a, PacketKind kind) {
+  Packet out;
+  out.kind = kind;
+  out.job = a.job;
+  out.seq = a.seq;
+  out.sum = a.sum;
+  out.bitmap = a.bitmap;
+  out.packets = a.packets;
+  out.priority = a.priority;
+  return out;
+}
+
 struct PoolEvent {
   enum Kind { kClaim, kRelease } kind;
   std::size_t index;

@@ -25,30 +25,14 @@ void AtpPolicy::claim_and_add(std::size_t index, const Packet& p) {
 void AtpPolicy::add(std::size_t index, const Packet& p) {
   ports_.counters().aggregated_packets += p.packets;
   if (!pool_.add(index, p, full_bitmap(ports_.workers_of(p.job)), ports_.now())) return;
-  const Aggregator& a = pool_.at(index);
-  Packet out;
-  out.kind = PacketKind::kPartial;
-  out.job = a.job;
-  out.seq = a.seq;
-  out.sum = a.sum;
-  out.bitmap = a.bitmap;
-  out.packets = a.packets;
-  out.priority = a.priority;
-  ports_.to_ps(out);
+  ports_.to_ps(packet_of(pool_.at(index), PacketKind::kPartial));
 }
 
 void AtpPolicy::flush(std::size_t index, bool evicted) {
   const Aggregator& a = pool_.at(index);
   if (!a.complete) {
-    Packet out;
-    out.kind = PacketKind::kPartial;
-    out.job = a.job;
-    out.seq = a.seq;
-    out.sum = a.sum;
-    out.bitmap = a.bitmap;
-    out.priority = a.priority;
+    Packet out = packet_of(a, PacketKind::kPartial);  // as wide as the chunk
     out.evicted = evicted;
-    out.packets = a.packets;  // the partial is as wide as the chunk
     auto& c = ports_.counters();
     (evicted ? c.evicted_partial_packets : c.flushed_partial_packets) += out.packets;
     ports_.to_ps(out);

@@ -45,13 +45,7 @@ void SwitchMlPolicy::on_gradient(const Packet& p) {
     if (a.bitmap & p.bitmap) {
       // A retransmission: answer with the kept result if there is one.
       if (a.complete) {
-        Packet r;
-        r.kind = PacketKind::kResult;
-        r.job = a.job;
-        r.seq = a.seq;
-        r.sum = a.sum;
-        r.bitmap = a.bitmap;
-        r.packets = a.packets;
+        Packet r = packet_of(a, PacketKind::kResult);
         r.worker = p.worker;
         r.resend = true;
         ports_.to_worker(r, p.worker);
@@ -75,15 +69,7 @@ void SwitchMlPolicy::on_gradient(const Packet& p) {
   }
   ports_.counters().aggregated_packets += p.packets;
   if (pool_.add(i, p, full_bitmap(ports_.workers_of(p.job)), ports_.now())) {
-    const Aggregator& done = pool_.at(i);
-    Packet r;
-    r.kind = PacketKind::kResult;
-    r.job = done.job;
-    r.seq = done.seq;
-    r.sum = done.sum;
-    r.bitmap = done.bitmap;
-    r.packets = done.packets;
-    ports_.multicast(r);
+    ports_.multicast(packet_of(pool_.at(i), PacketKind::kResult));
   }
 }
 
