@@ -1,6 +1,7 @@
 #include "cli/registry.hpp"
 
 #include "models/collectives/register.hpp"
+#include "models/commsched/register.hpp"
 #include "models/embcache/register.hpp"
 #include "models/ina/register.hpp"
 #include "models/pipeline/register.hpp"
@@ -27,6 +28,7 @@ Registries make_registries() {
   register_ns3_backend(r.backends);
 #endif
   register_collectives(r.models);
+  register_commsched(r.models);
   register_ina(r.models);
   register_embcache(r.models);
   register_pipeline(r.models);

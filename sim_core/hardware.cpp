@@ -185,4 +185,11 @@ const SwitchSpec& HardwareCatalog::switch_spec(std::string_view name,
       where, fmt::format("unknown switch \"{}\" (catalog has: {})", name, known_names(switches_)));
 }
 
+double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,
+                         const std::string& profiled_on_where, const std::string& gpu_where) {
+  const double profiled = profiled_on.peak_for(Dtype::kFp32, profiled_on_where).flops_per_s;
+  const double target = gpu.peak_for(Dtype::kFp32, gpu_where).flops_per_s;
+  return profiled / target;
+}
+
 }  // namespace mlsim

@@ -59,6 +59,13 @@ struct SwitchSpec {
   std::string source;
 };
 
+// Profile time -> time on `gpu`: the ratio of the two GPUs' FP32 peaks (catalog datasheet
+// figures), profiling GPU over this GPU. FP32 because the PipeDream profiles are FP32 training;
+// it is an upper bound on the speed-up of memory-bound layers, which scale with HBM bandwidth
+// instead. Shared by the models that train from layer profiles (ina, commsched).
+double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,
+                         const std::string& profiled_on_where, const std::string& gpu_where);
+
 class HardwareCatalog {
  public:
   // Reads a "hardware" section: {"gpus": {NAME: {...}}, "switches": {NAME: {...}}}; both optional.

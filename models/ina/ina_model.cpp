@@ -39,13 +39,6 @@ Link star_host_link(const Topology& topology) {
 
 }  // namespace
 
-double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,
-                         const std::string& profiled_on_where, const std::string& gpu_where) {
-  const double profiled = profiled_on.peak_for(Dtype::kFp32, profiled_on_where).flops_per_s;
-  const double target = gpu.peak_for(Dtype::kFp32, gpu_where).flops_per_s;
-  return profiled / target;
-}
-
 ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
                                    const HardwareCatalog& hardware, const Topology& topology,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed) {

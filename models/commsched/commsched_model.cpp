@@ -1,0 +1,310 @@
+#include "models/commsched/commsched_model.hpp"
+
+#include <algorithm>
+
+#include "sim_core/dnn_profile.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/simulation_model.hpp"
+#include "sim_core/stats.hpp"
+
+namespace mlsim::commsched {
+namespace {
+
+constexpr std::int64_t kMillion = 1'000'000;
+constexpr std::int64_t kMaxParameters = 1'000'000'000'000;
+
+// A host's one link to the network and the link back to it.
+std::pair<LinkId, LinkId> host_links(const Topology& t, NodeId h) {
+  const auto& out = t.out_links(h);
+  if (out.size() != 1)
+    throw InputError("topology", "host " + t.node(h).name +
+                                     " needs exactly one link to the network for the commsched "
+                                     "model");
+  const LinkId up = out[0];
+  for (LinkId l : t.out_links(t.link(up).dst))
+    if (t.link(l).dst == h) return {up, l};
+  throw InputError("topology", "host " + t.node(h).name + " has no link back from the network");
+}
+
+std::vector<Layer> read_layers(JsonReader& workload, const HardwareCatalog& hardware,
+                               const std::filesystem::path& scenario_dir, std::string& name) {
+  std::filesystem::path file = workload.string("profile");
+  if (file.is_relative()) file = scenario_dir / file;
+  DnnProfile profile;
+  try {
+    profile = read_pipedream_graph(file);
+  } catch (const InputError& e) {
+    throw InputError(workload.path_of("profile"), e.what());
+  }
+  name = profile.name;
+  // GPU speed as the ina model: a catalog "gpu" scales the profile by the FP32 peak ratio to the
+  // GPU it was profiled on; "compute_scale" multiplies on top (batch size, other effects).
+  double scale = 1.0;
+  if (workload.has("gpu")) {
+    if (!workload.has("profiled_on"))
+      throw InputError(workload.path_of("gpu"),
+                       "needs 'profiled_on': the GPU the profile was measured on, from the "
+                       "hardware catalog");
+    const GpuSpec& gpu = hardware.gpu(workload.string("gpu"), workload.path_of("gpu"));
+    const GpuSpec& profiled =
+        hardware.gpu(workload.string("profiled_on"), workload.path_of("profiled_on"));
+    scale =
+        gpu_compute_scale(profiled, gpu, workload.path_of("profiled_on"), workload.path_of("gpu"));
+  }
+  scale *= workload.number_or("compute_scale", 1.0, 1e-6, 1e6);
+  std::vector<Layer> layers;
+  for (const LayerProfile& l : profile.layers) {
+    if (l.is_input) continue;  // data loading runs on the host, not the GPU
+    layers.push_back({Time::from_seconds(l.forward_ms * 1e-3 * scale),
+                      Time::from_seconds(l.backward_ms * 1e-3 * scale),
+                      (l.parameters.count + 3) / 4});  // fp32 values
+  }
+  if (layers.empty()) throw InputError(workload.path_of("profile"), "the profile has no layers");
+  return layers;
+}
+
+}  // namespace
+
+CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
+                                      const Topology& topology, const HardwareCatalog& hardware,
+                                      const std::filesystem::path& scenario_dir) {
+  CommschedParams p;
+  JobSpec& job = p.job;
+  const bool ps = system.choice_or("mode", {"ps", "allreduce"}, "ps") == "ps";
+  job.mode = ps ? Mode::kParameterServer : Mode::kAllReduce;
+  job.scheduler = system.choice("scheduler", {"fifo", "bytescheduler"}) == "fifo"
+                      ? SchedulerKind::kFifo
+                      : SchedulerKind::kByteScheduler;
+  const std::string tuner =
+      system.choice_or("tuner", {"static", "grid_best", "autobyte"}, "static");
+  p.tuner = tuner == "static"      ? Tuner::kStatic
+            : tuner == "grid_best" ? Tuner::kGridBest
+                                   : Tuner::kAutoByte;
+  if (job.scheduler == SchedulerKind::kFifo && p.tuner != Tuner::kStatic)
+    throw InputError(system.path_of("tuner"),
+                     "the fifo scheduler has nothing to tune: use \"static\"");
+
+  // Defaults [code: bytescheduler/common/bytecore.py and docs/scheduling.md]: partition 1M and
+  // credit 4M parameters for PS, 8M and 16M suggested for all-reduce.
+  p.config.partition =
+      system.integer_or("partition", ps ? kMillion : 8 * kMillion, 1, kMaxParameters);
+  p.config.credit =
+      system.integer_or("credit", ps ? 4 * kMillion : 16 * kMillion, 1, kMaxParameters);
+
+  const auto hosts = static_cast<std::int64_t>(topology.hosts().size());
+  if (hosts < (ps ? 2 : 1))
+    throw InputError("topology", ps ? "PS mode needs at least two hosts (a worker and a server)"
+                                    : "needs at least one host");
+  std::int64_t servers = 0;
+  if (ps)
+    servers = system.integer_or("servers", hosts / 2, 1, hosts - 1);
+  else if (system.integer_or("servers", 0, 0, hosts) != 0)
+    throw InputError(system.path_of("servers"), "all-reduce mode has no parameter server");
+  const std::int64_t workers = system.integer_or("workers", hosts - servers, 1, hosts - servers);
+  for (std::int64_t w = 0; w < workers; ++w) job.workers.push_back(topology.hosts()[w]);
+  for (std::int64_t s = 0; s < servers; ++s) job.servers.push_back(topology.hosts()[workers + s]);
+  for (NodeId h : job.workers) host_links(topology, h);
+  for (NodeId h : job.servers) host_links(topology, h);
+  job.message_overhead = system.duration_or("message_overhead", "0s");
+  job.bigarray_bound = system.integer_or("bigarray_bound", kMillion, 1, kMaxParameters);
+
+  // The tuners' grid [code: bytescheduler/common/tuner.py, BO search space in millions of
+  // parameters: credit 1-16 (PS) or 4-64 (all-reduce), partition 2-32]; 1M partitions added for
+  // PS, ByteScheduler's own default.
+  const bool tuned = p.tuner != Tuner::kStatic;
+  if (tuned) {
+    JsonReader grid = system.object_or_empty("grid");
+    auto millions = [](std::vector<std::int64_t> v) {
+      for (auto& x : v) x *= kMillion;
+      return v;
+    };
+    auto sizes = [&](std::string_view key, std::vector<std::int64_t> def) {
+      if (!grid.has(key)) return def;  // JsonReader has no list default to write back
+      auto v = grid.integers(key, 1, kMaxParameters);
+      if (v.empty()) throw InputError(grid.path_of(key), "needs at least one size");
+      return v;
+    };
+    p.grid.partitions =
+        sizes("partitions", millions(ps ? std::vector<std::int64_t>{1, 2, 4, 8, 16, 32}
+                                        : std::vector<std::int64_t>{2, 4, 8, 16, 32}));
+    p.grid.credits = sizes("credits", millions(ps ? std::vector<std::int64_t>{1, 2, 4, 8, 16}
+                                                  : std::vector<std::int64_t>{4, 8, 16, 32, 64}));
+    grid.finish();
+  } else {
+    system.ignore("grid");
+  }
+  if (p.tuner == Tuner::kAutoByte) {
+    JsonReader a = system.object_or_empty("autobyte");
+    p.autobyte.interval =
+        static_cast<std::size_t>(a.integer_or("interval_iterations", 20, 1, 1'000'000));
+    p.autobyte.predict_iterations =
+        static_cast<std::size_t>(a.integer_or("predict_iterations", 4, 3, 1000));
+    p.autobyte.noise = a.number_or("noise", 0.05, 0, 1);
+    p.autobyte.min_gain = a.number_or("min_gain", 0.02, 0, 1);
+    p.autobyte.restart_cost = a.duration_or("restart_cost", "5s");
+    a.finish();
+    p.autobyte.grid = p.grid;
+  } else {
+    system.ignore("autobyte");
+  }
+  const auto [up, down] = host_links(topology, job.workers[0]);
+  p.probe = Probe{up, down, topology.link(up).latency};
+
+  job.layers = read_layers(workload, hardware, scenario_dir, p.model_name);
+  job.samples_per_iteration = workload.number("samples_per_iteration", 1e-9, 1e12);
+  job.iterations = static_cast<std::size_t>(workload.integer("iterations", 1, 10'000'000));
+  if (workload.has("bandwidth_changes")) {
+    for (JsonReader c : workload.objects("bandwidth_changes")) {
+      p.bandwidth_steps.push_back({c.duration("at"), c.bandwidth("bandwidth")});
+      c.finish();
+    }
+  }
+  if (workload.has("stragglers")) {
+    for (JsonReader s : workload.objects("stragglers")) {
+      Straggler st;
+      st.worker = static_cast<std::size_t>(s.integer("worker", 0, workers - 1));
+      st.slowdown = s.number("slowdown", 1e-3, 1e3);
+      st.from = s.duration_or("from", "0s");
+      if (s.has("to")) {
+        st.to = s.duration("to");
+        if (st.to <= st.from) throw InputError(s.path_of("to"), "must be after 'from'");
+      }
+      s.finish();
+      job.stragglers.push_back(st);
+    }
+  }
+  return p;
+}
+
+namespace {
+
+Sharing sharing_of(const Network& network) {
+  // The tuners' private runs use a fluid backend; simgrid and ns-3 runs are searched with flow.
+  return network.backend_name() == "analytic" ? Sharing::kNone : Sharing::kMaxMin;
+}
+
+class CommschedRun {
+ public:
+  CommschedRun(ModelEnv& env, CommschedParams params)
+      : env_(env), params_(std::move(params)), sharing_(sharing_of(env.network)) {}
+
+  void start() {
+    SchedulerConfig initial = params_.config;
+    if (params_.tuner == Tuner::kGridBest) {
+      grid_ = run_grid(params_.job, env_.topology, sharing_, params_.bandwidth_steps, params_.grid);
+      initial = best_of(grid_);
+    }
+    job_.emplace(env_.engine, env_.network, params_.job, initial);
+    if (params_.tuner == Tuner::kAutoByte) {
+      autobyte_.emplace(params_.autobyte, env_.network, params_.probe, sharing_,
+                        env_.stream("autobyte"));
+      job_->set_controller(&*autobyte_);
+    }
+    schedule_bandwidth_steps(env_.engine, env_.network, env_.topology, params_.bandwidth_steps);
+    job_->start();
+  }
+  double progress() const { return job_ ? job_->progress() : 0; }
+  void report(Results& out) const;
+
+ private:
+  ModelEnv& env_;
+  CommschedParams params_;
+  Sharing sharing_;
+  std::vector<GridPoint> grid_;
+  std::optional<TrainingJob> job_;
+  std::optional<AutoByte> autobyte_;
+};
+
+nlohmann::json to_json(const SchedulerConfig& c) {
+  return {{"partition", c.partition}, {"credit", c.credit}};
+}
+
+void CommschedRun::report(Results& out) const {
+  const TrainingJob& job = *job_;
+  const JobSpec& spec = job.spec();
+  out.set_metric("finished", job.finished() ? 1 : 0);
+  const std::vector<double> times = job.iteration_seconds();
+  const double total = job.finished() ? job.finish_time().seconds() : env_.engine.now().seconds();
+  out.set_metric("time_s", total);
+  out.set_metric("iterations", static_cast<double>(times.size()));
+  const double samples = spec.samples_per_iteration * static_cast<double>(spec.workers.size()) *
+                         static_cast<double>(job.finished() ? spec.iterations : 0);
+  out.set_metric("throughput_samples_per_s", total > 0 ? samples / total : 0);
+  ExactQuantiles q;
+  for (double t : times) q.add(t);
+  if (!times.empty()) out.set_summary("iteration_time", q.summary(), "_s");
+  std::size_t restarts = 0;
+  for (const ConfigChange& c : job.changes()) restarts += c.restart ? 1 : 0;
+  out.set_metric("config_switches", static_cast<double>(job.changes().size()));
+  out.set_metric("restarts", static_cast<double>(restarts));
+  out.set_metric("paused_s", job.paused().seconds());
+  out.set_metric("partition_final", static_cast<double>(job.config().partition));
+  out.set_metric("credit_final", static_cast<double>(job.config().credit));
+  out.set_metric("messages", static_cast<double>(job.messages()));
+  out.set_metric("bytes_sent", static_cast<double>(job.bytes_sent()));
+  out.set_metric("bytes_delivered", static_cast<double>(job.bytes_delivered()));
+  const NetworkTotals net = env_.network.totals();
+  out.set_metric("bytes_undelivered",
+                 static_cast<double>(job.bytes_sent() - job.bytes_delivered()));
+
+  TimeSeries series{"iterations", {"iteration", "iteration_time_s", "partition", "credit"}, {}};
+  // The configuration in force at each iteration's start.
+  std::size_t next_change = 0;
+  SchedulerConfig config = job.changes().empty() ? job.config() : job.changes().front().from;
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    const Time at = job.iteration_starts()[i];
+    while (next_change < job.changes().size() && job.changes()[next_change].applied <= at)
+      config = job.changes()[next_change++].to;
+    series.add(at, {static_cast<double>(i), times[i], static_cast<double>(config.partition),
+                    static_cast<double>(config.credit)});
+  }
+  out.add_series(std::move(series));
+
+  nlohmann::json& d = out.details();
+  d["model"] = params_.model_name;
+  d["network_bytes_delivered"] = net.bytes_delivered.count;
+  d["network_transfers_delivered"] = net.transfers_delivered;
+  d["initial_config"] = to_json(job.changes().empty() ? job.config() : job.changes().front().from);
+  for (const GridPoint& g : grid_) {
+    nlohmann::json row = to_json(g.config);
+    row["time_s"] = g.time_s;
+    d["grid"].push_back(row);
+  }
+  for (const ConfigChange& c : job.changes())
+    d["switches"].push_back({{"iteration", c.iteration},
+                             {"decided_s", c.decided.seconds()},
+                             {"applied_s", c.applied.seconds()},
+                             {"from", to_json(c.from)},
+                             {"to", to_json(c.to)},
+                             {"restart", c.restart}});
+  if (autobyte_)
+    for (const AutoByteDecision& a : autobyte_->decisions())
+      d["autobyte_decisions"].push_back(
+          {{"iteration", a.iteration},
+           {"at_s", a.at.seconds()},
+           {"measured_bandwidth_gbps", a.measured_bandwidth * 8e-9},
+           {"slowdown_max", *std::max_element(a.slowdown.begin(), a.slowdown.end())},
+           {"current", to_json(a.current)},
+           {"chosen", to_json(a.chosen)},
+           {"predicted_current_s", a.predicted_current_s},
+           {"predicted_chosen_s", a.predicted_chosen_s},
+           {"switched", a.switched}});
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_commsched_model(ModelSetup& setup) {
+  JsonReader system = setup.root.object("system");
+  system.ignore("model");
+  JsonReader workload = setup.root.object("workload");
+  CommschedParams params =
+      read_commsched_params(system, workload, setup.topology, setup.hardware, setup.scenario_dir);
+  system.finish();
+  workload.finish();
+  return std::make_unique<SimulationModel<CommschedRun>>(
+      [params = std::move(params)](ModelEnv& env) {
+        return std::make_unique<CommschedRun>(env, params);
+      });
+}
+
+}  // namespace mlsim::commsched

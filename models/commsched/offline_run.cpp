@@ -1,0 +1,29 @@
+#include "models/commsched/offline_run.hpp"
+
+#include "sim_core/error.hpp"
+#include "sim_core/network_events.hpp"
+
+namespace mlsim::commsched {
+
+void schedule_bandwidth_steps(Engine& engine, Network& network, const Topology& topology,
+                              const std::vector<BandwidthStep>& steps) {
+  for (const BandwidthStep& s : steps)
+    for (LinkId l = 0; l < topology.links().size(); ++l)
+      schedule_link_bandwidth(engine, network, s.at, l, s.bandwidth);
+}
+
+OfflineRun run_offline(const JobSpec& spec, const Topology& topology, Sharing sharing,
+                       const std::vector<BandwidthStep>& steps, SchedulerConfig config) {
+  Engine engine;
+  FluidNetwork network(engine, topology, sharing);
+  JobSpec quiet = spec;
+  quiet.record_trace = false;
+  TrainingJob job(engine, network, std::move(quiet), config);
+  schedule_bandwidth_steps(engine, network, topology, steps);
+  job.start();
+  engine.run();
+  MLSIM_CHECK(job.finished(), "an offline training run stopped before its last iteration");
+  return {job.finish_time(), job.iteration_seconds()};
+}
+
+}  // namespace mlsim::commsched

@@ -1,0 +1,113 @@
+#include "models/commsched/tuners.hpp"
+
+#include <cmath>
+#include <numeric>
+
+#include "sim_core/error.hpp"
+#include "sim_core/topology_builders.hpp"
+
+namespace mlsim::commsched {
+
+std::vector<SchedulerConfig> Grid::points() const {
+  std::vector<SchedulerConfig> out;
+  for (std::int64_t p : partitions)
+    for (std::int64_t c : credits) out.push_back({p, c});
+  return out;
+}
+
+std::vector<GridPoint> run_grid(const JobSpec& spec, const Topology& topology, Sharing sharing,
+                                const std::vector<BandwidthStep>& steps, const Grid& grid) {
+  std::vector<GridPoint> out;
+  for (const SchedulerConfig& c : grid.points())
+    out.push_back({c, run_offline(spec, topology, sharing, steps, c).total.seconds()});
+  return out;
+}
+
+SchedulerConfig best_of(const std::vector<GridPoint>& points) {
+  MLSIM_CHECK(!points.empty(), "an empty grid");
+  const GridPoint* best = &points.front();
+  for (const GridPoint& p : points)
+    if (p.time_s < best->time_s) best = &p;
+  return best->config;
+}
+
+AutoByte::AutoByte(AutoByteParams params, const Network& network, Probe probe, Sharing sharing,
+                   RandomStream noise)
+    : params_(std::move(params)),
+      network_(network),
+      probe_(probe),
+      sharing_(sharing),
+      noise_(std::move(noise)),
+      last_up_(network.link_stats(probe.up)),
+      last_down_(network.link_stats(probe.down)) {
+  MLSIM_CHECK(params_.interval > 0 && params_.predict_iterations >= 3, "bad AutoByte parameters");
+}
+
+double AutoByte::predict(const JobSpec& spec, const SchedulerConfig& config, double bandwidth,
+                         Time latency, const std::vector<double>& slowdown, std::size_t iterations,
+                         Sharing sharing) {
+  const int hosts = static_cast<int>(spec.workers.size() + spec.servers.size());
+  const Topology star = build_topology(StarSpec{hosts, LinkSpec{Bandwidth{bandwidth}, latency}});
+  JobSpec s = spec;
+  s.workers.assign(star.hosts().begin(), star.hosts().begin() + spec.workers.size());
+  s.servers.assign(star.hosts().begin() + spec.workers.size(), star.hosts().end());
+  s.worker_slowdown = slowdown;
+  s.stragglers.clear();
+  s.iterations = iterations;
+  const OfflineRun run = run_offline(s, star, sharing, {}, config);
+  // Steady state: leave out the first iteration (nothing to overlap with) and the last (its
+  // time runs to the end of all communication).
+  const auto& t = run.iteration_s;
+  MLSIM_CHECK(t.size() == iterations, "the predictor lost iterations");
+  return std::accumulate(t.begin() + 1, t.end() - 1, 0.0) / static_cast<double>(t.size() - 2);
+}
+
+std::optional<Decision> AutoByte::at_iteration(std::size_t iteration, TrainingJob& job) {
+  if (iteration % params_.interval != 0) return std::nullopt;
+  // Runtime statistics of the last interval.
+  const LinkStats up = network_.link_stats(probe_.up), down = network_.link_stats(probe_.down);
+  double best_rate = 0;
+  for (auto [now, last] : {std::pair{up, last_up_}, std::pair{down, last_down_}}) {
+    const double busy = now.busy_seconds - last.busy_seconds;
+    if (busy > 0)
+      best_rate = std::max(
+          best_rate, static_cast<double>((now.bytes_carried - last.bytes_carried).count) / busy);
+  }
+  last_up_ = up;
+  last_down_ = down;
+  if (best_rate > 0) bandwidth_ = best_rate;
+  const std::vector<double> slowdown = job.take_compute_slowdown();
+  if (bandwidth_ <= 0) return std::nullopt;  // nothing measured yet
+
+  AutoByteDecision d;
+  d.iteration = iteration;
+  d.at = job.now();
+  d.measured_bandwidth = bandwidth_;
+  d.slowdown = slowdown;
+  d.current = d.chosen = job.config();
+  auto noisy = [&](const SchedulerConfig& c) {
+    const double t = predict(job.spec(), c, bandwidth_, probe_.link_latency, slowdown,
+                             params_.predict_iterations, sharing_);
+    return t * (params_.noise > 0 ? noise_.lognormal(0, params_.noise) : 1.0);
+  };
+  d.predicted_current_s = d.predicted_chosen_s = noisy(job.config());
+  for (const SchedulerConfig& c : params_.grid.points()) {
+    if (c == job.config()) continue;
+    const double t = noisy(c);
+    if (t < d.predicted_chosen_s) {
+      d.predicted_chosen_s = t;
+      d.chosen = c;
+    }
+  }
+  const bool restart =
+      job.spec().mode == Mode::kParameterServer && d.chosen.partition != d.current.partition;
+  const double cost = restart ? params_.restart_cost.seconds() : 0.0;
+  const double gain = d.predicted_current_s - d.predicted_chosen_s;
+  d.switched = d.chosen != d.current && gain > params_.min_gain * d.predicted_current_s &&
+               gain * static_cast<double>(params_.interval) > cost;
+  decisions_.push_back(d);
+  if (!d.switched) return std::nullopt;
+  return Decision{d.chosen, restart ? params_.restart_cost : Time::zero()};
+}
+
+}  // namespace mlsim::commsched
