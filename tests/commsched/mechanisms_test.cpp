@@ -1,0 +1,242 @@
+// The commsched mechanisms against cases computed by hand: partitioning, the credit window, the
+// priority order, FIFO and ByteScheduler iteration times, the ring all-reduce, and switching.
+// Links carry 4e6 bytes/s (one million parameters per second), no latency, no message overhead.
+#include <gtest/gtest.h>
+
+#include "models/commsched/credit_scheduler.hpp"
+#include "tests/commsched/test_support.hpp"
+
+using namespace mlsim;
+using namespace mlsim::commsched;
+using namespace mlsim::commsched::testing;
+
+namespace {
+
+constexpr std::int64_t M = 1'000'000;
+
+// Layer 0: forward 3 s, backward 1 s, 1M parameters; layer 1: 1 s, 1 s, 2M parameters.
+std::vector<Layer> two_layers() {
+  return {layer(3, 1, M), layer(1, 1, 2 * M)};
+}
+
+std::vector<std::pair<std::uint32_t, std::uint32_t>> start_order(const TrainingJob& job,
+                                                                 std::size_t iteration) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (const ChunkEvent& e : job.trace())
+    if (e.kind == ChunkEvent::Kind::kStart && e.iteration == iteration)
+      out.emplace_back(e.chunk.layer, e.chunk.index);
+  return out;
+}
+
+}  // namespace
+
+TEST(Partition, CutsIntoChunksOfThePartitionSize) {
+  EXPECT_EQ(partition_tensor(5, 2), (std::vector<std::int64_t>{2, 2, 1}));
+  EXPECT_EQ(partition_tensor(4, 2), (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(partition_tensor(5, 0), (std::vector<std::int64_t>{5}));  // whole tensor
+  EXPECT_EQ(partition_tensor(5, 9), (std::vector<std::int64_t>{5}));
+  EXPECT_TRUE(partition_tensor(0, 2).empty());
+}
+
+TEST(CreditScheduler, PopsWhileCreditIsPositiveAndOvershootsByLessThanAChunk) {
+  CreditScheduler s(Order::kLayer, 3);
+  s.ready({1, 0, 2});
+  s.ready({1, 1, 2});
+  s.ready({1, 2, 2});
+  ASSERT_TRUE(s.next());  // credit 3 -> 1
+  ASSERT_TRUE(s.next());  // credit 1 > 0: goes, credit -1 (bytecore.py)
+  EXPECT_EQ(s.credit_left(), -1);
+  EXPECT_FALSE(s.next());
+  s.completed({1, 0, 2});
+  EXPECT_EQ(s.credit_left(), 1);
+  const auto c = s.next();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->index, 2u);
+  EXPECT_EQ(s.queued(), 0u);
+}
+
+TEST(CreditScheduler, LayerOrderOvertakesQueuedChunksFifoDoesNot) {
+  for (Order order : {Order::kLayer, Order::kReady}) {
+    CreditScheduler s(order, 0);  // unlimited
+    s.ready({5, 0, 1});
+    s.ready({5, 1, 1});
+    s.ready({2, 0, 1});
+    std::vector<std::uint32_t> layers;
+    while (auto c = s.next()) layers.push_back(c->layer);
+    EXPECT_EQ(layers, order == Order::kLayer ? (std::vector<std::uint32_t>{2, 5, 5})
+                                             : (std::vector<std::uint32_t>{5, 5, 2}));
+  }
+}
+
+// FIFO, 1 worker + 1 PS, whole tensors all at once, links shared max-min:
+//   iteration 0: F0 [0,3] F1 [3,4] B1 [4,5] B0 [5,6]. Push 1 (2M) alone [5,6] sends 1M; push 0
+//   (1M) joins at 6, both at half rate, both end at 8. Pulls from 8 share: pull 0 ends at 10,
+//   pull 1 has 1M left and ends alone at 11.
+//   iteration 1: F0 [10,13] F1 [13,14] B1 [14,15] B0 [15,16]; the same pattern ends at 21.
+TEST(HandComputed, FifoParameterServer) {
+  Bench b(2);
+  TrainingJob& job =
+      b.run(b.spec(Mode::kParameterServer, SchedulerKind::kFifo, two_layers(), 1, 1, 2), {});
+  ASSERT_TRUE(job.finished());
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 10}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 21);
+  EXPECT_EQ(start_order(job, 0),
+            (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}}));  // ready order
+}
+
+// ByteScheduler, partition 1M, credit 1M (one chunk at a time), push then pull per chunk:
+//   iteration 0: chunks (1,0) (1,1) ready at 5; (1,0) push [5,6] pull [6,7]. (0,0) is ready at 6
+//   and overtakes the queued (1,1) at 7, the end of (1,0): [7,9]; (1,1) [9,11].
+//   iteration 1: F0 [9,12] F1 waits for layer 1: [12,13] B1 [13,14] B0 [14,15]; (1,0) [14,16],
+//   (0,0) [16,18], (1,1) [18,20]: the job ends at 20, a second earlier than FIFO.
+TEST(HandComputed, ByteSchedulerParameterServer) {
+  Bench b(2);
+  TrainingJob& job = b.run(
+      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, two_layers(), 1, 1, 2), {M, M});
+  ASSERT_TRUE(job.finished());
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 9}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 20);
+  EXPECT_EQ(job.iteration_seconds(), (std::vector<double>{9, 11}));
+}
+
+TEST(HandComputed, PreemptionOnlyAtChunkBoundaries) {
+  Bench b(2);
+  TrainingJob& job = b.run(
+      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, two_layers(), 1, 1, 1), {M, M});
+  EXPECT_EQ(start_order(job, 0),
+            (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}, {1, 1}}));
+  // (0,0) became ready at 6 but started at 7, when the in-flight (1,0) completed.
+  for (const ChunkEvent& e : job.trace()) {
+    if (e.kind == ChunkEvent::Kind::kStart && e.chunk.layer == 0) {
+      EXPECT_DOUBLE_EQ(e.at.seconds(), 7);
+    }
+  }
+}
+
+TEST(HandComputed, CreditWindowLimitsChunksInFlight) {
+  // One 4M layer in 1M chunks under a 2M window: two chunks at a time, pushed together [1,3]
+  // at half rate each, pulled together [3,5]; then the other two [5,9].
+  Bench b(2);
+  TrainingJob& job = b.run(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+                                  {layer(0.5, 0.5, 4 * M)}, 1, 1, 1),
+                           {M, 2 * M});
+  int in_flight = 0, most = 0;
+  for (const ChunkEvent& e : job.trace()) {
+    in_flight += e.kind == ChunkEvent::Kind::kStart ? 1 : -1;
+    most = std::max(most, in_flight);
+  }
+  EXPECT_EQ(most, 2);
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 9);
+}
+
+TEST(HandComputed, OneChunkPartitionWithoutCreditLimitIsFifo) {
+  // Partition and credit larger than the model: every tensor leaves whole as soon as it is ready,
+  // as under FIFO, so the timing is the same to the nanosecond.
+  const std::vector<Layer> layers = {layer(0.2, 0.3, 3 * M), layer(0.1, 0.4, M / 2),
+                                     layer(0.3, 0.2, 5 * M), layer(0.2, 0.2, 0)};
+  Bench fifo(5), bs(5);
+  TrainingJob& a =
+      fifo.run(fifo.spec(Mode::kParameterServer, SchedulerKind::kFifo, layers, 3, 2, 3), {});
+  TrainingJob& c =
+      bs.run(bs.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, layers, 3, 2, 3),
+             {1'000 * M, 1'000 * M});
+  EXPECT_EQ(a.iteration_starts(), c.iteration_starts());
+  EXPECT_EQ(a.finish_time(), c.finish_time());
+}
+
+TEST(HandComputed, RingAllReduce) {
+  // Two workers, one 2M layer (8 MB): 2 (N - 1) = 2 steps of 4 MB, one second each, both
+  // directions at once. F [0,1] B [1,2] all-reduce [2,4]; F [4,5] B [5,6] all-reduce [6,8].
+  Bench b(2);
+  TrainingJob& job =
+      b.run(b.spec(Mode::kAllReduce, SchedulerKind::kByteScheduler, {layer(1, 1, 2 * M)}, 2, 0, 2),
+            {8 * M, 16 * M});
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 4}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 8);
+  EXPECT_EQ(job.messages(), 2u * 2u * 2u);  // 2 iterations x 2 steps x 2 senders
+}
+
+TEST(HandComputed, FifoAllReduceRunsOneTensorAtATime) {
+  // Two 1M layers, two workers: each all-reduce takes 1 s (2 steps of 2 MB). F0 [0,1] F1 [1,2]
+  // B1 [2,3] B0 [3,3.5]. FIFO all-reduces layer 1 [3,4], then layer 0 [4,5]: layer 0 waits for
+  // layer 1 instead of sharing the links with it from 3.5.
+  Bench b(2);
+  TrainingJob& job = b.run(
+      b.spec(Mode::kAllReduce, SchedulerKind::kFifo, {layer(1, 0.5, M), layer(1, 1, M)}, 2, 0, 1),
+      {});
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 5);
+  for (const ChunkEvent& e : job.trace()) {
+    if (e.kind == ChunkEvent::Kind::kStart) {
+      EXPECT_DOUBLE_EQ(e.at.seconds(), e.chunk.layer == 1 ? 3 : 4);
+    }
+  }
+}
+
+namespace {
+
+struct SwitchAt final : Controller {
+  std::size_t at;
+  Decision decision;
+  SwitchAt(std::size_t iteration, Decision d) : at(iteration), decision(d) {}
+  std::optional<Decision> at_iteration(std::size_t iteration, TrainingJob&) override {
+    if (iteration == at) return decision;
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+TEST(HandComputed, PartitionChangeInPsModeDrainsAndRestarts) {
+  // One 1M layer, F 1 s, B 1 s. Iteration 0: F [0,1] B [1,2] push [2,3] pull [3,4]. At 2 the
+  // controller halves the partition: the job drains (until 4), pauses 5 s, resumes at 9:
+  // F [9,10] B [10,11], two 0.5M chunks pushed together [11,12] and pulled together [12,13].
+  Bench b(2);
+  SwitchAt controller(1, Decision{{M / 2, 4 * M}, Time::s(5)});
+  TrainingJob& job = b.run(
+      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, M)}, 1, 1, 2),
+      {M, 4 * M}, &controller);
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 9}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 13);
+  EXPECT_DOUBLE_EQ(job.paused().seconds(), 7);  // drain 2 s + restart 5 s
+  ASSERT_EQ(job.changes().size(), 1u);
+  EXPECT_TRUE(job.changes()[0].restart);
+  EXPECT_EQ(job.config().partition, M / 2);
+}
+
+TEST(HandComputed, CreditChangeAppliesAtOnce) {
+  // The same job; only the credit changes: no drain, no pause (the static run's times).
+  Bench b(2);
+  SwitchAt controller(1, Decision{{M, 8 * M}, Time::s(5)});
+  TrainingJob& job = b.run(
+      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, M)}, 1, 1, 2),
+      {M, 4 * M}, &controller);
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 4}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 8);
+  EXPECT_EQ(job.paused(), Time::zero());
+  EXPECT_EQ(job.config().credit, 8 * M);
+}
+
+TEST(HandComputed, MessageOverheadDelaysEachMessage) {
+  // 1 worker + 1 PS, one 1M layer, one chunk: push and pull each wait 0.25 s first.
+  // F [0,1] B [1,2] push [2.25,3.25] pull [3.5,4.5].
+  Bench b(2);
+  JobSpec s =
+      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, M)}, 1, 1, 1);
+  s.message_overhead = Time::ms(250);
+  TrainingJob& job = b.run(std::move(s), {M, 4 * M});
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 4.5);
+}
+
+TEST(HandComputed, StragglerSlowsItsOpsInItsWindow) {
+  // Worker 1 is 3x slower during [0, 1.5): its forward [0,3] (started inside the window), its
+  // backward [3,4] at speed 1. Worker 0 pushes [2,3], worker 1 [4,5]; the server answers when both
+  // are in.
+  Bench b(3);
+  JobSpec s =
+      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, M)}, 2, 1, 1);
+  s.stragglers.push_back({1, 3.0, Time::zero(), Time::ms(1500)});
+  TrainingJob& job = b.run(std::move(s), {M, 4 * M});
+  // The server's downlink receives worker 0's push alone [2,3], worker 1's [4,5]; its uplink then
+  // sends both pulls at once, each at half rate: [5,7].
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 7);
+}

@@ -1,0 +1,153 @@
+// Reading the commsched model's scenario sections (defaults by mode, errors that name the JSON
+// path) and running the shipped scenarios end to end through the registry.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli/registry.hpp"
+#include "models/commsched/commsched_model.hpp"
+#include "sim_core/error.hpp"
+#include "sim_core/runner.hpp"
+#include "sim_core/scenario.hpp"
+#include "sim_core/topology_builders.hpp"
+
+using namespace mlsim;
+using namespace mlsim::commsched;
+using nlohmann::json;
+
+namespace {
+
+const std::filesystem::path kSource = MLSIM_SOURCE_DIR;
+const std::filesystem::path kScenarios = kSource / "workloads/scenarios";
+
+HardwareCatalog shipped_gpus() {
+  HardwareCatalog catalog;
+  std::ifstream in(kSource / "workloads/hardware/gpus.json");
+  json doc = json::parse(in);
+  JsonReader hw(doc["hardware"], "hardware");
+  catalog.add_from_json(hw);
+  return catalog;
+}
+
+CommschedParams parse(json doc, int hosts = 4) {
+  const Topology topo = build_topology(StarSpec{hosts, LinkSpec{Bandwidth{1.25e9}, Time::us(2)}});
+  const HardwareCatalog gpus = shipped_gpus();
+  JsonReader system(doc["system"], "system");
+  JsonReader workload(doc["workload"], "workload");
+  CommschedParams p = read_commsched_params(system, workload, topo, gpus, kScenarios);
+  system.finish();
+  workload.finish();
+  return p;
+}
+
+json base() {
+  return json::parse(R"({
+    "system": {"scheduler": "bytescheduler"},
+    "workload": {"profile": "../dnn/pipedream/resnet50/graph.txt", "samples_per_iteration": 128,
+                 "iterations": 5}})");
+}
+
+std::string error_of(json doc, int hosts = 4) {
+  try {
+    parse(std::move(doc), hosts);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+RunOutput run_shipped(const std::string& file, std::optional<std::string> variant,
+                      std::vector<Override> overrides = {}) {
+  const Registries registries = make_registries();
+  ScenarioRequest request{kScenarios / file, std::move(variant), std::move(overrides)};
+  const LoadedScenario scenario = load_scenario(request, registries);
+  return run_scenario(scenario, registries);
+}
+
+}  // namespace
+
+TEST(CommschedScenario, DefaultsByMode) {
+  CommschedParams p = parse(base());
+  EXPECT_EQ(p.job.mode, Mode::kParameterServer);
+  EXPECT_EQ(p.config, (SchedulerConfig{1'000'000, 4'000'000}));  // bytecore.py defaults
+  EXPECT_EQ(p.job.workers.size(), 2u);                           // half the hosts each
+  EXPECT_EQ(p.job.servers.size(), 2u);
+  EXPECT_EQ(p.tuner, Tuner::kStatic);
+  EXPECT_GT(p.job.layers.size(), 100u);  // ResNet-50's layers without the input node
+  json d = base();
+  d["system"]["mode"] = "allreduce";
+  p = parse(d);
+  EXPECT_EQ(p.config, (SchedulerConfig{8'000'000, 16'000'000}));  // suggested for all-reduce
+  EXPECT_EQ(p.job.workers.size(), 4u);
+  EXPECT_TRUE(p.job.servers.empty());
+}
+
+TEST(CommschedScenario, GpuScalesTheProfileByFp32Peaks) {
+  json d = base();
+  const Time plain = parse(d).job.layers[0].forward;
+  d["workload"]["gpu"] = "V100-PCIE-32GB";
+  d["workload"]["profiled_on"] = "V100-SXM2-32GB";
+  const Time scaled = parse(d).job.layers[0].forward;
+  EXPECT_NEAR(scaled.seconds() / plain.seconds(), 15.7 / 14, 1e-6);
+}
+
+TEST(CommschedScenario, ErrorsNameThePath) {
+  json d = base();
+  d["system"]["scheduler"] = "fifo";
+  d["system"]["tuner"] = "autobyte";
+  EXPECT_NE(error_of(d).find("system.tuner"), std::string::npos) << error_of(d);
+
+  d = base();
+  d["workload"]["stragglers"] = json::parse(R"([{"worker": 7, "slowdown": 2}])");
+  EXPECT_NE(error_of(d).find("workload.stragglers[0].worker"), std::string::npos) << error_of(d);
+
+  d = base();
+  d["workload"]["stragglers"] =
+      json::parse(R"([{"worker": 0, "slowdown": 2, "from": "2s", "to": "1s"}])");
+  EXPECT_NE(error_of(d).find("workload.stragglers[0].to"), std::string::npos) << error_of(d);
+
+  d = base();
+  d["workload"]["bandwidth_changes"] = json::parse(R"([{"at": "1s", "bandwidth": "fast"}])");
+  EXPECT_NE(error_of(d).find("workload.bandwidth_changes[0].bandwidth"), std::string::npos)
+      << error_of(d);
+
+  d = base();
+  d["system"]["mode"] = "allreduce";
+  d["system"]["servers"] = 2;
+  EXPECT_NE(error_of(d).find("system.servers"), std::string::npos) << error_of(d);
+
+  d = base();
+  d["system"]["tuner"] = "autobyte";
+  d["system"]["autobyte"] = json::parse(R"({"interval_iteration": 3})");
+  EXPECT_NE(error_of(d).find("system.autobyte"), std::string::npos) << error_of(d);
+
+  d = base();
+  d["system"]["tuner"] = "grid_best";
+  d["system"]["grid"] = json::parse(R"({"partitions": []})");
+  EXPECT_NE(error_of(d).find("system.grid.partitions"), std::string::npos) << error_of(d);
+
+  d = base();
+  d["workload"]["gpu"] = "V100-PCIE-32GB";
+  EXPECT_NE(error_of(d).find("workload.gpu"), std::string::npos) << error_of(d);
+
+  d = base();
+  d["workload"]["profile"] = "no/such/graph.txt";
+  EXPECT_NE(error_of(d).find("workload.profile"), std::string::npos) << error_of(d);
+
+  d = base();
+  d["system"]["credits"] = 5;  // unknown key
+  EXPECT_NE(error_of(d).find("credits"), std::string::npos) << error_of(d);
+}
+
+TEST(CommschedScenario, ShippedScenarioRunsAndAccountsEveryByte) {
+  for (const char* variant : {"bytescheduler", "fifo", "allreduce"}) {
+    SCOPED_TRACE(variant);
+    const RunOutput out = run_shipped("commsched_bytescheduler.json", variant,
+                                      {{"workload.iterations", 3, "workload.iterations"}});
+    const auto& m = out.results.metrics();
+    EXPECT_EQ(m.at("finished"), 1);
+    EXPECT_EQ(m.at("iterations"), 3);
+    EXPECT_EQ(m.at("bytes_undelivered"), 0);
+    EXPECT_GT(m.at("throughput_samples_per_s"), 0);
+  }
+}

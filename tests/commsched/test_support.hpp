@@ -1,0 +1,59 @@
+#pragma once
+// Small jobs on a star of equal links, run on the flow backend, for the commsched tests.
+#include <memory>
+#include <vector>
+
+#include "models/commsched/training_job.hpp"
+#include "sim_core/fluid_network.hpp"
+#include "sim_core/topology_builders.hpp"
+
+namespace mlsim::commsched::testing {
+
+// 4e6 bytes/s: one million fp32 parameters take exactly one second.
+inline constexpr double kBandwidth = 4e6;
+
+inline Layer layer(double forward_s, double backward_s, std::int64_t parameters) {
+  return {Time::from_seconds(forward_s), Time::from_seconds(backward_s), parameters};
+}
+
+struct Bench {
+  Bench(int hosts, Sharing sharing = Sharing::kMaxMin, Time latency = Time::zero())
+      : topology(build_topology(StarSpec{hosts, LinkSpec{Bandwidth{kBandwidth}, latency}})),
+        network(engine, topology, sharing) {}
+
+  JobSpec spec(Mode mode, SchedulerKind kind, std::vector<Layer> layers, int workers, int servers,
+               std::size_t iterations) const {
+    JobSpec s;
+    s.mode = mode;
+    s.scheduler = kind;
+    s.layers = std::move(layers);
+    for (int w = 0; w < workers; ++w) s.workers.push_back(topology.hosts()[w]);
+    for (int v = 0; v < servers; ++v) s.servers.push_back(topology.hosts()[workers + v]);
+    s.iterations = iterations;
+    s.bigarray_bound = 1'000'000'000;
+    s.record_trace = true;
+    return s;
+  }
+
+  // Runs the job to its end; the job stays readable.
+  TrainingJob& run(JobSpec s, SchedulerConfig config, Controller* controller = nullptr) {
+    job = std::make_unique<TrainingJob>(engine, network, std::move(s), config);
+    job->set_controller(controller);
+    job->start();
+    engine.run();
+    return *job;
+  }
+
+  Engine engine;
+  Topology topology;
+  FluidNetwork network;
+  std::unique_ptr<TrainingJob> job;
+};
+
+inline std::vector<double> seconds(const std::vector<Time>& ts) {
+  std::vector<double> out;
+  for (Time t : ts) out.push_back(t.seconds());
+  return out;
+}
+
+}  // namespace mlsim::commsched::testing
