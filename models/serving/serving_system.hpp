@@ -109,7 +109,6 @@ class ServingSystem final : public ReplicaObserver {
   std::vector<std::unique_ptr<Request>> pool_;
   std::vector<Request*> free_;
   std::int64_t in_system_ = 0;
-  std::int64_t waiting_estimate_ = 0;
   std::uint64_t consumed_ = 0;
   Time last_completion_ = Time::zero();
 };
