@@ -105,6 +105,13 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   for (std::int64_t s = 0; s < servers; ++s) job.servers.push_back(topology.hosts()[workers + s]);
   for (NodeId h : job.workers) host_links(topology, h);
   for (NodeId h : job.servers) host_links(topology, h);
+  if (ps) {
+    job.credit_scope = system.choice_or("credit_scope", {"push", "push_pull"}, "push") == "push"
+                           ? CreditScope::kPush
+                           : CreditScope::kPushPull;
+  } else if (system.has("credit_scope")) {
+    throw InputError(system.path_of("credit_scope"), "only for PS mode");
+  }
   job.message_overhead = system.duration_or("message_overhead", "0s");
   job.bigarray_bound = system.integer_or("bigarray_bound", kMillion, 1, kMaxParameters);
 

@@ -18,7 +18,11 @@ SchedulerConfig fifo_config(Mode mode) {
 }
 
 TrainingJob::Worker::Worker(Order order, std::int64_t credit, std::size_t layers)
-    : updated(layers, 0), chunks_left(layers, 0), slices_left(layers), scheduler(order, credit) {}
+    : updated(layers, 0),
+      chunks_left(layers, 0),
+      pushes_left(layers),
+      pulls_left(layers),
+      scheduler(order, credit) {}
 
 TrainingJob::TrainingJob(Engine& engine, Network& network, JobSpec spec, SchedulerConfig initial)
     : engine_(engine),
@@ -145,7 +149,8 @@ void TrainingJob::gradient_ready(std::size_t w, std::size_t layer) {
   if (spec_.mode == Mode::kParameterServer) {
     const auto& chunks = chunks_[layer];
     wk.chunks_left[layer] = static_cast<std::uint32_t>(chunks.size());
-    wk.slices_left[layer].assign(chunks.size(), 0);
+    wk.pushes_left[layer].assign(chunks.size(), 0);
+    wk.pulls_left[layer].assign(chunks.size(), 0);
     ++pending_updates_;
     for (std::size_t i = 0; i < chunks.size(); ++i)
       wk.scheduler.ready(Chunk{l, static_cast<std::uint32_t>(i), chunks[i]});
@@ -174,7 +179,8 @@ void TrainingJob::pump(std::size_t w) {
 void TrainingJob::start_chunk(std::size_t w, const Chunk& c) {
   if (spec_.mode == Mode::kParameterServer) {
     const std::uint32_t n = slice_count(c.layer, c.index);
-    workers_[w].slices_left[c.layer][c.index] = n;
+    workers_[w].pushes_left[c.layer][c.index] = n;
+    workers_[w].pulls_left[c.layer][c.index] = n;
     for (std::uint32_t s = 0; s < n; ++s)
       send(spec_.workers[w], spec_.servers[server_of(c.layer, c.index, s)],
            slice_parameters(c.layer, c.index, s) * spec_.bytes_per_parameter,
@@ -182,7 +188,7 @@ void TrainingJob::start_chunk(std::size_t w, const Chunk& c) {
     return;
   }
   if (workers_.size() == 1) {  // nothing to reduce with
-    engine_.schedule_in(Time::zero(), [this, c] { chunk_done(0, c); });
+    engine_.schedule_in(Time::zero(), [this, c] { chunk_done(0, c, true, true); });
     return;
   }
   for (std::size_t sender = 0; sender < workers_.size(); ++sender)
@@ -217,7 +223,7 @@ void TrainingJob::delivered(const Message& m, const TransferResult& r) {
       const std::uint32_t steps = 2 * (n - 1);
       if (m.part + 1 < steps) ring_step(m.layer, m.chunk, m.worker, m.part + 1);
       if (++ring_deliveries_[m.layer][m.chunk] == n * steps)
-        chunk_done(0, Chunk{m.layer, m.chunk, chunks_[m.layer][m.chunk]});
+        chunk_done(0, Chunk{m.layer, m.chunk, chunks_[m.layer][m.chunk]}, true, true);
       break;
     }
   }
@@ -258,7 +264,8 @@ void TrainingJob::set_partition(std::int64_t partition) {
 
 void TrainingJob::push_delivered(std::size_t w, std::uint32_t layer, std::uint32_t chunk,
                                  std::uint32_t slice) {
-  (void)w;
+  if (--workers_[w].pushes_left[layer][chunk] == 0 && spec_.credit_scope == CreditScope::kPush)
+    chunk_done(w, Chunk{layer, chunk, chunks_[layer][chunk]}, true, false);
   std::uint32_t& count = pushes_[layer][chunk][slice];
   if (++count < workers_.size()) return;
   count = 0;  // every worker pushed: the server answers the pulls with the aggregate
@@ -270,8 +277,9 @@ void TrainingJob::push_delivered(std::size_t w, std::uint32_t layer, std::uint32
 }
 
 void TrainingJob::pull_delivered(std::size_t w, std::uint32_t layer, std::uint32_t chunk) {
-  if (--workers_[w].slices_left[layer][chunk] > 0) return;
-  chunk_done(w, Chunk{layer, chunk, chunks_[layer][chunk]});
+  if (--workers_[w].pulls_left[layer][chunk] > 0) return;
+  chunk_done(w, Chunk{layer, chunk, chunks_[layer][chunk]},
+             spec_.credit_scope == CreditScope::kPushPull, true);
 }
 
 void TrainingJob::ring_step(std::uint32_t layer, std::uint32_t chunk, std::size_t sender,
@@ -284,15 +292,19 @@ void TrainingJob::ring_step(std::uint32_t layer, std::uint32_t chunk, std::size_
        Message{Message::Kind::kRing, static_cast<std::uint32_t>(receiver), layer, chunk, step});
 }
 
-void TrainingJob::chunk_done(std::size_t w, const Chunk& c) {
-  scheduler_of(w).completed(c);
-  record(ChunkEvent::Kind::kComplete, w, c);
-  if (spec_.mode == Mode::kParameterServer) {
-    if (--workers_[w].chunks_left[c.layer] == 0) layer_updated(w, c.layer);
-  } else if (--layer_chunks_left_[c.layer] == 0) {
-    for (std::size_t v = 0; v < workers_.size(); ++v) layer_updated(v, c.layer);
+void TrainingJob::chunk_done(std::size_t w, const Chunk& c, bool release, bool arrived) {
+  if (release) {
+    scheduler_of(w).completed(c);
+    record(ChunkEvent::Kind::kComplete, w, c);
   }
-  pump(w);
+  if (arrived) {
+    if (spec_.mode == Mode::kParameterServer) {
+      if (--workers_[w].chunks_left[c.layer] == 0) layer_updated(w, c.layer);
+    } else if (--layer_chunks_left_[c.layer] == 0) {
+      for (std::size_t v = 0; v < workers_.size(); ++v) layer_updated(v, c.layer);
+    }
+  }
+  if (release) pump(w);
   maybe_resume();
   check_finished();
 }

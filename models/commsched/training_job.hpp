@@ -8,7 +8,8 @@
 // back on the worker (its pull, or its all-reduce). Chunks leave as the scheduler allows.
 //
 //   - PS mode (MXNet kvstore): every worker has its own scheduler. A chunk is pushed to the
-//     parameter servers and pulled back; its credit is held from push to the end of the pull. The
+//     parameter servers and pulled back; its credit is held until the push arrived, or until the
+//     pull is back (CreditScope below). The
 //     kvstore places a message: larger than `bigarray_bound` parameters, it is sliced evenly over
 //     all servers; otherwise it goes whole to server (key mod servers), keys numbered over
 //     (layer, chunk) [MXNet kvstore_dist: MXNET_KVSTORE_BIGARRAY_BOUND, memory, unverified]. A
@@ -43,6 +44,12 @@ namespace mlsim::commsched {
 
 enum class Mode { kParameterServer, kAllReduce };
 enum class SchedulerKind { kFifo, kByteScheduler };
+// PS mode: what a chunk's credit covers [inferred: the plugin's code was not readable].
+//   - kPush: its push, until the servers have received it (a window of unacknowledged bytes);
+//   - kPushPull: its push and its pull, until the aggregate is back on the worker. A worker's
+//     window then waits on the other workers' pushes, and workers that drift apart (a
+//     straggler) can deadlock: each holds credit for chunks the other has not pushed yet.
+enum class CreditScope { kPush, kPushPull };
 
 struct Layer {
   Time forward, backward;       // per iteration, on the job's GPU at speed 1
@@ -68,6 +75,7 @@ struct JobSpec {
   std::int64_t bigarray_bound = 1'000'000;
   std::vector<double> worker_slowdown;  // constant factor per worker; empty = all 1
   std::vector<Straggler> stragglers;
+  CreditScope credit_scope = CreditScope::kPush;
   bool record_trace = false;  // keep every chunk event (tests)
 };
 
@@ -90,6 +98,7 @@ class Controller {
   virtual std::optional<Decision> at_iteration(std::size_t iteration, TrainingJob& job) = 0;
 };
 
+// kComplete: the chunk gave its credit back.
 struct ChunkEvent {
   enum class Kind { kStart, kComplete } kind = Kind::kStart;
   Time at;
@@ -149,7 +158,8 @@ class TrainingJob {
     std::size_t position = 0;                // ops done in the current pass
     std::vector<std::size_t> updated;        // per layer: updates applied to its parameters
     std::vector<std::uint32_t> chunks_left;  // PS, per layer: chunks of the gradient in flight
-    std::vector<std::vector<std::uint32_t>> slices_left;  // PS: per layer, per chunk
+    // PS, per layer and chunk: slices whose push (pull) has not arrived.
+    std::vector<std::vector<std::uint32_t>> pushes_left, pulls_left;
     CreditScheduler scheduler;                            // PS
     double nominal_s = 0, actual_s = 0;
   };
@@ -161,7 +171,8 @@ class TrainingJob {
   CreditScheduler& scheduler_of(std::size_t w);
   void pump(std::size_t w);
   void start_chunk(std::size_t w, const Chunk& chunk);
-  void chunk_done(std::size_t w, const Chunk& chunk);
+  // The chunk gives its credit back (`release`) and/or its aggregate is on the worker(s).
+  void chunk_done(std::size_t w, const Chunk& chunk, bool release, bool arrived);
   void layer_updated(std::size_t w, std::size_t layer);
   void send(NodeId src, NodeId dst, std::int64_t bytes, Message m);
   void delivered(const Message& m, const TransferResult& r);

@@ -28,6 +28,11 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> start_order(const TrainingJ
   return out;
 }
 
+JobSpec push_pull(JobSpec s) {
+  s.credit_scope = CreditScope::kPushPull;
+  return s;
+}
+
 }  // namespace
 
 TEST(Partition, CutsIntoChunksOfThePartitionSize) {
@@ -84,7 +89,7 @@ TEST(HandComputed, FifoParameterServer) {
             (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}}));  // ready order
 }
 
-// ByteScheduler, partition 1M, credit 1M (one chunk at a time), push then pull per chunk:
+// ByteScheduler, partition 1M, credit 1M (one chunk at a time) held for push and pull:
 //   iteration 0: chunks (1,0) (1,1) ready at 5; (1,0) push [5,6] pull [6,7]. (0,0) is ready at 6
 //   and overtakes the queued (1,1) at 7, the end of (1,0): [7,9]; (1,1) [9,11].
 //   iteration 1: F0 [9,12] F1 waits for layer 1: [12,13] B1 [13,14] B0 [14,15]; (1,0) [14,16],
@@ -92,17 +97,34 @@ TEST(HandComputed, FifoParameterServer) {
 TEST(HandComputed, ByteSchedulerParameterServer) {
   Bench b(2);
   TrainingJob& job = b.run(
-      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, two_layers(), 1, 1, 2), {M, M});
+      push_pull(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, two_layers(), 1, 1, 2)), {M, M});
   ASSERT_TRUE(job.finished());
   EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 9}));
   EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 20);
   EXPECT_EQ(job.iteration_seconds(), (std::vector<double>{9, 11}));
 }
 
+// The same job with the credit covering the push only (the default): a chunk's pull overlaps the
+// next chunk's push. Layer 0's backward is 0.5 s here, so no two events tie.
+//   iteration 0: B1 [4,5] B0 [5,5.5]. (1,0) push [5,6]; (0,0) ready at 5.5 waits for the credit;
+//   at 6 it goes first: push [6,7] while (1,0) is pulled [6,7]; (1,1) push [7,8] with (0,0)'s
+//   pull [7,8]; (1,1) pull [8,9]. Layer 0 is back at 8, layer 1 at 9.
+//   iteration 1: F0 [8,11] F1 [11,12] B1 [12,13] B0 [13,13.5]; the same pattern ends at 17.
+TEST(HandComputed, ByteSchedulerCreditForThePushOnly) {
+  Bench b(2);
+  TrainingJob& job = b.run(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+                                  {layer(3, 0.5, M), layer(1, 1, 2 * M)}, 1, 1, 2),
+                           {M, M});
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 8}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 17);
+  EXPECT_EQ(start_order(job, 1), (std::vector<std::pair<std::uint32_t, std::uint32_t>>{
+                                     {1, 0}, {0, 0}, {1, 1}}));
+}
+
 TEST(HandComputed, PreemptionOnlyAtChunkBoundaries) {
   Bench b(2);
   TrainingJob& job = b.run(
-      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, two_layers(), 1, 1, 1), {M, M});
+      push_pull(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, two_layers(), 1, 1, 1)), {M, M});
   EXPECT_EQ(start_order(job, 0),
             (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}, {1, 1}}));
   // (0,0) became ready at 6 but started at 7, when the in-flight (1,0) completed.
@@ -114,11 +136,11 @@ TEST(HandComputed, PreemptionOnlyAtChunkBoundaries) {
 }
 
 TEST(HandComputed, CreditWindowLimitsChunksInFlight) {
-  // One 4M layer in 1M chunks under a 2M window: two chunks at a time, pushed together [1,3]
-  // at half rate each, pulled together [3,5]; then the other two [5,9].
+  // One 4M layer in 1M chunks under a 2M window held for push and pull: two chunks at a time,
+  // pushed together [1,3] at half rate each, pulled together [3,5]; then the other two [5,9].
   Bench b(2);
-  TrainingJob& job = b.run(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
-                                  {layer(0.5, 0.5, 4 * M)}, 1, 1, 1),
+  TrainingJob& job = b.run(push_pull(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+                                  {layer(0.5, 0.5, 4 * M)}, 1, 1, 1)),
                            {M, 2 * M});
   int in_flight = 0, most = 0;
   for (const ChunkEvent& e : job.trace()) {
@@ -239,4 +261,20 @@ TEST(HandComputed, StragglerSlowsItsOpsInItsWindow) {
   // The server's downlink receives worker 0's push alone [2,3], worker 1's [4,5]; its uplink then
   // sends both pulls at once, each at half rate: [5,7].
   EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 7);
+}
+
+TEST(HandComputed, CreditHeldThroughThePullDeadlocksWithAStraggler) {
+  // Two workers, one server, chunks of 1M, credit 1M; worker 1 computes 10x slower. Worker 0
+  // pushes (1,0) at 0.3 and waits for worker 1's, pushed at 3; both pulls end at 6. Then worker 0
+  // takes its top chunk, (0,0), while worker 1, whose layer 0 is still computing, takes (1,1):
+  // held through the pull, each window waits for a push the other worker cannot make.
+  for (CreditScope scope : {CreditScope::kPush, CreditScope::kPushPull}) {
+    Bench b(3);
+    JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+                       {layer(0.1, 1.0, M), layer(0.1, 0.1, 2 * M)}, 2, 1, 1);
+    s.credit_scope = scope;
+    s.worker_slowdown = {1.0, 10.0};
+    TrainingJob& job = b.run(std::move(s), {M, M});
+    EXPECT_EQ(job.finished(), scope == CreditScope::kPush);
+  }
 }
