@@ -22,8 +22,9 @@ void schedule_bandwidth_steps(Engine& engine, Network& network, const Topology& 
                               const std::vector<BandwidthStep>& steps);
 
 struct OfflineRun {
-  Time total;
+  Time total;  // Time::max() when the job stalled
   std::vector<double> iteration_s;
+  bool finished = false;
 };
 
 OfflineRun run_offline(const JobSpec& spec, const Topology& topology, Sharing sharing,

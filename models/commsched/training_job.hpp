@@ -160,7 +160,7 @@ class TrainingJob {
     std::vector<std::uint32_t> chunks_left;  // PS, per layer: chunks of the gradient in flight
     // PS, per layer and chunk: slices whose push (pull) has not arrived.
     std::vector<std::vector<std::uint32_t>> pushes_left, pulls_left;
-    CreditScheduler scheduler;                            // PS
+    CreditScheduler scheduler;  // PS
     double nominal_s = 0, actual_s = 0;
   };
 

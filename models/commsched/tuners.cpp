@@ -1,6 +1,7 @@
 #include "models/commsched/tuners.hpp"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "sim_core/error.hpp"
@@ -18,8 +19,11 @@ std::vector<SchedulerConfig> Grid::points() const {
 std::vector<GridPoint> run_grid(const JobSpec& spec, const Topology& topology, Sharing sharing,
                                 const std::vector<BandwidthStep>& steps, const Grid& grid) {
   std::vector<GridPoint> out;
-  for (const SchedulerConfig& c : grid.points())
-    out.push_back({c, run_offline(spec, topology, sharing, steps, c).total.seconds()});
+  for (const SchedulerConfig& c : grid.points()) {
+    const OfflineRun run = run_offline(spec, topology, sharing, steps, c);
+    out.push_back(
+        {c, run.finished ? run.total.seconds() : std::numeric_limits<double>::infinity()});
+  }
   return out;
 }
 
@@ -55,6 +59,7 @@ double AutoByte::predict(const JobSpec& spec, const SchedulerConfig& config, dou
   s.stragglers.clear();
   s.iterations = iterations;
   const OfflineRun run = run_offline(s, star, sharing, {}, config);
+  if (!run.finished) return std::numeric_limits<double>::infinity();
   // Steady state: leave out the first iteration (nothing to overlap with) and the last (its
   // time runs to the end of all communication).
   const auto& t = run.iteration_s;

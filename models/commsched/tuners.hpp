@@ -25,7 +25,8 @@ struct GridPoint {
   double time_s = 0;
 };
 
-// Every point run over the whole scenario; ties go to the earlier point.
+// Every point run over the whole scenario (infinite time when it stalls); ties go to the earlier
+// point.
 std::vector<GridPoint> run_grid(const JobSpec& spec, const Topology& topology, Sharing sharing,
                                 const std::vector<BandwidthStep>& steps, const Grid& grid);
 SchedulerConfig best_of(const std::vector<GridPoint>& points);
@@ -69,7 +70,8 @@ class AutoByte final : public Controller {
   std::optional<Decision> at_iteration(std::size_t iteration, TrainingJob& job) override;
   const std::vector<AutoByteDecision>& decisions() const { return decisions_; }
 
-  // Predicted iteration time of `config`, without noise, under the given conditions.
+  // Predicted iteration time of `config`, without noise, under the given conditions; infinite
+  // when the job stalls.
   static double predict(const JobSpec& spec, const SchedulerConfig& config, double bandwidth,
                         Time latency, const std::vector<double>& slowdown, std::size_t iterations,
                         Sharing sharing);

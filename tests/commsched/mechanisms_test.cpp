@@ -3,7 +3,10 @@
 // Links carry 4e6 bytes/s (one million parameters per second), no latency, no message overhead.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "models/commsched/credit_scheduler.hpp"
+#include "models/commsched/tuners.hpp"
 #include "tests/commsched/test_support.hpp"
 
 using namespace mlsim;
@@ -96,8 +99,9 @@ TEST(HandComputed, FifoParameterServer) {
 //   (0,0) [16,18], (1,1) [18,20]: the job ends at 20, a second earlier than FIFO.
 TEST(HandComputed, ByteSchedulerParameterServer) {
   Bench b(2);
-  TrainingJob& job = b.run(
-      push_pull(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, two_layers(), 1, 1, 2)), {M, M});
+  TrainingJob& job = b.run(push_pull(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+                                            two_layers(), 1, 1, 2)),
+                           {M, M});
   ASSERT_TRUE(job.finished());
   EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 9}));
   EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 20);
@@ -117,14 +121,15 @@ TEST(HandComputed, ByteSchedulerCreditForThePushOnly) {
                            {M, M});
   EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 8}));
   EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 17);
-  EXPECT_EQ(start_order(job, 1), (std::vector<std::pair<std::uint32_t, std::uint32_t>>{
-                                     {1, 0}, {0, 0}, {1, 1}}));
+  EXPECT_EQ(start_order(job, 1),
+            (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}, {1, 1}}));
 }
 
 TEST(HandComputed, PreemptionOnlyAtChunkBoundaries) {
   Bench b(2);
-  TrainingJob& job = b.run(
-      push_pull(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, two_layers(), 1, 1, 1)), {M, M});
+  TrainingJob& job = b.run(push_pull(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+                                            two_layers(), 1, 1, 1)),
+                           {M, M});
   EXPECT_EQ(start_order(job, 0),
             (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}, {1, 1}}));
   // (0,0) became ready at 6 but started at 7, when the in-flight (1,0) completed.
@@ -140,7 +145,7 @@ TEST(HandComputed, CreditWindowLimitsChunksInFlight) {
   // pushed together [1,3] at half rate each, pulled together [3,5]; then the other two [5,9].
   Bench b(2);
   TrainingJob& job = b.run(push_pull(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
-                                  {layer(0.5, 0.5, 4 * M)}, 1, 1, 1)),
+                                            {layer(0.5, 0.5, 4 * M)}, 1, 1, 1)),
                            {M, 2 * M});
   int in_flight = 0, most = 0;
   for (const ChunkEvent& e : job.trace()) {
@@ -274,6 +279,13 @@ TEST(HandComputed, CreditHeldThroughThePullDeadlocksWithAStraggler) {
                        {layer(0.1, 1.0, M), layer(0.1, 0.1, 2 * M)}, 2, 1, 1);
     s.credit_scope = scope;
     s.worker_slowdown = {1.0, 10.0};
+    if (scope == CreditScope::kPushPull) {
+      // The grid search ranks a stalling configuration last: a 3M window holds every chunk.
+      const auto grid = run_grid(s, b.topology, Sharing::kMaxMin, {}, Grid{{M}, {M, 3 * M}});
+      EXPECT_TRUE(std::isinf(grid[0].time_s));
+      EXPECT_FALSE(std::isinf(grid[1].time_s));
+      EXPECT_EQ(best_of(grid), (SchedulerConfig{M, 3 * M}));
+    }
     TrainingJob& job = b.run(std::move(s), {M, M});
     EXPECT_EQ(job.finished(), scope == CreditScope::kPush);
   }
