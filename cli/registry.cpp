@@ -1,5 +1,6 @@
 #include "cli/registry.hpp"
 
+#include "models/cluster/register.hpp"
 #include "models/collectives/register.hpp"
 #include "models/commsched/register.hpp"
 #include "models/embcache/register.hpp"
@@ -31,6 +32,7 @@ Registries make_registries() {
   register_commsched(r.models);
   register_ina(r.models);
   register_embcache(r.models);
+  register_cluster(r.models);
   register_pipeline(r.models);
   register_serving(r.models);
   return r;

@@ -1,0 +1,158 @@
+#include "models/cluster/cluster_model.hpp"
+
+#include "sim_core/error.hpp"
+#include "sim_core/simulation_model.hpp"
+
+namespace mlsim::cluster {
+namespace {
+
+// Node groups, their GPU types (catalog names, in order of first use) and each type's speed
+// relative to the reference GPU: time factor = reference peak / this type's peak, in one format.
+void read_nodes(JsonReader& system, const HardwareCatalog& hardware, ClusterParams& c) {
+  const std::string ref_where = system.path_of("reference_gpu");
+  const GpuSpec& reference = hardware.gpu(system.string("reference_gpu"), ref_where);
+  const std::string dtype_where = system.path_of("speed_dtype");
+  const Dtype dtype = parse_dtype(system.string_or("speed_dtype", "fp32"), dtype_where);
+  const double ref_peak = reference.peak_for(dtype, ref_where).flops_per_s;
+  std::vector<JsonReader> groups = system.objects("nodes");
+  if (groups.empty()) throw InputError(system.path_of("nodes"), "expected at least one node group");
+  int total_nodes = 0;
+  for (JsonReader& g : groups) {
+    const std::string gpu_where = g.path_of("gpu");
+    const std::string name = g.string("gpu");
+    const GpuSpec& spec = hardware.gpu(name, gpu_where);
+    NodeGroup group;
+    group.type = -1;
+    for (std::size_t t = 0; t < c.types.size(); ++t)
+      if (c.types[t].name == name) group.type = static_cast<int>(t);
+    if (group.type < 0) {
+      if (c.types.size() == kMaxGpuTypes)
+        throw InputError(gpu_where, "at most 32 GPU types in one pool");
+      group.type = static_cast<int>(c.types.size());
+      c.types.push_back({name, ref_peak / spec.peak_for(dtype, gpu_where).flops_per_s});
+    }
+    group.nodes = static_cast<int>(g.integer("count", 1, 100'000));
+    group.gpus_per_node = static_cast<int>(g.integer("gpus_per_node", 1, 1024));
+    total_nodes += group.nodes;
+    if (total_nodes > 100'000) throw InputError(g.path_of("count"), "more than 100000 nodes");
+    g.finish();
+    c.groups.push_back(group);
+  }
+}
+
+void read_failures(JsonReader& system, ClusterParams& c) {
+  int nodes = 0;
+  for (const NodeGroup& g : c.groups) nodes += g.nodes;
+  if (system.has("failures"))
+    for (JsonReader& f : system.objects("failures")) {
+      NodeFailure nf;
+      nf.node = static_cast<int>(f.integer("node", 0, nodes - 1));
+      nf.at = f.duration("at");
+      nf.repair = f.duration("repair");
+      f.finish();
+      c.failures.push_back(nf);
+    }
+  c.node_mtbf = system.duration_or("node_mtbf", "0s");
+  c.repair_time = system.duration_or("repair_time", "1h");
+  c.requeue_on_failure =
+      system.choice_or("on_failure", {"requeue", "drop"}, "requeue") == "requeue";
+}
+
+std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_jobs(
+    JsonReader& workload, const std::vector<GpuType>& types,
+    const std::filesystem::path& scenario_dir) {
+  JsonReader jobs = workload.object("jobs");
+  const std::string kind = jobs.choice("source", {"trace", "poisson"});
+  std::function<std::unique_ptr<JobSource>(std::uint64_t)> make;
+  if (kind == "trace") {
+    TraceOptions o;
+    o.file = jobs.string("file");
+    if (o.file.is_relative()) o.file = scenario_dir / o.file;
+    o.submit_column = jobs.string_or("submit_column", "timestamp");
+    o.datetime = jobs.choice_or("submit_format", {"datetime", "seconds"}, "datetime") == "datetime";
+    o.duration_column = jobs.string_or("duration_column", "duration");
+    o.gpus_column = jobs.string_or("gpus_column", "num_gpus");
+    o.user_column = jobs.string_or("user_column", "");
+    o.gpu_type_column = jobs.string_or("gpu_type_column", "");
+    o.limit = static_cast<std::uint64_t>(jobs.integer_or("limit", 1'000'000'000, 1, 1'000'000'000));
+    o.duration_scale = jobs.number_or("duration_scale", 1.0, 1e-6, 1e6);
+    std::vector<std::string> names;
+    for (const GpuType& t : types) names.push_back(t.name);
+    // Scanned now, so that a bad trace is an input error before the run.
+    auto checked = std::make_shared<TraceJobSource>(o, names, jobs.path_of("file"));
+    const std::string where = jobs.path_of("file");
+    make = [o, names, where](std::uint64_t) -> std::unique_ptr<JobSource> {
+      return std::make_unique<TraceJobSource>(o, names, where);
+    };
+  } else {
+    PoissonOptions o;
+    o.jobs = static_cast<std::uint64_t>(jobs.integer("jobs", 1, 100'000'000));
+    o.mean_interarrival = jobs.duration("mean_interarrival");
+    o.mean_duration = jobs.duration("mean_duration");
+    if (o.mean_interarrival <= Time::zero())
+      throw InputError(jobs.path_of("mean_interarrival"), "must be positive");
+    if (o.mean_duration <= Time::zero())
+      throw InputError(jobs.path_of("mean_duration"), "must be positive");
+    o.gpus.clear();
+    for (std::int64_t g : jobs.integers("gpus", 1, 1'000'000))
+      o.gpus.push_back(static_cast<int>(g));
+    if (o.gpus.empty()) throw InputError(jobs.path_of("gpus"), "expected at least one GPU count");
+    o.users = static_cast<int>(jobs.integer_or("users", 1, 1, 100'000));
+    make = [o](std::uint64_t seed) -> std::unique_ptr<JobSource> {
+      return std::make_unique<PoissonJobSource>(o, RandomStream(seed, "cluster.jobs"));
+    };
+  }
+  jobs.finish();
+  return make;
+}
+
+}  // namespace
+
+ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
+                                const HardwareCatalog& hardware,
+                                const std::filesystem::path& scenario_dir) {
+  ModelParams p;
+  ClusterParams& c = p.cluster;
+  // "sing" = EASY backfill with the SING-like options on; each can be set apart (ablations).
+  const std::string policy = system.choice("policy", {"fcfs", "easy_backfill", "sing"});
+  const bool sing = policy == "sing";
+  c.policy = policy == "fcfs" ? Policy::kFcfs : Policy::kEasyBackfill;
+  c.order = system.choice_or("order", {"submit", "fair_share"}, sing ? "fair_share" : "submit") ==
+                    "submit"
+                ? Order::kSubmit
+                : Order::kFairShare;
+  c.flexible_types = system.boolean_or("flexible_types", sing);
+  c.preinitialised = system.boolean_or("preinitialised", sing);
+  read_nodes(system, hardware, c);
+  c.estimate_factor = system.number_or("estimate_factor", 1.0, 1.0, 1000.0);
+  c.backfill_depth = static_cast<int>(system.integer_or("backfill_depth", 100, 1, 1'000'000));
+  c.fair_share_half_life = system.duration_or("fair_share_half_life", "0s");
+  c.user_gpu_quota = static_cast<int>(system.integer_or("user_gpu_quota", 0, 0, 10'000'000));
+  c.startup_cold = system.duration_or("startup_cold", "0s");
+  c.startup_warm = system.duration_or("startup_warm", "0s");
+  if (c.startup_warm > c.startup_cold)
+    throw InputError(system.path_of("startup_warm"),
+                     "a pre-initialised start cannot be slower than a cold one (startup_cold)");
+  read_failures(system, c);
+  c.series_interval = system.duration_or("series_interval", "1h");
+  if (c.series_interval <= Time::zero())
+    throw InputError(system.path_of("series_interval"), "must be positive");
+  p.make_source = read_jobs(workload, c.types, scenario_dir);
+  return p;
+}
+
+std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
+  JsonReader system = setup.root.object("system");
+  system.ignore("model");
+  JsonReader workload = setup.root.object("workload");
+  ModelParams params = read_cluster_params(system, workload, setup.hardware, setup.scenario_dir);
+  system.finish();
+  workload.finish();
+  return std::make_unique<SimulationModel<ClusterSimulation>>(
+      [params = std::move(params)](ModelEnv& env) {
+        return std::make_unique<ClusterSimulation>(env.engine, params.cluster,
+                                                   params.make_source(env.seed), env.seed);
+      });
+}
+
+}  // namespace mlsim::cluster

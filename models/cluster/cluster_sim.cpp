@@ -1,0 +1,425 @@
+#include "models/cluster/cluster_sim.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::cluster {
+namespace {
+
+// Bounded slowdown's threshold: jobs shorter than this count as this long, so that a 1-second job
+// waiting a minute does not dominate a user's average (Feitelson's usual 10 s).
+constexpr double kSlowdownFloorS = 10.0;
+
+enum SeriesColumn : std::size_t { kAllocatedFraction = 0, kQueuedJobs = 1, kUpFraction = 2 };
+
+}  // namespace
+
+ClusterSimulation::ClusterSimulation(Engine& engine, ClusterParams params,
+                                     std::unique_ptr<JobSource> source, std::uint64_t seed)
+    : engine_(engine),
+      params_(std::move(params)),
+      source_(std::move(source)),
+      pool_(params_.types, params_.groups),
+      fair_share_(params_.fair_share_half_life),
+      type_rng_(seed, "cluster.gpu_types"),
+      failure_rng_(seed, "cluster.failures"),
+      series_("gpu_utilisation", {"allocated_fraction", "queued_jobs", "up_fraction"},
+              params_.series_interval) {
+  MLSIM_CHECK(params_.estimate_factor >= 1.0, "estimates must not be shorter than runtimes");
+  series_.set(Time::zero(), kUpFraction, 1.0);
+}
+
+void ClusterSimulation::start() {
+  for (const NodeFailure& f : params_.failures) {
+    MLSIM_CHECK(f.node >= 0 && f.node < pool_.node_count(), "failure of an unknown node");
+    engine_.schedule_at(f.at, [this, node = f.node, repair = f.repair] {
+      if (work_left()) on_node_failure(node, repair);
+    });
+  }
+  if (params_.node_mtbf > Time::zero())
+    for (int n = 0; n < pool_.node_count(); ++n) schedule_random_failure(n);
+  pull_next_arrival();
+}
+
+bool ClusterSimulation::work_left() const {
+  return !source_done_ || !queue_.empty() || !running_.empty();
+}
+
+double ClusterSimulation::progress() const {
+  const std::uint64_t total = source_->total();
+  return total == 0 ? 1.0 : static_cast<double>(finished_ + dropped_) / static_cast<double>(total);
+}
+
+void ClusterSimulation::pull_next_arrival() {
+  std::optional<JobSpec> job = source_->next();
+  if (!job) {
+    source_done_ = true;
+    return;
+  }
+  const Time at = std::max(job->submit, engine_.now());
+  engine_.schedule_at(at, [this, spec = std::make_shared<JobSpec>(*job)] { on_arrival(*spec); });
+}
+
+void ClusterSimulation::on_arrival(JobSpec job) {
+  ++submitted_;
+  pull_next_arrival();
+  Queued q{std::move(job), 0, std::nullopt};
+  TypeMask mask = q.spec.types;
+  if (mask == 0 && params_.flexible_types) mask = pool_.all_types();
+  if (mask == 0) {
+    // Pinned to one type, drawn in proportion to GPUs among the types large enough for the job.
+    std::int64_t weight = 0;
+    for (std::size_t t = 0; t < pool_.types().size(); ++t)
+      if (pool_.total_gpus_of(static_cast<int>(t)) >= q.spec.gpus)
+        weight += pool_.total_gpus_of(static_cast<int>(t));
+    if (weight > 0) {
+      auto draw = static_cast<std::int64_t>(type_rng_.below(static_cast<std::uint64_t>(weight)));
+      for (std::size_t t = 0; t < pool_.types().size(); ++t) {
+        const int g = pool_.total_gpus_of(static_cast<int>(t));
+        if (g < q.spec.gpus) continue;
+        if (draw < g) {
+          mask = TypeMask{1} << t;
+          break;
+        }
+        draw -= g;
+      }
+    }
+  }
+  q.spec.types = mask;
+  bool fits_somewhere = false;
+  for (std::size_t t = 0; t < pool_.types().size(); ++t)
+    if ((mask & (TypeMask{1} << t)) && pool_.total_gpus_of(static_cast<int>(t)) >= q.spec.gpus)
+      fits_somewhere = true;
+  if (!fits_somewhere) {
+    drop(q, "asks for more GPUs than any accepted GPU type has");
+    return;
+  }
+  if (params_.user_gpu_quota > 0 && q.spec.gpus > params_.user_gpu_quota) {
+    drop(q, "asks for more GPUs than its user's quota");
+    return;
+  }
+  account(engine_.now());
+  queue_.push_back(std::move(q));
+  series_.set(engine_.now(), kQueuedJobs, static_cast<double>(queue_.size()));
+  request_pass();
+}
+
+void ClusterSimulation::request_pass() {
+  if (pass_pending_) return;
+  pass_pending_ = true;
+  // After every other event at this instant, so simultaneous arrivals and ends are seen together.
+  engine_.schedule_at(engine_.now(), [this] {
+    pass_pending_ = false;
+    pass();
+  });
+}
+
+bool ClusterSimulation::eligible(const Queued& q) const {
+  return params_.user_gpu_quota == 0 ||
+         fair_share_.allocated(q.spec.user) + q.spec.gpus <= params_.user_gpu_quota;
+}
+
+Time ClusterSimulation::runtime_on(const JobSpec& job, int type) const {
+  const double f = pool_.types()[static_cast<std::size_t>(type)].time_factor;
+  const Time t = f == 1.0 ? job.work : Time::from_seconds_ceil(job.work.seconds() * f);
+  return std::max(t, Time::ns(1));
+}
+
+Time ClusterSimulation::estimate_on(const JobSpec& job, int type) const {
+  const Time run = runtime_on(job, type);
+  const Time est = params_.estimate_factor == 1.0
+                       ? run
+                       : Time::from_seconds_ceil(run.seconds() * params_.estimate_factor);
+  return startup() + std::max(est, run);
+}
+
+void ClusterSimulation::pass() {
+  const Time now = engine_.now();
+  fair_share_.advance(now);
+  std::vector<std::size_t> order(queue_.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  if (params_.order == Order::kFairShare) {
+    // Least decayed usage first; submission order among equals.
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return fair_share_.usage(queue_[a].spec.user) < fair_share_.usage(queue_[b].spec.user);
+    });
+  }
+
+  std::vector<bool> started(queue_.size(), false);
+  const Queued* head = nullptr;  // the blocked job holding the reservation
+  std::optional<Time> shadow;    // its reservation
+  std::vector<int> spare;        // per type: GPUs free at the shadow time beyond the running jobs
+  int tested = 0;
+  auto head_fits = [&](const std::vector<int>& free) {
+    for (std::size_t t = 0; t < free.size(); ++t)
+      if ((head->spec.types & (TypeMask{1} << t)) && free[t] >= head->spec.gpus) return true;
+    return false;
+  };
+
+  for (std::size_t i : order) {
+    Queued& q = queue_[i];
+    if (!eligible(q)) continue;  // over its user's quota: skipped, blocks no one
+    if (!head) {
+      const Placement p = pool_.place(q.spec.gpus, q.spec.types);
+      if (p.ok()) {
+        start_job(q, p);
+        started[i] = true;
+        continue;
+      }
+      if (params_.policy == Policy::kFcfs) break;
+      // Reservation: release the running jobs in order of estimated end until the job fits.
+      head = &q;
+      spare.assign(pool_.types().size(), 0);
+      for (std::size_t t = 0; t < spare.size(); ++t)
+        spare[t] = pool_.free_gpus_of(static_cast<int>(t));
+      std::vector<const Running*> by_end;
+      for (const auto& [id, r] : running_) by_end.push_back(&r);
+      std::stable_sort(by_end.begin(), by_end.end(), [](const Running* a, const Running* b) {
+        return a->estimated_end < b->estimated_end;
+      });
+      for (const Running* r : by_end) {
+        if (shadow && r->estimated_end > *shadow) break;
+        for (const Slice& s : r->placement.slices)
+          if (pool_.node_up(s.node)) spare[static_cast<std::size_t>(r->placement.type)] += s.gpus;
+        if (!shadow && head_fits(spare)) shadow = r->estimated_end;
+      }
+      if (shadow && !q.first_reservation) q.first_reservation = *shadow;
+      continue;
+    }
+    // Backfill.
+    if (++tested > params_.backfill_depth) break;
+    const Placement p = pool_.place(q.spec.gpus, q.spec.types);
+    if (!p.ok()) continue;
+    if (shadow && now + estimate_on(q.spec, p.type) > *shadow) {
+      // Still running at the reservation: only if the reserved job fits beside it.
+      std::vector<int> after = spare;
+      after[static_cast<std::size_t>(p.type)] -= q.spec.gpus;
+      if (!head_fits(after)) continue;
+      spare = std::move(after);
+    }
+    // Without a reservation (the head cannot fit before a repair) anything that fits may start.
+    start_job(q, p);
+    started[i] = true;
+  }
+
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < queue_.size(); ++i)
+    if (!started[i]) queue_[kept++] = std::move(queue_[i]);
+  queue_.resize(kept);
+  series_.set(now, kQueuedJobs, static_cast<double>(queue_.size()));
+}
+
+void ClusterSimulation::account(Time now) {
+  const double dt = (now - area_last_).seconds();
+  allocated_area_ += pool_.allocated_gpus() * dt;
+  if (!queue_.empty()) {
+    queued_seconds_ += dt;
+    allocated_while_queued_area_ += pool_.allocated_gpus() * dt;
+  }
+  area_last_ = now;
+}
+
+void ClusterSimulation::allocated_changed() {
+  const Time now = engine_.now();
+  series_.set(now, kAllocatedFraction,
+              static_cast<double>(pool_.allocated_gpus()) / pool_.total_gpus());
+}
+
+void ClusterSimulation::start_job(Queued job, const Placement& p) {
+  const Time now = engine_.now();
+  account(now);
+  pool_.allocate(p);
+  allocated_changed();
+  fair_share_.add_rate(job.spec.user, job.spec.gpus);
+  if (job.first_reservation && now > *job.first_reservation) ++reservations_missed_;
+  Running r;
+  r.start = now;
+  r.useful_start = now + startup();
+  r.end = r.useful_start + runtime_on(job.spec, p.type);
+  r.estimated_end = now + estimate_on(job.spec, p.type);
+  r.placement = p;
+  const std::uint64_t id = job.spec.id;
+  r.job = std::move(job);
+  r.end_event = engine_.schedule_at(r.end, [this, id] { on_end(id); });
+  running_.emplace(id, std::move(r));
+}
+
+void ClusterSimulation::on_end(std::uint64_t id) {
+  auto it = running_.find(id);
+  MLSIM_CHECK(it != running_.end(), "end of a job that is not running");
+  Running r = std::move(it->second);
+  running_.erase(it);
+  const Time now = engine_.now();
+  fair_share_.advance(now);
+  account(now);
+  pool_.release(r.placement);
+  allocated_changed();
+  fair_share_.add_rate(r.job.spec.user, -r.job.spec.gpus);
+
+  ++finished_;
+  last_end_ = std::max(last_end_, now);
+  const double gpus = r.job.spec.gpus;
+  const double run_s = (r.end - r.useful_start).seconds();
+  useful_gpu_seconds_ += gpus * run_s;
+  startup_gpu_seconds_ += gpus * (r.useful_start - r.start).seconds();
+  const double wait_s = (r.start - r.job.spec.submit).seconds();
+  const double jct_s = (now - r.job.spec.submit).seconds();
+  wait_.add(wait_s);
+  jct_.add(jct_s);
+  const auto u = static_cast<std::size_t>(r.job.spec.user);
+  if (users_.size() <= u) users_.resize(u + 1);
+  UserStats& us = users_[u];
+  ++us.jobs;
+  us.gpu_seconds += gpus * run_s;
+  us.wait_seconds += wait_s;
+  us.bounded_slowdown_sum += std::max(1.0, jct_s / std::max(run_s, kSlowdownFloorS));
+
+  if (observer_) {
+    JobRecord rec;
+    rec.spec = r.job.spec;
+    rec.finished = true;
+    rec.start = r.start;
+    rec.end = now;
+    rec.type = r.placement.type;
+    rec.slices = r.placement.slices;
+    rec.first_reservation = r.job.first_reservation;
+    rec.restarts = r.job.restarts;
+    observer_(rec);
+  }
+  request_pass();
+}
+
+void ClusterSimulation::drop(const Queued& q, const std::string& reason) {
+  ++dropped_;
+  if (observer_) {
+    JobRecord rec;
+    rec.spec = q.spec;
+    rec.drop_reason = reason;
+    rec.first_reservation = q.first_reservation;
+    rec.restarts = q.restarts;
+    observer_(rec);
+  }
+}
+
+void ClusterSimulation::on_node_failure(int node, Time repair) {
+  if (!pool_.node_up(node)) return;
+  const Time now = engine_.now();
+  ++failures_;
+  fair_share_.advance(now);
+  account(now);
+  pool_.set_up(node, false);
+  std::vector<std::uint64_t> hit;
+  for (const auto& [id, r] : running_)
+    for (const Slice& s : r.placement.slices)
+      if (s.node == node) {
+        hit.push_back(id);
+        break;
+      }
+  for (std::uint64_t id : hit) {
+    auto it = running_.find(id);
+    Running r = std::move(it->second);
+    running_.erase(it);
+    engine_.cancel(r.end_event);
+    pool_.release(r.placement);
+    fair_share_.add_rate(r.job.spec.user, -r.job.spec.gpus);
+    // Everything the job held its GPUs for is lost: it restarts from the beginning.
+    lost_gpu_seconds_ += r.job.spec.gpus * (now - r.start).seconds();
+    ++restarts_;
+    ++r.job.restarts;
+    if (!params_.requeue_on_failure) {
+      drop(r.job, "its node failed");
+      continue;
+    }
+    r.job.first_reservation.reset();
+    auto pos = std::lower_bound(queue_.begin(), queue_.end(), r.job.spec.id,
+                                [](const Queued& q, std::uint64_t id) { return q.spec.id < id; });
+    queue_.insert(pos, std::move(r.job));
+  }
+  allocated_changed();
+  series_.set(now, kUpFraction, static_cast<double>(pool_.up_gpus()) / pool_.total_gpus());
+  series_.set(now, kQueuedJobs, static_cast<double>(queue_.size()));
+  engine_.schedule_at(now + repair, [this, node] {
+    pool_.set_up(node, true);
+    if (work_left())
+      series_.set(engine_.now(), kUpFraction,
+                  static_cast<double>(pool_.up_gpus()) / pool_.total_gpus());
+    if (params_.node_mtbf > Time::zero()) schedule_random_failure(node);
+    request_pass();
+  });
+  request_pass();
+}
+
+void ClusterSimulation::schedule_random_failure(int node) {
+  const Time at = engine_.now() +
+                  Time::from_seconds(failure_rng_.exponential(1.0 / params_.node_mtbf.seconds()));
+  engine_.schedule_at(at, [this, node] {
+    // Failures stop once the work is done, so the run ends.
+    if (work_left()) on_node_failure(node, params_.repair_time);
+  });
+}
+
+void ClusterSimulation::report(Results& out) const {
+  // Without a time limit the run ends with the last job; a repair after it does not count.
+  const Time end = work_left() ? std::max(last_end_, engine_.now()) : last_end_;
+  const std::uint64_t unfinished = queue_.size() + running_.size();
+  out.set_metric("jobs_submitted", static_cast<double>(submitted_));
+  out.set_metric("jobs_finished", static_cast<double>(finished_));
+  out.set_metric("jobs_dropped", static_cast<double>(dropped_));
+  out.set_metric("jobs_unfinished", static_cast<double>(unfinished));
+  out.set_summary("queue_delay", wait_.summary(), "_s");
+  out.set_summary("jct", jct_.summary(), "_s");
+  out.set_metric("makespan_s", end.seconds());
+  const double capacity = static_cast<double>(pool_.total_gpus()) * end.seconds();
+  const double allocated = allocated_area_ + pool_.allocated_gpus() * (end - area_last_).seconds();
+  out.set_metric("gpu_allocated_mean", capacity > 0 ? allocated / capacity : 0);
+  out.set_metric("gpu_utilisation_mean", capacity > 0 ? useful_gpu_seconds_ / capacity : 0);
+  // While jobs wait: the share of the GPUs in use. Below 1 means idle GPUs beside waiting jobs
+  // (head-of-line blocking, type pinning, fragmentation, failed nodes); the whole-run mean is
+  // dominated by the trace's longest jobs running alone at the end.
+  out.set_metric("gpu_allocated_while_queued",
+                 queued_seconds_ > 0
+                     ? allocated_while_queued_area_ / (queued_seconds_ * pool_.total_gpus())
+                     : 0);
+  out.set_metric("queue_nonempty_hours", queued_seconds_ / 3600);
+  out.set_metric("useful_gpu_hours", useful_gpu_seconds_ / 3600);
+  out.set_metric("startup_gpu_hours", startup_gpu_seconds_ / 3600);
+  out.set_metric("lost_gpu_hours", lost_gpu_seconds_ / 3600);
+  out.set_metric("node_failures", static_cast<double>(failures_));
+  out.set_metric("job_restarts", static_cast<double>(restarts_));
+  out.set_metric("reservations_missed", static_cast<double>(reservations_missed_));
+  out.set_metric("installed_gpus", pool_.total_gpus());
+
+  // Jain's index over users of their mean bounded slowdown: 1 when every user waits alike
+  // relative to the length of their jobs.
+  double sum = 0, sum_sq = 0;
+  int n = 0;
+  nlohmann::json users = nlohmann::json::array();
+  const auto& names = source_->users().names();
+  for (std::size_t u = 0; u < users_.size(); ++u) {
+    const UserStats& s = users_[u];
+    if (s.jobs == 0) continue;
+    const double sd = s.bounded_slowdown_sum / static_cast<double>(s.jobs);
+    sum += sd;
+    sum_sq += sd * sd;
+    ++n;
+    users.push_back(
+        {{"user", u < names.size() ? names[u] : std::to_string(u)},
+         {"jobs", s.jobs},
+         {"gpu_hours", s.gpu_seconds / 3600},
+         {"gpu_share", useful_gpu_seconds_ > 0 ? s.gpu_seconds / useful_gpu_seconds_ : 0},
+         {"mean_wait_s", s.wait_seconds / static_cast<double>(s.jobs)},
+         {"mean_bounded_slowdown", sd}});
+  }
+  out.set_metric("users", n);
+  out.set_metric("jain_fairness_slowdown", n > 0 && sum_sq > 0 ? sum * sum / (n * sum_sq) : 1.0);
+  out.details()["users"] = std::move(users);
+  IntervalSeries series = series_;
+  // The series may have seen a failure after the last job ended (before a later arrival that was
+  // dropped); it ends with its last change then.
+  out.add_series(series.finish(std::max(end, series.last_change())));
+}
+
+}  // namespace mlsim::cluster

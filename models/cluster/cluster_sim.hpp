@@ -1,0 +1,158 @@
+#pragma once
+// The shared-cluster simulation: jobs arrive from a JobSource, wait in one queue, and a scheduler
+// pass (after every arrival, completion, failure and repair) starts what it can on the NodePool.
+//
+//   fcfs           strict order: the first job that does not fit blocks everything behind it.
+//   easy_backfill  EASY: the first blocked job gets a reservation (the earliest time it fits,
+//                  from the running jobs' estimated ends); later jobs start now only if they do
+//                  not delay it (they end, by estimate, before the reservation, or leave enough
+//                  GPUs of a type the reserved job accepts).
+// SING-like options (docs/cluster.md, [inferred]): fair-share ordering (decayed per-user usage),
+// per-user GPU quotas, flexible GPU types (a job accepts every type of the pool), start-up cost
+// with or without pre-initialised environments. Nodes can fail; their jobs are requeued.
+//
+// Memory: the queued and running jobs and per-user totals; a finished job leaves only its
+// contribution to the statistics.
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "models/cluster/fair_share.hpp"
+#include "models/cluster/interval_series.hpp"
+#include "models/cluster/job_source.hpp"
+#include "models/cluster/node_pool.hpp"
+#include "sim_core/engine.hpp"
+#include "sim_core/random.hpp"
+#include "sim_core/results.hpp"
+#include "sim_core/stats.hpp"
+
+namespace mlsim::cluster {
+
+enum class Policy { kFcfs, kEasyBackfill };
+enum class Order { kSubmit, kFairShare };
+
+struct NodeFailure {
+  int node = 0;
+  Time at;
+  Time repair;  // down for this long
+};
+
+struct ClusterParams {
+  std::vector<GpuType> types;
+  std::vector<NodeGroup> groups;
+  Policy policy = Policy::kFcfs;
+  Order order = Order::kSubmit;
+  // User estimate of a job's runtime = its true runtime x this (>= 1: estimates never short).
+  double estimate_factor = 1.0;
+  // Backfill looks at this many jobs behind the blocked one per pass (Slurm: bf_max_job_test).
+  int backfill_depth = 100;
+  Time fair_share_half_life = Time::zero();  // 0: usage never decays
+  int user_gpu_quota = 0;                    // 0: no quota
+  // Jobs that name no type accept every type (true) or are pinned to one type drawn with
+  // probability proportional to the type's GPUs among those large enough (false).
+  bool flexible_types = false;
+  Time startup_cold = Time::zero();  // environment set-up before useful work
+  Time startup_warm = Time::zero();  // the same with a pre-initialised environment
+  bool preinitialised = false;
+  std::vector<NodeFailure> failures;
+  Time node_mtbf = Time::zero();  // random failures per node (exponential); 0: none
+  Time repair_time = Time::zero();
+  bool requeue_on_failure = true;  // false: a job hit by a failure is dropped
+  Time series_interval = Time::s(3600);
+};
+
+// What happened to one job, handed to the optional observer (tests) when it leaves.
+struct JobRecord {
+  JobSpec spec;
+  bool finished = false;  // false: dropped
+  std::string drop_reason;
+  Time start, end;  // of the last (successful) attempt
+  int type = -1;
+  std::vector<Slice> slices;
+  std::optional<Time> first_reservation;
+  int restarts = 0;
+};
+
+class ClusterSimulation {
+ public:
+  ClusterSimulation(Engine& engine, ClusterParams params, std::unique_ptr<JobSource> source,
+                    std::uint64_t seed);
+
+  void start();
+  double progress() const;
+  void report(Results& out) const;
+
+  void set_observer(std::function<void(const JobRecord&)> f) { observer_ = std::move(f); }
+  const NodePool& pool() const { return pool_; }
+  std::size_t queued() const { return queue_.size(); }
+  std::size_t running() const { return running_.size(); }
+
+ private:
+  struct Queued {
+    JobSpec spec;
+    int restarts = 0;
+    std::optional<Time> first_reservation;
+  };
+  struct Running {
+    Queued job;
+    Placement placement;
+    Time start, useful_start, end, estimated_end;
+    EventHandle end_event;
+  };
+  struct UserStats {
+    std::uint64_t jobs = 0;
+    double gpu_seconds = 0;  // useful work on the GPUs it got
+    double wait_seconds = 0;
+    double bounded_slowdown_sum = 0;
+  };
+
+  void pull_next_arrival();
+  void on_arrival(JobSpec job);
+  void request_pass();
+  void pass();
+  bool eligible(const Queued& q) const;
+  void start_job(Queued job, const Placement& p);
+  void on_end(std::uint64_t id);
+  void on_node_failure(int node, Time repair);
+  void schedule_random_failure(int node);
+  bool work_left() const;
+  void drop(const Queued& q, const std::string& reason);
+  Time runtime_on(const JobSpec& job, int type) const;
+  Time estimate_on(const JobSpec& job, int type) const;
+  Time startup() const {
+    return params_.preinitialised ? params_.startup_warm : params_.startup_cold;
+  }
+  void allocated_changed();
+  // Integrates the allocated GPUs (and, while the queue is not empty, the time and the GPUs in
+  // use) up to `now`; call before any change to the allocation or the queue.
+  void account(Time now);
+
+  Engine& engine_;
+  ClusterParams params_;
+  std::unique_ptr<JobSource> source_;
+  NodePool pool_;
+  FairShare fair_share_;
+  RandomStream type_rng_, failure_rng_;
+  std::function<void(const JobRecord&)> observer_;
+
+  std::vector<Queued> queue_;                 // in submission order
+  std::map<std::uint64_t, Running> running_;  // by job id
+  bool pass_pending_ = false;
+  bool source_done_ = false;
+
+  // Statistics.
+  std::uint64_t submitted_ = 0, finished_ = 0, dropped_ = 0, restarts_ = 0, failures_ = 0;
+  std::uint64_t reservations_missed_ = 0;
+  LogHistogram wait_, jct_;
+  std::vector<UserStats> users_;
+  double useful_gpu_seconds_ = 0, startup_gpu_seconds_ = 0, lost_gpu_seconds_ = 0;
+  double allocated_area_ = 0;  // GPU-seconds allocated
+  Time area_last_ = Time::zero();
+  double queued_seconds_ = 0, allocated_while_queued_area_ = 0;
+  Time last_end_ = Time::zero();
+  IntervalSeries series_;
+};
+
+}  // namespace mlsim::cluster

@@ -1,0 +1,25 @@
+#pragma once
+// A job as submitted: what it asks for and how much work it carries. The work is the job's
+// runtime on the trace's reference GPU; the node pool scales it to the GPU type it gets.
+#include <cstddef>
+#include <cstdint>
+
+#include "sim_core/time.hpp"
+
+namespace mlsim::cluster {
+
+// Bit i set = the job accepts GPU type i of the node pool (at most 32 types).
+using TypeMask = std::uint32_t;
+inline constexpr int kMaxGpuTypes = 32;
+
+struct JobSpec {
+  std::uint64_t id = 0;  // submission order, from 0
+  Time submit;           // offset from the first job
+  int gpus = 1;          // GPUs requested
+  Time work;             // runtime on the reference GPU, start-up excluded
+  int user = 0;          // index into the source's user names
+  TypeMask types = 0;    // 0 = any type (resolved by the simulation)
+  std::size_t line = 0;  // trace line, for messages; 0 for synthetic jobs
+};
+
+}  // namespace mlsim::cluster

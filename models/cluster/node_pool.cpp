@@ -1,0 +1,106 @@
+#include "models/cluster/node_pool.hpp"
+
+#include <algorithm>
+
+#include "sim_core/error.hpp"
+
+namespace mlsim::cluster {
+
+NodePool::NodePool(std::vector<GpuType> types, const std::vector<NodeGroup>& groups)
+    : types_(std::move(types)), type_total_(types_.size(), 0), type_free_(types_.size(), 0) {
+  MLSIM_CHECK(!types_.empty() && types_.size() <= kMaxGpuTypes, "1 to 32 GPU types");
+  for (const NodeGroup& g : groups) {
+    MLSIM_CHECK(g.type >= 0 && static_cast<std::size_t>(g.type) < types_.size(), "node type");
+    for (int n = 0; n < g.nodes; ++n) {
+      nodes_.push_back({g.type, g.gpus_per_node, g.gpus_per_node, true});
+      type_total_[static_cast<std::size_t>(g.type)] += g.gpus_per_node;
+      type_free_[static_cast<std::size_t>(g.type)] += g.gpus_per_node;
+      total_ += g.gpus_per_node;
+    }
+  }
+  up_ = total_;
+}
+
+TypeMask NodePool::all_types() const {
+  return types_.size() == kMaxGpuTypes ? ~TypeMask{0} : (TypeMask{1} << types_.size()) - 1;
+}
+
+Placement NodePool::place_on_type(int gpus, int type) const {
+  Placement p;
+  if (free_gpus_of(type) < gpus) return p;
+  p.type = type;
+  // Best fit on one node: the fullest node that still has room.
+  int best = -1;
+  for (int n = 0; n < node_count(); ++n) {
+    const Node& node = nodes_[static_cast<std::size_t>(n)];
+    if (!node.up || node.type != type || node.free < gpus) continue;
+    if (best < 0 || node.free < nodes_[static_cast<std::size_t>(best)].free) best = n;
+  }
+  if (best >= 0) {
+    p.slices.push_back({best, gpus});
+    return p;
+  }
+  // Several nodes: taking the emptiest first needs the fewest.
+  std::vector<int> order;
+  for (int n = 0; n < node_count(); ++n) {
+    const Node& node = nodes_[static_cast<std::size_t>(n)];
+    if (node.up && node.type == type && node.free > 0) order.push_back(n);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return nodes_[static_cast<std::size_t>(a)].free > nodes_[static_cast<std::size_t>(b)].free;
+  });
+  int left = gpus;
+  for (int n : order) {
+    const int take = std::min(left, nodes_[static_cast<std::size_t>(n)].free);
+    p.slices.push_back({n, take});
+    left -= take;
+    if (left == 0) break;
+  }
+  MLSIM_CHECK(left == 0, "free count per type disagrees with the nodes");
+  return p;
+}
+
+Placement NodePool::place(int gpus, TypeMask accepted) const {
+  Placement best;
+  for (std::size_t t = 0; t < types_.size(); ++t) {
+    if (!(accepted & (TypeMask{1} << t)) || type_free_[t] < gpus) continue;
+    if (best.ok() &&
+        types_[t].time_factor >= types_[static_cast<std::size_t>(best.type)].time_factor)
+      continue;
+    best = place_on_type(gpus, static_cast<int>(t));
+  }
+  return best;
+}
+
+void NodePool::allocate(const Placement& p) {
+  MLSIM_CHECK(p.ok(), "allocating a failed placement");
+  for (const Slice& s : p.slices) {
+    Node& node = nodes_[static_cast<std::size_t>(s.node)];
+    MLSIM_CHECK(node.up && node.type == p.type && s.gpus > 0 && s.gpus <= node.free,
+                "GPUs over-allocated on node " + std::to_string(s.node));
+    node.free -= s.gpus;
+    type_free_[static_cast<std::size_t>(node.type)] -= s.gpus;
+    allocated_ += s.gpus;
+  }
+}
+
+void NodePool::release(const Placement& p) {
+  for (const Slice& s : p.slices) {
+    Node& node = nodes_[static_cast<std::size_t>(s.node)];
+    node.free += s.gpus;
+    MLSIM_CHECK(node.free <= node.gpus, "GPUs released twice on node " + std::to_string(s.node));
+    if (node.up) type_free_[static_cast<std::size_t>(node.type)] += s.gpus;
+    allocated_ -= s.gpus;
+  }
+}
+
+void NodePool::set_up(int node_index, bool up) {
+  Node& node = nodes_[static_cast<std::size_t>(node_index)];
+  if (node.up == up) return;
+  node.up = up;
+  const int sign = up ? 1 : -1;
+  type_free_[static_cast<std::size_t>(node.type)] += sign * node.free;
+  up_ += sign * node.gpus;
+}
+
+}  // namespace mlsim::cluster

@@ -1,0 +1,81 @@
+#pragma once
+// The cluster's nodes: each has one GPU type and a number of GPUs, and is up or down. Keeps the
+// free GPUs per node and per type, and places jobs: a job uses one GPU type, on the fewest nodes
+// (best fit on one node when it fits one; otherwise the nodes with the most free GPUs first).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/cluster/job.hpp"
+
+namespace mlsim::cluster {
+
+struct GpuType {
+  std::string name;
+  // Runtime multiplier relative to the trace's reference GPU (reference peak / this peak):
+  // 0.5 = twice as fast.
+  double time_factor = 1.0;
+};
+
+struct NodeGroup {
+  int type = 0;  // index into the types
+  int nodes = 1;
+  int gpus_per_node = 8;
+};
+
+// GPUs of one job on one node.
+struct Slice {
+  int node = 0;
+  int gpus = 0;
+};
+
+struct Placement {
+  int type = -1;  // -1: does not fit
+  std::vector<Slice> slices;
+  bool ok() const { return type >= 0; }
+};
+
+class NodePool {
+ public:
+  NodePool(std::vector<GpuType> types, const std::vector<NodeGroup>& groups);
+
+  const std::vector<GpuType>& types() const { return types_; }
+  int node_count() const { return static_cast<int>(nodes_.size()); }
+  int node_type(int node) const { return nodes_[static_cast<std::size_t>(node)].type; }
+  int node_gpus(int node) const { return nodes_[static_cast<std::size_t>(node)].gpus; }
+  int node_free(int node) const { return nodes_[static_cast<std::size_t>(node)].free; }
+  bool node_up(int node) const { return nodes_[static_cast<std::size_t>(node)].up; }
+
+  int total_gpus() const { return total_; }
+  int total_gpus_of(int type) const { return type_total_[static_cast<std::size_t>(type)]; }
+  int free_gpus_of(int type) const { return type_free_[static_cast<std::size_t>(type)]; }
+  int allocated_gpus() const { return allocated_; }
+  int up_gpus() const { return up_; }
+  // Mask with every type's bit set.
+  TypeMask all_types() const;
+
+  // Where `gpus` GPUs of type `type` would go now (up nodes only); !ok() when they do not fit.
+  Placement place_on_type(int gpus, int type) const;
+  // Among the accepted types that fit now, the one where the job runs fastest (lowest
+  // time_factor; ties: lower index).
+  Placement place(int gpus, TypeMask accepted) const;
+
+  void allocate(const Placement& p);
+  void release(const Placement& p);
+  // A node going down keeps its allocations' bookkeeping: the caller releases the jobs on it.
+  void set_up(int node, bool up);
+
+ private:
+  struct Node {
+    int type = 0;
+    int gpus = 0;
+    int free = 0;
+    bool up = true;
+  };
+  std::vector<GpuType> types_;
+  std::vector<Node> nodes_;
+  std::vector<int> type_total_, type_free_;  // free counts up nodes only
+  int total_ = 0, allocated_ = 0, up_ = 0;
+};
+
+}  // namespace mlsim::cluster

@@ -1,0 +1,7 @@
+#pragma once
+// Adds the shared GPU-cluster scheduling model ("cluster") to a registry.
+#include "sim_core/model.hpp"
+
+namespace mlsim {
+void register_cluster(ModelRegistry& registry);
+}

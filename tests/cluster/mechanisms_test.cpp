@@ -1,0 +1,230 @@
+// The scheduler, placement, fair share and failures against cases computed by hand.
+#include <gtest/gtest.h>
+
+#include "models/cluster/fair_share.hpp"
+#include "models/cluster/interval_series.hpp"
+#include "test_support.hpp"
+
+using namespace mlsim;
+using namespace mlsim::cluster;
+using namespace mlsim::cluster::testing;
+
+namespace {
+
+// One node of 4 GPUs; all four jobs submitted at 0 in this order:
+//   J0: 2 GPUs, 10 s   J1: 4 GPUs, 10 s   J2: 2 GPUs, 5 s   J3: 2 GPUs, 20 s
+// FCFS: J0 starts at 0; J1 needs all 4 and blocks J2 and J3 until J0 ends at 10; J1 runs 10-20;
+//   then J2 and J3 start together at 20.
+// EASY: J1's reservation is 10 (J0's end). J2 (ends at 5 <= 10) backfills at 0. At 5, J3 would
+//   run to 25 > 10 and hold 2 of the 4 GPUs J1 needs at 10: no backfill. J1 runs 10-20, J3 20-40.
+std::vector<JobSpec> four_jobs() {
+  return {job(0, 2, 10), job(0, 4, 10), job(0, 2, 5), job(0, 2, 20)};
+}
+
+double start_s(const RunResult& r, std::uint64_t id) {
+  return r.of(id).start.seconds();
+}
+
+}  // namespace
+
+TEST(ClusterScheduling, FcfsBlocksBehindTheHead) {
+  const RunResult r = run(one_type(1, 4, Policy::kFcfs), four_jobs());
+  EXPECT_DOUBLE_EQ(start_s(r, 0), 0);
+  EXPECT_DOUBLE_EQ(start_s(r, 1), 10);
+  EXPECT_DOUBLE_EQ(start_s(r, 2), 20);
+  EXPECT_DOUBLE_EQ(start_s(r, 3), 20);
+  EXPECT_DOUBLE_EQ(r.metrics().at("queue_delay_mean_s"), (0 + 10 + 20 + 20) / 4.0);
+  EXPECT_DOUBLE_EQ(r.metrics().at("makespan_s"), 40);
+  // Jobs wait from 0 to 20, beside 2 busy GPUs (0-10) then 4 (10-20): 60 / (4 x 20).
+  EXPECT_DOUBLE_EQ(r.metrics().at("gpu_allocated_while_queued"), 0.75);
+}
+
+TEST(ClusterScheduling, EasyBackfillsAShortJobWithoutDelayingTheHead) {
+  const RunResult r = run(one_type(1, 4, Policy::kEasyBackfill), four_jobs());
+  EXPECT_DOUBLE_EQ(start_s(r, 0), 0);
+  EXPECT_DOUBLE_EQ(start_s(r, 2), 0);   // backfilled
+  EXPECT_DOUBLE_EQ(start_s(r, 1), 10);  // at its reservation
+  ASSERT_TRUE(r.of(1).first_reservation);
+  EXPECT_DOUBLE_EQ(r.of(1).first_reservation->seconds(), 10);
+  EXPECT_DOUBLE_EQ(start_s(r, 3), 20);  // not backfilled: it would have delayed J1
+  EXPECT_DOUBLE_EQ(r.metrics().at("queue_delay_mean_s"), (0 + 10 + 0 + 20) / 4.0);
+  EXPECT_EQ(r.metrics().at("reservations_missed"), 0);
+  // Allocated GPU-seconds 2*10 + 2*5 + 4*10 + 2*20 = 110 over 4 GPUs x 40 s.
+  EXPECT_DOUBLE_EQ(r.metrics().at("gpu_utilisation_mean"), 110.0 / 160.0);
+  // Jobs wait from 0 to 20 beside 4 busy GPUs (0-5), 2 (5-10), 4 (10-20): 70 / 80.
+  EXPECT_DOUBLE_EQ(r.metrics().at("gpu_allocated_while_queued"), 0.875);
+}
+
+TEST(ClusterScheduling, BackfillTrustsTheEstimates) {
+  // Node of 4. J0: 2 GPUs, 10 s at 0; J1: 4 GPUs, 10 s at 0; J2: 2 GPUs, 8 s at 4.
+  // Exact estimates: J1 is reserved at 10; J2 would end at 12 > 10 holding 2 of J1's 4 GPUs, so
+  //   it waits: J1 10-20, J2 20-28.
+  // Estimates 2x: J0's estimated end, hence J1's reservation, is 20; J2's estimated end 4 + 16 =
+  //   20 is not later, so it backfills at 4 and really ends at 12: J1 starts at 12 (before its
+  //   reservation, later than with exact estimates).
+  const std::vector<JobSpec> jobs{job(0, 2, 10), job(0, 4, 10), job(4, 2, 8)};
+  const RunResult exact = run(one_type(1, 4, Policy::kEasyBackfill), jobs);
+  EXPECT_DOUBLE_EQ(exact.of(1).first_reservation->seconds(), 10);
+  EXPECT_DOUBLE_EQ(start_s(exact, 1), 10);
+  EXPECT_DOUBLE_EQ(start_s(exact, 2), 20);
+  ClusterParams p = one_type(1, 4, Policy::kEasyBackfill);
+  p.estimate_factor = 2;
+  const RunResult over = run(p, jobs);
+  EXPECT_DOUBLE_EQ(over.of(1).first_reservation->seconds(), 20);
+  EXPECT_DOUBLE_EQ(start_s(over, 2), 4);
+  EXPECT_DOUBLE_EQ(start_s(over, 1), 12);
+  EXPECT_EQ(over.metrics().at("reservations_missed"), 0);
+}
+
+TEST(ClusterScheduling, BackfillUsesGpusTheReservationDoesNotNeed) {
+  // Node of 8. J0: 6 GPUs, 10 s. J1: 4 GPUs (blocked: 2 free), reserved at 10, when 8 are free
+  // and it needs 4: 4 spare. J2: 2 GPUs, 100 s, runs past 10 but fits in the spare: backfills.
+  const RunResult r =
+      run(one_type(1, 8, Policy::kEasyBackfill), {job(0, 6, 10), job(0, 4, 10), job(0, 2, 100)});
+  EXPECT_DOUBLE_EQ(start_s(r, 2), 0);
+  EXPECT_DOUBLE_EQ(start_s(r, 1), 10);
+}
+
+TEST(ClusterScheduling, FairShareServesTheLightUserFirst) {
+  // One GPU. User 0 submits two 10 s jobs at 0, user 1 one at 1 s.
+  // Submit order: 0-10, 10-20, 20-30. Fair share (no decay): at 10, user 0 has used 10 GPU-s and
+  // user 1 nothing, so user 1's job goes before user 0's second.
+  const std::vector<JobSpec> jobs{job(0, 1, 10, 0), job(0, 1, 10, 0), job(1, 1, 10, 1)};
+  const RunResult fifo = run(one_type(1, 1, Policy::kFcfs), jobs);
+  EXPECT_DOUBLE_EQ(start_s(fifo, 1), 10);
+  EXPECT_DOUBLE_EQ(start_s(fifo, 2), 20);
+  ClusterParams p = one_type(1, 1, Policy::kFcfs);
+  p.order = Order::kFairShare;
+  const RunResult fair = run(p, jobs);
+  EXPECT_DOUBLE_EQ(start_s(fair, 2), 10);
+  EXPECT_DOUBLE_EQ(start_s(fair, 1), 20);
+}
+
+TEST(ClusterScheduling, QuotaSkipsAUserAtItsLimit) {
+  // Two GPUs, quota 1 GPU per user. User 0's second job waits although a GPU is free, and does
+  // not block user 1's job behind it.
+  ClusterParams p = one_type(1, 2, Policy::kFcfs);
+  p.user_gpu_quota = 1;
+  const RunResult r = run(p, {job(0, 1, 10, 0), job(0, 1, 10, 0), job(0, 1, 10, 1)});
+  EXPECT_DOUBLE_EQ(start_s(r, 0), 0);
+  EXPECT_DOUBLE_EQ(start_s(r, 2), 0);
+  EXPECT_DOUBLE_EQ(start_s(r, 1), 10);
+}
+
+TEST(ClusterFairShare, DecayedUsageMatchesTheClosedForm) {
+  FairShare fs(Time::s(100));  // half-life 100 s
+  fs.add_rate(0, 2);
+  fs.advance(Time::s(100));
+  // Integral of 2 GPUs over 100 s with decay k = ln2/100: 2 (1 - 1/2) / k.
+  const double k = std::log(2.0) / 100;
+  EXPECT_NEAR(fs.usage(0), 2 * 0.5 / k, 1e-9);
+  fs.add_rate(0, -2);
+  fs.advance(Time::s(200));
+  EXPECT_NEAR(fs.usage(0), 2 * 0.5 / k * 0.5, 1e-9);
+  FairShare plain(Time::zero());
+  plain.add_rate(3, 4);
+  plain.advance(Time::s(10));
+  EXPECT_DOUBLE_EQ(plain.usage(3), 40);
+  EXPECT_DOUBLE_EQ(plain.usage(1), 0);
+}
+
+TEST(ClusterPlacement, BestFitThenFewestNodes) {
+  // Nodes 0 and 1: 8 GPUs; node 2: 4.
+  NodePool pool({{"ref", 1.0}}, {{0, 2, 8}, {0, 1, 4}});
+  Placement p = pool.place(4, pool.all_types());
+  ASSERT_EQ(p.slices.size(), 1u);
+  EXPECT_EQ(p.slices[0].node, 2);  // the fullest node with room
+  p = pool.place(6, pool.all_types());
+  ASSERT_EQ(p.slices.size(), 1u);
+  EXPECT_EQ(p.slices[0].node, 0);
+  pool.allocate(p);  // node 0: 2 free
+  p = pool.place(10, pool.all_types());
+  ASSERT_EQ(p.slices.size(), 2u);  // 8 on node 1, then 2 on node 2 (4 free before node 0's 2)
+  EXPECT_EQ(p.slices[0].node, 1);
+  EXPECT_EQ(p.slices[0].gpus, 8);
+  EXPECT_EQ(p.slices[1].node, 2);
+  EXPECT_EQ(p.slices[1].gpus, 2);
+  EXPECT_FALSE(pool.place(15, pool.all_types()).ok());  // 14 free
+  EXPECT_TRUE(pool.place(14, pool.all_types()).ok());
+  pool.set_up(1, false);
+  EXPECT_FALSE(pool.place(7, pool.all_types()).ok());  // 2 + 4 on up nodes
+}
+
+TEST(ClusterPlacement, FlexibleJobsTakeTheFastestTypeThatFits) {
+  // Type 0 at reference speed, type 1 twice as fast; one node of 4 each.
+  NodePool pool({{"slow", 1.0}, {"fast", 0.5}}, {{0, 1, 4}, {1, 1, 4}});
+  EXPECT_EQ(pool.place(2, 0b11).type, 1);
+  EXPECT_EQ(pool.place(2, 0b01).type, 0);
+  pool.allocate(pool.place(4, 0b10));
+  EXPECT_EQ(pool.place(2, 0b11).type, 0);  // the fast one is full
+  EXPECT_FALSE(pool.place(5, 0b11).ok());  // a job never spans two types
+}
+
+TEST(ClusterScheduling, RuntimeScalesWithTheGpuType) {
+  // A 10 s (reference) job on a type twice as fast takes 5 s; a pinned job waits for its type.
+  ClusterParams p;
+  p.types = {{"slow", 1.0}, {"fast", 0.5}};
+  p.groups = {{0, 1, 1}, {1, 1, 1}};
+  const RunResult r =
+      run(p, {job(0, 1, 10, 0, 0b10), job(0, 1, 10, 0, 0b10), job(0, 1, 10, 0, 0b11)});
+  EXPECT_EQ(r.of(0).type, 1);
+  EXPECT_DOUBLE_EQ(r.of(0).end.seconds(), 5);
+  // J1 (fast only) blocks J2 in FCFS until 5; J1 then runs 5-10 and J2 takes the slow GPU at 5.
+  EXPECT_DOUBLE_EQ(start_s(r, 1), 5);
+  EXPECT_EQ(r.of(2).type, 0);
+  EXPECT_DOUBLE_EQ(start_s(r, 2), 5);
+  EXPECT_DOUBLE_EQ(r.of(2).end.seconds(), 15);
+}
+
+TEST(ClusterScheduling, StartupCostDelaysTheEndAndPreInitialisationShortensIt) {
+  ClusterParams p = one_type(1, 1, Policy::kFcfs);
+  p.startup_cold = Time::s(30);
+  p.startup_warm = Time::s(2);
+  RunResult r = run(p, {job(0, 1, 10)});
+  EXPECT_DOUBLE_EQ(r.of(0).end.seconds(), 40);
+  EXPECT_DOUBLE_EQ(r.metrics().at("startup_gpu_hours"), 30.0 / 3600);
+  p.preinitialised = true;
+  r = run(p, {job(0, 1, 10)});
+  EXPECT_DOUBLE_EQ(r.of(0).end.seconds(), 12);
+}
+
+TEST(ClusterFailures, JobsOnAFailedNodeRestartAndTheirGpuHoursAreLost) {
+  // Two nodes of 2 GPUs. J0 (2 GPUs, 100 s) on node 0, J1 (2 GPUs, 100 s) on node 1. Node 0
+  // fails at 40 for 30 s: J0 loses 2 x 40 GPU-s, is requeued, restarts at 70 on node 0 (repaired;
+  // node 1 is busy) and ends at 170.
+  ClusterParams p = one_type(2, 2, Policy::kEasyBackfill);
+  p.failures = {{0, Time::s(40), Time::s(30)}};
+  const RunResult r = run(p, {job(0, 2, 100), job(0, 2, 100)});
+  const JobRecord& j0 = r.of(0);
+  EXPECT_TRUE(j0.finished);
+  EXPECT_EQ(j0.restarts, 1);
+  EXPECT_DOUBLE_EQ(j0.start.seconds(), 70);
+  EXPECT_DOUBLE_EQ(j0.end.seconds(), 170);
+  EXPECT_DOUBLE_EQ(r.metrics().at("lost_gpu_hours"), 80.0 / 3600);
+  EXPECT_EQ(r.metrics().at("node_failures"), 1);
+  p.requeue_on_failure = false;
+  const RunResult dropped = run(p, {job(0, 2, 100), job(0, 2, 100)});
+  EXPECT_FALSE(dropped.of(0).finished);
+  EXPECT_EQ(dropped.metrics().at("jobs_dropped"), 1);
+  EXPECT_EQ(dropped.metrics().at("jobs_finished"), 1);
+}
+
+TEST(ClusterScheduling, TooLargeJobsAreDroppedAndReported) {
+  const RunResult r = run(one_type(2, 4, Policy::kFcfs), {job(0, 9, 10), job(0, 8, 10)});
+  EXPECT_FALSE(r.of(0).finished);
+  EXPECT_FALSE(r.of(0).drop_reason.empty());
+  EXPECT_TRUE(r.of(1).finished);  // spans both nodes
+  EXPECT_EQ(r.of(1).slices.size(), 2u);
+  EXPECT_EQ(r.metrics().at("jobs_dropped"), 1);
+}
+
+TEST(ClusterSeries, IntervalAveragesAreExact) {
+  IntervalSeries s("x", {"v"}, Time::s(10));
+  s.set(Time::s(5), 0, 2);   // 0 for 0-5, 2 from 5
+  s.set(Time::s(15), 0, 4);  // 2 for 5-15, 4 from 15
+  const TimeSeries t = s.finish(Time::s(25));
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(t.rows[0].second[0], 1);  // (0*5 + 2*5) / 10
+  EXPECT_DOUBLE_EQ(t.rows[1].second[0], 3);  // (2*5 + 4*5) / 10
+  EXPECT_DOUBLE_EQ(t.rows[2].second[0], 4);  // 20-25 only
+}

@@ -1,0 +1,223 @@
+// Reading the cluster model's scenario sections and traces: errors name the JSON path (and the
+// trace line), the committed Philly excerpt runs under every policy, and the full Philly trace
+// when ../shared/data is present.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "models/cluster/cluster_model.hpp"
+#include "sim_core/error.hpp"
+#include "test_support.hpp"
+
+using namespace mlsim;
+using namespace mlsim::cluster;
+using namespace mlsim::cluster::testing;
+using nlohmann::json;
+
+namespace {
+
+const std::filesystem::path kSource = MLSIM_SOURCE_DIR;
+const std::filesystem::path kShared = MLSIM_SHARED_DATA_DIR;
+
+ModelParams parse(json doc, const std::filesystem::path& dir = kSource / "workloads/scenarios") {
+  static const HardwareCatalog catalog = shipped_catalog();
+  JsonReader system(doc["system"], "system");
+  JsonReader workload(doc["workload"], "workload");
+  ModelParams p = read_cluster_params(system, workload, catalog, dir);
+  system.finish();
+  workload.finish();
+  return p;
+}
+
+json base() {
+  return json::parse(R"({
+    "system": {"policy": "easy_backfill", "reference_gpu": "V100-SXM2-32GB",
+               "nodes": [{"gpu": "V100-SXM2-32GB", "count": 2, "gpus_per_node": 8},
+                         {"gpu": "A100-SXM4-40GB", "count": 1, "gpus_per_node": 4}]},
+    "workload": {"jobs": {"source": "poisson", "jobs": 50, "mean_interarrival": "60s",
+                          "mean_duration": "1h", "gpus": [1, 2, 4]}}})");
+}
+
+std::string error_of(json doc) {
+  try {
+    parse(std::move(doc));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+RunResult run_params(const ModelParams& p, std::uint64_t seed = 1) {
+  return run(p.cluster, p.make_source(seed), seed);
+}
+
+}  // namespace
+
+TEST(ClusterScenario, PoliciesPresetTheOptionsAndSpeedsComeFromTheCatalog) {
+  ModelParams p = parse(base());
+  EXPECT_EQ(p.cluster.policy, Policy::kEasyBackfill);
+  EXPECT_EQ(p.cluster.order, Order::kSubmit);
+  EXPECT_FALSE(p.cluster.flexible_types);
+  ASSERT_EQ(p.cluster.types.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.cluster.types[0].time_factor, 1.0);
+  EXPECT_DOUBLE_EQ(p.cluster.types[1].time_factor, 15.7 / 19.5);  // catalog FP32 peaks
+  json d = base();
+  d["system"]["policy"] = "sing";
+  d["system"]["speed_dtype"] = "fp16";
+  p = parse(d);
+  EXPECT_EQ(p.cluster.order, Order::kFairShare);
+  EXPECT_TRUE(p.cluster.flexible_types);
+  EXPECT_TRUE(p.cluster.preinitialised);
+  EXPECT_DOUBLE_EQ(p.cluster.types[1].time_factor, 125.0 / 312.0);
+  d["system"]["flexible_types"] = false;  // an ablation
+  EXPECT_FALSE(parse(d).cluster.flexible_types);
+}
+
+TEST(ClusterScenario, ErrorsNameThePath) {
+  const auto expect_path = [](json d, const std::string& path) {
+    const std::string e = error_of(std::move(d));
+    EXPECT_NE(e.find(path), std::string::npos) << e;
+  };
+  json d = base();
+  d["system"]["policy"] = "slurm";
+  expect_path(d, "system.policy");
+  d = base();
+  d["system"]["nodes"][1]["gpu"] = "K80";
+  expect_path(d, "system.nodes[1].gpu");
+  d = base();
+  d["system"]["nodes"][0]["gpus_per_node"] = 0;
+  expect_path(d, "system.nodes[0].gpus_per_node");
+  d = base();
+  d["system"]["nodes"][0]["speed"] = 2;
+  expect_path(d, "system.nodes[0].speed");
+  d = base();
+  d["system"]["estimate_factor"] = 0.5;
+  expect_path(d, "system.estimate_factor");
+  d = base();
+  d["system"]["failures"] = json::parse(R"([{"node": 3, "at": "1h", "repair": "1h"}])");
+  expect_path(d, "system.failures[0].node");  // nodes 0-2
+  d = base();
+  d["system"]["startup_warm"] = "1min";
+  expect_path(d, "system.startup_warm");  // slower than the (0 s) cold start
+  d = base();
+  d["workload"]["jobs"]["source"] = "swf";
+  expect_path(d, "workload.jobs.source");
+  d = base();
+  d["workload"]["jobs"]["gpus"] = json::array();
+  expect_path(d, "workload.jobs.gpus");
+  d = base();
+  d["workload"]["jobs"] = json::parse(R"({"source": "trace", "file": "nope.csv"})");
+  expect_path(d, "workload.jobs.file");
+}
+
+TEST(ClusterScenario, TraceErrorsNameTheFileAndLine) {
+  json d = base();
+  const auto trace = [&](const std::string& name, const std::string& text) {
+    d["workload"]["jobs"] = {{"source", "trace"},
+                             {"file", write_temp(name, text).string()},
+                             {"gpu_type_column", "type"}};
+    return error_of(d);
+  };
+  std::string e = trace("cluster_unsorted.csv",
+                        "timestamp,duration,num_gpus,type\n"
+                        "2017-10-02 00:00:10,5,1,any\n2017-10-02 00:00:05,5,1,any\n");
+  EXPECT_NE(e.find("workload.jobs.file"), std::string::npos) << e;
+  EXPECT_NE(e.find("cluster_unsorted.csv:3"), std::string::npos) << e;
+  EXPECT_NE(e.find("sorted"), std::string::npos) << e;
+  e = trace("cluster_bad_gpus.csv",
+            "timestamp,duration,num_gpus,type\n2017-10-02 00:00:10,5,0,any\n");
+  EXPECT_NE(e.find("cluster_bad_gpus.csv:2"), std::string::npos) << e;
+  e = trace("cluster_bad_type.csv",
+            "timestamp,duration,num_gpus,type\n2017-10-02 00:00:10,5,1,V100-SXM2-32GB|TPU\n");
+  EXPECT_NE(e.find("'TPU'"), std::string::npos) << e;
+  e = trace("cluster_no_column.csv", "timestamp,duration,gpus,type\n");
+  EXPECT_NE(e.find("num_gpus"), std::string::npos) << e;
+}
+
+TEST(ClusterScenario, TraceColumnsGiveUsersAndTypes) {
+  json d = base();
+  d["workload"]["jobs"] = {{"source", "trace"},
+                           {"file", write_temp("cluster_typed.csv",
+                                               "t,duration,num_gpus,user,type\n"
+                                               "100,10,4,alice,A100-SXM4-40GB\n"
+                                               "100,10,4,bob,V100-SXM2-32GB|A100-SXM4-40GB\n"
+                                               "130,20,1,alice,\n")
+                                        .string()},
+                           {"submit_column", "t"},
+                           {"submit_format", "seconds"},
+                           {"user_column", "user"},
+                           {"gpu_type_column", "type"}};
+  const ModelParams p = parse(d);
+  auto source = p.make_source(1);
+  EXPECT_EQ(source->total(), 3u);
+  const JobSpec a = *source->next();
+  EXPECT_EQ(a.submit, Time::zero());  // offsets from the first job
+  EXPECT_EQ(a.types, 0b10u);
+  EXPECT_EQ(a.user, 0);
+  const JobSpec b = *source->next();
+  EXPECT_EQ(b.types, 0b11u);
+  EXPECT_EQ(b.user, 1);
+  const JobSpec c = *source->next();
+  EXPECT_EQ(c.submit, Time::s(30));
+  EXPECT_EQ(c.types, 0u);
+  EXPECT_EQ(c.user, 0);
+  EXPECT_FALSE(source->next());
+  EXPECT_EQ(source->users().names(), (std::vector<std::string>{"alice", "bob"}));
+}
+
+TEST(ClusterScenario, CommittedPhillyExcerptRunsUnderEveryPolicy) {
+  std::ifstream in(kSource / "workloads/scenarios/cluster_sing.json");
+  const json scenario = json::parse(in);
+  std::map<std::string, double> wait;
+  for (const std::string policy : {"fcfs", "easy_backfill", "sing"}) {
+    json d = scenario;
+    d["system"].erase("model");
+    d["system"]["policy"] = policy;
+    const RunResult r = run_params(parse(d));
+    const auto m = r.metrics();
+    EXPECT_EQ(m.at("jobs_submitted"), 1353) << policy;
+    EXPECT_EQ(m.at("jobs_finished") + m.at("jobs_dropped"), 1353) << policy;
+    EXPECT_EQ(m.at("reservations_missed"), 0) << policy;
+    wait[policy] = m.at("queue_delay_mean_s");
+  }
+  EXPECT_LT(wait["easy_backfill"], wait["fcfs"]);
+}
+
+TEST(ClusterScenario, FullPhillyTraceWeekRuns) {
+  const auto file = kShared / "cluster_traces/philly/philly.csv";
+  if (!std::filesystem::exists(file))
+    GTEST_SKIP() << "shared data not found (" << file.string()
+                 << "); this test reads the full trace";
+  // The shared trace is not sorted by submit time: sort one week of it into a temporary file.
+  std::ifstream in(file);
+  std::string header, line;
+  std::getline(in, header);
+  std::vector<std::string> rows;
+  while (std::getline(in, line))
+    if (line.compare(0, 10, "2017-10-09") >= 0 && line.compare(0, 10, "2017-10-16") < 0)
+      rows.push_back(line);
+  std::stable_sort(rows.begin(), rows.end(), [](const std::string& a, const std::string& b) {
+    return a.compare(0, 19, b, 0, 19) < 0;
+  });
+  std::string text = header + "\n";
+  for (const auto& r : rows) text += r + "\n";
+  json d = base();
+  d["system"]["nodes"] =
+      json::parse(R"([{"gpu": "V100-SXM2-32GB", "count": 40, "gpus_per_node": 8}])");
+  d["workload"]["jobs"] = {{"source", "trace"},
+                           {"file", write_temp("cluster_philly_week.csv", text).string()},
+                           {"user_column", "cluster"}};
+  const RunResult r = run_params(parse(d));
+  const auto m = r.metrics();
+  EXPECT_EQ(m.at("jobs_submitted"), static_cast<double>(rows.size()));
+  EXPECT_EQ(m.at("jobs_finished") + m.at("jobs_dropped"), static_cast<double>(rows.size()));
+  EXPECT_EQ(m.at("reservations_missed"), 0);
+  EXPECT_GT(m.at("users"), 1);
+}

@@ -1,0 +1,95 @@
+#pragma once
+// Helpers shared by the cluster model's tests: a job source from a list, a run that collects
+// every job's record, and the shipped GPU catalog.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "models/cluster/cluster_sim.hpp"
+#include "sim_core/hardware.hpp"
+#include "sim_core/json_reader.hpp"
+
+namespace mlsim::cluster::testing {
+
+class ListSource final : public JobSource {
+ public:
+  // Jobs must be in submit order; ids are assigned in that order.
+  explicit ListSource(std::vector<JobSpec> jobs) : jobs_(std::move(jobs)) {
+    for (std::size_t i = 0; i < jobs_.size(); ++i) {
+      jobs_[i].id = i;
+      while (users_.names().size() <= static_cast<std::size_t>(jobs_[i].user))
+        users_.index_of("u" + std::to_string(users_.names().size()));
+    }
+  }
+  std::optional<JobSpec> next() override {
+    if (next_ >= jobs_.size()) return std::nullopt;
+    return jobs_[next_++];
+  }
+  std::uint64_t total() const override { return jobs_.size(); }
+  const UserTable& users() const override { return users_; }
+
+ private:
+  std::vector<JobSpec> jobs_;
+  std::size_t next_ = 0;
+  UserTable users_;
+};
+
+inline JobSpec job(double submit_s, int gpus, double work_s, int user = 0, TypeMask types = 0) {
+  JobSpec j;
+  j.submit = Time::from_seconds(submit_s);
+  j.gpus = gpus;
+  j.work = Time::from_seconds(work_s);
+  j.user = user;
+  j.types = types;
+  return j;
+}
+
+// One GPU type at reference speed, `nodes` nodes of `gpus` GPUs.
+inline ClusterParams one_type(int nodes, int gpus, Policy policy) {
+  ClusterParams p;
+  p.types = {{"ref", 1.0}};
+  p.groups = {{0, nodes, gpus}};
+  p.policy = policy;
+  return p;
+}
+
+struct RunResult {
+  std::vector<JobRecord> records;  // in order of leaving
+  Results results;
+  std::map<std::string, double> metrics() const { return results.metrics(); }
+  const JobRecord& of(std::uint64_t id) const {
+    for (const auto& r : records)
+      if (r.spec.id == id) return r;
+    throw std::runtime_error("no record for job " + std::to_string(id));
+  }
+};
+
+inline RunResult run(ClusterParams params, std::unique_ptr<JobSource> source,
+                     std::uint64_t seed = 1) {
+  Engine engine;
+  ClusterSimulation sim(engine, std::move(params), std::move(source), seed);
+  RunResult out;
+  sim.set_observer([&](const JobRecord& r) { out.records.push_back(r); });
+  sim.start();
+  engine.run();
+  sim.report(out.results);
+  return out;
+}
+
+inline RunResult run(ClusterParams params, std::vector<JobSpec> jobs, std::uint64_t seed = 1) {
+  return run(std::move(params), std::make_unique<ListSource>(std::move(jobs)), seed);
+}
+
+inline HardwareCatalog shipped_catalog() {
+  std::ifstream in(std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/hardware/gpus.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  JsonReader hw(doc["hardware"], "hardware");
+  HardwareCatalog catalog;
+  catalog.add_from_json(hw);
+  return catalog;
+}
+
+}  // namespace mlsim::cluster::testing
