@@ -92,6 +92,17 @@ TEST(HandComputed, FifoParameterServer) {
             (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}}));  // ready order
 }
 
+// The same FIFO job on the analytic backend, where transfers do not share links: push 1 [5,7],
+// push 0 [6,7]; pull 0 [7,8], pull 1 [7,9]. Iteration 1: F0 [8,11] F1 [11,12] B1 [12,13] B0
+// [13,14]; push 1 [13,15], push 0 [14,15], pull 1 ends at 17.
+TEST(HandComputed, FifoParameterServerAnalytic) {
+  Bench b(2, Sharing::kNone);
+  TrainingJob& job =
+      b.run(b.spec(Mode::kParameterServer, SchedulerKind::kFifo, two_layers(), 1, 1, 2), {});
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 8}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 17);
+}
+
 // ByteScheduler, partition 1M, credit 1M (one chunk at a time) held for push and pull:
 //   iteration 0: chunks (1,0) (1,1) ready at 5; (1,0) push [5,6] pull [6,7]. (0,0) is ready at 6
 //   and overtakes the queued (1,1) at 7, the end of (1,0): [7,9]; (1,1) [9,11].

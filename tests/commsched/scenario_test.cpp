@@ -151,3 +151,13 @@ TEST(CommschedScenario, ShippedScenarioRunsAndAccountsEveryByte) {
     EXPECT_GT(m.at("throughput_samples_per_s"), 0);
   }
 }
+
+TEST(CommschedScenario, AutoByteScenarioIsDeterministic) {
+  const std::vector<Override> shorter = {{"workload.iterations", 20, "workload.iterations"}};
+  const RunOutput a = run_shipped("commsched_autobyte_dynamic.json", "autobyte", shorter);
+  const RunOutput b = run_shipped("commsched_autobyte_dynamic.json", "autobyte", shorter);
+  EXPECT_EQ(a.results.metrics(), b.results.metrics());
+  EXPECT_EQ(a.results.details(), b.results.details());
+  EXPECT_FALSE(a.results.details()["autobyte_decisions"].empty());
+  EXPECT_EQ(a.results.metrics().at("bytes_undelivered"), 0);
+}
