@@ -76,9 +76,10 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
                       ? SchedulerKind::kFifo
                       : SchedulerKind::kByteScheduler;
   const std::string tuner =
-      system.choice_or("tuner", {"static", "grid_best", "autobyte"}, "static");
+      system.choice_or("tuner", {"static", "grid_best", "bo_like", "autobyte"}, "static");
   p.tuner = tuner == "static"      ? Tuner::kStatic
             : tuner == "grid_best" ? Tuner::kGridBest
+            : tuner == "bo_like"   ? Tuner::kBoLike
                                    : Tuner::kAutoByte;
   if (job.scheduler == SchedulerKind::kFifo && p.tuner != Tuner::kStatic)
     throw InputError(system.path_of("tuner"),
@@ -139,6 +140,17 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
     grid.finish();
   } else {
     system.ignore("grid");
+  }
+  if (p.tuner == Tuner::kBoLike) {
+    JsonReader b = system.object_or_empty("bo_like");
+    p.bo_like.trial_iterations =
+        static_cast<std::size_t>(b.integer_or("trial_iterations", 10, 2, 1'000'000));
+    p.bo_like.random_points = static_cast<std::size_t>(b.integer_or("random_points", 10, 0, 1000));
+    p.bo_like.refine_points = static_cast<std::size_t>(b.integer_or("refine_points", 5, 0, 1000));
+    b.finish();
+    p.bo_like.grid = p.grid;
+  } else {
+    system.ignore("bo_like");
   }
   if (p.tuner == Tuner::kAutoByte) {
     JsonReader a = system.object_or_empty("autobyte");
@@ -202,6 +214,10 @@ class CommschedRun {
       initial = best_of(grid_);
     }
     job_.emplace(env_.engine, env_.network, params_.job, initial);
+    if (params_.tuner == Tuner::kBoLike) {
+      bo_like_.emplace(params_.bo_like, params_.job.mode, initial, env_.stream("bo_like"));
+      job_->set_controller(&*bo_like_);
+    }
     if (params_.tuner == Tuner::kAutoByte) {
       autobyte_.emplace(params_.autobyte, env_.network, params_.probe, sharing_,
                         env_.stream("autobyte"));
@@ -220,6 +236,7 @@ class CommschedRun {
   std::vector<GridPoint> grid_;
   std::optional<TrainingJob> job_;
   std::optional<AutoByte> autobyte_;
+  std::optional<BoLike> bo_like_;
 };
 
 nlohmann::json to_json(const SchedulerConfig& c) {
@@ -284,6 +301,12 @@ void CommschedRun::report(Results& out) const {
                              {"from", to_json(c.from)},
                              {"to", to_json(c.to)},
                              {"restart", c.restart}});
+  if (bo_like_)
+    for (const GridPoint& t : bo_like_->tried()) {
+      nlohmann::json row = to_json(t.config);
+      row["mean_iteration_s"] = t.time_s;
+      d["bo_like_trials"].push_back(row);
+    }
   if (autobyte_)
     for (const AutoByteDecision& a : autobyte_->decisions())
       d["autobyte_decisions"].push_back(

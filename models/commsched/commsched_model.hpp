@@ -14,15 +14,16 @@
 
 namespace mlsim::commsched {
 
-enum class Tuner { kStatic, kGridBest, kAutoByte };
+enum class Tuner { kStatic, kGridBest, kBoLike, kAutoByte };
 
 struct CommschedParams {
   JobSpec job;
   std::string model_name;
   SchedulerConfig config;  // static, and the start of autobyte
   Tuner tuner = Tuner::kStatic;
-  Grid grid;                // grid_best and autobyte
+  Grid grid;                // grid_best, bo_like and autobyte
   AutoByteParams autobyte;  // its grid is `grid`
+  BoLikeParams bo_like;     // its grid is `grid`
   std::vector<BandwidthStep> bandwidth_steps;
   Probe probe;
 };

@@ -8,9 +8,9 @@ void register_commsched(ModelRegistry& registry) {
   registry.add({"commsched",
                 "Data-parallel training (PS or ring all-reduce) from real layer profiles with "
                 "its gradient communication scheduled: framework FIFO against ByteScheduler "
-                "(partition, priority, credit), tuned statically, by exhaustive grid, or online "
-                "by AutoByte",
-                {"fifo", "bytescheduler", "static", "grid_best", "autobyte"},
+                "(partition, priority, credit), tuned statically, by exhaustive grid, by a BO-like "
+                "search at the start, or online by AutoByte",
+                {"fifo", "bytescheduler", "static", "grid_best", "bo_like", "autobyte"},
                 [](ModelSetup& setup) { return commsched::make_commsched_model(setup); }});
 }
 

@@ -1,5 +1,6 @@
 #include "models/commsched/tuners.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -113,6 +114,57 @@ std::optional<Decision> AutoByte::at_iteration(std::size_t iteration, TrainingJo
   decisions_.push_back(d);
   if (!d.switched) return std::nullopt;
   return Decision{d.chosen, restart ? params_.restart_cost : Time::zero()};
+}
+
+BoLike::BoLike(BoLikeParams params, Mode mode, SchedulerConfig start, RandomStream rng)
+    : params_(std::move(params)), rng_(std::move(rng)), current_(start) {
+  MLSIM_CHECK(params_.trial_iterations >= 2, "a trial needs two iterations");
+  for (const SchedulerConfig& c : params_.grid.points()) {
+    SchedulerConfig point = c;
+    if (mode == Mode::kParameterServer) point.partition = start.partition;
+    if (std::find(candidates_.begin(), candidates_.end(), point) == candidates_.end())
+      candidates_.push_back(point);
+  }
+  // The starting configuration is the first point tried.
+  std::erase(candidates_, start);
+}
+
+std::optional<SchedulerConfig> BoLike::next_point() {
+  if (candidates_.empty() || tried_.size() >= params_.random_points + params_.refine_points)
+    return std::nullopt;
+  std::size_t pick = 0;
+  if (tried_.size() < params_.random_points) {
+    pick = static_cast<std::size_t>(rng_.below(candidates_.size()));
+  } else {
+    const SchedulerConfig best = best_of(tried_);
+    auto distance = [&](const SchedulerConfig& c) {
+      return std::abs(std::log2(static_cast<double>(c.partition) / best.partition)) +
+             std::abs(std::log2(static_cast<double>(c.credit) / best.credit));
+    };
+    for (std::size_t i = 1; i < candidates_.size(); ++i)
+      if (distance(candidates_[i]) < distance(candidates_[pick])) pick = i;
+  }
+  const SchedulerConfig point = candidates_[pick];
+  candidates_.erase(candidates_.begin() + static_cast<std::ptrdiff_t>(pick));
+  return point;
+}
+
+std::optional<Decision> BoLike::at_iteration(std::size_t iteration, TrainingJob& job) {
+  if (done_) return std::nullopt;
+  // The window runs from the end of the trial's first iteration to the end of the last one.
+  if (iteration == trial_start_) window_start_ = job.now();
+  if (iteration < trial_start_ + params_.trial_iterations - 1) return std::nullopt;
+  const double mean =
+      (job.now() - window_start_).seconds() / static_cast<double>(params_.trial_iterations - 1);
+  tried_.push_back({current_, mean});
+  std::optional<SchedulerConfig> next = next_point();
+  if (!next) {
+    done_ = true;
+    next = best_of(tried_);
+  }
+  current_ = *next;
+  trial_start_ = iteration + 1;
+  return Decision{current_, Time::zero()};
 }
 
 }  // namespace mlsim::commsched
