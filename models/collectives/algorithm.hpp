@@ -1,11 +1,14 @@
 #pragma once
 // The interface between a Collective and its algorithm (ring.cpp, tree.cpp,
-// parameter_server.cpp). An algorithm sends messages through the Sender, is told of each
+// parameter_server.cpp, rat.cpp). An algorithm sends messages through the Sender, is told of each
 // delivery, and says when every participant has the result.
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "models/collectives/collective.hpp"
+#include "models/collectives/link_conditions.hpp"
 #include "models/collectives/sender.hpp"
 
 namespace mlsim::collectives {
@@ -18,6 +21,8 @@ class CollectiveAlgorithm : public MessageSink {
   virtual double progress() const = 0;
   // Participants that hold the tensor (the n of the bus-bandwidth factor).
   virtual int ranks() const = 0;
+  // See CollectiveResult::verified_pieces; nullopt for algorithms that do not follow the data.
+  virtual std::optional<std::uint64_t> verified_pieces() const { return std::nullopt; }
 
  protected:
   void send(std::uint32_t from, std::uint32_t to, std::uint64_t tag, Bytes bytes) {
@@ -44,5 +49,10 @@ std::unique_ptr<CollectiveAlgorithm> make_tree(Collective& owner, Sender& sender
 std::unique_ptr<CollectiveAlgorithm> make_parameter_server(Collective& owner, Sender& sender,
                                                            std::uint32_t participants,
                                                            const CollectiveSpec& spec);
+// rat plans with the participants' nodes and the current link conditions.
+std::unique_ptr<CollectiveAlgorithm> make_rat(Collective& owner, Sender& sender,
+                                              const std::vector<NodeId>& participants,
+                                              const CollectiveSpec& spec,
+                                              const LinkConditions& links);
 
 }  // namespace mlsim::collectives

@@ -14,6 +14,8 @@ std::string_view to_string(Algorithm a) {
       return "ps";
     case Algorithm::kTree:
       return "tree";
+    case Algorithm::kRat:
+      return "rat";
   }
   return "?";
 }
@@ -40,7 +42,7 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
       throw InputError(path + ".servers",
                        "dedicated servers must leave at least one worker among the " +
                            std::to_string(n) + " participants");
-    if (spec.placement == Placement::kColocated && spec.servers > n)
+    if (spec.placement != Placement::kDedicated && spec.servers > n)
       throw InputError(path + ".servers", "colocated servers cannot outnumber the " +
                                               std::to_string(n) + " participants");
   }
@@ -49,7 +51,8 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
 }
 
 Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> participants,
-                       const CollectiveSpec& spec, DoneCallback on_done)
+                       const CollectiveSpec& spec, DoneCallback on_done,
+                       const LinkConditions* links)
     : engine_(engine),
       spec_(spec),
       participants_(std::move(participants)),
@@ -66,6 +69,10 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
       break;
     case Algorithm::kTree:
       algorithm_ = make_tree(*this, *sender_, n, spec_);
+      break;
+    case Algorithm::kRat:
+      MLSIM_CHECK(links != nullptr, "rat needs the link conditions to plan with");
+      algorithm_ = make_rat(*this, *sender_, participants_, spec_, *links);
       break;
   }
   sender_->set_sink(algorithm_.get());
@@ -95,6 +102,7 @@ CollectiveResult Collective::result() const {
   r.bytes_sent = sender_->bytes_sent();
   r.transfers = sender_->transfers();
   r.failed_transfers = sender_->failed();
+  r.verified_pieces = algorithm_->verified_pieces();
   return r;
 }
 
@@ -103,9 +111,10 @@ double Collective::progress() const {
 }
 
 CollectiveResult run_collective(Engine& engine, Network& network, std::vector<NodeId> participants,
-                                const CollectiveSpec& spec) {
-  Collective collective(engine, network, std::move(participants), spec,
-                        [&engine](const CollectiveResult&) { engine.stop(); });
+                                const CollectiveSpec& spec, const LinkConditions* links) {
+  Collective collective(
+      engine, network, std::move(participants), spec,
+      [&engine](const CollectiveResult&) { engine.stop(); }, links);
   collective.start();
   engine.run();
   return collective.result();

@@ -1,5 +1,5 @@
 #pragma once
-// One all-reduce among a set of hosts, by one of three algorithms, over any Network backend.
+// One all-reduce among a set of hosts, by one of four algorithms, over any Network backend.
 // This is the plain C++ API (tests, benchmarks, other models); the scenario-facing model is in
 // collectives_model.hpp.
 //
@@ -17,12 +17,18 @@
 //   ps    parameter servers: S is sharded over `servers` servers; every worker pushes each shard
 //         to its server, a server sends the reduced shard back (pull) to every worker once all
 //         workers' pieces arrived. Servers are the last `servers` participants ("dedicated", the
-//         others are workers) or the first `servers` workers themselves ("colocated", their own
-//         piece needs no transfer).
+//         others are workers), the first `servers` workers themselves ("colocated", their own
+//         piece needs no transfer), or workers spread evenly over the participant list
+//         ("spread": server k is participant k n / servers, one per rack when servers = racks).
 //   tree  k-ary tree rooted at participant 0 (children of i: k*i+1 .. k*i+k): every piece is
 //         reduced up the tree (a node forwards once all its children's pieces arrived), then
 //         broadcast down from the root.
+//   rat   Resilient Allreduce Tree (docs/rat.md, rat_plan.hpp): per piece, the hosts of each
+//         region (hosts under one switch) send it to the region's aggregator, aggregators reduce
+//         it up a tree of regions built from the current link conditions, and the result comes
+//         back down the tree and out to every host. Aggregators and the root rotate per piece.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,8 +40,8 @@
 
 namespace mlsim::collectives {
 
-enum class Algorithm { kRing, kParameterServer, kTree };
-enum class Placement { kDedicated, kColocated };
+enum class Algorithm { kRing, kParameterServer, kTree, kRat };
+enum class Placement { kDedicated, kColocated, kSpread };
 
 std::string_view to_string(Algorithm a);
 
@@ -57,6 +63,9 @@ struct CollectiveResult {
   Bytes tensor;            // S
   Bytes bytes_sent;        // sum over all transfers started
   std::uint64_t transfers = 0, failed_transfers = 0;
+  // Algorithms that follow the data (rat): the (participant, piece) pairs that ended up holding
+  // the sum of every participant's piece, each counted once (ranks x chunks when correct).
+  std::optional<std::uint64_t> verified_pieces;
 
   double seconds() const { return (finished - started).seconds(); }
   // S / time, and the bus bandwidth of an all-reduce: algbw x 2(ranks-1)/ranks (NCCL's
@@ -70,13 +79,17 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
 
 class CollectiveAlgorithm;  // algorithm.hpp
 class Sender;               // sender.hpp
+class LinkConditions;       // link_conditions.hpp
 
 class Collective {
  public:
   using DoneCallback = InlineFunction<void(const CollectiveResult&), 32>;
   // `participants` are node ids (usually hosts); engine and network must outlive the collective.
+  // `links` (the topology and the links' current state) is required by rat, which plans with
+  // it, and must then outlive the collective too.
   Collective(Engine& engine, Network& network, std::vector<NodeId> participants,
-             const CollectiveSpec& spec, DoneCallback on_done = nullptr);
+             const CollectiveSpec& spec, DoneCallback on_done = nullptr,
+             const LinkConditions* links = nullptr);
   ~Collective();
   Collective(const Collective&) = delete;
   Collective& operator=(const Collective&) = delete;
@@ -105,6 +118,6 @@ class Collective {
 
 // Runs one collective from engine.now() until it completes or nothing is left to do.
 CollectiveResult run_collective(Engine& engine, Network& network, std::vector<NodeId> participants,
-                                const CollectiveSpec& spec);
+                                const CollectiveSpec& spec, const LinkConditions* links = nullptr);
 
 }  // namespace mlsim::collectives

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "models/collectives/rat_plan.hpp"
 #include "sim_core/error.hpp"
 
 namespace mlsim::collectives {
@@ -13,12 +14,14 @@ class CollectivesModel final : public Model {
 
   void start(ModelEnv& env) override {
     const auto& hosts = env.topology.hosts();
-    std::vector<NodeId> participants(hosts.begin(), hosts.begin() + params_.participants);
-    collective_.emplace(env.engine, env.network, std::move(participants), params_.spec);
+    participants_.assign(hosts.begin(), hosts.begin() + params_.participants);
+    links_.emplace(env.topology);
+    schedule_link_changes(env.engine, env.network, *links_, params_.link_changes);
+    collective_.emplace(env.engine, env.network, participants_, params_.spec, nullptr, &*links_);
     collective_->start();
   }
 
-  void finish(ModelEnv&, Results& out) override {
+  void finish(ModelEnv& env, Results& out) override {
     const CollectiveResult r = collective_->result();
     out.set_metric("completed", r.completed ? 1 : 0);
     out.set_metric("completion_time_s", r.seconds());
@@ -30,6 +33,17 @@ class CollectivesModel final : public Model {
     out.details()["algorithm"] = std::string(to_string(params_.spec.algorithm));
     out.details()["ranks"] = r.ranks;
     out.details()["tensor_bytes"] = r.tensor.count;
+    if (r.verified_pieces)
+      out.set_metric("verified_pieces", static_cast<double>(*r.verified_pieces));
+    if (params_.spec.algorithm == Algorithm::kRat) {
+      // The regions rat found, with their nominal oversubscription.
+      nlohmann::json regions = nlohmann::json::array();
+      for (const Region& g : find_regions(env.topology, participants_))
+        regions.push_back({{"gateway", env.topology.node(g.gateway).name},
+                           {"hosts", g.members.size()},
+                           {"oversubscription", oversubscription(env.topology, g)}});
+      out.details()["regions"] = std::move(regions);
+    }
   }
 
   double progress(const ModelEnv&) const override {
@@ -38,19 +52,62 @@ class CollectivesModel final : public Model {
 
  private:
   CollectivesParams params_;
+  std::vector<NodeId> participants_;
+  std::optional<LinkConditions> links_;
   std::optional<Collective> collective_;
 };
 
 }  // namespace
 
-CollectivesParams read_collectives_params(JsonReader& system, std::size_t hosts) {
+namespace {
+
+NodeId node_named(const Topology& topology, const std::string& name, const std::string& path) {
+  const auto id = topology.find(name);
+  if (!id) throw InputError(path, "no node named \"" + name + "\" in the topology");
+  return *id;
+}
+
+std::vector<LinkChange> read_link_changes(JsonReader& system, const Topology& topology) {
+  std::vector<LinkChange> changes;
+  if (!system.has("link_changes")) return changes;
+  for (JsonReader& c : system.objects("link_changes")) {
+    LinkChange change;
+    change.at = c.duration_or("at", "0s");
+    const std::vector<std::string> ends = c.strings("between");
+    const std::string between = c.path_of("between");
+    if (ends.size() != 2) throw InputError(between, "expected two node names");
+    change.a = node_named(topology, ends[0], between);
+    change.b = node_named(topology, ends[1], between);
+    if (links_between(topology, change.a, change.b).empty())
+      throw InputError(between, "\"" + ends[0] + "\" and \"" + ends[1] + "\" are not linked");
+    const bool has_bandwidth = c.has("bandwidth"), has_up = c.has("up");
+    if (has_bandwidth == has_up)
+      throw InputError(c.path(), "give exactly one of \"bandwidth\" and \"up\"");
+    if (has_bandwidth) {
+      change.kind = LinkChange::Kind::kBandwidth;
+      change.bandwidth = c.bandwidth("bandwidth");
+    } else {
+      change.kind = LinkChange::Kind::kUp;
+      change.up = c.boolean("up");
+    }
+    c.finish();
+    changes.push_back(change);
+  }
+  return changes;
+}
+
+}  // namespace
+
+CollectivesParams read_collectives_params(JsonReader& system, const Topology& topology) {
   CollectivesParams p;
   CollectiveSpec& s = p.spec;
+  const std::size_t hosts = topology.hosts().size();
   system.ignore("model");  // chosen by the runner
-  const std::string algorithm = system.choice("algorithm", {"ring", "ps", "tree"});
-  s.algorithm = algorithm == "ring" ? Algorithm::kRing
-                : algorithm == "ps" ? Algorithm::kParameterServer
-                                    : Algorithm::kTree;
+  const std::string algorithm = system.choice("algorithm", {"ring", "ps", "tree", "rat"});
+  s.algorithm = algorithm == "ring"   ? Algorithm::kRing
+                : algorithm == "ps"   ? Algorithm::kParameterServer
+                : algorithm == "tree" ? Algorithm::kTree
+                                      : Algorithm::kRat;
   s.bytes = system.bytes("bytes");
   s.chunks = static_cast<int>(system.integer_or("chunks", 1, 1, 1 << 20));
   s.window = static_cast<int>(system.integer_or("window", 1, 0, 1 << 20));
@@ -59,13 +116,15 @@ CollectivesParams read_collectives_params(JsonReader& system, std::size_t hosts)
   if (p.participants == 0) p.participants = static_cast<int>(hosts);
   if (s.algorithm == Algorithm::kParameterServer) {
     s.servers = static_cast<int>(system.integer_or("servers", 1, 1, max_hosts));
-    s.placement =
-        system.choice_or("placement", {"dedicated", "colocated"}, "dedicated") == "dedicated"
-            ? Placement::kDedicated
-            : Placement::kColocated;
+    const std::string placement =
+        system.choice_or("placement", {"dedicated", "colocated", "spread"}, "dedicated");
+    s.placement = placement == "dedicated"   ? Placement::kDedicated
+                  : placement == "colocated" ? Placement::kColocated
+                                             : Placement::kSpread;
   }
   if (s.algorithm == Algorithm::kTree)
     s.arity = static_cast<int>(system.integer_or("arity", 2, 1, 1 << 16));
+  p.link_changes = read_link_changes(system, topology);
   system.finish();
   validate(s, static_cast<std::size_t>(p.participants), system.path());
   return p;

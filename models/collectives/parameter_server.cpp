@@ -14,6 +14,7 @@ class ParameterServer final : public CollectiveAlgorithm {
         servers_(static_cast<std::uint32_t>(spec.servers)),
         workers_(spec.placement == Placement::kDedicated ? n - servers_ : n),
         first_server_(spec.placement == Placement::kDedicated ? workers_ : 0),
+        spread_(spec.placement == Placement::kSpread),
         chunks_(static_cast<std::uint32_t>(spec.chunks)),
         tensor_(spec.bytes),
         contributions_(std::size_t{servers_} * chunks_, 0),
@@ -21,9 +22,12 @@ class ParameterServer final : public CollectiveAlgorithm {
 
   void start() override {
     // Every worker pushes piece 0 of every shard first, so servers can start pulling early.
+    // Worker w starts with shard w mod servers: with a window, the workers then push to
+    // different servers at once instead of all to the same one.
     for (std::uint32_t w = 0; w < workers_; ++w)
       for (std::uint32_t c = 0; c < chunks_; ++c)
-        for (std::uint32_t k = 0; k < servers_; ++k) {
+        for (std::uint32_t j = 0; j < servers_; ++j) {
+          const std::uint32_t k = (j + w) % servers_;
           if (w == server(k)) {
             contributed(k, c);  // a colocated server's own piece needs no transfer
           } else {
@@ -52,13 +56,19 @@ class ParameterServer final : public CollectiveAlgorithm {
   std::uint64_t tag(std::uint64_t phase, std::uint32_t k, std::uint32_t c) const {
     return ((std::uint64_t{k} * chunks_ + c) << 1) | phase;
   }
-  std::uint32_t server(std::uint32_t k) const { return first_server_ + k; }
+  std::uint32_t server(std::uint32_t k) const {
+    if (spread_) return static_cast<std::uint32_t>(std::uint64_t{k} * workers_ / servers_);
+    return first_server_ + k;
+  }
   Bytes size(std::uint32_t k, std::uint32_t c) const {
     return piece(piece(tensor_, servers_, k), chunks_, c);
   }
   void contributed(std::uint32_t k, std::uint32_t c) {
     if (++contributions_[std::size_t{k} * chunks_ + c] < workers_) return;
-    for (std::uint32_t w = 0; w < workers_; ++w) {
+    // Server k starts its pulls at worker k (likewise staggered, so that the servers' first
+    // pulls go to different workers).
+    for (std::uint32_t j = 0; j < workers_; ++j) {
+      const std::uint32_t w = (j + k) % workers_;
       if (w == server(k)) {
         got_one();
       } else {
@@ -70,7 +80,9 @@ class ParameterServer final : public CollectiveAlgorithm {
     if (++pulled_ == needed_) finished();
   }
 
-  const std::uint32_t servers_, workers_, first_server_, chunks_;
+  const std::uint32_t servers_, workers_, first_server_;
+  const bool spread_;
+  const std::uint32_t chunks_;
   const Bytes tensor_;
   std::vector<std::uint32_t> contributions_;  // workers' pieces reduced, per (shard, piece)
   const std::uint64_t needed_;

@@ -7,13 +7,14 @@ namespace mlsim {
 void register_collectives(ModelRegistry& registry) {
   registry.add(ModelInfo{
       "collectives",
-      "one all-reduce (ring, parameter server or reduce-broadcast tree) with chunking, on any "
+      "one all-reduce (ring, parameter server, reduce-broadcast tree or RAT, the resilient "
+      "allreduce tree over the topology's regions) with chunking and link failures, on any "
       "network backend; reports completion time, algorithm and bus bandwidth",
-      {"ring", "ps", "tree"},
+      {"ring", "ps", "tree", "rat"},
       [](ModelSetup& setup) {
         JsonReader system = setup.root.object("system");
         return collectives::make_collectives_model(
-            collectives::read_collectives_params(system, setup.topology.hosts().size()));
+            collectives::read_collectives_params(system, setup.topology));
       }});
 }
 

@@ -7,6 +7,10 @@
 
 namespace mlsim::collectives {
 
+std::uint64_t transfer_label(std::uint64_t flow_label, std::uint32_t from, std::uint32_t to) {
+  return mix64(flow_label ^ ((std::uint64_t{from} << 32) | to));
+}
+
 Sender::Sender(Network& network, std::vector<NodeId> nodes, int window, std::uint64_t flow_label)
     : network_(network),
       nodes_(std::move(nodes)),
@@ -40,8 +44,7 @@ void Sender::transmit(const Message& m) {
   ++in_flight_[m.from];
   ++transfers_;
   bytes_sent_ += m.bytes;
-  // One ECMP label per (src, dst) pair, like one connection per peer.
-  const std::uint64_t label = mix64(flow_label_ ^ ((std::uint64_t{m.from} << 32) | m.to));
+  const std::uint64_t label = transfer_label(flow_label_, m.from, m.to);
   network_.start_transfer(
       nodes_[m.from], nodes_[m.to], m.bytes,
       [this, m](const TransferResult& r) { on_delivered(m, r.failed); }, label);

@@ -24,6 +24,10 @@ class MessageSink {
   virtual void on_message(const Message& m) = 0;
 };
 
+// The ECMP label of every transfer from participant `from` to `to`: one label per (src, dst)
+// pair, like one connection per peer. Planners use it to know which route a message will take.
+std::uint64_t transfer_label(std::uint64_t flow_label, std::uint32_t from, std::uint32_t to);
+
 class Sender {
  public:
   // `nodes[i]` is participant i's node. Network must outlive the sender.

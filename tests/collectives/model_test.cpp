@@ -13,10 +13,11 @@ using namespace mlsim;
 namespace {
 const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
 
-std::string error_of(nlohmann::json system, std::size_t hosts = 8) {
+std::string error_of(nlohmann::json system, int hosts = 8) {
+  const Topology topo = build_topology(StarSpec{hosts, kLink});
   try {
     JsonReader r(system, "system");
-    collectives::read_collectives_params(r, hosts);
+    collectives::read_collectives_params(r, topo);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -64,7 +65,7 @@ TEST(CollectivesModel, ParticipantsAndAlgorithmOptions) {
                            {"placement", "colocated"},
                            {"participants", 4}};
   JsonReader r(system, "system");
-  const auto p = collectives::read_collectives_params(r, 8);
+  const auto p = collectives::read_collectives_params(r, build_topology(StarSpec{8, kLink}));
   EXPECT_EQ(p.participants, 4);
   EXPECT_EQ(p.spec.servers, 2);
   EXPECT_EQ(p.spec.placement, collectives::Placement::kColocated);
@@ -89,4 +90,61 @@ TEST(CollectivesModel, StrictErrors) {
   EXPECT_NE(error_of({{"algorithm", "ring"}, {"bytes", "1MiB"}, {"participants", 9}})
                 .find("system.participants"),
             std::string::npos);
+}
+
+TEST(CollectivesModel, RatWithLinkChanges) {
+  // 2 leaves x 2 hosts: one leaf-spine cable slowed before the start, the other spine's cable of
+  // leaf1 failed at 1 us; rat completes and reports its regions.
+  ModelRegistry registry;
+  register_collectives(registry);
+  const Topology topo = build_topology(LeafSpineSpec{2, 2, 2, 1.0, kLink, Time::ns(100)});
+  HardwareCatalog hardware;
+  nlohmann::json scenario = {
+      {"system",
+       {{"model", "collectives"},
+        {"algorithm", "rat"},
+        {"bytes", "1MB"},
+        {"chunks", 4},
+        {"link_changes",
+         {{{"between", {"leaf0", "spine0"}}, {"bandwidth", "1Gbps"}},
+          {{"at", "1us"}, {"between", {"spine1", "leaf1"}}, {"up", false}}}}}}};
+  JsonReader root(scenario, "");
+  ModelSetup setup{root, topo, hardware, ".", 1};
+  auto model = registry.find("collectives")->make(setup);
+  EXPECT_EQ(scenario["system"]["link_changes"][0]["at"], "0s");  // default written back
+
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  ModelEnv env{engine, net, topo, hardware, 1, "."};
+  model->start(env);
+  engine.run();
+  Results out;
+  model->finish(env, out);
+  EXPECT_DOUBLE_EQ(out.metrics().at("completed"), 1);
+  EXPECT_DOUBLE_EQ(out.metrics().at("verified_pieces"), 4 * 4);
+  EXPECT_DOUBLE_EQ(out.metrics().at("sent_bytes"), 2 * 3 * 1e6);
+  EXPECT_EQ(out.details()["algorithm"], "rat");
+  ASSERT_EQ(out.details()["regions"].size(), 2u);
+  EXPECT_EQ(out.details()["regions"][1]["gateway"], "leaf1");
+  EXPECT_EQ(out.details()["regions"][1]["hosts"], 2);
+}
+
+TEST(CollectivesModel, LinkChangeErrors) {
+  auto with = [](nlohmann::json change) {
+    return error_of({{"algorithm", "rat"}, {"bytes", "1MiB"}, {"link_changes", {change}}});
+  };
+  EXPECT_NE(with({{"between", {"h0", "nowhere"}}, {"up", false}})
+                .find("system.link_changes[0].between: no node named \"nowhere\""),
+            std::string::npos);
+  EXPECT_NE(with({{"between", {"h0", "h1"}}, {"up", false}}).find("are not linked"),
+            std::string::npos);
+  EXPECT_NE(with({{"between", {"h0", "sw0"}}}).find("exactly one"), std::string::npos);
+  EXPECT_NE(
+      with({{"between", {"h0", "sw0"}}, {"up", false}, {"bandwidth", "1Gbps"}}).find("exactly one"),
+      std::string::npos);
+  EXPECT_NE(with({{"between", {"h0"}}, {"up", false}}).find("two node names"), std::string::npos);
+  EXPECT_NE(with({{"between", {"h0", "sw0"}}, {"up", false}, {"when", "1s"}})
+                .find("system.link_changes[0]"),
+            std::string::npos);
+  EXPECT_EQ(with({{"between", {"h0", "sw0"}}, {"bandwidth", "1Gbps"}}), "no error");
 }
