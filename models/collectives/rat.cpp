@@ -33,6 +33,9 @@ class Rat final : public CollectiveAlgorithm {
         chunks_(static_cast<std::uint32_t>(spec.chunks)),
         tensor_(spec.bytes),
         needed_(2 * std::uint64_t{n_ - 1} * chunks_),
+        window_(spec.window <= 0 ? ~0u : static_cast<std::uint32_t>(spec.window)),
+        outstanding_(n_, 0),
+        gathers_(n_),
         state_(std::size_t{regions_} * chunks_),
         trees_(chunks_),
         result_(chunks_, 0) {
@@ -51,7 +54,8 @@ class Rat final : public CollectiveAlgorithm {
       aggregators_.insert(aggregators_.end(), a.begin(), a.end());
       for (std::uint32_t r = 0; r < regions_; ++r) at(r, c).sum = signature(a[r]);
     }
-    send_gathers();
+    plan_gathers();
+    for (std::uint32_t i = 0; i < n_; ++i) release_gathers(i);
     // Regions of one host have nothing to gather.
     for (std::uint32_t c = 0; c < chunks_; ++c)
       for (std::uint32_t r = 0; r < regions_; ++r)
@@ -83,6 +87,8 @@ class Rat final : public CollectiveAlgorithm {
         holds(c);
         break;
     }
+    --outstanding_[m.from];
+    release_gathers(m.from);
     if (++received_ == needed_) finished();
   }
 
@@ -115,7 +121,7 @@ class Rat final : public CollectiveAlgorithm {
   // aggregator after itself, then a second piece to each, and so on: at each step the hosts of a
   // region send to different aggregators, as in an all-to-all, instead of all sending piece c to
   // the same host at once (an incast that would idle the other NICs) [inferred].
-  void send_gathers() {
+  void plan_gathers() {
     std::vector<std::uint32_t> position(n_, 0);  // index of a participant in its region
     for (const Region& g : planner_.regions())
       for (std::uint32_t k = 0; k < g.members.size(); ++k) position[g.members[k]] = k;
@@ -137,9 +143,26 @@ class Rat final : public CollectiveAlgorithm {
         if (a.occurrence != b.occurrence) return a.occurrence < b.occurrence;
         return a.step != b.step ? a.step < b.step : a.chunk < b.chunk;
       });
-      for (const Gather& g : order)
-        send(i, aggregator(r, g.chunk), tag(kGather, g.chunk), size(g.chunk));
+      // Kept in reverse, so that the next one is popped from the back.
+      for (auto g = order.rbegin(); g != order.rend(); ++g) gathers_[i].push_back(g->chunk);
     }
+  }
+
+  // Gathers wait until the host has a free send slot, so that reductions, broadcasts and
+  // scatters (which other hosts wait for) never queue behind a host's own remaining gathers: the
+  // tree's messages have priority [inferred]. Without a window, all gathers leave at once.
+  void release_gathers(std::uint32_t i) {
+    std::vector<std::uint32_t>& pending = gathers_[i];
+    while (!pending.empty() && outstanding_[i] < window_) {
+      const std::uint32_t c = pending.back();
+      pending.pop_back();
+      post(i, aggregator(planner_.region_of(i), c), tag(kGather, c), size(c));
+    }
+  }
+
+  void post(std::uint32_t from, std::uint32_t to, std::uint64_t t, Bytes bytes) {
+    ++outstanding_[from];
+    send(from, to, t, bytes);
   }
 
   // The tree of a piece is chosen when its first region has gathered it, from the link
@@ -168,7 +191,7 @@ class Rat final : public CollectiveAlgorithm {
       holds(c);  // the root's aggregator
       broadcast(r, c);
     } else {
-      send(aggregator(r, c), aggregator(t.parent[r], c), tag(kUp, c), size(c));
+      post(aggregator(r, c), aggregator(t.parent[r], c), tag(kUp, c), size(c));
     }
   }
 
@@ -176,9 +199,9 @@ class Rat final : public CollectiveAlgorithm {
   void broadcast(std::uint32_t r, std::uint32_t c) {
     const std::uint32_t from = aggregator(r, c);
     for (std::uint32_t child : tree(c).children[r])
-      send(from, aggregator(child, c), tag(kDown, c), size(c));
+      post(from, aggregator(child, c), tag(kDown, c), size(c));
     for (std::uint32_t m : planner_.regions()[r].members)
-      if (m != from) send(from, m, tag(kScatter, c), size(c));
+      if (m != from) post(from, m, tag(kScatter, c), size(c));
   }
 
   void holds(std::uint32_t c) {
@@ -189,6 +212,10 @@ class Rat final : public CollectiveAlgorithm {
   const std::uint32_t n_, regions_, chunks_;
   const Bytes tensor_;
   const std::uint64_t needed_;
+  const std::uint32_t window_;              // the Sender's, ~0 for no limit
+  std::vector<std::uint32_t> outstanding_;  // messages handed to the sender, per host
+  std::vector<std::vector<std::uint32_t>>
+      gathers_;                             // pieces still to gather, per host (last first)
   std::vector<std::uint32_t> aggregators_;  // per (piece, region)
   std::vector<State> state_;
   std::vector<std::optional<RegionTree>> trees_;
