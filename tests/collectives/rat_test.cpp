@@ -10,6 +10,7 @@
 #include "models/collectives/collective.hpp"
 #include "models/collectives/link_conditions.hpp"
 #include "models/collectives/rat_plan.hpp"
+#include "models/collectives/sender.hpp"
 #include "sim_core/fluid_network.hpp"
 #include "sim_core/random.hpp"
 #include "sim_core/topology_builders.hpp"
@@ -220,6 +221,40 @@ TEST(Rat, WidestTreeKeepsEveryRegionsWidestEdge) {
     }
   }
   EXPECT_GT(crossing_pairs, 0);
+}
+
+TEST(Rat, TreeAvoidsAFailedUplink) {
+  // 4 racks x 2 hosts, two spines; leaf0-spine0 is down before the start. Region 0 keeps half its
+  // uplink capacity, so it is never the root, and no message route of any tree uses the cable.
+  const Topology topo = build_topology(LeafSpineSpec{4, 2, 2, 1.0, kLink, Time::ns(100)});
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  LinkConditions links(topo);
+  links.apply(fail(topo, "leaf0", "spine0"), net);
+  const std::vector<LinkId> cable = links_between(topo, node(topo, "leaf0"), node(topo, "spine0"));
+  Router router(topo);
+  for (LinkId l : cable) router.set_link_up(l, false);
+  RatPlanner planner(links, topo.hosts(), 0);
+  for (std::uint32_t c = 0; c < 8; ++c) {
+    const auto a = planner.aggregators(c);
+    const RegionTree t = planner.tree(c, a);
+    EXPECT_NE(t.root, 0u);
+    for (std::uint32_t v = 0; v < 4; ++v) {
+      if (v == t.root) continue;
+      for (auto [from, to] : {std::pair{a[v], a[t.parent[v]]}, std::pair{a[t.parent[v]], a[v]}}) {
+        const auto path =
+            router.route(topo.hosts()[from], topo.hosts()[to], transfer_label(0, from, to));
+        ASSERT_TRUE(path.has_value());
+        for (LinkId l : path->links)
+          EXPECT_TRUE(std::find(cable.begin(), cable.end(), l) == cable.end());
+        EXPECT_GT(planner.route_bandwidth(from, to), 0);
+      }
+    }
+  }
+  const auto r = run_collective(engine, net, topo.hosts(), rat_spec(800'000, 8), &links);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.verified_pieces, 8u * 8);
+  for (LinkId l : cable) EXPECT_EQ(net.link_stats(l).bytes_carried, Bytes{0});
 }
 
 TEST(Rat, FailuresDuringTheRunDoNotHang) {
