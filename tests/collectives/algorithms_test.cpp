@@ -116,6 +116,28 @@ TEST(ParameterServer, ColocatedEveryWorkerServesAShard) {
   EXPECT_EQ(r.transfers, 2u * 4 * 3);
 }
 
+TEST(ParameterServer, SpreadPutsOneServerPerRack) {
+  // 2 leaves x 2 hosts, one spine, 4:1 (leaf-spine links 0.5 GB/s each way), 2 servers owning
+  // S/2 each, window 0, flow. Cross-rack transfers take four hops (4a).
+  // spread: servers 0 and 2, one per leaf. Each direction of each leaf-spine link carries two
+  // pushes of S/2 (0.25 GB/s each): 2 S/B + 4a; the pulls likewise: 4 S/B + 8a in all.
+  // colocated: servers 0 and 1, both on leaf0: the spine->leaf0 link carries four pushes
+  // (0.125 GB/s each): 4 S/B + 4a; leaf0->spine the four pulls: 8 S/B + 8a in all.
+  const Topology topo = build_topology(LeafSpineSpec{2, 2, 1, 4.0, kLink, Time::ns(100)});
+  auto spec = make(Algorithm::kParameterServer, 1'000'000);
+  spec.servers = 2;
+  spec.window = 0;
+  spec.placement = Placement::kSpread;
+  auto r = run(topo, Sharing::kMaxMin, spec);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.finished, Time::ns(4'000'000 + 800));
+  EXPECT_EQ(r.ranks, 4);
+  spec.placement = Placement::kColocated;
+  r = run(topo, Sharing::kMaxMin, spec);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.finished, Time::ns(8'000'000 + 800));
+}
+
 TEST(Collective, MetricsFollowFromTime) {
   const Topology topo = build_topology(RingSpec{4, kLink});
   const auto r = run(topo, Sharing::kNone, make(Algorithm::kRing, 4'000'000));
