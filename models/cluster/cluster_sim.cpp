@@ -102,7 +102,7 @@ void ClusterSimulation::on_arrival(JobSpec job) {
     return;
   }
   account(engine_.now());
-  queue_.push_back(std::move(q));
+  queue_.push(std::move(q));
   series_.set(engine_.now(), kQueuedJobs, static_cast<double>(queue_.size()));
   request_pass();
 }
@@ -139,16 +139,7 @@ Time ClusterSimulation::estimate_on(const JobSpec& job, int type) const {
 void ClusterSimulation::pass() {
   const Time now = engine_.now();
   fair_share_.advance(now);
-  std::vector<std::size_t> order(queue_.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  if (params_.order == Order::kFairShare) {
-    // Least decayed usage first; submission order among equals.
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return fair_share_.usage(queue_[a].spec.user) < fair_share_.usage(queue_[b].spec.user);
-    });
-  }
-
-  std::vector<bool> started(queue_.size(), false);
+  std::vector<std::uint64_t> started;
   const Queued* head = nullptr;  // the blocked job holding the reservation
   std::optional<Time> shadow;    // its reservation
   std::vector<int> spare;        // per type: GPUs free at the shadow time beyond the running jobs
@@ -159,17 +150,17 @@ void ClusterSimulation::pass() {
     return false;
   };
 
-  for (std::size_t i : order) {
-    Queued& q = queue_[i];
-    if (!eligible(q)) continue;  // over its user's quota: skipped, blocks no one
+  // Returns false to end the pass.
+  auto consider = [&](Queued& q) -> bool {
+    if (!eligible(q)) return true;  // over its user's quota: skipped, blocks no one
     if (!head) {
       const Placement p = pool_.place(q.spec.gpus, q.spec.types);
       if (p.ok()) {
         start_job(q, p);
-        started[i] = true;
-        continue;
+        started.push_back(q.spec.id);
+        return true;
       }
-      if (params_.policy == Policy::kFcfs) break;
+      if (params_.policy == Policy::kFcfs) return false;
       // Reservation: release the running jobs in order of estimated end until the job fits.
       head = &q;
       spare.assign(pool_.types().size(), 0);
@@ -187,28 +178,29 @@ void ClusterSimulation::pass() {
         if (!shadow && head_fits(spare)) shadow = r->estimated_end;
       }
       if (shadow && !q.first_reservation) q.first_reservation = *shadow;
-      continue;
+      return true;
     }
     // Backfill.
-    if (++tested > params_.backfill_depth) break;
+    if (++tested > params_.backfill_depth) return false;
     const Placement p = pool_.place(q.spec.gpus, q.spec.types);
-    if (!p.ok()) continue;
+    if (!p.ok()) return true;
     if (shadow && now + estimate_on(q.spec, p.type) > *shadow) {
       // Still running at the reservation: only if the reserved job fits beside it.
       std::vector<int> after = spare;
       after[static_cast<std::size_t>(p.type)] -= q.spec.gpus;
-      if (!head_fits(after)) continue;
+      if (!head_fits(after)) return true;
       spare = std::move(after);
     }
     // Without a reservation (the head cannot fit before a repair) anything that fits may start.
     start_job(q, p);
-    started[i] = true;
-  }
-
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < queue_.size(); ++i)
-    if (!started[i]) queue_[kept++] = std::move(queue_[i]);
-  queue_.resize(kept);
+    started.push_back(q.spec.id);
+    return true;
+  };
+  if (params_.order == Order::kFairShare)
+    queue_.visit_fair_share(fair_share_, consider);
+  else
+    queue_.visit_submit_order(consider);
+  for (std::uint64_t id : started) queue_.erase(id);
   series_.set(now, kQueuedJobs, static_cast<double>(queue_.size()));
 }
 
@@ -334,9 +326,7 @@ void ClusterSimulation::on_node_failure(int node, Time repair) {
       continue;
     }
     r.job.first_reservation.reset();
-    auto pos = std::lower_bound(queue_.begin(), queue_.end(), r.job.spec.id,
-                                [](const Queued& q, std::uint64_t id) { return q.spec.id < id; });
-    queue_.insert(pos, std::move(r.job));
+    queue_.push(std::move(r.job));
   }
   allocated_changed();
   series_.set(now, kUpFraction, static_cast<double>(pool_.up_gpus()) / pool_.total_gpus());

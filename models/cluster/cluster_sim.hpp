@@ -21,6 +21,7 @@
 
 #include "models/cluster/fair_share.hpp"
 #include "models/cluster/interval_series.hpp"
+#include "models/cluster/job_queue.hpp"
 #include "models/cluster/job_source.hpp"
 #include "models/cluster/node_pool.hpp"
 #include "sim_core/engine.hpp"
@@ -90,11 +91,7 @@ class ClusterSimulation {
   std::size_t running() const { return running_.size(); }
 
  private:
-  struct Queued {
-    JobSpec spec;
-    int restarts = 0;
-    std::optional<Time> first_reservation;
-  };
+  using Queued = QueuedJob;
   struct Running {
     Queued job;
     Placement placement;
@@ -137,7 +134,7 @@ class ClusterSimulation {
   RandomStream type_rng_, failure_rng_;
   std::function<void(const JobRecord&)> observer_;
 
-  std::vector<Queued> queue_;                 // in submission order
+  JobQueue queue_;
   std::map<std::uint64_t, Running> running_;  // by job id
   bool pass_pending_ = false;
   bool source_done_ = false;

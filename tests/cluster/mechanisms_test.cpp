@@ -3,6 +3,7 @@
 
 #include "models/cluster/fair_share.hpp"
 #include "models/cluster/interval_series.hpp"
+#include "models/cluster/job_queue.hpp"
 #include "test_support.hpp"
 
 using namespace mlsim;
@@ -227,4 +228,29 @@ TEST(ClusterSeries, IntervalAveragesAreExact) {
   EXPECT_DOUBLE_EQ(t.rows[0].second[0], 1);  // (0*5 + 2*5) / 10
   EXPECT_DOUBLE_EQ(t.rows[1].second[0], 3);  // (2*5 + 4*5) / 10
   EXPECT_DOUBLE_EQ(t.rows[2].second[0], 4);  // 20-25 only
+}
+
+TEST(ClusterQueue, FairShareOrderMergesUsersByUsageThenSubmitOrder) {
+  JobQueue q;
+  // ids 0-5; users: 0 0 1 2 1 2
+  const int users[] = {0, 0, 1, 2, 1, 2};
+  for (std::uint64_t id = 0; id < 6; ++id) q.push({JobSpec{id, {}, 1, {}, users[id], 0, 0}, 0, {}});
+  FairShare fs(Time::zero());
+  fs.add_rate(0, 2);  // user 0 has used 20 GPU-s by t=10, users 1 and 2 nothing (a tie)
+  fs.advance(Time::s(10));
+  std::vector<std::uint64_t> seen;
+  q.visit_fair_share(fs, [&](QueuedJob& j) {
+    seen.push_back(j.spec.id);
+    return true;
+  });
+  // Users 1 and 2 tie at 0: their jobs interleave by id (2, 3, 4, 5); user 0's come last.
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{2, 3, 4, 5, 0, 1}));
+  seen.clear();
+  q.erase(3);
+  q.push({JobSpec{3, {}, 1, {}, 2, 0, 0}, 1, {}});  // requeued: back in its place
+  q.visit_submit_order([&](QueuedJob& j) {
+    seen.push_back(j.spec.id);
+    return j.spec.id < 3;  // stops after 3
+  });
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{0, 1, 2, 3}));
 }
