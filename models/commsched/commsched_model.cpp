@@ -114,6 +114,7 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
     throw InputError(system.path_of("credit_scope"), "only for PS mode");
   }
   job.message_overhead = system.duration_or("message_overhead", "0s");
+  job.message_cpu = system.duration_or("message_cpu", "0s");
   job.bigarray_bound = system.integer_or("bigarray_bound", kMillion, 1, kMaxParameters);
 
   // The tuners' grid [code: bytescheduler/common/tuner.py, BO search space in millions of

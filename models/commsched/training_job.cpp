@@ -202,10 +202,17 @@ void TrainingJob::send(NodeId src, NodeId dst, std::int64_t bytes, Message m) {
     network_.start_transfer(src, dst, Bytes{bytes},
                             [this, m](const TransferResult& r) { delivered(m, r); });
   };
-  if (spec_.message_overhead == Time::zero())
+  Time ready = engine_.now();
+  if (spec_.message_cpu > Time::zero()) {
+    Time& free = sender_free_[src];
+    free = std::max(free, ready) + spec_.message_cpu;
+    ready = free;
+  }
+  ready += spec_.message_overhead;
+  if (ready == engine_.now())
     go();
   else
-    engine_.schedule_in(spec_.message_overhead, go);
+    engine_.schedule_at(ready, go);
 }
 
 void TrainingJob::delivered(const Message& m, const TransferResult& r) {

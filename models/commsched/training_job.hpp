@@ -20,7 +20,9 @@
 //     the previous one.
 //
 // Every message pays `message_overhead` before its bytes move (framework, RPC and NIC setup); the
-// overhead delays the message but occupies no link.
+// overhead delays the message but occupies no link. `message_cpu` is a cost the sending host pays
+// per message, one message at a time (a communication thread), so many small chunks queue behind
+// each other [inferred, off by default].
 //
 // Configuration changes (from a Controller at an iteration boundary of worker 0): a credit change
 // applies at once; a partition change applies to gradients produced afterwards in all-reduce
@@ -31,6 +33,7 @@
 // Compute time of an op is fixed when it starts: profile time x the worker's slowdown then.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,6 +75,7 @@ struct JobSpec {
   double samples_per_iteration = 1;  // per worker
   std::int64_t bytes_per_parameter = 4;
   Time message_overhead;
+  Time message_cpu;
   std::int64_t bigarray_bound = 1'000'000;
   std::vector<double> worker_slowdown;  // constant factor per worker; empty = all 1
   std::vector<Straggler> stragglers;
@@ -206,7 +210,8 @@ class TrainingJob {
   std::vector<std::uint32_t> produced_;                      // all-reduce: workers done per layer
   std::vector<std::vector<std::uint32_t>> ring_deliveries_;  // all-reduce: per layer, chunk
   std::vector<std::uint32_t> layer_chunks_left_;             // all-reduce: per layer
-  std::size_t pending_updates_ = 0;  // (worker, layer) gradients not yet back
+  std::map<NodeId, Time> sender_free_;  // message_cpu: when each host's sender is next free
+  std::size_t pending_updates_ = 0;     // (worker, layer) gradients not yet back
   // Restart state.
   std::optional<Decision> restart_;
   std::size_t gate_ = static_cast<std::size_t>(-1);  // no worker starts this iteration yet

@@ -323,3 +323,15 @@ TEST(Tuners, BoLikeTriesEachCreditThenKeepsTheBest) {
   EXPECT_EQ(job.config(), (SchedulerConfig{M, M}));
   EXPECT_TRUE(job.finished());
 }
+
+TEST(HandComputed, MessageCpuSerialisesEachSendersMessages) {
+  // Analytic backend (no sharing), one 1M layer in two 0.5M chunks, 0.25 s of sender CPU per
+  // message. F [0,1] B [1,2]; the worker's pushes leave at 2.25 and 2.5: [2.25,2.75] and
+  // [2.5,3.0]; the server's pulls at 3.0 and 3.25: [3.0,3.5] and [3.25,3.75].
+  Bench b(2, Sharing::kNone);
+  JobSpec s =
+      b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, M)}, 1, 1, 1);
+  s.message_cpu = Time::ms(250);
+  TrainingJob& job = b.run(std::move(s), {M / 2, 4 * M});
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 3.75);
+}
