@@ -11,25 +11,10 @@ using namespace mlsim::serving;
 
 namespace {
 
-GpuSpec toy_gpu() {
-  GpuSpec g;
-  g.name = "toy";
-  g.peak[Dtype::kFp16] = FlopRate{100e12};
-  g.hbm_bandwidth = Bandwidth{1e12};
-  g.hbm_capacity = Bytes{80LL << 30};
-  return g;
-}
+using fixtures::toy_gpu;
 
 TransformerShape four_layers() {
-  TransformerShape m;
-  m.name = "toy4";
-  m.layers = 4;
-  m.hidden = 512;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn = 1024;
-  m.vocab = 1000;
-  return m;
+  return fixtures::toy_transformer(4, "toy4");
 }
 
 struct Log : ReplicaObserver {

@@ -41,25 +41,10 @@ class Recorder : public ReplicaObserver {
   Engine& engine_;
 };
 
-GpuSpec toy_gpu() {
-  GpuSpec g;
-  g.name = "toy";
-  g.peak[Dtype::kFp16] = FlopRate{100e12};
-  g.hbm_bandwidth = Bandwidth{1e12};
-  g.hbm_capacity = Bytes{80LL << 30};
-  return g;
-}
+using fixtures::toy_gpu;
 
 TransformerShape one_layer() {
-  TransformerShape m;
-  m.name = "toy";
-  m.layers = 1;
-  m.hidden = 512;
-  m.heads = 8;
-  m.kv_heads = 8;
-  m.ffn = 1024;
-  m.vocab = 1000;
-  return m;
+  return fixtures::toy_transformer(1, "toy");
 }
 
 struct Harness {

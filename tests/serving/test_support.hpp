@@ -2,6 +2,7 @@
 // Shared fixtures for the serving tests: the shipped catalogs, resolved against the source tree.
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "models/serving/model_catalog.hpp"
 #include "sim_core/hardware.hpp"
@@ -28,6 +29,29 @@ inline HardwareCatalog gpus() {
   HardwareCatalog c;
   c.add_from_json(hw);
   return c;
+}
+
+// A GPU with round numbers for hand-computed timings: 100 TFLOP/s fp16, 1 TB/s HBM, 80 GiB.
+inline GpuSpec toy_gpu() {
+  GpuSpec g;
+  g.name = "toy";
+  g.peak[Dtype::kFp16] = FlopRate{100e12};
+  g.hbm_bandwidth = Bandwidth{1e12};
+  g.hbm_capacity = Bytes{80LL << 30};
+  return g;
+}
+
+// A small transformer (hidden 512, 8 heads, ffn 1024, vocabulary 1000) of `layers` layers.
+inline TransformerShape toy_transformer(int layers, std::string name) {
+  TransformerShape m;
+  m.name = std::move(name);
+  m.layers = layers;
+  m.hidden = 512;
+  m.heads = 8;
+  m.kv_heads = 8;
+  m.ffn = 1024;
+  m.vocab = 1000;
+  return m;
 }
 
 }  // namespace mlsim::serving::fixtures
