@@ -8,15 +8,22 @@ namespace mlsim {
 
 std::string json_type_name(const nlohmann::json& v) {
   switch (v.type()) {
-    case nlohmann::json::value_t::null: return "null";
-    case nlohmann::json::value_t::object: return "an object";
-    case nlohmann::json::value_t::array: return "an array";
-    case nlohmann::json::value_t::string: return fmt::format("the string {}", v.dump());
-    case nlohmann::json::value_t::boolean: return fmt::format("the boolean {}", v.dump());
+    case nlohmann::json::value_t::null:
+      return "null";
+    case nlohmann::json::value_t::object:
+      return "an object";
+    case nlohmann::json::value_t::array:
+      return "an array";
+    case nlohmann::json::value_t::string:
+      return fmt::format("the string {}", v.dump());
+    case nlohmann::json::value_t::boolean:
+      return fmt::format("the boolean {}", v.dump());
     case nlohmann::json::value_t::number_integer:
     case nlohmann::json::value_t::number_unsigned:
-    case nlohmann::json::value_t::number_float: return fmt::format("the number {}", v.dump());
-    default: return "an unsupported value";
+    case nlohmann::json::value_t::number_float:
+      return fmt::format("the number {}", v.dump());
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -30,13 +37,17 @@ std::string JsonReader::path_of(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
 }
 
-bool JsonReader::has(std::string_view key) const { return j_->contains(key); }
+bool JsonReader::has(std::string_view key) const {
+  return j_->contains(key);
+}
 
 void JsonReader::fail(std::string_view key, const std::string& what) const {
   throw InputError(path_of(key), what);
 }
 
-std::string JsonReader::type_name(const nlohmann::json& v) const { return json_type_name(v); }
+std::string JsonReader::type_name(const nlohmann::json& v) const {
+  return json_type_name(v);
+}
 
 nlohmann::json& JsonReader::at(std::string_view key) {
   read_.emplace(key);
@@ -45,10 +56,16 @@ nlohmann::json& JsonReader::at(std::string_view key) {
   return *it;
 }
 
-nlohmann::json& JsonReader::raw(std::string_view key) { return at(key); }
-void JsonReader::ignore(std::string_view key) { read_.emplace(key); }
+nlohmann::json& JsonReader::raw(std::string_view key) {
+  return at(key);
+}
+void JsonReader::ignore(std::string_view key) {
+  read_.emplace(key);
+}
 
-JsonReader JsonReader::object(std::string_view key) { return JsonReader(at(key), path_of(key)); }
+JsonReader JsonReader::object(std::string_view key) {
+  return JsonReader(at(key), path_of(key));
+}
 
 std::optional<JsonReader> JsonReader::optional_object(std::string_view key) {
   read_.emplace(key);
@@ -87,7 +104,8 @@ std::string JsonReader::string_or(std::string_view key, const std::string& def) 
   return string(key);
 }
 
-std::string JsonReader::choice(std::string_view key, std::initializer_list<std::string_view> allowed) {
+std::string JsonReader::choice(std::string_view key,
+                               std::initializer_list<std::string_view> allowed) {
   return choice(key, std::vector<std::string>(allowed.begin(), allowed.end()));
 }
 
@@ -143,7 +161,8 @@ std::int64_t JsonReader::integer_or(std::string_view key, std::int64_t def, std:
 
 double JsonReader::number(std::string_view key, double min, double max) {
   auto& v = at(key);
-  if (!v.is_number()) fail(key, fmt::format("expected a number in [{}, {}], got {}", min, max, type_name(v)));
+  if (!v.is_number())
+    fail(key, fmt::format("expected a number in [{}, {}], got {}", min, max, type_name(v)));
   double x = v.get<double>();
   if (!(x >= min && x <= max))
     fail(key, fmt::format("expected a number in [{}, {}], got {}", min, max, v.dump()));
@@ -219,8 +238,9 @@ std::vector<double> JsonReader::numbers(std::string_view key, double min, double
   std::vector<double> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_number() || !(v[i].get<double>() >= min && v[i].get<double>() <= max))
-      throw InputError(fmt::format("{}[{}]", path_of(key), i),
-                       fmt::format("expected a number in [{}, {}], got {}", min, max, type_name(v[i])));
+      throw InputError(
+          fmt::format("{}[{}]", path_of(key), i),
+          fmt::format("expected a number in [{}, {}], got {}", min, max, type_name(v[i])));
     out.push_back(v[i].get<double>());
   }
   return out;
@@ -232,9 +252,11 @@ std::vector<std::int64_t> JsonReader::integers(std::string_view key, std::int64_
   if (!v.is_array()) fail(key, "expected an array of integers, got " + type_name(v));
   std::vector<std::int64_t> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!v[i].is_number_integer() || v[i].get<std::int64_t>() < min || v[i].get<std::int64_t>() > max)
-      throw InputError(fmt::format("{}[{}]", path_of(key), i),
-                       fmt::format("expected an integer in [{}, {}], got {}", min, max, type_name(v[i])));
+    if (!v[i].is_number_integer() || v[i].get<std::int64_t>() < min ||
+        v[i].get<std::int64_t>() > max)
+      throw InputError(
+          fmt::format("{}[{}]", path_of(key), i),
+          fmt::format("expected an integer in [{}, {}], got {}", min, max, type_name(v[i])));
     out.push_back(v[i].get<std::int64_t>());
   }
   return out;
@@ -246,7 +268,8 @@ std::vector<std::string> JsonReader::strings(std::string_view key) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string())
-      throw InputError(fmt::format("{}[{}]", path_of(key), i), "expected a string, got " + type_name(v[i]));
+      throw InputError(fmt::format("{}[{}]", path_of(key), i),
+                       "expected a string, got " + type_name(v[i]));
     out.push_back(v[i].get<std::string>());
   }
   return out;

@@ -33,7 +33,9 @@ RandomStream::RandomStream(std::uint64_t raw_seed) {
   }
 }
 
-static inline std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline std::uint64_t rotl(std::uint64_t x, int k) {
+  return (x << k) | (x >> (64 - k));
+}
 
 std::uint64_t RandomStream::next_u64() {
   const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
@@ -47,7 +49,9 @@ std::uint64_t RandomStream::next_u64() {
   return result;
 }
 
-double RandomStream::uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double RandomStream::uniform() {
+  return static_cast<double>(next_u64() >> 11) * 0x1.0p-53;
+}
 
 std::uint64_t RandomStream::below(std::uint64_t n) {
   MLSIM_CHECK(n > 0, "below(0)");
@@ -92,6 +96,8 @@ double RandomStream::gamma(double shape, double scale) {
   }
 }
 
-double RandomStream::lognormal(double mu, double sigma) { return std::exp(normal(mu, sigma)); }
+double RandomStream::lognormal(double mu, double sigma) {
+  return std::exp(normal(mu, sigma));
+}
 
 }  // namespace mlsim

@@ -66,7 +66,9 @@ double LogHistogram::bucket_mid(int b) const {
   return 0.5 * (lo + hi);
 }
 
-double LogHistogram::relative_error() const { return 1.0 / (1 << bits_); }
+double LogHistogram::relative_error() const {
+  return 1.0 / (1 << bits_);
+}
 
 void LogHistogram::add(double v, std::uint64_t times) {
   MLSIM_CHECK(v >= 0 && std::isfinite(v), "LogHistogram takes finite values >= 0");

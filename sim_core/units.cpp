@@ -1,10 +1,10 @@
 #include "sim_core/units.hpp"
 
+#include <fmt/format.h>
 #include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
-#include <fmt/format.h>
 #include <optional>
 
 #include "sim_core/error.hpp"
@@ -26,10 +26,10 @@ constexpr std::array kByteUnits{
     Unit{"GiB", 0, 30, 1}, Unit{"TiB", 0, 40, 1},
 };
 constexpr std::array kBandwidthUnits{
-    Unit{"bps", 0, 0, 8},     Unit{"Kbps", 3, 0, 8},    Unit{"Mbps", 6, 0, 8},
-    Unit{"Gbps", 9, 0, 8},    Unit{"Tbps", 12, 0, 8},   Unit{"B/s", 0, 0, 1},
-    Unit{"KB/s", 3, 0, 1},    Unit{"MB/s", 6, 0, 1},    Unit{"GB/s", 9, 0, 1},
-    Unit{"TB/s", 12, 0, 1},   Unit{"KiB/s", 0, 10, 1},  Unit{"MiB/s", 0, 20, 1},
+    Unit{"bps", 0, 0, 8},    Unit{"Kbps", 3, 0, 8},   Unit{"Mbps", 6, 0, 8},
+    Unit{"Gbps", 9, 0, 8},   Unit{"Tbps", 12, 0, 8},  Unit{"B/s", 0, 0, 1},
+    Unit{"KB/s", 3, 0, 1},   Unit{"MB/s", 6, 0, 1},   Unit{"GB/s", 9, 0, 1},
+    Unit{"TB/s", 12, 0, 1},  Unit{"KiB/s", 0, 10, 1}, Unit{"MiB/s", 0, 20, 1},
     Unit{"GiB/s", 0, 30, 1},
 };
 // Time units are relative to nanoseconds.
@@ -113,15 +113,16 @@ template <std::size_t N>
 std::pair<Decimal, Unit> parse_with(std::string_view text, const std::array<Unit, N>& units,
                                     const char* what, const std::string& where) {
   auto bad = [&](const std::string& why) {
-    return InputError(where, fmt::format("expected {} such as \"{}{}\" (units: {}), got \"{}\"{}",
-                                         what, "10", units[units.size() > 3 ? 3 : 0].name,
-                                         unit_list(units), text, why));
+    return InputError(
+        where, fmt::format("expected {} such as \"{}{}\" (units: {}), got \"{}\"{}", what, "10",
+                           units[units.size() > 3 ? 3 : 0].name, unit_list(units), text, why));
   };
   auto split = split_quantity(text);
   if (!split) throw bad("");
   for (const auto& u : units) {
     if (u.name == split->unit) {
-      if (split->number.negative && split->number.digits != "0") throw bad(": must not be negative");
+      if (split->number.negative && split->number.digits != "0")
+        throw bad(": must not be negative");
       return {split->number, u};
     }
   }
@@ -130,31 +131,35 @@ std::pair<Decimal, Unit> parse_with(std::string_view text, const std::array<Unit
 
 // Exact integer value of digits * 10^exp10 * 2^pow2 / divisor, or an error when it is not whole or
 // does not fit in int64.
-std::int64_t exact_integer(const Decimal& d, const Unit& u, const char* what,
-                           std::string_view text, const std::string& where) {
+std::int64_t exact_integer(const Decimal& d, const Unit& u, const char* what, std::string_view text,
+                           const std::string& where) {
   using i128 = __int128;
   const i128 limit = static_cast<i128>(INT64_MAX);
-  if (d.digits.size() > 30) throw InputError(where, fmt::format("{} \"{}\" is too large", what, text));
+  if (d.digits.size() > 30)
+    throw InputError(where, fmt::format("{} \"{}\" is too large", what, text));
   i128 num = 0;
   for (char c : d.digits) num = num * 10 + (c - '0');
   int e10 = d.exp10 + u.pow10;
   i128 den = u.divisor;
   for (int k = 0; k < u.pow2; ++k) {
     num *= 2;
-    if (num > limit * 1000) throw InputError(where, fmt::format("{} \"{}\" is too large", what, text));
+    if (num > limit * 1000)
+      throw InputError(where, fmt::format("{} \"{}\" is too large", what, text));
   }
   for (; e10 > 0; --e10) {
     num *= 10;
-    if (num > limit * 1000) throw InputError(where, fmt::format("{} \"{}\" is too large", what, text));
+    if (num > limit * 1000)
+      throw InputError(where, fmt::format("{} \"{}\" is too large", what, text));
   }
   for (; e10 < 0; ++e10) {
     den *= 10;
-    if (den > limit) throw InputError(where, fmt::format("{} \"{}\" is not a whole number", what, text));
+    if (den > limit)
+      throw InputError(where, fmt::format("{} \"{}\" is not a whole number", what, text));
   }
   if (num % den != 0)
-    throw InputError(where, fmt::format("{} \"{}\" is not a whole number of {}", what, text,
-                                        std::string_view(what) == "a duration" ? "nanoseconds"
-                                                                               : "bytes"));
+    throw InputError(where,
+                     fmt::format("{} \"{}\" is not a whole number of {}", what, text,
+                                 std::string_view(what) == "a duration" ? "nanoseconds" : "bytes"));
   i128 v = num / den;
   if (v > limit) throw InputError(where, fmt::format("{} \"{}\" is too large", what, text));
   return static_cast<std::int64_t>(v);
@@ -179,7 +184,8 @@ Bytes parse_bytes(std::string_view text, const std::string& where) {
 Bandwidth parse_bandwidth(std::string_view text, const std::string& where) {
   auto [d, u] = parse_with(text, kBandwidthUnits, "a bandwidth", where);
   double v = exact_double(d, u);
-  if (!std::isfinite(v)) throw InputError(where, fmt::format("bandwidth \"{}\" is too large", text));
+  if (!std::isfinite(v))
+    throw InputError(where, fmt::format("bandwidth \"{}\" is too large", text));
   return Bandwidth{v};
 }
 
@@ -221,8 +227,12 @@ std::string to_string(Bytes b) {
   return fmt::format("{:.4g}GiB", v / (1LL << 30));
 }
 
-std::string to_string(Bandwidth bw) { return fmt::format("{:.4g}Gbps", bw.bits_per_s() / 1e9); }
+std::string to_string(Bandwidth bw) {
+  return fmt::format("{:.4g}Gbps", bw.bits_per_s() / 1e9);
+}
 
-std::string to_string(FlopRate r) { return fmt::format("{:.4g}TFLOPS", r.flops_per_s / 1e12); }
+std::string to_string(FlopRate r) {
+  return fmt::format("{:.4g}TFLOPS", r.flops_per_s / 1e12);
+}
 
 }  // namespace mlsim

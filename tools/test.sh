@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup-debian.sh
 
+echo "== formatting (clang-format, .clang-format)"
+find sim_core models cli tests bench fuzz -name '*.cpp' -o -name '*.hpp' | sort |
+  xargs clang-format --dry-run --Werror
+
 echo "== build (Release) and test"
 bash tools/build.sh build -DMLSIM_BUILD_BENCH=ON
 (cd build && ctest --output-on-failure -j2 --timeout 600)
