@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash tools/setup-debian.sh
 
 echo "== formatting (clang-format, .clang-format)"
-find sim_core models cli tests bench fuzz -name '*.cpp' -o -name '*.hpp' | sort |
+find sim_core models cli tests bench fuzz -name '*.cpp' -o -name '*.hpp' -o -name '*.cc' | sort |
   xargs clang-format --dry-run --Werror
 
 echo "== build (Release) and test"
