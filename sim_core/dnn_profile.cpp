@@ -200,4 +200,15 @@ DnnProfile read_pipedream_graph(const std::filesystem::path& file) {
   return parse_pipedream_graph(in, file.string());
 }
 
+DnnProfile read_pipedream_graph_field(JsonReader& section, std::string_view key,
+                                      const std::filesystem::path& scenario_dir) {
+  std::filesystem::path file = section.string(key);
+  if (file.is_relative()) file = scenario_dir / file;
+  try {
+    return read_pipedream_graph(file);
+  } catch (const InputError& e) {
+    throw InputError(section.path_of(key), e.what());
+  }
+}
+
 }  // namespace mlsim

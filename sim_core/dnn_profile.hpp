@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "sim_core/json_reader.hpp"
 #include "sim_core/time.hpp"
 #include "sim_core/units.hpp"
 
@@ -47,5 +48,10 @@ struct DnnProfile {
 DnnProfile parse_pipedream_graph(std::istream& in, const std::string& source);
 // Reads a file; a missing file is an InputError naming it.
 DnnProfile read_pipedream_graph(const std::filesystem::path& file);
+
+// The graph file named by `section.key`, relative paths resolved against the scenario's folder;
+// a missing or malformed file is an InputError at that key's JSON path.
+DnnProfile read_pipedream_graph_field(JsonReader& section, std::string_view key,
+                                      const std::filesystem::path& scenario_dir);
 
 }  // namespace mlsim

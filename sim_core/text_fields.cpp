@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <cmath>
 
 namespace mlsim {
 
@@ -48,6 +49,21 @@ std::optional<std::int64_t> parse_timestamp_ns(std::string_view t) {
   }
   const std::int64_t days = std::chrono::sys_days{date}.time_since_epoch().count();
   return ((days * 24 + *h) * 60 + *mi) * 60'000'000'000LL + *s * 1'000'000'000LL + frac_ns;
+}
+
+std::optional<double> parse_finite_number(std::string_view text) {
+  double v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_whole_second_datetime(std::string_view text) {
+  if (text.size() != 19) return std::nullopt;
+  const auto ns = parse_timestamp_ns(text);
+  if (!ns) return std::nullopt;
+  return static_cast<double>(*ns / 1'000'000'000);
 }
 
 }  // namespace mlsim

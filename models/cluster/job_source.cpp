@@ -1,22 +1,11 @@
 #include "models/cluster/job_source.hpp"
 
-#include <charconv>
 #include <cmath>
 
 #include "sim_core/error.hpp"
 #include "sim_core/text_fields.hpp"
 
 namespace mlsim::cluster {
-namespace {
-
-bool parse_number(const std::string& s, double& out) {
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, out);
-  return ec == std::errc() && ptr == end && std::isfinite(out);
-}
-
-}  // namespace
-
 int UserTable::index_of(const std::string& name) {
   if (auto it = index_.find(name); it != index_.end()) return it->second;
   const int i = static_cast<int>(names_.size());
@@ -104,24 +93,26 @@ bool TraceJobSource::parse(const std::string& line, std::size_t n, JobSpec& job,
                std::to_string(col_.count));
   const std::string& t = cells[col_.submit];
   if (o_.datetime) {
-    const auto ns = t.size() == 19 ? parse_timestamp_ns(t) : std::nullopt;
-    if (!ns)
+    const auto seconds = parse_whole_second_datetime(t);
+    if (!seconds)
       throw fail("'" + t + "' in column '" + o_.submit_column +
                  "' is not a YYYY-MM-DD HH:MM:SS time");
-    submit_s = static_cast<double>(*ns / 1'000'000'000);
-  } else if (!parse_number(t, submit_s)) {
+    submit_s = *seconds;
+  } else if (const auto seconds = parse_finite_number(t)) {
+    submit_s = *seconds;
+  } else {
     throw fail("'" + t + "' in column '" + o_.submit_column + "' is not a number of seconds");
   }
-  double duration = 0;
-  if (!parse_number(cells[col_.duration], duration) || duration <= 0 || duration > 1e9)
+  const auto duration = parse_finite_number(cells[col_.duration]);
+  if (!duration || *duration <= 0 || *duration > 1e9)
     throw fail("'" + cells[col_.duration] + "' in column '" + o_.duration_column +
                "' is not a duration in seconds in (0, 1e9]");
-  double gpus = 0;
-  if (!parse_number(cells[col_.gpus], gpus) || gpus < 1 || gpus > 1e6 || gpus != std::floor(gpus))
+  const auto gpus = parse_finite_number(cells[col_.gpus]);
+  if (!gpus || *gpus < 1 || *gpus > 1e6 || *gpus != std::floor(*gpus))
     throw fail("'" + cells[col_.gpus] + "' in column '" + o_.gpus_column +
                "' is not a whole number of GPUs in [1, 1e6]");
-  job.gpus = static_cast<int>(gpus);
-  job.work = Time::from_seconds(duration * o_.duration_scale);
+  job.gpus = static_cast<int>(*gpus);
+  job.work = Time::from_seconds(*duration * o_.duration_scale);
   if (job.work <= Time::zero()) job.work = Time::ns(1);
   job.user = users_.index_of(o_.user_column.empty() ? std::string("all") : cells[col_.user]);
   job.types = o_.gpu_type_column.empty()

@@ -28,14 +28,7 @@ std::pair<LinkId, LinkId> host_links(const Topology& t, NodeId h) {
 
 std::vector<Layer> read_layers(JsonReader& workload, const HardwareCatalog& hardware,
                                const std::filesystem::path& scenario_dir, std::string& name) {
-  std::filesystem::path file = workload.string("profile");
-  if (file.is_relative()) file = scenario_dir / file;
-  DnnProfile profile;
-  try {
-    profile = read_pipedream_graph(file);
-  } catch (const InputError& e) {
-    throw InputError(workload.path_of("profile"), e.what());
-  }
+  const DnnProfile profile = read_pipedream_graph_field(workload, "profile", scenario_dir);
   name = profile.name;
   // GPU speed as the ina model: a catalog "gpu" scales the profile by the FP32 peak ratio to the
   // GPU it was profiled on; "compute_scale" multiplies on top (batch size, other effects).

@@ -1,7 +1,6 @@
 #include "models/ina/arrival_trace.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 
@@ -9,25 +8,6 @@
 #include "sim_core/text_fields.hpp"
 
 namespace mlsim::ina {
-namespace {
-
-bool parse_number(const std::string& s, double& out) {
-  const char* end = s.data() + s.size();
-  auto [ptr, ec] = std::from_chars(s.data(), end, out);
-  return ec == std::errc() && ptr == end && std::isfinite(out);
-}
-
-}  // namespace
-
-bool parse_datetime_seconds(const std::string& text, double& seconds) {
-  // Whole seconds only: "YYYY-MM-DD HH:MM:SS", as the Philly trace writes them.
-  if (text.size() != 19) return false;
-  const auto ns = parse_timestamp_ns(text);
-  if (!ns) return false;
-  seconds = static_cast<double>(*ns / 1'000'000'000);
-  return true;
-}
-
 std::vector<TraceArrival> read_arrival_trace(const ArrivalTraceOptions& o, std::size_t limit,
                                              const std::string& where) {
   const std::string name = o.file.string();
@@ -64,15 +44,17 @@ std::vector<TraceArrival> read_arrival_trace(const ArrivalTraceOptions& o, std::
                         std::to_string(header.size()));
     Row r{0, 0, n};
     const std::string& t = cells[time_col];
-    if (o.datetime ? !parse_datetime_seconds(t, r.t) : !parse_number(t, r.t))
+    const auto time = o.datetime ? parse_whole_second_datetime(t) : parse_finite_number(t);
+    if (!time)
       throw fail(n, "'" + t + "' in column '" + o.time_column + "' is not " +
                         (o.datetime ? "a YYYY-MM-DD HH:MM:SS time" : "a number of seconds"));
+    r.t = *time;
     if (has_workers) {
-      double w = 0;
-      if (!parse_number(cells[workers_col], w) || w < 1 || w != std::floor(w))
+      const auto w = parse_finite_number(cells[workers_col]);
+      if (!w || *w < 1 || *w != std::floor(*w))
         throw fail(n, "'" + cells[workers_col] + "' in column '" + o.workers_column +
                           "' is not a positive whole number");
-      r.workers = w > 1e6 ? 1'000'000 : static_cast<int>(w);
+      r.workers = *w > 1e6 ? 1'000'000 : static_cast<int>(*w);
     }
     rows.push_back(r);
   }

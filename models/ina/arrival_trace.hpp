@@ -36,8 +36,4 @@ struct TraceArrival {
 std::vector<TraceArrival> read_arrival_trace(const ArrivalTraceOptions& options, std::size_t limit,
                                              const std::string& where);
 
-// Seconds since 1970-01-01 00:00:00 of a "YYYY-MM-DD HH:MM:SS" (or "...THH:MM:SS") string;
-// false if it is not one.
-bool parse_datetime_seconds(const std::string& text, double& seconds);
-
 }  // namespace mlsim::ina

@@ -36,14 +36,7 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
   p.min_gain = system.number_or("min_gain", 0.05, 0, 1);
   p.migrated_state_factor = system.number_or("migrated_state_factor", 2, 0, 100);
 
-  std::filesystem::path file = workload.string("profile");
-  if (file.is_relative()) file = scenario_dir / file;
-  DnnProfile profile;
-  try {
-    profile = read_pipedream_graph(file);
-  } catch (const InputError& e) {
-    throw InputError(workload.path_of("profile"), e.what());
-  }
+  const DnnProfile profile = read_pipedream_graph_field(workload, "profile", scenario_dir);
   p.layers = layer_costs(profile);
   if (p.layers.size() < stages)
     throw InputError(workload.path_of("profile"),
