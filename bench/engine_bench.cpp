@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench/hold_model.hpp"
-#include "sim_core/engine.hpp"
+#include "sim_core/engine/engine.hpp"
 
 namespace {
 

@@ -33,9 +33,9 @@
 #include <tuple>
 #include <vector>
 
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/simgrid/simgrid_network.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/simgrid/simgrid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 namespace {
 

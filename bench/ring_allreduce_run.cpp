@@ -10,9 +10,9 @@
 #include <string>
 
 #include "models/collectives/collective.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 

@@ -10,8 +10,8 @@
 #include <filesystem>
 
 #include "cli/registry.hpp"
-#include "sim_core/runner.hpp"
-#include "sim_core/scenario.hpp"
+#include "sim_core/run/runner.hpp"
+#include "sim_core/run/scenario.hpp"
 
 namespace {
 

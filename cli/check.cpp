@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "cli/experiments.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/experiments/atomic_file.hpp"
 #include "sim_core/experiments/child_runs.hpp"
 #include "sim_core/experiments/claims.hpp"

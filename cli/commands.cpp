@@ -7,12 +7,12 @@
 #include <sstream>
 
 #include "cli/progress_line.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/hardware.hpp"
-#include "sim_core/json_reader.hpp"
-#include "sim_core/results_writer.hpp"
-#include "sim_core/runner.hpp"
-#include "sim_core/scenario.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/run/results_writer.hpp"
+#include "sim_core/run/runner.hpp"
+#include "sim_core/run/scenario.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim {
 namespace {

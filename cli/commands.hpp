@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "sim_core/registries.hpp"
+#include "sim_core/run/registries.hpp"
 
 namespace mlsim {
 

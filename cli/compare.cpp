@@ -4,12 +4,12 @@
 #include <iostream>
 
 #include "cli/experiments.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/experiments/atomic_file.hpp"
 #include "sim_core/experiments/child_runs.hpp"
 #include "sim_core/experiments/compare.hpp"
-#include "sim_core/json_path.hpp"
-#include "sim_core/scenario.hpp"
+#include "sim_core/run/scenario.hpp"
+#include "sim_core/scenario/json_path.hpp"
 
 namespace mlsim {
 

@@ -3,9 +3,9 @@
 #include <chrono>
 
 #include "cli/experiments.hpp"
-#include "sim_core/json_path.hpp"
-#include "sim_core/runner.hpp"
-#include "sim_core/scenario.hpp"
+#include "sim_core/run/runner.hpp"
+#include "sim_core/run/scenario.hpp"
+#include "sim_core/scenario/json_path.hpp"
 
 namespace mlsim::experiments {
 

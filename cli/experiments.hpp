@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "sim_core/experiments/run_request.hpp"
-#include "sim_core/registries.hpp"
+#include "sim_core/run/registries.hpp"
 
 namespace mlsim {
 

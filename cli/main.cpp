@@ -8,8 +8,8 @@
 #include "cli/commands.hpp"
 #include "cli/experiments.hpp"
 #include "cli/registry.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/version.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/version.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // a while, so short runs and redirected output stay clean.
 #include <cstdio>
 
-#include "sim_core/runner.hpp"
+#include "sim_core/run/runner.hpp"
 
 namespace mlsim {
 

@@ -7,12 +7,12 @@
 #include "models/ina/register.hpp"
 #include "models/pipeline/register.hpp"
 #include "models/serving/register.hpp"
-#include "sim_core/network_factory.hpp"
+#include "sim_core/network/network_factory.hpp"
 #ifdef MLSIM_HAVE_SIMGRID
-#include "sim_core/simgrid/simgrid_backend.hpp"
+#include "sim_core/network/simgrid/simgrid_backend.hpp"
 #endif
 #ifdef MLSIM_HAVE_NS3
-#include "sim_core/ns3/ns3_backend.hpp"
+#include "sim_core/network/ns3/ns3_backend.hpp"
 #endif
 
 // Models: one include and one register call each (their library is linked in cli/CMakeLists.txt).

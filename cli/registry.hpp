@@ -1,6 +1,6 @@
 #pragma once
 // The one place where the program learns every model and network backend it can run.
-#include "sim_core/registries.hpp"
+#include "sim_core/run/registries.hpp"
 
 namespace mlsim {
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/experiments.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/experiments/child_runs.hpp"
 #include "sim_core/experiments/sweep.hpp"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "sim_core/registries.hpp"
-#include "sim_core/scenario.hpp"
+#include "sim_core/run/registries.hpp"
+#include "sim_core/run/scenario.hpp"
 
 namespace mlsim::fuzz {
 

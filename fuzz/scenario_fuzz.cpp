@@ -6,7 +6,7 @@
 
 #include "cli/registry.hpp"
 #include "fuzz/fuzz_input.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // Built once: registries are immutable after construction, so inputs cannot affect each other.

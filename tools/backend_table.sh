@@ -7,7 +7,7 @@
 # shared CPU), peak resident memory of the process (includes ~30 MB of loaded libraries).
 set -euo pipefail
 build="${1:-build}"
-run="$build/sim_core/crossval/mlsim_backend_run"
+run="$build/sim_core/network/crossval/mlsim_backend_run"
 [ -x "$run" ] || { echo "build $run first (make mlsim_backend_run)" >&2; exit 1; }
 scenarios="one_flow two_flows incast_8to1 parking_lot ring_allreduce_16 leaf_spine_all_to_all"
 backends="flow analytic simgrid ns3"

@@ -1,7 +1,7 @@
 #include "models/cluster/cluster_model.hpp"
 
-#include "sim_core/error.hpp"
-#include "sim_core/simulation_model.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::cluster {
 namespace {

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "models/cluster/cluster_sim.hpp"
-#include "sim_core/hardware.hpp"
-#include "sim_core/model.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/run/model.hpp"
 
 namespace mlsim::cluster {
 

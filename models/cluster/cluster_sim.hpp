@@ -24,10 +24,10 @@
 #include "models/cluster/job_queue.hpp"
 #include "models/cluster/job_source.hpp"
 #include "models/cluster/node_pool.hpp"
-#include "sim_core/engine.hpp"
-#include "sim_core/random.hpp"
-#include "sim_core/results.hpp"
-#include "sim_core/stats.hpp"
+#include "sim_core/base/stats.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/engine/random.hpp"
+#include "sim_core/run/results.hpp"
 
 namespace mlsim::cluster {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::cluster {
 

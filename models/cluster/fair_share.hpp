@@ -5,7 +5,7 @@
 // and without decay (half-life 0) U grows by r d.
 #include <vector>
 
-#include "sim_core/time.hpp"
+#include "sim_core/base/time.hpp"
 
 namespace mlsim::cluster {
 

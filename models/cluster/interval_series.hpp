@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "sim_core/stats.hpp"
+#include "sim_core/base/stats.hpp"
 
 namespace mlsim::cluster {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sim_core/time.hpp"
+#include "sim_core/base/time.hpp"
 
 namespace mlsim::cluster {
 

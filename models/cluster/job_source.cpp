@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "sim_core/error.hpp"
-#include "sim_core/text_fields.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/text_fields.hpp"
 
 namespace mlsim::cluster {
 int UserTable::index_of(const std::string& name) {

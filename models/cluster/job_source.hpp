@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "models/cluster/job.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/engine/random.hpp"
 
 namespace mlsim::cluster {
 

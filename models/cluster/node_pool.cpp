@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::cluster {
 

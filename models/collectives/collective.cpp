@@ -2,7 +2,7 @@
 
 #include "models/collectives/algorithm.hpp"
 #include "models/collectives/sender.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::collectives {
 

@@ -34,9 +34,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sim_core/engine.hpp"
-#include "sim_core/inline_function.hpp"
-#include "sim_core/network.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/engine/inline_function.hpp"
+#include "sim_core/network/network.hpp"
 
 namespace mlsim::collectives {
 

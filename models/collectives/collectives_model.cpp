@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "models/collectives/rat_plan.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::collectives {
 namespace {

@@ -18,8 +18,8 @@
 
 #include "models/collectives/collective.hpp"
 #include "models/collectives/link_conditions.hpp"
-#include "sim_core/json_reader.hpp"
-#include "sim_core/model.hpp"
+#include "sim_core/run/model.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::collectives {
 

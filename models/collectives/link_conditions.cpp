@@ -1,6 +1,6 @@
 #include "models/collectives/link_conditions.hpp"
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::collectives {
 

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim_core/engine.hpp"
-#include "sim_core/network.hpp"
-#include "sim_core/topology.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/network/network.hpp"
+#include "sim_core/network/topology.hpp"
 
 namespace mlsim::collectives {
 

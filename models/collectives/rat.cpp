@@ -16,8 +16,8 @@
 
 #include "models/collectives/algorithm.hpp"
 #include "models/collectives/rat_plan.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/engine/random.hpp"
 
 namespace mlsim::collectives {
 namespace {

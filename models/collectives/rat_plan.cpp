@@ -5,7 +5,7 @@
 #include <map>
 
 #include "models/collectives/sender.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::collectives {
 namespace {

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "models/collectives/link_conditions.hpp"
-#include "sim_core/routing.hpp"
+#include "sim_core/network/routing.hpp"
 
 namespace mlsim::collectives {
 

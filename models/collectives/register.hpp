@@ -1,7 +1,7 @@
 #pragma once
 // Adds the "collectives" model to a registry (called by the CLI and tests; no static
 // registration).
-#include "sim_core/model.hpp"
+#include "sim_core/run/model.hpp"
 
 namespace mlsim {
 

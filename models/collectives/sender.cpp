@@ -2,8 +2,8 @@
 
 #include <limits>
 
-#include "sim_core/error.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/engine/random.hpp"
 
 namespace mlsim::collectives {
 

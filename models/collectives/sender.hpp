@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "sim_core/network.hpp"
+#include "sim_core/network/network.hpp"
 
 namespace mlsim::collectives {
 

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "sim_core/dnn_profile.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/simulation_model.hpp"
-#include "sim_core/stats.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/stats.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
+#include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::commsched {
 namespace {

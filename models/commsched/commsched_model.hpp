@@ -8,9 +8,9 @@
 #include "models/commsched/offline_run.hpp"
 #include "models/commsched/training_job.hpp"
 #include "models/commsched/tuners.hpp"
-#include "sim_core/hardware.hpp"
-#include "sim_core/json_reader.hpp"
-#include "sim_core/model.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/run/model.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::commsched {
 

@@ -1,6 +1,6 @@
 #include "models/commsched/credit_scheduler.hpp"
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::commsched {
 

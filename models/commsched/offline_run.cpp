@@ -1,6 +1,6 @@
 #include "models/commsched/offline_run.hpp"
 
-#include "sim_core/network_events.hpp"
+#include "sim_core/network/network_events.hpp"
 
 namespace mlsim::commsched {
 

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "models/commsched/training_job.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/topology.hpp"
-#include "sim_core/units.hpp"
+#include "sim_core/base/units.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology.hpp"
 
 namespace mlsim::commsched {
 

@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "models/commsched/credit_scheduler.hpp"
-#include "sim_core/engine.hpp"
-#include "sim_core/network.hpp"
-#include "sim_core/topology.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/network/network.hpp"
+#include "sim_core/network/topology.hpp"
 
 namespace mlsim::commsched {
 

@@ -5,8 +5,8 @@
 #include <limits>
 #include <numeric>
 
-#include "sim_core/error.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 namespace mlsim::commsched {
 

@@ -12,7 +12,7 @@
 
 #include "models/commsched/offline_run.hpp"
 #include "models/commsched/training_job.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/engine/random.hpp"
 
 namespace mlsim::commsched {
 

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "sim_core/error.hpp"
-#include "sim_core/simulation_model.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::embcache {
 ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const Topology& topology,

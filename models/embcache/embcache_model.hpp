@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "models/embcache/embedding_training.hpp"
-#include "sim_core/model.hpp"
+#include "sim_core/run/model.hpp"
 
 namespace mlsim::embcache {
 

@@ -30,10 +30,10 @@
 #include "models/embcache/input_allocation.hpp"
 #include "models/embcache/lru_cache.hpp"
 #include "models/embcache/sample_source.hpp"
-#include "sim_core/engine.hpp"
-#include "sim_core/network.hpp"
-#include "sim_core/results.hpp"
-#include "sim_core/stats.hpp"
+#include "sim_core/base/stats.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/network/network.hpp"
+#include "sim_core/run/results.hpp"
 
 namespace mlsim::embcache {
 

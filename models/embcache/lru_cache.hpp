@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::embcache {
 

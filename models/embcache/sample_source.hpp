@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "models/embcache/lru_cache.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/engine/random.hpp"
 
 namespace mlsim::embcache {
 

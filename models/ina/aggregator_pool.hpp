@@ -15,9 +15,9 @@
 
 #include "models/ina/interval_average.hpp"
 #include "models/ina/packet.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/stats.hpp"
-#include "sim_core/time.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/stats.hpp"
+#include "sim_core/base/time.hpp"
 
 namespace mlsim::ina {
 

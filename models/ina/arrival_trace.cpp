@@ -4,8 +4,8 @@
 #include <cmath>
 #include <fstream>
 
-#include "sim_core/error.hpp"
-#include "sim_core/text_fields.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/text_fields.hpp"
 
 namespace mlsim::ina {
 std::vector<TraceArrival> read_arrival_trace(const ArrivalTraceOptions& o, std::size_t limit,

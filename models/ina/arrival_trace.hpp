@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim_core/time.hpp"
+#include "sim_core/base/time.hpp"
 
 namespace mlsim::ina {
 

@@ -1,6 +1,6 @@
 #include "models/ina/atp_policy.hpp"
 
-#include "sim_core/random.hpp"
+#include "sim_core/engine/random.hpp"
 
 namespace mlsim::ina {
 

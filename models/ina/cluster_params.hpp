@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "models/ina/packet_loss.hpp"
-#include "sim_core/dnn_profile.hpp"
-#include "sim_core/time.hpp"
-#include "sim_core/units.hpp"
+#include "sim_core/base/time.hpp"
+#include "sim_core/base/units.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
 
 namespace mlsim::ina {
 

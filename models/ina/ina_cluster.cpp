@@ -6,8 +6,8 @@
 #include "models/ina/atp_policy.hpp"
 #include "models/ina/dsa_policy.hpp"
 #include "models/ina/switchml_policy.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/stats.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/stats.hpp"
 
 namespace mlsim::ina {
 

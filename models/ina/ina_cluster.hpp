@@ -16,8 +16,8 @@
 #include "models/ina/parameter_server.hpp"
 #include "models/ina/policy.hpp"
 #include "models/ina/training_job.hpp"
-#include "sim_core/engine.hpp"
-#include "sim_core/results.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/run/results.hpp"
 
 namespace mlsim::ina {
 

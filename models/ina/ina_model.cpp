@@ -4,9 +4,9 @@
 
 #include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_cluster.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/random.hpp"
-#include "sim_core/simulation_model.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/engine/random.hpp"
+#include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::ina {
 namespace {

@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "models/ina/cluster_params.hpp"
-#include "sim_core/hardware.hpp"
-#include "sim_core/json_reader.hpp"
-#include "sim_core/model.hpp"
-#include "sim_core/topology.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/network/topology.hpp"
+#include "sim_core/run/model.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::ina {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim_core/error.hpp"
-#include "sim_core/time.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/time.hpp"
 
 namespace mlsim::ina {
 

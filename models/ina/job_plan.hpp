@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "sim_core/dnn_profile.hpp"
-#include "sim_core/time.hpp"
+#include "sim_core/base/time.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
 
 namespace mlsim::ina {
 

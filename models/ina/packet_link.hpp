@@ -14,8 +14,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "sim_core/time.hpp"
-#include "sim_core/units.hpp"
+#include "sim_core/base/time.hpp"
+#include "sim_core/base/units.hpp"
 
 namespace mlsim::ina {
 

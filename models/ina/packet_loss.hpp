@@ -16,7 +16,7 @@
 #include <functional>
 
 #include "models/ina/packet.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/engine/random.hpp"
 
 namespace mlsim::ina {
 

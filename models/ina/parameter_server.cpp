@@ -1,6 +1,6 @@
 #include "models/ina/parameter_server.hpp"
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::ina {
 

@@ -24,7 +24,7 @@
 
 #include "models/ina/counters.hpp"
 #include "models/ina/packet.hpp"
-#include "sim_core/inline_function.hpp"
+#include "sim_core/engine/inline_function.hpp"
 
 namespace mlsim::ina {
 

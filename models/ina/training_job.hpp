@@ -19,7 +19,7 @@
 #include "models/ina/counters.hpp"
 #include "models/ina/job_plan.hpp"
 #include "models/ina/packet.hpp"
-#include "sim_core/engine.hpp"
+#include "sim_core/engine/engine.hpp"
 
 namespace mlsim::ina {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <vector>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
 

@@ -1,6 +1,6 @@
 #include "models/pipeline/pipeline_costs.hpp"
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "sim_core/dnn_profile.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
 
 namespace mlsim::pipeline {
 

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "models/pipeline/pipeline_training.hpp"
-#include "sim_core/model.hpp"
+#include "sim_core/run/model.hpp"
 
 namespace mlsim::pipeline {
 

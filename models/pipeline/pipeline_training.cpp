@@ -5,7 +5,7 @@
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
 

@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "models/pipeline/pipeline_costs.hpp"
-#include "sim_core/engine.hpp"
-#include "sim_core/network.hpp"
-#include "sim_core/results.hpp"
-#include "sim_core/topology.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/network/network.hpp"
+#include "sim_core/network/topology.hpp"
+#include "sim_core/run/results.hpp"
 
 namespace mlsim::pipeline {
 

@@ -4,8 +4,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "sim_core/error.hpp"
-#include "sim_core/json_reader.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::serving {
 

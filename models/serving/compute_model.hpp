@@ -15,7 +15,7 @@
 
 #include "models/serving/model_catalog.hpp"
 #include "models/serving/transformer_cost.hpp"
-#include "sim_core/hardware.hpp"
+#include "sim_core/hardware/hardware.hpp"
 
 namespace mlsim::serving {
 

@@ -5,7 +5,7 @@
 // one pool exactly; for a plain model this is vLLM's block count times the depth.
 #include <cstdint>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
 

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "models/serving/request.hpp"
-#include "sim_core/results.hpp"
-#include "sim_core/stats.hpp"
+#include "sim_core/base/stats.hpp"
+#include "sim_core/run/results.hpp"
 
 namespace mlsim::serving {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "sim_core/hardware.hpp"
+#include "sim_core/hardware/hardware.hpp"
 
 namespace mlsim {
 class JsonReader;

@@ -1,6 +1,6 @@
 #pragma once
 // Registers the "serving" model (LLM serving: continuous batching, chunked prefill, MFS tiers).
-#include "sim_core/model.hpp"
+#include "sim_core/run/model.hpp"
 
 namespace mlsim {
 

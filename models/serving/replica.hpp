@@ -11,9 +11,9 @@
 #include "models/serving/compute_model.hpp"
 #include "models/serving/kv_cache.hpp"
 #include "models/serving/scheduler.hpp"
-#include "sim_core/engine.hpp"
-#include "sim_core/network.hpp"
-#include "sim_core/stats.hpp"
+#include "sim_core/base/stats.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/network/network.hpp"
 
 namespace mlsim::serving {
 

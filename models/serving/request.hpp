@@ -6,7 +6,7 @@
 // prompt plus the tokens generated so far, then samples the next token.
 #include <cstdint>
 
-#include "sim_core/time.hpp"
+#include "sim_core/base/time.hpp"
 
 namespace mlsim::serving {
 

@@ -6,8 +6,8 @@
 #include <charconv>
 #include <cmath>
 
-#include "sim_core/error.hpp"
-#include "sim_core/text_fields.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/text_fields.hpp"
 
 namespace mlsim::serving {
 

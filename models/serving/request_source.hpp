@@ -14,7 +14,7 @@
 #include <string>
 
 #include "models/serving/request.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/engine/random.hpp"
 
 namespace mlsim::serving {
 

@@ -5,7 +5,7 @@
 #include "models/serving/chunked_prefill.hpp"
 #include "models/serving/continuous_batching.hpp"
 #include "models/serving/static_batching.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
 

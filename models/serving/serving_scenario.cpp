@@ -7,8 +7,8 @@
 #include <numeric>
 
 #include "models/serving/register.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/json_reader.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::serving {
 

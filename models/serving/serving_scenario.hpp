@@ -9,7 +9,7 @@
 
 #include "models/serving/request_source.hpp"
 #include "models/serving/serving_system.hpp"
-#include "sim_core/model.hpp"
+#include "sim_core/run/model.hpp"
 
 namespace mlsim::serving {
 

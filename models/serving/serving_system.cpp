@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
 

@@ -18,10 +18,10 @@
 #include "models/serving/replica.hpp"
 #include "models/serving/request_source.hpp"
 #include "models/serving/router.hpp"
-#include "sim_core/engine.hpp"
-#include "sim_core/hardware.hpp"
-#include "sim_core/network.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/engine/random.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/network/network.hpp"
 
 namespace mlsim::serving {
 

@@ -1,6 +1,6 @@
 #include "models/serving/transformer_cost.hpp"
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/experiments/process_pool.hpp"
 
 namespace mlsim {

@@ -8,10 +8,10 @@
 #include <set>
 #include <sstream>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/units.hpp"
 #include "sim_core/experiments/expression.hpp"
 #include "sim_core/experiments/overrides.hpp"
-#include "sim_core/units.hpp"
 
 namespace mlsim {
 

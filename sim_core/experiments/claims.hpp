@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sim_core/experiments/run_request.hpp"
-#include "sim_core/json_reader.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim {
 

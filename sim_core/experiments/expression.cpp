@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim {
 namespace {

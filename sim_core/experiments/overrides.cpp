@@ -2,7 +2,7 @@
 
 #include <variant>
 
-#include "sim_core/json_path.hpp"
+#include "sim_core/scenario/json_path.hpp"
 
 namespace mlsim {
 

@@ -11,7 +11,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 extern char** environ;
 

@@ -1,6 +1,6 @@
 #include "sim_core/experiments/run_request.hpp"
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim {
 

@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/experiments/atomic_file.hpp"
 #include "sim_core/experiments/child_runs.hpp"
 #include "sim_core/experiments/overrides.hpp"

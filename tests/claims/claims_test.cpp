@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 using namespace mlsim;
 using nlohmann::json;

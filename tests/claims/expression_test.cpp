@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 using namespace mlsim;
 

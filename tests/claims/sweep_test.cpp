@@ -8,7 +8,7 @@
 #include <set>
 #include <sstream>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/experiments/child_runs.hpp"
 #include "sim_core/experiments/process_pool.hpp"
 

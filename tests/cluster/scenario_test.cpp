@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "models/cluster/cluster_model.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "test_support.hpp"
 
 using namespace mlsim;

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "models/cluster/cluster_sim.hpp"
-#include "sim_core/hardware.hpp"
-#include "sim_core/json_reader.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::cluster::testing {
 

@@ -3,10 +3,10 @@
 
 #include "models/collectives/collectives_model.hpp"
 #include "models/collectives/register.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/hardware.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 

@@ -11,9 +11,9 @@
 #include "models/collectives/link_conditions.hpp"
 #include "models/collectives/rat_plan.hpp"
 #include "models/collectives/sender.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/random.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/engine/random.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 using namespace mlsim::collectives;

@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "models/collectives/collective.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 using namespace mlsim::collectives;

@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "models/commsched/tuners.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/engine/random.hpp"
 #include "tests/commsched/test_support.hpp"
 
 using namespace mlsim;

@@ -6,10 +6,10 @@
 
 #include "cli/registry.hpp"
 #include "models/commsched/commsched_model.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/runner.hpp"
-#include "sim_core/scenario.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/topology_builders.hpp"
+#include "sim_core/run/runner.hpp"
+#include "sim_core/run/scenario.hpp"
 
 using namespace mlsim;
 using namespace mlsim::commsched;

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "models/commsched/training_job.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 namespace mlsim::commsched::testing {
 

@@ -1,10 +1,10 @@
-#include "sim_core/engine.hpp"
+#include "sim_core/engine/engine.hpp"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 using namespace mlsim;
 

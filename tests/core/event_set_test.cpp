@@ -1,4 +1,4 @@
-#include "sim_core/event_set.hpp"
+#include "sim_core/engine/event_set.hpp"
 
 #include <gtest/gtest.h>
 

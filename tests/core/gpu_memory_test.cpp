@@ -1,8 +1,8 @@
-#include "sim_core/gpu_memory.hpp"
+#include "sim_core/hardware/gpu_memory.hpp"
 
 #include <gtest/gtest.h>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 using namespace mlsim;
 

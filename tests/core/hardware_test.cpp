@@ -1,11 +1,11 @@
-#include "sim_core/hardware.hpp"
+#include "sim_core/hardware/hardware.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 
-#include "sim_core/error.hpp"
-#include "sim_core/json_reader.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 using namespace mlsim;
 

@@ -1,6 +1,6 @@
 // The indexed 4-ary heap: ordering, key updates both ways and removal, by hand and against a
 // sorted reference.
-#include "sim_core/indexed_heap.hpp"
+#include "sim_core/base/indexed_heap.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "sim_core/text_fields.hpp"
+#include "sim_core/base/text_fields.hpp"
 
 #include <gtest/gtest.h>
 

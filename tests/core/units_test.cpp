@@ -1,8 +1,8 @@
-#include "sim_core/units.hpp"
+#include "sim_core/base/units.hpp"
 
 #include <gtest/gtest.h>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 using namespace mlsim;
 

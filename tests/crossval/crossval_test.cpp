@@ -13,7 +13,7 @@
 
 #include <map>
 
-#include "sim_core/crossval/cross_validation.hpp"
+#include "sim_core/network/crossval/cross_validation.hpp"
 
 using namespace mlsim;
 using namespace mlsim::crossval;

@@ -1,11 +1,11 @@
-#include "sim_core/dnn_profile.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <sstream>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 using namespace mlsim;
 

@@ -6,8 +6,8 @@
 
 #include "models/embcache/embedding_training.hpp"
 #include "models/embcache/input_allocation.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 using namespace mlsim::embcache;

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "models/embcache/embcache_model.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 using namespace mlsim::embcache;

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "models/ina/ina_cluster.hpp"
-#include "sim_core/random.hpp"
+#include "sim_core/engine/random.hpp"
 #include "test_support.hpp"
 
 using namespace mlsim;

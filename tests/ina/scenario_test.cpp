@@ -8,9 +8,9 @@
 
 #include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_model.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/topology_builders.hpp"
-#include "sim_core/topology_spec.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/topology_builders.hpp"
+#include "sim_core/network/topology_spec.hpp"
 
 using namespace mlsim;
 using namespace mlsim::ina;

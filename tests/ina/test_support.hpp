@@ -5,7 +5,7 @@
 #include <string>
 
 #include "models/ina/cluster_params.hpp"
-#include "sim_core/dnn_profile.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
 
 namespace mlsim::ina::testing {
 

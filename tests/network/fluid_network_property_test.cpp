@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/random.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/engine/random.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 

@@ -1,16 +1,16 @@
 // The analytic and flow backends against timings computed by hand. Links are 1 GB/s (1 byte per
 // ns) with 100 ns of latency unless said otherwise, so every expected time is a whole number of
 // nanoseconds.
-#include "sim_core/fluid_network.hpp"
+#include "sim_core/network/fluid_network.hpp"
 
 #include <gtest/gtest.h>
 
 #include <map>
 #include <vector>
 
-#include "sim_core/error.hpp"
-#include "sim_core/network_events.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/network_events.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 

@@ -1,5 +1,5 @@
 // Max-min fair allocations of textbook cases, computed by hand.
-#include "sim_core/max_min.hpp"
+#include "sim_core/network/max_min.hpp"
 
 #include <gtest/gtest.h>
 

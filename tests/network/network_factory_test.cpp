@@ -1,10 +1,10 @@
-#include "sim_core/network_factory.hpp"
+#include "sim_core/network/network_factory.hpp"
 
 #include <gtest/gtest.h>
 
-#include "sim_core/error.hpp"
-#include "sim_core/json_reader.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/topology_builders.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 using namespace mlsim;
 

@@ -1,11 +1,11 @@
-#include "sim_core/routing.hpp"
+#include "sim_core/network/routing.hpp"
 
 #include <gtest/gtest.h>
 
 #include <set>
 #include <vector>
 
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 

@@ -1,4 +1,4 @@
-#include "sim_core/small_vector.hpp"
+#include "sim_core/base/small_vector.hpp"
 
 #include <gtest/gtest.h>
 

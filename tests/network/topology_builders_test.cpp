@@ -1,8 +1,8 @@
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 #include <gtest/gtest.h>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 using namespace mlsim;
 

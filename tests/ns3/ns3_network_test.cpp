@@ -1,11 +1,11 @@
 // The ns-3 backend on cases small enough to reason about packet by packet. Bounds, not exact
 // values: TCP's handshake, slow start and 40 B of headers per 1460 B segment are real effects.
 #ifdef MLSIM_HAVE_NS3
-#include "sim_core/ns3/ns3_network.hpp"
+#include "sim_core/network/ns3/ns3_network.hpp"
 
 #include <gtest/gtest.h>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "tests/support/network_fixtures.hpp"
 
 using namespace mlsim;

@@ -8,8 +8,8 @@
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
 #include "models/pipeline/pipeline_training.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 using namespace mlsim::pipeline;

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "models/pipeline/pipeline_model.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
 using namespace mlsim::pipeline;

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "cli/registry.hpp"
-#include "sim_core/json_path.hpp"
-#include "sim_core/runner.hpp"
-#include "sim_core/scenario.hpp"
+#include "sim_core/run/runner.hpp"
+#include "sim_core/run/scenario.hpp"
+#include "sim_core/scenario/json_path.hpp"
 #include "tests/support/temp_dir.hpp"
 
 using namespace mlsim;

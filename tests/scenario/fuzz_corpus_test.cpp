@@ -7,7 +7,7 @@
 
 #include "cli/registry.hpp"
 #include "fuzz/fuzz_input.hpp"
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 
 TEST(FuzzCorpus, EveryInputLoadsOrFailsWithInputError) {
   const auto registries = mlsim::make_registries();

@@ -4,8 +4,8 @@
 
 #include <functional>
 
-#include "sim_core/error.hpp"
-#include "sim_core/scenario.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/run/scenario.hpp"
 #include "test_registries.hpp"
 
 using namespace mlsim;

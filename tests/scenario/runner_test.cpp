@@ -1,12 +1,12 @@
-#include "sim_core/runner.hpp"
+#include "sim_core/run/runner.hpp"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "sim_core/error.hpp"
-#include "sim_core/results_writer.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/run/results_writer.hpp"
 #include "test_registries.hpp"
 
 using namespace mlsim;

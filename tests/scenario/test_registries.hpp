@@ -9,8 +9,8 @@
 #include <random>
 #include <string>
 
-#include "sim_core/json_reader.hpp"
-#include "sim_core/registries.hpp"
+#include "sim_core/run/registries.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace mlsim::testing {

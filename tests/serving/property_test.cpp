@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "models/serving/serving_system.hpp"
-#include "sim_core/fluid_network.hpp"
-#include "sim_core/topology_builders.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 #include "test_support.hpp"
 
 using namespace mlsim;

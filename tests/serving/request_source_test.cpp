@@ -5,7 +5,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "test_support.hpp"
 
 using namespace mlsim;

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "cli/registry.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/runner.hpp"
-#include "sim_core/scenario.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/run/runner.hpp"
+#include "sim_core/run/scenario.hpp"
 #include "test_support.hpp"
 
 using namespace mlsim;

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "models/serving/model_catalog.hpp"
-#include "sim_core/hardware.hpp"
-#include "sim_core/json_reader.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::serving::fixtures {
 

@@ -1,11 +1,11 @@
 // Hand-computed cases for the SimGrid backend with CM02 (every test of this binary uses CM02:
 // SimGrid fixes its model once per process; LV08 is tested in tests/simgrid_lv08).
 #ifdef MLSIM_HAVE_SIMGRID
-#include "sim_core/simgrid/simgrid_network.hpp"
+#include "sim_core/network/simgrid/simgrid_network.hpp"
 
 #include <gtest/gtest.h>
 
-#include "sim_core/error.hpp"
+#include "sim_core/base/error.hpp"
 #include "tests/support/network_fixtures.hpp"
 
 using namespace mlsim;

@@ -2,7 +2,7 @@
 #ifdef MLSIM_HAVE_SIMGRID
 #include <gtest/gtest.h>
 
-#include "sim_core/simgrid/simgrid_network.hpp"
+#include "sim_core/network/simgrid/simgrid_network.hpp"
 #include "tests/support/network_fixtures.hpp"
 
 using namespace mlsim;

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "sim_core/network.hpp"
-#include "sim_core/routing.hpp"
-#include "sim_core/time.hpp"
-#include "sim_core/topology.hpp"
+#include "sim_core/base/time.hpp"
+#include "sim_core/network/network.hpp"
+#include "sim_core/network/routing.hpp"
+#include "sim_core/network/topology.hpp"
 
 namespace mlsim {
 // GoogleTest prints Times readably in failure messages.

@@ -13,9 +13,9 @@
 
 #include "models/ina/ina_cluster.hpp"
 #include "models/ina/ina_model.hpp"
-#include "sim_core/error.hpp"
-#include "sim_core/topology_builders.hpp"
-#include "sim_core/topology_spec.hpp"
+#include "sim_core/base/error.hpp"
+#include "sim_core/network/topology_builders.hpp"
+#include "sim_core/network/topology_spec.hpp"
 
 namespace {
 

@@ -1,0 +1,96 @@
+#pragma once
+// The hardware catalog: GPU and switch specifications a scenario can name.
+//
+// Entries come from the scenario's "hardware" section, normally filled by including the shipped
+// catalogs (workloads/hardware/gpus.json, switches.json). Every entry must carry a "_source"
+// naming where its figures come from (datasheet, paper, code), so no calibrated number is
+// anonymous. Parsing is strict (JsonReader): unknown keys and impossible values are InputErrors.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim_core/base/time.hpp"
+#include "sim_core/base/units.hpp"
+
+namespace mlsim {
+
+class JsonReader;
+
+// Numeric formats a GPU's peak rate is quoted for. Tensor-core rates are used where the GPU has
+// tensor cores for the format (what ML kernels reach for), dense (no structured sparsity).
+enum class Dtype { kFp32, kTf32, kFp16, kBf16, kFp8 };
+
+inline constexpr Dtype kAllDtypes[] = {Dtype::kFp32, Dtype::kTf32, Dtype::kFp16, Dtype::kBf16,
+                                       Dtype::kFp8};
+
+std::string_view dtype_name(Dtype d);  // "fp32", "tf32", "fp16", "bf16", "fp8"
+// Throws InputError at `where` listing the known names.
+Dtype parse_dtype(std::string_view name, const std::string& where);
+
+struct GpuSpec {
+  std::string name;
+  std::map<Dtype, FlopRate> peak;  // only the formats the GPU supports
+  Bandwidth hbm_bandwidth;
+  Bytes hbm_capacity;
+  // Total per GPU, both directions summed, as vendors quote it; absent for PCIe-only parts.
+  std::optional<Bandwidth> nvlink_bandwidth;
+  std::string source;
+
+  bool supports(Dtype d) const { return peak.count(d) != 0; }
+  // Peak rate for `d`; InputError at `where` when the GPU has no such format.
+  FlopRate peak_for(Dtype d, const std::string& where) const;
+};
+
+struct AggregatorPool {
+  std::int64_t count = 0;  // aggregators (slots) in the switch's memory
+  Bytes bytes_per_slot;    // payload one aggregator accumulates
+  std::string source;
+};
+
+struct SwitchSpec {
+  std::string name;
+  int ports = 0;
+  Bandwidth port_bandwidth;
+  Time pipeline_latency;                      // per packet, ingress to egress
+  std::optional<AggregatorPool> aggregators;  // for in-network aggregation
+  std::string source;
+};
+
+// Profile time -> time on `gpu`: the ratio of the two GPUs' FP32 peaks (catalog datasheet
+// figures), profiling GPU over this GPU. FP32 because the PipeDream profiles are FP32 training;
+// it is an upper bound on the speed-up of memory-bound layers, which scale with HBM bandwidth
+// instead. Shared by the models that train from layer profiles (ina, commsched).
+double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,
+                         const std::string& profiled_on_where, const std::string& gpu_where);
+
+class HardwareCatalog {
+ public:
+  // Reads a "hardware" section: {"gpus": {NAME: {...}}, "switches": {NAME: {...}}}; both optional.
+  // Adds to what the catalog already holds; a name defined twice is an error.
+  void add_from_json(JsonReader& hardware);
+
+  void add_gpu(GpuSpec gpu);
+  void add_switch(SwitchSpec sw);
+
+  const GpuSpec* find_gpu(std::string_view name) const;
+  const SwitchSpec* find_switch(std::string_view name) const;
+  // InputError at `where` listing the known names when absent.
+  const GpuSpec& gpu(std::string_view name, const std::string& where) const;
+  const SwitchSpec& switch_spec(std::string_view name, const std::string& where) const;
+
+  const std::map<std::string, GpuSpec, std::less<>>& gpus() const { return gpus_; }
+  const std::map<std::string, SwitchSpec, std::less<>>& switches() const { return switches_; }
+
+ private:
+  std::map<std::string, GpuSpec, std::less<>> gpus_;
+  std::map<std::string, SwitchSpec, std::less<>> switches_;
+};
+
+// Parses one entry (the object under "gpus"/"switches"); `name` is its key.
+GpuSpec parse_gpu_spec(JsonReader& entry, const std::string& name);
+SwitchSpec parse_switch_spec(JsonReader& entry, const std::string& name);
+
+}  // namespace mlsim

@@ -1,0 +1,576 @@
+#include "sim_core/network/fluid_network.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim_core/base/error.hpp"
+
+namespace mlsim {
+namespace {
+constexpr std::uint32_t kNoSlot = ~0u;
+// Rates closer than this (relative) are the same rate: re-solving a component must not reschedule
+// flows whose share did not really change.
+constexpr double kRateTolerance = 1e-12;
+}  // namespace
+
+FluidNetwork::FluidNetwork(Engine& engine, const Topology& topology, Sharing sharing)
+    : engine_(engine),
+      topology_(topology),
+      router_(topology),
+      sharing_(sharing),
+      links_(topology.links().size()),
+      local_index_(topology.links().size()) {
+  for (LinkId l = 0; l < links_.size(); ++l)
+    links_[l].capacity = topology.links()[l].bandwidth.bytes_per_s;
+}
+
+FluidNetwork::~FluidNetwork() {
+  if (wake_event_.valid()) engine_.cancel(wake_event_);
+}
+
+std::string_view FluidNetwork::backend_name() const {
+  return sharing_ == Sharing::kNone ? "analytic" : "flow";
+}
+
+// ---- Transfer slots --------------------------------------------------------------------------
+
+std::uint32_t FluidNetwork::allocate() {
+  if (!free_.empty()) {
+    const std::uint32_t f = free_.back();
+    free_.pop_back();
+    return f;
+  }
+  MLSIM_CHECK(slots_used_ < kNoSlot, "too many transfers in flight");
+  if ((slots_used_ >> kChunkBits) >= chunks_.size())
+    chunks_.push_back(std::make_unique<Flow[]>(std::size_t{1} << kChunkBits));
+  return slots_used_++;
+}
+
+void FluidNetwork::release_slot(std::uint32_t f) {
+  Flow& fl = slot(f);
+  fl.lazy = false;
+  cancel_timer(f);
+  fl.links.clear();
+  fl.pos.clear();
+  fl.done.reset();
+  free_.push_back(f);
+}
+
+std::uint32_t FluidNetwork::find(TransferId id) const {
+  const auto f = static_cast<std::uint32_t>(id & 0xffffffffu);
+  if (f >= slots_used_) return kNoSlot;
+  const Flow& fl = slot(f);
+  if (fl.generation != (id >> 32) || fl.state == State::kFree || fl.state == State::kFailing)
+    return kNoSlot;
+  return f;
+}
+
+// ---- Events and reports ----------------------------------------------------------------------
+
+void FluidNetwork::schedule(std::uint32_t f, Time t) {
+  Flow& fl = slot(f);
+  MLSIM_CHECK(!has_timer(f), "flow scheduled twice");
+  if (fifo_accepts(t)) {
+    // Times arrive in order (the common case: equal latencies and sizes), so a FIFO shared by
+    // all such flows replaces a heap entry each.
+    queue_.push(Timer{t.count_ns(), f, fl.ticket});
+    fl.queued = true;
+    arm_queue();
+    return;
+  }
+  timers_.push(f, Wake{t.count_ns(), ++wake_seq_});
+  arm_wakeup();
+}
+
+void FluidNetwork::reschedule(std::uint32_t f, Time t) {
+  if (timers_.contains(f) && !fifo_accepts(t)) {
+    // Same as cancel + schedule (a new place in the order), without leaving the heap.
+    timers_.update(f, Wake{t.count_ns(), ++wake_seq_});
+    arm_wakeup();
+    return;
+  }
+  cancel_timer(f);
+  schedule(f, t);
+}
+
+void FluidNetwork::cancel_timer(std::uint32_t f) {
+  Flow& fl = slot(f);
+  timers_.erase(f);
+  if (fl.queued) {
+    ++fl.ticket;  // its queue entry is now stale and will be skipped
+    fl.queued = false;
+  }
+}
+
+void FluidNetwork::arm_queue() {
+  // The FIFO takes its place in the order when its head is armed, as one engine event for the
+  // head would.
+  if (queue_armed_ || queue_.empty()) return;
+  queue_armed_ = true;
+  queue_wake_ = Wake{queue_.front().time, ++wake_seq_};
+  arm_wakeup();
+}
+
+void FluidNetwork::arm_wakeup() {
+  if (waking_) return;
+  std::int64_t next = std::numeric_limits<std::int64_t>::max();
+  if (queue_armed_) next = queue_wake_.time;
+  if (solve_armed_) next = std::min(next, solve_wake_.time);
+  if (!timers_.empty()) next = std::min(next, timers_.top_key().time);
+  if (next == std::numeric_limits<std::int64_t>::max()) return;
+  // An engine event at or before `next` is kept: if early, it finds nothing due and re-arms.
+  // Only an earlier head replaces it, so the engine holds at most one live event of ours.
+  if (wake_event_.valid()) {
+    if (wake_time_.count_ns() <= next) return;
+    engine_.cancel(wake_event_);
+  }
+  wake_time_ = Time::ns(next);
+  wake_event_ = engine_.schedule_at(wake_time_, [this] { wake_up(); });
+}
+
+void FluidNetwork::wake_up() {
+  wake_event_ = {};
+  waking_ = true;
+  const std::int64_t now = engine_.now().count_ns();
+  // A callback's engine_.stop() takes effect before the next backend event, as it would
+  // between engine events; what is left due runs when the engine runs again.
+  while (!engine_.stopped()) {
+    // The earliest due of: the pending solve, the FIFO's head, the heap's head.
+    enum class Next { kNothing, kSolve, kQueue, kTimer } next = Next::kNothing;
+    Wake best{now + 1, 0};
+    if (solve_armed_ && solve_wake_ < best) {
+      next = Next::kSolve;
+      best = solve_wake_;
+    }
+    if (queue_armed_ && queue_wake_ < best) {
+      next = Next::kQueue;
+      best = queue_wake_;
+    }
+    if (!timers_.empty() && timers_.top_key() < best) next = Next::kTimer;
+    if (next == Next::kNothing) break;
+    if (next == Next::kSolve) {
+      solve_armed_ = false;
+      solving_seeds_.swap(pending_seeds_);
+      pending_seeds_.clear();
+      solve_component(solving_seeds_);
+    } else if (next == Next::kQueue) {
+      run_queue();
+    } else {
+      const std::uint32_t f = timers_.top_id();
+      timers_.pop();
+      on_event(f);
+    }
+  }
+  waking_ = false;
+  arm_wakeup();
+}
+
+void FluidNetwork::run_queue() {
+  queue_armed_ = false;
+  const std::int64_t now = engine_.now().count_ns();
+  while (!queue_.empty() && queue_.front().time <= now && !engine_.stopped()) {
+    const Timer t = queue_.front();
+    queue_.pop();
+    Flow& fl = slot(t.flow);
+    if (!fl.queued || fl.ticket != t.ticket) continue;  // cancelled or rescheduled
+    fl.queued = false;
+    on_event(t.flow);
+  }
+  arm_queue();
+}
+
+void FluidNetwork::on_event(std::uint32_t f) {
+  Flow& fl = slot(f);
+  switch (fl.state) {
+    case State::kSending:
+      if (fl.lazy) {
+        deliver(f);
+        return;
+      }
+      // A flow that shared a link has sent its last byte: the others get its bandwidth.
+      settle(f);
+      detach(f);
+      fl.state = State::kArriving;
+      rebalance(fl.links);
+      if (fl.latency == Time::zero()) {
+        deliver(f);
+      } else {
+        schedule(f, engine_.now() + fl.latency);
+      }
+      return;
+    case State::kArriving:
+      deliver(f);
+      return;
+    case State::kFailing:
+      totals_.count_end(fl.bytes, true);
+      report(f, true);
+      return;
+    case State::kFree:
+      break;
+  }
+  MLSIM_CHECK(false, "event for a free transfer slot");
+}
+
+void FluidNetwork::deliver(std::uint32_t f) {
+  Flow& fl = slot(f);
+  if (fl.state == State::kSending) {  // a lazy flow still listed on its links
+    settle(f);
+    detach(f);
+  }
+  totals_.count_end(fl.bytes, false);
+  report(f, false);
+}
+
+void FluidNetwork::report(std::uint32_t f, bool failed) {
+  Flow& fl = slot(f);
+  const TransferResult result{id_of(f),   fl.src,        fl.dst, fl.bytes,
+                              fl.started, engine_.now(), failed};
+  // The callback runs in place (slots never move) and may start new transfers; the id is
+  // invalid from now on, but the slot is recycled only once the callback has returned.
+  ++fl.generation;
+  fl.state = State::kFree;
+  if (fl.done) fl.done(result);
+  release_slot(f);
+}
+
+void FluidNetwork::fail_later(std::uint32_t f) {
+  Flow& fl = slot(f);
+  cancel_timer(f);
+  fl.state = State::kFailing;
+  schedule(f, engine_.now());
+}
+
+// ---- Starting and cancelling -----------------------------------------------------------------
+
+TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, DeliveryCallback done,
+                                        std::uint64_t flow_label) {
+  MLSIM_CHECK(src < topology_.nodes().size() && dst < topology_.nodes().size(),
+              "transfer endpoint out of range");
+  MLSIM_CHECK(bytes.count >= 0, "negative transfer size");
+  const std::uint32_t f = allocate();
+  Flow& fl = slot(f);
+  fl.src = src;
+  fl.dst = dst;
+  fl.label = flow_label;
+  fl.bytes = bytes;
+  fl.started = engine_.now();
+  fl.latency = Time::zero();
+  fl.done = std::move(done);
+  totals_.count_start(bytes);
+  const TransferId id = id_of(f);
+
+  if (src == dst) {
+    fl.state = State::kArriving;
+    schedule(f, engine_.now());
+    return id;
+  }
+  const auto route = router_.route(src, dst, flow_label);
+  if (!route) {
+    fail_later(f);
+    return id;
+  }
+  fl.latency = route->latency;
+  if (bytes.count == 0) {
+    fl.links.assign(route->links.begin(), route->links.end());
+    fl.state = State::kArriving;
+    schedule(f, engine_.now() + fl.latency);
+    return id;
+  }
+  fl.state = State::kSending;
+  fl.remaining = static_cast<double>(bytes.count);
+  fl.rate = 0;
+  fl.settled = engine_.now();
+  fl.send_end = Time::max();
+  const bool alone = attach(f, route->links);
+  if (sharing_ == Sharing::kNone || alone) {
+    // Nobody to share with: the bottleneck rate, fixed until something changes on the route.
+    set_rate(f, bottleneck(fl), true);
+    for (LinkId l : fl.links) start_period(l, fl.send_end);
+  } else {
+    rebalance(fl.links);
+  }
+  return id;
+}
+
+bool FluidNetwork::cancel_transfer(TransferId id) {
+  const std::uint32_t f = find(id);
+  if (f == kNoSlot) return false;
+  Flow& fl = slot(f);
+  if (fl.state == State::kSending) {
+    const bool sending = still_sending(fl);
+    settle(f);
+    detach(f);
+    if (sending) rebalance(fl.links);
+  }
+  fail_later(f);
+  return true;
+}
+
+// ---- Links ------------------------------------------------------------------------------------
+
+bool FluidNetwork::attach(std::uint32_t f, std::span<const LinkId> route) {
+  Flow& fl = slot(f);
+  fl.links.assign(route.begin(), route.end());
+  fl.pos.resize(route.size());
+  bool alone = true;
+  for (std::uint32_t i = 0; i < route.size(); ++i) {
+    const LinkId l = route[i];
+    if (sharing_ == Sharing::kMaxMin) evict_finished(l);
+    LinkState& ls = links_[l];
+    if (!ls.flows.empty()) alone = false;
+    fl.pos[i] = static_cast<std::uint32_t>(ls.flows.size());
+    ls.flows.push_back(Entry{f, i});
+  }
+  return alone;
+}
+
+void FluidNetwork::detach(std::uint32_t f) {
+  Flow& fl = slot(f);
+  for (std::uint32_t i = 0; i < fl.links.size(); ++i) {
+    auto& list = links_[fl.links[i]].flows;
+    const Entry last = list.back();
+    list[fl.pos[i]] = last;
+    slot(last.flow).pos[last.hop] = fl.pos[i];
+    list.pop_back();
+  }
+}
+
+void FluidNetwork::evict_finished(LinkId l) {
+  // In flow mode a lazy flow is alone on its links, so there is at most one to look at.
+  LinkState& ls = links_[l];
+  if (ls.flows.size() != 1) return;
+  const std::uint32_t g = ls.flows[0].flow;
+  Flow& gl = slot(g);
+  if (!gl.lazy || gl.send_end > engine_.now()) return;
+  settle(g);
+  detach(g);
+  gl.state = State::kArriving;  // its pending event is the delivery
+}
+
+void FluidNetwork::settle(std::uint32_t f) {
+  Flow& fl = slot(f);
+  const Time now = engine_.now();
+  double sent;
+  if (now >= fl.send_end) {
+    sent = fl.remaining;
+  } else {
+    sent = std::min(fl.remaining, fl.rate * (now - fl.settled).seconds());
+  }
+  fl.remaining -= sent;
+  fl.settled = now;
+  if (sent > 0)
+    for (LinkId l : fl.links) links_[l].bytes += sent;
+}
+
+double FluidNetwork::bottleneck(const Flow& fl) const {
+  double rate = std::numeric_limits<double>::infinity();
+  for (LinkId l : fl.links) rate = std::min(rate, links_[l].capacity);
+  return rate;
+}
+
+void FluidNetwork::set_rate(std::uint32_t f, double rate, bool lazy) {
+  Flow& fl = slot(f);
+  MLSIM_CHECK(rate > 0 && std::isfinite(rate), "flow rate must be positive");
+  if (fl.rate > 0) settle(f);  // a flow that had no rate yet has sent nothing
+  fl.rate = rate;
+  fl.lazy = lazy;
+  fl.send_end = engine_.now() + Time::from_seconds_ceil(fl.remaining / rate);
+  // A lazy flow's only event is its delivery; a sharing flow's is the end of its sending.
+  reschedule(f, lazy ? fl.send_end + fl.latency : fl.send_end);
+}
+
+void FluidNetwork::start_period(LinkId l, Time send_end) {
+  LinkState& ls = links_[l];
+  const Time now = engine_.now();
+  if (now >= ls.period_end) {
+    ls.busy_closed_ns += (ls.period_end - ls.period_start).count_ns();
+    ls.period_start = now;
+    ls.period_end = send_end;
+  } else {
+    ls.period_end = std::max(ls.period_end, send_end);
+  }
+}
+
+void FluidNetwork::refresh_period(LinkId l) {
+  LinkState& ls = links_[l];
+  const Time now = engine_.now();
+  Time latest = now;
+  for (const Entry& e : ls.flows) latest = std::max(latest, slot(e.flow).send_end);
+  if (ls.period_end > now) {
+    ls.period_end = latest;  // the past of the period is settled; only its end moves
+  } else if (latest > now) {
+    start_period(l, latest);
+  }
+}
+
+void FluidNetwork::rebalance(std::span<const LinkId> seeds) {
+  if (sharing_ == Sharing::kMaxMin) {
+    // Solved once for every change at this instant (a burst of starts costs one solve, not one
+    // per start), before time moves on: rates only matter over elapsed time.
+    pending_seeds_.insert(pending_seeds_.end(), seeds.begin(), seeds.end());
+    if (!solve_armed_) {
+      solve_armed_ = true;
+      solve_wake_ = Wake{engine_.now().count_ns(), ++wake_seq_};
+      arm_wakeup();
+    }
+    return;
+  }
+  // Analytic: a flow's rate is its bottleneck, whoever else is on the link.
+  ++stamp_;
+  component_links_.clear();
+  auto note = [&](LinkId l) {
+    if (links_[l].stamp != stamp_) {
+      links_[l].stamp = stamp_;
+      component_links_.push_back(l);
+    }
+  };
+  for (LinkId l : seeds) note(l);
+  for (std::size_t i = 0, n = component_links_.size(); i < n; ++i) {
+    for (const Entry& e : links_[component_links_[i]].flows) {
+      Flow& g = slot(e.flow);
+      if (!still_sending(g) || g.stamp == stamp_) continue;
+      g.stamp = stamp_;
+      const double r = bottleneck(g);
+      if (r != g.rate || !has_timer(e.flow)) {
+        set_rate(e.flow, r, true);
+        for (LinkId m : g.links) note(m);
+      }
+    }
+  }
+  for (LinkId l : component_links_) refresh_period(l);
+}
+
+void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
+  // The flows connected to the seeds through shared links, and their links.
+  ++stamp_;
+  stack_.clear();
+  component_links_.clear();
+  component_flows_.clear();
+  for (LinkId l : seeds) {
+    if (links_[l].stamp == stamp_) continue;
+    links_[l].stamp = stamp_;
+    stack_.push_back(l);
+  }
+  while (!stack_.empty()) {
+    const LinkId l = stack_.back();
+    stack_.pop_back();
+    component_links_.push_back(l);
+    for (const Entry& e : links_[l].flows) {
+      Flow& g = slot(e.flow);
+      if (g.stamp == stamp_ || !still_sending(g)) continue;
+      g.stamp = stamp_;
+      component_flows_.push_back(e.flow);
+      for (LinkId m : g.links) {
+        if (links_[m].stamp == stamp_) continue;
+        links_[m].stamp = stamp_;
+        stack_.push_back(m);
+      }
+    }
+  }
+
+  solver_.clear();
+  for (LinkId l : component_links_) local_index_[l] = solver_.add_link(links_[l].capacity);
+  for (std::uint32_t g : component_flows_) {
+    local_links_.clear();
+    for (LinkId m : slot(g).links) local_links_.push_back(local_index_[m]);
+    solver_.add_flow(local_links_);
+  }
+  const std::vector<double>& rates = solver_.solve();
+  for (std::size_t i = 0; i < component_flows_.size(); ++i) {
+    const std::uint32_t g = component_flows_[i];
+    const Flow& gl = slot(g);
+    bool alone = true;
+    for (LinkId m : gl.links) alone = alone && links_[m].flows.size() == 1;
+    const bool changed = std::fabs(rates[i] - gl.rate) > kRateTolerance * gl.rate;
+    if (changed || alone != gl.lazy || !has_timer(g)) set_rate(g, rates[i], alone);
+  }
+  for (LinkId l : component_links_) refresh_period(l);
+}
+
+void FluidNetwork::set_link_bandwidth(LinkId link, Bandwidth bw) {
+  MLSIM_CHECK(link < links_.size(), "link id out of range");
+  if (!(bw.bytes_per_s > 0) || !std::isfinite(bw.bytes_per_s))
+    throw InputError("network", "link bandwidth must be positive (fail the link instead)");
+  links_[link].capacity = bw.bytes_per_s;
+  if (sharing_ == Sharing::kMaxMin) evict_finished(link);
+  const LinkId seed[] = {link};
+  rebalance(seed);
+}
+
+void FluidNetwork::set_link_up(LinkId link, bool up) {
+  MLSIM_CHECK(link < links_.size(), "link id out of range");
+  router_.set_link_up(link, up);
+  if (up) return;
+  if (sharing_ == Sharing::kMaxMin) evict_finished(link);
+  victims_.clear();
+  for (const Entry& e : links_[link].flows)
+    if (still_sending(slot(e.flow))) victims_.push_back(e.flow);
+  seeds_.clear();
+  for (std::uint32_t g : victims_) {
+    Flow& gl = slot(g);
+    settle(g);
+    detach(g);
+    seeds_.insert(seeds_.end(), gl.links.begin(), gl.links.end());
+    const auto route = router_.route(gl.src, gl.dst, gl.label);
+    if (!route) {
+      gl.links.clear();
+      fail_later(g);
+      continue;
+    }
+    // The bytes not yet sent start again from the source on the new route.
+    gl.latency = route->latency;
+    gl.rate = 0;
+    gl.send_end = Time::max();
+    cancel_timer(g);
+    attach(g, route->links);
+    seeds_.insert(seeds_.end(), gl.links.begin(), gl.links.end());
+  }
+  rebalance(seeds_);
+}
+
+// ---- Statistics --------------------------------------------------------------------------------
+
+LinkStats FluidNetwork::link_stats(LinkId link) const {
+  MLSIM_CHECK(link < links_.size(), "link id out of range");
+  const LinkState& ls = links_[link];
+  const Time now = engine_.now();
+  double bytes = ls.bytes;
+  for (const Entry& e : ls.flows) {  // bytes sent since the flow was last settled
+    const Flow& g = slot(e.flow);
+    bytes += now >= g.send_end ? g.remaining
+                               : std::min(g.remaining, g.rate * (now - g.settled).seconds());
+  }
+  LinkStats s;
+  s.bytes_carried = Bytes{std::llround(bytes)};
+  const std::int64_t current = (std::min(now, ls.period_end) - ls.period_start).count_ns();
+  s.busy_seconds =
+      static_cast<double>(ls.busy_closed_ns + std::max<std::int64_t>(0, current)) * 1e-9;
+  return s;
+}
+
+NetworkTotals FluidNetwork::totals() const {
+  NetworkTotals t = totals_;
+  for (std::uint32_t f = 0; f < slots_used_; ++f) {
+    const Flow& fl = slot(f);
+    if (fl.state == State::kFree) continue;
+    ++t.transfers_in_flight;
+    t.bytes_in_flight += fl.bytes;
+  }
+  return t;
+}
+
+double FluidNetwork::current_rate(TransferId id) const {
+  const std::uint32_t f = find(id);
+  if (f == kNoSlot) return 0;
+  const Flow& fl = slot(f);
+  return fl.state == State::kSending && still_sending(fl) ? fl.rate : 0;
+}
+
+std::span<const LinkId> FluidNetwork::current_route(TransferId id) const {
+  const std::uint32_t f = find(id);
+  if (f == kNoSlot) return {};
+  return slot(f).links;
+}
+
+}  // namespace mlsim

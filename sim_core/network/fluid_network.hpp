@@ -1,0 +1,238 @@
+#pragma once
+// The `analytic` and `flow` network backends: fluid models, where a transfer is a flow of bytes
+// at some rate along its route, with no packets.
+//
+// Timing model (both backends). A transfer of B bytes on a route of links l1..lk with total
+// latency L sends its bytes from the source at a rate r(t), then arrives L later:
+//     sending ends at T, the first time the integral of r from the start reaches B,
+//     delivery (the callback) at T + L.
+// The links are occupied (and shared) only while the bytes are being sent; latency is paid once
+// per transfer, after sending, as on a cut-through path. For a lone transfer this is the usual
+// latency + bytes / bottleneck bandwidth. Sending ends are rounded up to the nanosecond.
+//   - analytic: r is the bottleneck bandwidth of the route, whatever else crosses the links
+//     (no sharing). Closed form, one event per transfer.
+//   - flow: r is the max-min fair share among the transfers sending at the same time
+//     (max_min.hpp), recomputed incrementally: when a transfer starts or stops sending, or a link
+//     changes, only the connected component of transfers sharing links with the change is solved
+//     again, and only transfers whose rate changed have their end rescheduled. All the changes of
+//     one instant are solved together, once, by an event at that instant (rates only matter
+//     over elapsed time): N transfers started at once cost one solve, not N.
+//
+// Cost. A transfer alone on its links (the common case in collectives) costs O(route length) to
+// start and one engine event, in both backends: it leaves its links lazily (when the next
+// transfer arrives on them, or at delivery), so no event marks the end of sending. Transfers
+// that share a link get an extra event at the end of sending. Storage for transfers is pooled:
+// no allocation per transfer once the pool is warm.
+//
+// Events. The backend keeps its own pending events and holds ONE engine event, for the earliest
+// of them: times that arrive in order (equal latencies and sizes) go to a FIFO, others to an
+// indexed min-heap keyed by transfer slot. A re-solve that changes the rates of N transfers
+// updates N heap keys in place; it leaves nothing behind in the engine. Among themselves, the
+// backend's events run in (time, scheduling order), as they would as separate engine events.
+//
+// Links failing: transfers still sending over a failed link are rerouted from their source with
+// the bytes not yet sent (bytes already sent are kept) when another path exists, and delivered
+// after the new route's latency; otherwise they fail (callback with failed = true). Transfers
+// whose bytes were all sent are past the link and are delivered. A link coming back up is used by
+// transfers started afterwards; running transfers keep their route.
+//
+// Callbacks never run inside a Network call: deliveries and failures (including a failure at
+// start for want of a route, and cancellation) are engine events at the current time or later.
+//
+// Link statistics: bytes_carried counts bytes sent over the link so far (up to now);
+// busy_seconds is the time during which at least one transfer was sending over the link.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "sim_core/base/indexed_heap.hpp"
+#include "sim_core/base/small_vector.hpp"
+#include "sim_core/network/max_min.hpp"
+#include "sim_core/network/network.hpp"
+#include "sim_core/network/routing.hpp"
+
+namespace mlsim {
+
+enum class Sharing {
+  kNone,    // analytic
+  kMaxMin,  // flow
+};
+
+class FluidNetwork final : public Network {
+ public:
+  // `engine` and `topology` must outlive the network.
+  FluidNetwork(Engine& engine, const Topology& topology, Sharing sharing);
+  ~FluidNetwork() override;
+  FluidNetwork(const FluidNetwork&) = delete;
+  FluidNetwork& operator=(const FluidNetwork&) = delete;
+
+  std::string_view backend_name() const override;
+  TransferId start_transfer(NodeId src, NodeId dst, Bytes bytes, DeliveryCallback done,
+                            std::uint64_t flow_label = 0) override;
+  bool cancel_transfer(TransferId id) override;
+  void set_link_bandwidth(LinkId link, Bandwidth bw) override;
+  void set_link_up(LinkId link, bool up) override;
+  LinkStats link_stats(LinkId link) const override;
+  NetworkTotals totals() const override;
+
+  // Current sending rate of a transfer in bytes/s; 0 once its bytes are sent or when unknown.
+  double current_rate(TransferId id) const;
+  // Links of a transfer's current route (empty once delivered or unknown).
+  std::span<const LinkId> current_route(TransferId id) const;
+  Router& router() { return router_; }
+
+ private:
+  enum class State : std::uint8_t { kFree, kSending, kArriving, kFailing };
+  // Fields used on every transfer come first, to touch few cache lines.
+  struct Flow {
+    std::uint32_t generation = 1;
+    std::uint32_t ticket = 0;  // matches the flow's delivery-queue entry while it is current
+    State state = State::kFree;
+    // Sending alone on all its links: its event is the delivery, and it leaves its links lazily.
+    bool lazy = false;
+    bool queued = false;  // its pending event is in the delivery queue
+    std::uint32_t stamp = 0;
+    double remaining = 0;  // bytes not yet sent, as of `settled`
+    double rate = 0;       // bytes/s
+    Time settled, send_end, latency;
+    // The route, and for each link the index of this flow's entry in the link's flow list.
+    // Routes of up to 6 links (a fat-tree's longest) are stored in the slot itself.
+    SmallVector<LinkId, 6> links;
+    SmallVector<std::uint32_t, 6> pos;
+    DeliveryCallback done;
+    NodeId src = 0, dst = 0;
+    std::uint64_t label = 0;
+    Bytes bytes;
+    Time started;
+  };
+  struct Entry {
+    std::uint32_t flow;
+    std::uint32_t hop;
+  };
+  struct LinkState {
+    double capacity = 0;  // bytes/s
+    SmallVector<Entry, 2> flows;
+    double bytes = 0;  // settled bytes carried
+    // Busy time: closed periods plus the current one [period_start, period_end), where
+    // period_end is the latest projected end of sending of the flows on the link.
+    std::int64_t busy_closed_ns = 0;
+    Time period_start, period_end;
+    std::uint32_t stamp = 0;
+  };
+
+  std::uint32_t allocate();
+  void release_slot(std::uint32_t f);
+  TransferId id_of(std::uint32_t f) const { return (std::uint64_t{slot(f).generation} << 32) | f; }
+  // The slot of a transfer not yet reported, or ~0u.
+  std::uint32_t find(TransferId id) const;
+
+  // The flow's event at t (it has none pending).
+  void schedule(std::uint32_t f, Time t);
+  // Cancels the flow's event, if any, and schedules it at t.
+  void reschedule(std::uint32_t f, Time t);
+  void cancel_timer(std::uint32_t f);
+  bool fifo_accepts(Time t) const { return queue_.empty() || t.count_ns() >= queue_.back_time(); }
+  bool has_timer(std::uint32_t f) const { return slot(f).queued || timers_.contains(f); }
+  void arm_queue();
+  void run_queue();
+  // Keeps the engine event at or before the earliest pending backend event.
+  void arm_wakeup();
+  // The engine event: runs the backend's events due now, in (time, scheduling order).
+  void wake_up();
+  void on_event(std::uint32_t f);
+  void deliver(std::uint32_t f);
+  void fail_later(std::uint32_t f);
+  void report(std::uint32_t f, bool failed);
+
+  // Puts a flow on the links of `route`; returns true if every one of them was free.
+  bool attach(std::uint32_t f, std::span<const LinkId> route);
+  void detach(std::uint32_t f);
+  // Brings `remaining` up to date at now and counts the bytes sent on the flow's links.
+  void settle(std::uint32_t f);
+  // Flow mode: a lazy flow whose bytes are all sent leaves the link before another joins it.
+  void evict_finished(LinkId l);
+  bool still_sending(const Flow& fl) const { return fl.send_end > engine_.now() || !fl.lazy; }
+  double bottleneck(const Flow& fl) const;
+  // Gives a flow a new rate from now on and (re)schedules its event.
+  void set_rate(std::uint32_t f, double rate, bool lazy);
+  void start_period(LinkId l, Time send_end);
+  void refresh_period(LinkId l);
+  // Re-solves the flows connected to `seeds` (flow mode: once per instant, by an event at now)
+  // or re-rates the flows on them (analytic), then refreshes the links' busy periods.
+  void rebalance(std::span<const LinkId> seeds);
+  void solve_component(std::span<const LinkId> seeds);
+
+  // Flows live in fixed-size chunks, so a reference to one stays valid while others are added
+  // (a delivery callback runs in place and may start new transfers).
+  static constexpr std::uint32_t kChunkBits = 10;
+  Flow& slot(std::uint32_t f) { return chunks_[f >> kChunkBits][f & ((1u << kChunkBits) - 1)]; }
+  const Flow& slot(std::uint32_t f) const {
+    return chunks_[f >> kChunkBits][f & ((1u << kChunkBits) - 1)];
+  }
+
+  Engine& engine_;
+  const Topology& topology_;
+  Router router_;
+  const Sharing sharing_;
+  std::vector<std::unique_ptr<Flow[]>> chunks_;
+  std::uint32_t slots_used_ = 0;
+  std::vector<std::uint32_t> free_;
+  std::vector<LinkState> links_;
+  std::uint32_t stamp_ = 0;
+  NetworkTotals totals_;
+
+  // The order of the backend's pending events: time, then a sequence number given when scheduled
+  // (the FIFO's head counts as scheduled when it became the head).
+  struct Wake {
+    std::int64_t time;
+    std::uint64_t seq;
+    bool operator<(const Wake& o) const { return time < o.time || (time == o.time && seq < o.seq); }
+  };
+  // Flow events whose times were scheduled in non-decreasing order: a FIFO, which costs O(1) per
+  // event. Other times go to `timers_`.
+  struct Timer {
+    std::int64_t time;
+    std::uint32_t flow, ticket;
+  };
+  class TimerQueue {
+   public:
+    bool empty() const { return head_ == items_.size(); }
+    const Timer& front() const { return items_[head_]; }
+    std::int64_t back_time() const { return items_.back().time; }
+    void push(const Timer& t) { items_.push_back(t); }
+    void pop() {
+      if (++head_ == items_.size()) {
+        items_.clear();
+        head_ = 0;
+      } else if (head_ >= 4096 && 2 * head_ >= items_.size()) {
+        items_.erase(items_.begin(), items_.begin() + static_cast<std::ptrdiff_t>(head_));
+        head_ = 0;
+      }
+    }
+
+   private:
+    std::vector<Timer> items_;
+    std::size_t head_ = 0;
+  };
+  TimerQueue queue_;
+  bool queue_armed_ = false;  // queue_wake_ holds the FIFO head's place in the order
+  Wake queue_wake_{};
+  IndexedHeap<Wake> timers_;  // by flow slot
+  std::uint64_t wake_seq_ = 0;
+  EventHandle wake_event_;
+  Time wake_time_;
+  bool waking_ = false;  // inside wake_up(): it re-arms once done
+  // Flow mode: links touched by changes at this instant, solved by one pending event at now.
+  bool solve_armed_ = false;
+  Wake solve_wake_{};
+  std::vector<LinkId> pending_seeds_, solving_seeds_;
+
+  // Scratch, reused.
+  MaxMinSolver solver_;
+  std::vector<LinkId> stack_, component_links_, seeds_;
+  std::vector<std::uint32_t> component_flows_, local_links_, local_index_, victims_;
+};
+
+}  // namespace mlsim

@@ -1,0 +1,40 @@
+#include "sim_core/network/network_factory.hpp"
+
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/scenario/json_reader.hpp"
+
+namespace mlsim {
+namespace {
+
+// Neither fluid backend has options: the reader only rejects unknown keys.
+BackendInfo fluid_backend(std::string name, std::string description, Sharing sharing) {
+  BackendInfo info;
+  info.name = std::move(name);
+  info.description = std::move(description);
+  info.configure = [sharing](JsonReader& options) {
+    options.ignore("backend");
+    options.finish();
+    return std::function<std::unique_ptr<Network>(Engine&, const Topology&)>(
+        [sharing](Engine& engine, const Topology& topology) -> std::unique_ptr<Network> {
+          return std::make_unique<FluidNetwork>(engine, topology, sharing);
+        });
+  };
+  return info;
+}
+
+}  // namespace
+
+void register_core_backends(BackendRegistry& registry) {
+  registry.add(fluid_backend(
+      "analytic",
+      "latency + bytes / bottleneck bandwidth, no sharing between transfers; closed form, one "
+      "event per transfer (docs/network.md)",
+      Sharing::kNone));
+  registry.add(fluid_backend(
+      "flow",
+      "fluid flows with max-min fair sharing of link bandwidth, re-solved incrementally per "
+      "connected component; one event per uncontended transfer (docs/network.md)",
+      Sharing::kMaxMin));
+}
+
+}  // namespace mlsim

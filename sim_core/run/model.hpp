@@ -1,0 +1,80 @@
+#pragma once
+// The contract between the scenario runner and a model (collectives, serving, ina, ...).
+//
+// A model is registered by name with a factory. The factory reads the model's own sections of
+// the scenario (normally "system" and "workload") through JsonReader into typed parameters and
+// builds the model; it must not start simulating. The runner then calls start() (schedule the
+// first events), runs the engine until idle (or the scenario's time limit), and calls finish()
+// to collect metrics.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/engine/random.hpp"
+#include "sim_core/network/network.hpp"
+#include "sim_core/network/topology.hpp"
+#include "sim_core/run/results.hpp"
+#include "sim_core/scenario/json_reader.hpp"
+
+namespace mlsim {
+
+class HardwareCatalog;  // sim_core/hardware/hardware.hpp
+
+// What a running model can use. Owned by the runner; valid from start() to finish().
+struct ModelEnv {
+  Engine& engine;
+  Network& network;
+  const Topology& topology;
+  const HardwareCatalog& hardware;
+  std::uint64_t seed;
+  std::filesystem::path scenario_dir;  // relative paths in the scenario resolve against it
+  RandomStream stream(std::string_view component) const { return RandomStream(seed, component); }
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual void start(ModelEnv& env) = 0;
+  virtual void finish(ModelEnv& env, Results& out) = 0;
+  // Fraction of the work done in [0, 1] for the progress line, or < 0 if unknown.
+  virtual double progress(const ModelEnv&) const { return -1; }
+};
+
+// What a factory gets: the scenario root (read only the sections you own: "system", "workload"),
+// and the already-built topology and hardware, for validation (e.g. "the model does not fit").
+struct ModelSetup {
+  JsonReader& root;
+  const Topology& topology;
+  const HardwareCatalog& hardware;
+  std::filesystem::path scenario_dir;
+  std::uint64_t seed;
+};
+
+struct ModelInfo {
+  std::string name;
+  std::string description;
+  std::vector<std::string> policies;  // listed by `mlsim list`
+  std::function<std::unique_ptr<Model>(ModelSetup&)> make;
+};
+
+// One registry per run of the CLI, filled by register_* calls next to each model
+// (models/<name>/register.hpp), never by static initialisers.
+class ModelRegistry {
+ public:
+  void add(ModelInfo info) { models_.push_back(std::move(info)); }
+  const ModelInfo* find(const std::string& name) const {
+    for (const auto& m : models_)
+      if (m.name == name) return &m;
+    return nullptr;
+  }
+  const std::vector<ModelInfo>& all() const { return models_; }
+
+ private:
+  std::vector<ModelInfo> models_;
+};
+
+}  // namespace mlsim

@@ -1,0 +1,104 @@
+#include "sim_core/run/runner.hpp"
+
+#include <chrono>
+
+#include "sim_core/base/error.hpp"
+#include "sim_core/base/version.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/scenario/json_reader.hpp"
+
+namespace mlsim {
+
+PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& registries)
+    : scenario_(scenario), resolved_(scenario.resolved) {
+  try {
+    topology_ = build_topology(scenario.topology);
+    MLSIM_CHECK(scenario.make_network != nullptr, "scenario loaded without a network factory");
+    network_ = scenario.make_network(engine_, topology_);
+    const ModelInfo* info = registries.models.find(scenario.model);
+    if (!info)
+      throw InputError("system.model", "model \"" + scenario.model + "\" is not registered");
+    JsonReader root(resolved_, "");
+    ModelSetup setup{root, topology_, scenario.hardware, scenario.dir(), scenario.seed};
+    model_ = info->make(setup);
+    MLSIM_CHECK(model_ != nullptr, "model factory returned nothing");
+  } catch (const InputError& e) {
+    throw scenario.provenance.attribute(e);
+  }
+  env_ = std::make_unique<ModelEnv>(
+      ModelEnv{engine_, *network_, topology_, scenario.hardware, scenario.seed, scenario.dir()});
+}
+
+PreparedRun::~PreparedRun() = default;
+
+namespace {
+
+// State the engine's periodic hook reaches through one pointer (the hook's capture is small).
+struct ProgressProbe {
+  const RunOptions& options;
+  const Model& model;
+  const ModelEnv& env;
+  std::optional<Time> limit;
+  std::chrono::steady_clock::time_point start;
+
+  void report(Engine& engine) const {
+    ProgressReport r;
+    r.simulated = engine.now();
+    r.events = engine.events_processed();
+    r.wall_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.events_per_second = r.wall_seconds > 0 ? static_cast<double>(r.events) / r.wall_seconds : 0;
+    r.fraction_done = model.progress(env);
+    if (r.fraction_done < 0 && limit && limit->count_ns() > 0)
+      r.fraction_done =
+          static_cast<double>(engine.now().count_ns()) / static_cast<double>(limit->count_ns());
+    if (r.fraction_done > 0 && r.fraction_done <= 1)
+      r.eta_seconds = r.wall_seconds * (1 - r.fraction_done) / r.fraction_done;
+    options.on_progress(r);
+  }
+};
+
+}  // namespace
+
+RunOutput PreparedRun::run(const RunOptions& options) {
+  MLSIM_CHECK(!ran_, "PreparedRun::run called twice");
+  ran_ = true;
+  const auto start = std::chrono::steady_clock::now();
+  ProgressProbe probe{options, *model_, *env_, scenario_.run.time_limit, start};
+  if (options.progress_every > 0 && options.on_progress)
+    engine_.set_periodic_hook(options.progress_every, [p = &probe](Engine& e) { p->report(e); });
+
+  model_->start(*env_);
+  RunOutput out;
+  if (scenario_.run.time_limit) {
+    engine_.run_until(*scenario_.run.time_limit);
+    out.info.hit_time_limit = engine_.pending_events() > 0;
+  } else {
+    engine_.run();
+  }
+  engine_.set_periodic_hook(0, nullptr);
+  model_->finish(*env_, out.results);
+  out.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  auto& info = out.info;
+  info.name = scenario_.name;
+  info.variant = scenario_.variant;
+  info.seed = scenario_.seed;
+  info.version = std::string(version());
+  info.model = scenario_.model;
+  info.backend = scenario_.network.backend;
+  info.events_processed = engine_.events_processed();
+  info.simulated_time = engine_.now();
+  info.network = network_->totals();
+  out.resolved_scenario = resolved_;
+  return out;
+}
+
+RunOutput run_scenario(const LoadedScenario& scenario, const Registries& registries,
+                       const RunOptions& options) {
+  PreparedRun prepared(scenario, registries);
+  return prepared.run(options);
+}
+
+}  // namespace mlsim

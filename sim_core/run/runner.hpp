@@ -1,0 +1,90 @@
+#pragma once
+// Running a loaded scenario in-process: build the topology, the network (BackendRegistry) and the
+// model (ModelRegistry), run the engine, collect the model's Results and what the run cost.
+//
+// Two steps so that every input error surfaces before the first event: PreparedRun's constructor
+// builds everything (the model's factory validates "system" and "workload"); run() simulates.
+// `mlsim validate` stops after the first step. Nothing here writes files (results_writer.hpp).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/run/model.hpp"
+#include "sim_core/run/results.hpp"
+#include "sim_core/run/scenario.hpp"
+
+namespace mlsim {
+
+struct ProgressReport {
+  Time simulated;
+  std::uint64_t events = 0;
+  double wall_seconds = 0;
+  double events_per_second = 0;
+  double fraction_done = -1;  // from Model::progress(), else from the time limit; < 0: unknown
+  std::optional<double> eta_seconds;
+};
+
+struct RunOptions {
+  // Called every `progress_every` processed events (0: never).
+  std::uint64_t progress_every = 0;
+  std::function<void(const ProgressReport&)> on_progress;
+};
+
+// Deterministic facts about a run (same scenario and seed: same values).
+struct RunInfo {
+  std::string name;
+  std::optional<std::string> variant;
+  std::uint64_t seed = 0;
+  std::string version;
+  std::string model;
+  std::string backend;
+  std::uint64_t events_processed = 0;
+  // The clock at the end: the last event's time when running until idle, the limit when the
+  // scenario sets run.time_limit.
+  Time simulated_time;
+  bool hit_time_limit = false;
+  NetworkTotals network;
+};
+
+struct RunOutput {
+  Results results;
+  RunInfo info;
+  double wall_seconds = 0;           // the only field that differs between identical runs
+  nlohmann::json resolved_scenario;  // with the model's defaults written in
+};
+
+class PreparedRun {
+ public:
+  // Throws InputError (attributed to the scenario file that holds the bad value).
+  PreparedRun(const LoadedScenario& scenario, const Registries& registries);
+  ~PreparedRun();
+  PreparedRun(const PreparedRun&) = delete;
+  PreparedRun& operator=(const PreparedRun&) = delete;
+
+  // Runs once; a second call is an InvariantError.
+  RunOutput run(const RunOptions& options = {});
+
+  const Topology& topology() const { return topology_; }
+  const nlohmann::json& resolved_scenario() const { return resolved_; }
+
+ private:
+  const LoadedScenario& scenario_;
+  nlohmann::json resolved_;
+  Engine engine_;
+  Topology topology_;
+  std::unique_ptr<Network> network_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<ModelEnv> env_;
+  bool ran_ = false;
+};
+
+// Prepare and run in one call.
+RunOutput run_scenario(const LoadedScenario& scenario, const Registries& registries,
+                       const RunOptions& options = {});
+
+}  // namespace mlsim
