@@ -8,12 +8,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim_core/base/node_id.hpp"
 #include "sim_core/base/time.hpp"
 #include "sim_core/base/units.hpp"
 
 namespace mlsim {
 
-using NodeId = std::uint32_t;
 using LinkId = std::uint32_t;
 
 enum class NodeKind { kHost, kSwitch };

@@ -23,6 +23,7 @@
 namespace mlsim {
 
 class HardwareCatalog;  // sim_core/hardware/hardware.hpp
+class HostSpeeds;       // sim_core/hardware/host_speeds.hpp
 
 // What a running model can use. Owned by the runner; valid from start() to finish().
 struct ModelEnv {
@@ -30,6 +31,7 @@ struct ModelEnv {
   Network& network;
   const Topology& topology;
   const HardwareCatalog& hardware;
+  HostSpeeds& host_speeds;  // per-node compute-rate multiplier, changed at run time
   std::uint64_t seed;
   std::filesystem::path scenario_dir;  // relative paths in the scenario resolve against it
   RandomStream stream(std::string_view component) const { return RandomStream(seed, component); }

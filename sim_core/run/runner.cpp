@@ -13,6 +13,7 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
     : scenario_(scenario), resolved_(scenario.resolved) {
   try {
     topology_ = build_topology(scenario.topology);
+    host_speeds_ = std::make_unique<HostSpeeds>(topology_.nodes().size());
     MLSIM_CHECK(scenario.make_network != nullptr, "scenario loaded without a network factory");
     network_ = scenario.make_network(engine_, topology_);
     const ModelInfo* info = registries.models.find(scenario.model);
@@ -25,8 +26,8 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
   } catch (const InputError& e) {
     throw scenario.provenance.attribute(e);
   }
-  env_ = std::make_unique<ModelEnv>(
-      ModelEnv{engine_, *network_, topology_, scenario.hardware, scenario.seed, scenario.dir()});
+  env_ = std::make_unique<ModelEnv>(ModelEnv{engine_, *network_, topology_, scenario.hardware,
+                                             *host_speeds_, scenario.seed, scenario.dir()});
 }
 
 PreparedRun::~PreparedRun() = default;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/host_speeds.hpp"
 #include "sim_core/run/model.hpp"
 #include "sim_core/run/results.hpp"
 #include "sim_core/run/scenario.hpp"
@@ -77,6 +78,7 @@ class PreparedRun {
   nlohmann::json resolved_;
   Engine engine_;
   Topology topology_;
+  std::unique_ptr<HostSpeeds> host_speeds_;
   std::unique_ptr<Network> network_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ModelEnv> env_;

@@ -5,6 +5,7 @@
 #include "models/collectives/register.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/hardware.hpp"
+#include "sim_core/hardware/host_speeds.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 
@@ -43,7 +44,8 @@ TEST(CollectivesModel, RunsThroughTheRegistry) {
 
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  ModelEnv env{engine, net, topo, hardware, 1, "."};
+  HostSpeeds speeds(topo.nodes().size());
+  ModelEnv env{engine, net, topo, hardware, speeds, 1, "."};
   model->start(env);
   engine.run();
   EXPECT_DOUBLE_EQ(model->progress(env), 1.0);
@@ -115,7 +117,8 @@ TEST(CollectivesModel, RatWithLinkChanges) {
 
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  ModelEnv env{engine, net, topo, hardware, 1, "."};
+  HostSpeeds speeds(topo.nodes().size());
+  ModelEnv env{engine, net, topo, hardware, speeds, 1, "."};
   model->start(env);
   engine.run();
   Results out;
