@@ -4,7 +4,7 @@
 // show how the cost grows: linearly in the 2(n-1) n transfers.
 #include <benchmark/benchmark.h>
 
-#include "models/collectives/collective.hpp"
+#include "sim_core/collectives/collective.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 

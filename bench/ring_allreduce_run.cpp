@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "models/collectives/collective.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/collective.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 

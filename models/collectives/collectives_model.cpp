@@ -2,8 +2,8 @@
 
 #include <optional>
 
-#include "models/collectives/rat_plan.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/rat_plan.hpp"
 
 namespace mlsim::collectives {
 namespace {
@@ -30,6 +30,7 @@ class CollectivesModel final : public Model {
     out.set_metric("sent_bytes", static_cast<double>(r.bytes_sent.count));
     out.set_metric("transfers", static_cast<double>(r.transfers));
     out.set_metric("failed_transfers", static_cast<double>(r.failed_transfers));
+    out.details()["operation"] = std::string(to_string(params_.spec.operation));
     out.details()["algorithm"] = std::string(to_string(params_.spec.algorithm));
     out.details()["ranks"] = r.ranks;
     out.details()["tensor_bytes"] = r.tensor.count;
@@ -103,11 +104,22 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
   CollectiveSpec& s = p.spec;
   const std::size_t hosts = topology.hosts().size();
   system.ignore("model");  // chosen by the runner
-  const std::string algorithm = system.choice("algorithm", {"ring", "ps", "tree", "rat"});
-  s.algorithm = algorithm == "ring"   ? Algorithm::kRing
-                : algorithm == "ps"   ? Algorithm::kParameterServer
-                : algorithm == "tree" ? Algorithm::kTree
-                                      : Algorithm::kRat;
+  const std::string operation = system.choice_or(
+      "operation",
+      {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv", "all_to_all"},
+      "all_reduce");
+  for (Operation o : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
+                      Operation::kBroadcast, Operation::kSendRecv, Operation::kAllToAll})
+    if (to_string(o) == operation) s.operation = o;
+  // All-reduce names its algorithm; the other operations have one each, named by default.
+  const std::string algorithm =
+      s.operation == Operation::kAllReduce
+          ? system.choice("algorithm", {"ring", "ps", "tree", "rat"})
+          : system.choice_or("algorithm", {"ring", "tree", "direct"},
+                             std::string(to_string(algorithms_for(s.operation).front())));
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kParameterServer, Algorithm::kTree,
+                      Algorithm::kRat, Algorithm::kDirect})
+    if (to_string(a) == algorithm) s.algorithm = a;
   s.bytes = system.bytes("bytes");
   s.chunks = static_cast<int>(system.integer_or("chunks", 1, 1, 1 << 20));
   s.window = static_cast<int>(system.integer_or("window", 1, 0, 1 << 20));

@@ -16,8 +16,8 @@
 #include <memory>
 #include <vector>
 
-#include "models/collectives/collective.hpp"
-#include "models/collectives/link_conditions.hpp"
+#include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/link_conditions.hpp"
 #include "sim_core/run/model.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "models/collectives/collective.hpp"
+#include "sim_core/collectives/collective.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/network_events.hpp"
 #include "sim_core/network/topology_builders.hpp"

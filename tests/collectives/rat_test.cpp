@@ -7,10 +7,10 @@
 #include <tuple>
 #include <vector>
 
-#include "models/collectives/collective.hpp"
-#include "models/collectives/link_conditions.hpp"
-#include "models/collectives/rat_plan.hpp"
-#include "models/collectives/sender.hpp"
+#include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/link_conditions.hpp"
+#include "sim_core/collectives/rat_plan.hpp"
+#include "sim_core/collectives/sender.hpp"
 #include "sim_core/engine/random.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"

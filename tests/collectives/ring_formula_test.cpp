@@ -7,7 +7,7 @@
 #include <string>
 #include <tuple>
 
-#include "models/collectives/collective.hpp"
+#include "sim_core/collectives/collective.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 

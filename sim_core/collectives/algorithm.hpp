@@ -1,15 +1,15 @@
 #pragma once
 // The interface between a Collective and its algorithm (ring.cpp, tree.cpp,
-// parameter_server.cpp, rat.cpp). An algorithm sends messages through the Sender, is told of each
-// delivery, and says when every participant has the result.
+// parameter_server.cpp, rat.cpp, direct.cpp). An algorithm sends messages through the Sender, is
+// told of each delivery, and says when every participant has the result.
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
 
-#include "models/collectives/collective.hpp"
-#include "models/collectives/link_conditions.hpp"
-#include "models/collectives/sender.hpp"
+#include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/link_conditions.hpp"
+#include "sim_core/collectives/sender.hpp"
 
 namespace mlsim::collectives {
 
@@ -49,6 +49,10 @@ std::unique_ptr<CollectiveAlgorithm> make_tree(Collective& owner, Sender& sender
 std::unique_ptr<CollectiveAlgorithm> make_parameter_server(Collective& owner, Sender& sender,
                                                            std::uint32_t participants,
                                                            const CollectiveSpec& spec);
+// send_recv and all_to_all.
+std::unique_ptr<CollectiveAlgorithm> make_direct(Collective& owner, Sender& sender,
+                                                 std::uint32_t participants,
+                                                 const CollectiveSpec& spec);
 // rat plans with the participants' nodes and the current link conditions.
 std::unique_ptr<CollectiveAlgorithm> make_rat(Collective& owner, Sender& sender,
                                               const std::vector<NodeId>& participants,

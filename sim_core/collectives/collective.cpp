@@ -1,10 +1,67 @@
-#include "models/collectives/collective.hpp"
+#include "sim_core/collectives/collective.hpp"
 
-#include "models/collectives/algorithm.hpp"
-#include "models/collectives/sender.hpp"
+#include <algorithm>
+
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/algorithm.hpp"
+#include "sim_core/collectives/sender.hpp"
 
 namespace mlsim::collectives {
+
+std::string_view to_string(Operation o) {
+  switch (o) {
+    case Operation::kAllReduce:
+      return "all_reduce";
+    case Operation::kReduceScatter:
+      return "reduce_scatter";
+    case Operation::kAllGather:
+      return "all_gather";
+    case Operation::kBroadcast:
+      return "broadcast";
+    case Operation::kSendRecv:
+      return "send_recv";
+    case Operation::kAllToAll:
+      return "all_to_all";
+  }
+  return "?";
+}
+
+double bus_factor(Operation o, int ranks) {
+  if (ranks < 1) return 0;
+  switch (o) {
+    case Operation::kAllReduce:
+      return 2.0 * (ranks - 1) / ranks;
+    case Operation::kReduceScatter:
+    case Operation::kAllGather:
+    case Operation::kAllToAll:
+      return 1.0 * (ranks - 1) / ranks;
+    case Operation::kBroadcast:
+    case Operation::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+std::span<const Algorithm> algorithms_for(Operation o) {
+  static constexpr Algorithm kAllReduce[] = {Algorithm::kRing, Algorithm::kParameterServer,
+                                             Algorithm::kTree, Algorithm::kRat};
+  static constexpr Algorithm kRingOnly[] = {Algorithm::kRing};
+  static constexpr Algorithm kBroadcast[] = {Algorithm::kTree};
+  static constexpr Algorithm kDirect[] = {Algorithm::kDirect};
+  switch (o) {
+    case Operation::kAllReduce:
+      return kAllReduce;
+    case Operation::kReduceScatter:
+    case Operation::kAllGather:
+      return kRingOnly;
+    case Operation::kBroadcast:
+      return kBroadcast;
+    case Operation::kSendRecv:
+    case Operation::kAllToAll:
+      return kDirect;
+  }
+  return {};
+}
 
 std::string_view to_string(Algorithm a) {
   switch (a) {
@@ -16,6 +73,8 @@ std::string_view to_string(Algorithm a) {
       return "tree";
     case Algorithm::kRat:
       return "rat";
+    case Algorithm::kDirect:
+      return "direct";
   }
   return "?";
 }
@@ -26,7 +85,7 @@ double CollectiveResult::algorithm_bandwidth() const {
 }
 
 double CollectiveResult::bus_bandwidth() const {
-  return ranks > 0 ? algorithm_bandwidth() * 2.0 * (ranks - 1) / ranks : 0;
+  return algorithm_bandwidth() * bus_factor(operation, ranks);
 }
 
 void validate(const CollectiveSpec& spec, std::size_t participants, const std::string& path) {
@@ -36,6 +95,16 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
   if (spec.bytes.count < 0) throw InputError(path + ".bytes", "must not be negative");
   if (spec.chunks < 1) throw InputError(path + ".chunks", "must be at least 1");
   if (spec.window < 0) throw InputError(path + ".window", "must be 0 (unlimited) or more");
+  const auto allowed = algorithms_for(spec.operation);
+  if (std::find(allowed.begin(), allowed.end(), spec.algorithm) == allowed.end()) {
+    std::string names;
+    for (Algorithm a : allowed) names += (names.empty() ? "" : ", ") + std::string(to_string(a));
+    throw InputError(path + ".algorithm", std::string(to_string(spec.operation)) + " runs by " +
+                                              names + ", not " +
+                                              std::string(to_string(spec.algorithm)));
+  }
+  if (spec.operation == Operation::kSendRecv && n != 2)
+    throw InputError(path, "send_recv needs exactly two participants, not " + std::to_string(n));
   if (spec.algorithm == Algorithm::kParameterServer) {
     if (spec.servers < 1) throw InputError(path + ".servers", "must be at least 1");
     if (spec.placement == Placement::kDedicated && spec.servers >= n)
@@ -74,6 +143,9 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
       MLSIM_CHECK(links != nullptr, "rat needs the link conditions to plan with");
       algorithm_ = make_rat(*this, *sender_, participants_, spec_, *links);
       break;
+    case Algorithm::kDirect:
+      algorithm_ = make_direct(*this, *sender_, n, spec_);
+      break;
   }
   sender_->set_sink(algorithm_.get());
 }
@@ -97,6 +169,7 @@ CollectiveResult Collective::result() const {
   r.started = started_;
   r.finished = done_ ? finished_ : engine_.now();
   r.completed = done_;
+  r.operation = spec_.operation;
   r.ranks = algorithm_->ranks();
   r.tensor = spec_.bytes;
   r.bytes_sent = sender_->bytes_sent();

@@ -14,9 +14,9 @@
 #include <optional>
 #include <vector>
 
-#include "models/collectives/algorithm.hpp"
-#include "models/collectives/rat_plan.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/algorithm.hpp"
+#include "sim_core/collectives/rat_plan.hpp"
 #include "sim_core/engine/random.hpp"
 
 namespace mlsim::collectives {

@@ -1,11 +1,11 @@
-#include "models/collectives/rat_plan.hpp"
+#include "sim_core/collectives/rat_plan.hpp"
 
 #include <algorithm>
 #include <limits>
 #include <map>
 
-#include "models/collectives/sender.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/sender.hpp"
 
 namespace mlsim::collectives {
 namespace {

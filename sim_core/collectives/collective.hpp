@@ -1,15 +1,28 @@
 #pragma once
-// One all-reduce among a set of hosts, by one of four algorithms, over any Network backend.
-// This is the plain C++ API (tests, benchmarks, other models); the scenario-facing model is in
-// collectives_model.hpp.
+// The collective-communication layer: one collective operation among a list of hosts, moving its
+// bytes through any Network backend, with a completion callback. Every model that moves
+// gradients, activations or KV blocks between GPUs calls this (docs/collectives.md, "Library").
 //
-// Every algorithm ends with every participant holding the reduced tensor of S bytes. The tensor
-// is cut into `chunks` pieces that move independently, so later pieces overlap earlier ones
-// (pipelining). Each participant sends at most `window` messages at a time (0 = no limit); a
-// message's send slot is freed when it is delivered. With window 1, a participant's messages
-// leave one after another, as through one NIC queue, which also keeps the analytic backend (no
-// sharing) from sending a node's messages in parallel for free.
+// Operations (S = spec.bytes; n participants, indices into the participant list):
+//   all_reduce      every participant contributes S bytes and ends with their sum; by ring, tree,
+//                   parameter server (ps) or rat (below).
+//   reduce_scatter  every participant contributes S and ends with its reduced S/n share (ring:
+//                   the first n-1 steps of the ring all-reduce).
+//   all_gather      every participant contributes S/n and ends with all S (ring: the last n-1
+//                   steps of the ring all-reduce).
+//   broadcast       participant 0 sends S to everyone (tree: the down half of the reduce-broadcast
+//                   tree; arity 1 is a chain, NCCL's pipelined ring broadcast).
+//   send_recv       participant 0 sends S to participant 1 (exactly two participants).
+//   all_to_all      every participant sends S/n to every other one (direct messages, each
+//                   participant starting with its successor so that senders do not collide).
 //
+// Every operation cuts its messages into `chunks` pieces that move independently, so later pieces
+// overlap earlier ones (pipelining). Each participant sends at most `window` messages at a time (0
+// = no limit); a message's send slot is freed when it is delivered. With window 1, a participant's
+// messages leave one after another, as through one NIC queue, which also keeps the analytic backend
+// (no sharing) from sending a node's messages in parallel for free.
+//
+// All-reduce algorithms (each ends with every participant holding the reduced S bytes):
 //   ring  S is cut into n segments; 2(n-1) steps (reduce-scatter, then all-gather), in step s
 //         participant i sends segment (i - s) mod n to participant i+1 as soon as it received
 //         that segment's previous step. With one chunk and window 1 on a ring of links of
@@ -40,12 +53,20 @@
 
 namespace mlsim::collectives {
 
-enum class Algorithm { kRing, kParameterServer, kTree, kRat };
+enum class Operation { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kSendRecv, kAllToAll };
+enum class Algorithm { kRing, kParameterServer, kTree, kRat, kDirect };
 enum class Placement { kDedicated, kColocated, kSpread };
 
+std::string_view to_string(Operation o);
 std::string_view to_string(Algorithm a);
+// NCCL's bus-bandwidth factor for an operation among n ranks (nccl-tests, doc/PERFORMANCE.md):
+// 2(n-1)/n for all-reduce, (n-1)/n for reduce-scatter, all-gather and all-to-all, 1 otherwise.
+double bus_factor(Operation o, int ranks);
+// The algorithms an operation can run with (the first is its default).
+std::span<const Algorithm> algorithms_for(Operation o);
 
 struct CollectiveSpec {
+  Operation operation = Operation::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;
   Bytes bytes;                                  // S, the tensor every participant contributes
   int chunks = 1;                               // pieces the tensor is cut into, >= 1
@@ -59,17 +80,18 @@ struct CollectiveSpec {
 struct CollectiveResult {
   Time started, finished;
   bool completed = false;  // false when a transfer failed (the rest then never happens)
-  int ranks = 0;           // participants holding the tensor (ps: the workers)
-  Bytes tensor;            // S
-  Bytes bytes_sent;        // sum over all transfers started
+  Operation operation = Operation::kAllReduce;
+  int ranks = 0;     // participants holding the tensor (ps: the workers)
+  Bytes tensor;      // S
+  Bytes bytes_sent;  // sum over all transfers started
   std::uint64_t transfers = 0, failed_transfers = 0;
   // Algorithms that follow the data (rat): the (participant, piece) pairs that ended up holding
   // the sum of every participant's piece, each counted once (ranks x chunks when correct).
   std::optional<std::uint64_t> verified_pieces;
 
   double seconds() const { return (finished - started).seconds(); }
-  // S / time, and the bus bandwidth of an all-reduce: algbw x 2(ranks-1)/ranks (NCCL's
-  // convention, comparable across algorithms and sizes).
+  // S / time, and the bus bandwidth: algbw x bus_factor(operation, ranks) (NCCL's convention,
+  // comparable across algorithms and sizes; 2(ranks-1)/ranks for an all-reduce).
   double algorithm_bandwidth() const;
   double bus_bandwidth() const;
 };

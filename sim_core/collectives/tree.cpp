@@ -1,9 +1,9 @@
 // Reduce-broadcast over a k-ary tree rooted at participant 0: each piece goes up once all of a
-// node's children sent theirs, then down from the root.
+// node's children sent theirs, then down from the root. Broadcast is the down half alone.
 #include <algorithm>
 #include <vector>
 
-#include "models/collectives/algorithm.hpp"
+#include "sim_core/collectives/algorithm.hpp"
 
 namespace mlsim::collectives {
 namespace {
@@ -16,12 +16,17 @@ class Tree final : public CollectiveAlgorithm {
         arity_(static_cast<std::uint32_t>(spec.arity)),
         chunks_(static_cast<std::uint32_t>(spec.chunks)),
         tensor_(spec.bytes),
+        broadcast_only_(spec.operation == Operation::kBroadcast),
         reduced_(std::size_t{n} * chunks_, 0),
-        needed_(2 * std::uint64_t{n - 1} * chunks_) {}
+        needed_((broadcast_only_ ? 1 : 2) * std::uint64_t{n - 1} * chunks_) {}
 
   void start() override {
     if (needed_ == 0) {
       finished();
+      return;
+    }
+    if (broadcast_only_) {
+      for (std::uint32_t c = 0; c < chunks_; ++c) broadcast(0, c);
       return;
     }
     for (std::uint32_t i = 1; i < n_; ++i)
@@ -72,6 +77,7 @@ class Tree final : public CollectiveAlgorithm {
 
   const std::uint32_t n_, arity_, chunks_;
   const Bytes tensor_;
+  const bool broadcast_only_;
   std::vector<std::uint32_t> reduced_;  // pieces received from children, per (node, piece)
   const std::uint64_t needed_;
   std::uint64_t received_ = 0;

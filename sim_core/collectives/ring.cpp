@@ -1,8 +1,8 @@
 // Ring all-reduce: reduce-scatter then all-gather, 2(n-1) steps, each piece moving on as soon as
-// its previous step arrived.
+// its previous step arrived. Reduce-scatter runs the first n-1 steps, all-gather the last n-1.
 #include <vector>
 
-#include "models/collectives/algorithm.hpp"
+#include "sim_core/collectives/algorithm.hpp"
 
 namespace mlsim::collectives {
 namespace {
@@ -13,8 +13,9 @@ class Ring final : public CollectiveAlgorithm {
       : CollectiveAlgorithm(owner, sender),
         n_(n),
         chunks_(static_cast<std::uint32_t>(spec.chunks)),
-        steps_(2 * (n - 1)),
-        needed_(std::uint64_t{n} * steps_ * chunks_) {
+        first_step_(spec.operation == Operation::kAllGather ? n - 1 : 0),
+        end_step_(spec.operation == Operation::kReduceScatter ? n - 1 : 2 * (n - 1)),
+        needed_(std::uint64_t{n} * (end_step_ - first_step_) * chunks_) {
     // Segments are S/n or S/n + 1 bytes (the first S mod n segments); their pieces are listed
     // once here, so that the per-message path has no division.
     const Bytes small{spec.bytes.count / n}, large{small.count + 1};
@@ -31,13 +32,13 @@ class Ring final : public CollectiveAlgorithm {
       return;
     }
     for (std::uint32_t i = 0; i < n_; ++i)
-      for (std::uint32_t c = 0; c < chunks_; ++c) send_step(i, 0, c);
+      for (std::uint32_t c = 0; c < chunks_; ++c) send_step(i, first_step_, c);
   }
 
   void on_message(const Message& m) override {
     const auto step = static_cast<std::uint32_t>(m.tag >> 32);
     const auto c = static_cast<std::uint32_t>(m.tag);
-    if (step + 1 < steps_) send_step(m.to, step + 1, c);
+    if (step + 1 < end_step_) send_step(m.to, step + 1, c);
     if (++received_ == needed_) finished();
   }
 
@@ -59,7 +60,8 @@ class Ring final : public CollectiveAlgorithm {
     send(i, next, (std::uint64_t{step} << 32) | c, bytes);
   }
 
-  const std::uint32_t n_, chunks_, steps_;
+  const std::uint32_t n_, chunks_;
+  const std::uint32_t first_step_, end_step_;  // the steps [first, end) of the 2(n-1)
   const std::uint64_t needed_;
   std::uint32_t long_segments_ = 0;
   std::vector<Bytes> small_pieces_, large_pieces_;  // per piece index

@@ -2,7 +2,7 @@
 // shard back (pull) once every worker's piece arrived.
 #include <vector>
 
-#include "models/collectives/algorithm.hpp"
+#include "sim_core/collectives/algorithm.hpp"
 
 namespace mlsim::collectives {
 namespace {

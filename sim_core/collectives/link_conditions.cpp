@@ -1,4 +1,4 @@
-#include "models/collectives/link_conditions.hpp"
+#include "sim_core/collectives/link_conditions.hpp"
 
 #include "sim_core/base/error.hpp"
 

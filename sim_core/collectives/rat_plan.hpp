@@ -28,7 +28,7 @@
 #include <span>
 #include <vector>
 
-#include "models/collectives/link_conditions.hpp"
+#include "sim_core/collectives/link_conditions.hpp"
 #include "sim_core/network/routing.hpp"
 
 namespace mlsim::collectives {

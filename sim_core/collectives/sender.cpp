@@ -1,4 +1,4 @@
-#include "models/collectives/sender.hpp"
+#include "sim_core/collectives/sender.hpp"
 
 #include <limits>
 
