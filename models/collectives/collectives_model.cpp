@@ -4,6 +4,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/rat_plan.hpp"
+#include "sim_core/collectives/read_costs.hpp"
 
 namespace mlsim::collectives {
 namespace {
@@ -28,11 +29,13 @@ class CollectivesModel final : public Model {
     out.set_metric("algbw_bytes_per_s", r.algorithm_bandwidth());
     out.set_metric("busbw_bytes_per_s", r.bus_bandwidth());
     out.set_metric("sent_bytes", static_cast<double>(r.bytes_sent.count));
+    out.set_metric("wire_bytes", static_cast<double>(r.wire_bytes.count));
     out.set_metric("transfers", static_cast<double>(r.transfers));
     out.set_metric("failed_transfers", static_cast<double>(r.failed_transfers));
     out.details()["operation"] = std::string(to_string(params_.spec.operation));
     out.details()["algorithm"] = std::string(to_string(params_.spec.algorithm));
     out.details()["ranks"] = r.ranks;
+    if (r.protocol) out.details()["protocol"] = std::string(to_string(*r.protocol));
     out.details()["tensor_bytes"] = r.tensor.count;
     if (r.verified_pieces)
       out.set_metric("verified_pieces", static_cast<double>(*r.verified_pieces));
@@ -136,6 +139,12 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
   }
   if (s.algorithm == Algorithm::kTree)
     s.arity = static_cast<int>(system.integer_or("arity", 2, 1, 1 << 16));
+  if (s.algorithm == Algorithm::kRing)
+    s.channels = static_cast<int>(system.integer_or("channels", 1, 1, 1 << 10));
+  if (std::optional<JsonReader> costs = system.optional_object("costs"))
+    s.costs = read_cost_model(*costs);
+  if (std::optional<JsonReader> host = system.optional_object("host"))
+    s.host = read_host_costs(*host);
   p.link_changes = read_link_changes(system, topology);
   system.finish();
   validate(s, static_cast<std::size_t>(p.participants), system.path());

@@ -29,6 +29,7 @@ class CollectiveAlgorithm : public MessageSink {
     sender_.send(Message{from, to, tag, bytes});
   }
   void finished() { owner_.finish(); }
+  Engine& engine() const { return owner_.engine(); }
 
  private:
   Collective& owner_;
@@ -40,9 +41,11 @@ inline Bytes piece(Bytes total, std::int64_t parts, std::int64_t i) {
   return Bytes{total.count / parts + (i < total.count % parts ? 1 : 0)};
 }
 
+// ring uses the link conditions, when given, to lay its channels out by region.
 std::unique_ptr<CollectiveAlgorithm> make_ring(Collective& owner, Sender& sender,
-                                               std::uint32_t participants,
-                                               const CollectiveSpec& spec);
+                                               const std::vector<NodeId>& participants,
+                                               const CollectiveSpec& spec,
+                                               const LinkConditions* links);
 std::unique_ptr<CollectiveAlgorithm> make_tree(Collective& owner, Sender& sender,
                                                std::uint32_t participants,
                                                const CollectiveSpec& spec);

@@ -4,6 +4,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/algorithm.hpp"
+#include "sim_core/collectives/link_conditions.hpp"
 #include "sim_core/collectives/sender.hpp"
 
 namespace mlsim::collectives {
@@ -94,7 +95,22 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
   if (n >= (std::int64_t{1} << 31)) throw InputError(path, "too many participants");
   if (spec.bytes.count < 0) throw InputError(path + ".bytes", "must not be negative");
   if (spec.chunks < 1) throw InputError(path + ".chunks", "must be at least 1");
+  if (spec.channels < 1) throw InputError(path + ".channels", "must be at least 1");
   if (spec.window < 0) throw InputError(path + ".window", "must be 0 (unlimited) or more");
+  if (spec.costs.launch < Time::zero())
+    throw InputError(path + ".costs.launch", "must not be negative");
+  for (Protocol p : kProtocols) {
+    const ProtocolCost& c = spec.costs.of(p);
+    const std::string where = path + ".costs.protocols." + std::string(to_string(p));
+    if (c.hop_latency < Time::zero())
+      throw InputError(where + ".hop_latency", "must not be negative");
+    if (!(c.efficiency > 0 && c.efficiency <= 1))
+      throw InputError(where + ".efficiency", "must be in (0, 1]");
+  }
+  if (spec.host.message_overhead < Time::zero())
+    throw InputError(path + ".host.message_overhead", "must not be negative");
+  if (spec.host.ps_aggregation.bytes_per_s < 0)
+    throw InputError(path + ".host.ps_aggregation", "must not be negative");
   const auto allowed = algorithms_for(spec.operation);
   if (std::find(allowed.begin(), allowed.end(), spec.algorithm) == allowed.end()) {
     std::string names;
@@ -127,11 +143,26 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
       participants_(std::move(participants)),
       on_done_(std::move(on_done)) {
   validate(spec_, participants_.size(), "collective");
-  sender_ = std::make_unique<Sender>(network, participants_, spec_.window, spec_.flow_label);
+  ProtocolCost protocol;  // none: no protocol costs
+  if (spec_.costs.has_protocols()) {
+    int enabled = 0;
+    for (Protocol p : kProtocols) enabled += spec_.costs.of(p).enabled ? 1 : 0;
+    Bandwidth narrowest;
+    if (enabled > 1) {
+      MLSIM_CHECK(links != nullptr, "choosing a protocol needs the link conditions");
+      narrowest = ring_bottleneck(*links, participants_, spec_.flow_label);
+    }
+    protocol_ = choose_protocol(spec_.costs, spec_.operation, spec_.algorithm,
+                                static_cast<int>(participants_.size()), spec_.arity, spec_.bytes,
+                                narrowest);
+    protocol = spec_.costs.of(*protocol_);
+  }
+  sender_ = std::make_unique<Sender>(engine, network, participants_, spec_.window, spec_.flow_label,
+                                     protocol, spec_.host.message_overhead);
   const auto n = static_cast<std::uint32_t>(participants_.size());
   switch (spec_.algorithm) {
     case Algorithm::kRing:
-      algorithm_ = make_ring(*this, *sender_, n, spec_);
+      algorithm_ = make_ring(*this, *sender_, participants_, spec_, links);
       break;
     case Algorithm::kParameterServer:
       algorithm_ = make_parameter_server(*this, *sender_, n, spec_);
@@ -154,7 +185,11 @@ Collective::~Collective() = default;
 
 void Collective::start() {
   started_ = engine_.now();
-  algorithm_->start();
+  if (spec_.costs.launch > Time::zero()) {
+    engine_.schedule_in(spec_.costs.launch, [this] { algorithm_->start(); });
+  } else {
+    algorithm_->start();
+  }
 }
 
 void Collective::finish() {
@@ -173,6 +208,8 @@ CollectiveResult Collective::result() const {
   r.ranks = algorithm_->ranks();
   r.tensor = spec_.bytes;
   r.bytes_sent = sender_->bytes_sent();
+  r.wire_bytes = sender_->wire_bytes();
+  r.protocol = protocol_;
   r.transfers = sender_->transfers();
   r.failed_transfers = sender_->failed();
   r.verified_pieces = algorithm_->verified_pieces();

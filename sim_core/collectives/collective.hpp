@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim_core/collectives/costs.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/engine/inline_function.hpp"
 #include "sim_core/network/network.hpp"
@@ -68,13 +69,16 @@ std::span<const Algorithm> algorithms_for(Operation o);
 struct CollectiveSpec {
   Operation operation = Operation::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;
-  Bytes bytes;                                  // S, the tensor every participant contributes
-  int chunks = 1;                               // pieces the tensor is cut into, >= 1
-  int window = 1;                               // messages in flight per participant, 0 = unlimited
-  int servers = 1;                              // ps
+  Bytes bytes;       // S, the tensor every participant contributes
+  int chunks = 1;    // pieces the tensor is cut into, >= 1
+  int channels = 1;  // ring: rings run at once, each over a share of S, laid out by region
+  int window = 1;    // messages in flight per participant, 0 = unlimited
+  int servers = 1;   // ps
   Placement placement = Placement::kDedicated;  // ps
   int arity = 2;                                // tree
   std::uint64_t flow_label = 0;                 // mixed into every transfer's ECMP label
+  CostModel costs;                              // launch, per-hop latency, protocols (costs.hpp)
+  HostCosts host;                               // per-message overhead, PS aggregation rate
 };
 
 struct CollectiveResult {
@@ -83,7 +87,9 @@ struct CollectiveResult {
   Operation operation = Operation::kAllReduce;
   int ranks = 0;     // participants holding the tensor (ps: the workers)
   Bytes tensor;      // S
-  Bytes bytes_sent;  // sum over all transfers started
+  Bytes bytes_sent;  // payload, summed over all transfers started
+  Bytes wire_bytes;  // what the network carried: payload / the protocol's efficiency
+  std::optional<Protocol> protocol;  // the one chosen, when the cost model has protocols
   std::uint64_t transfers = 0, failed_transfers = 0;
   // Algorithms that follow the data (rat): the (participant, piece) pairs that ended up holding
   // the sum of every participant's piece, each counted once (ranks x chunks when correct).
@@ -108,7 +114,9 @@ class Collective {
   using DoneCallback = InlineFunction<void(const CollectiveResult&), 32>;
   // `participants` are node ids (usually hosts); engine and network must outlive the collective.
   // `links` (the topology and the links' current state) is required by rat, which plans with
-  // it, and must then outlive the collective too.
+  // it, and by a cost model with more than one protocol, which chooses one from the narrowest
+  // route between consecutive participants when the collective is built; it must then outlive
+  // the collective too.
   Collective(Engine& engine, Network& network, std::vector<NodeId> participants,
              const CollectiveSpec& spec, DoneCallback on_done = nullptr,
              const LinkConditions* links = nullptr);
@@ -116,13 +124,15 @@ class Collective {
   Collective(const Collective&) = delete;
   Collective& operator=(const Collective&) = delete;
 
-  // Starts at engine.now(); on_done runs when the last participant has the result.
+  // Starts at engine.now() (the first message leaves after costs.launch); on_done runs when the
+  // last participant has the result.
   void start();
   bool done() const { return done_; }
   // Complete once done(); otherwise what happened so far.
   CollectiveResult result() const;
   // Messages delivered so far over messages needed, for progress lines.
   double progress() const;
+  Engine& engine() const { return engine_; }
 
  private:
   friend class CollectiveAlgorithm;
@@ -133,6 +143,7 @@ class Collective {
   std::vector<NodeId> participants_;
   std::unique_ptr<Sender> sender_;
   std::unique_ptr<CollectiveAlgorithm> algorithm_;
+  std::optional<Protocol> protocol_;
   DoneCallback on_done_;
   Time started_, finished_;
   bool done_ = false;

@@ -4,6 +4,7 @@
 // code that changes links (the collectives model, a test) changes them through this record as
 // well, and topology-aware algorithms (rat) plan with it.
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sim_core/engine/engine.hpp"
@@ -47,6 +48,12 @@ class LinkConditions {
 
 // The links from a to b and from b to a; empty when the nodes are not neighbours.
 std::vector<LinkId> links_between(const Topology& topology, NodeId a, NodeId b);
+
+// Narrowest usable bandwidth over the routes from each participant to the next (the last to the
+// first), with the ECMP labels the collective's transfers use: the bandwidth a ring gets without
+// contention. 0 when a route is missing.
+Bandwidth ring_bottleneck(const LinkConditions& conditions, std::span<const NodeId> participants,
+                          std::uint64_t flow_label);
 
 // Applies the changes due now at once (so that what starts now sees them) and schedules the
 // others on the engine. `conditions` and `network` must outlive the scheduled events.

@@ -1,5 +1,7 @@
 // Parameter-server all-reduce: workers push shards to their servers, servers send the reduced
-// shard back (pull) once every worker's piece arrived.
+// shard back (pull) once every worker's piece arrived. With host.ps_aggregation = R, a server
+// sums each pushed piece of b bytes in b / R, one piece after another, before it counts.
+#include <algorithm>
 #include <vector>
 
 #include "sim_core/collectives/algorithm.hpp"
@@ -17,6 +19,8 @@ class ParameterServer final : public CollectiveAlgorithm {
         spread_(spec.placement == Placement::kSpread),
         chunks_(static_cast<std::uint32_t>(spec.chunks)),
         tensor_(spec.bytes),
+        aggregation_(spec.host.ps_aggregation),
+        busy_until_(servers_, Time::zero()),
         contributions_(std::size_t{servers_} * chunks_, 0),
         needed_(std::uint64_t{workers_} * servers_ * chunks_) {}
 
@@ -40,7 +44,13 @@ class ParameterServer final : public CollectiveAlgorithm {
     const auto k = static_cast<std::uint32_t>((m.tag >> 1) / chunks_);
     const auto c = static_cast<std::uint32_t>((m.tag >> 1) % chunks_);
     if ((m.tag & 1) == kPush) {
-      contributed(k, c);
+      if (aggregation_.bytes_per_s > 0) {
+        Time& busy = busy_until_[k];
+        busy = std::max(busy, engine().now()) + transfer_time(m.bytes, aggregation_);
+        engine().schedule_at(busy, [this, k, c] { contributed(k, c); });
+      } else {
+        contributed(k, c);
+      }
     } else {
       got_one();
     }
@@ -84,6 +94,8 @@ class ParameterServer final : public CollectiveAlgorithm {
   const bool spread_;
   const std::uint32_t chunks_;
   const Bytes tensor_;
+  const Bandwidth aggregation_;   // 0: summing is free
+  std::vector<Time> busy_until_;  // per server: when it has summed what it received so far
   std::vector<std::uint32_t> contributions_;  // workers' pieces reduced, per (shard, piece)
   const std::uint64_t needed_;
   std::uint64_t pulled_ = 0;

@@ -1,5 +1,7 @@
 #include "sim_core/collectives/sender.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "sim_core/base/error.hpp"
@@ -11,14 +13,22 @@ std::uint64_t transfer_label(std::uint64_t flow_label, std::uint32_t from, std::
   return mix64(flow_label ^ ((std::uint64_t{from} << 32) | to));
 }
 
-Sender::Sender(Network& network, std::vector<NodeId> nodes, int window, std::uint64_t flow_label)
-    : network_(network),
+Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int window,
+               std::uint64_t flow_label, const ProtocolCost& protocol, Time message_overhead)
+    : engine_(engine),
+      network_(network),
       nodes_(std::move(nodes)),
       window_(window <= 0 ? std::numeric_limits<std::uint32_t>::max()
                           : static_cast<std::uint32_t>(window)),
       flow_label_(flow_label),
+      hop_latency_(protocol.hop_latency),
+      efficiency_(protocol.efficiency),
+      message_overhead_(message_overhead),
       queues_(nodes_.size()),
-      in_flight_(nodes_.size(), 0) {}
+      in_flight_(nodes_.size(), 0) {
+  MLSIM_CHECK(efficiency_ > 0 && efficiency_ <= 1, "protocol efficiency outside (0, 1]");
+  if (message_overhead_ > Time::zero()) host_free_.assign(nodes_.size(), Time::zero());
+}
 
 void Sender::send(const Message& m) {
   MLSIM_CHECK(m.from < nodes_.size() && m.to < nodes_.size() && m.from != m.to,
@@ -44,10 +54,32 @@ void Sender::transmit(const Message& m) {
   ++in_flight_[m.from];
   ++transfers_;
   bytes_sent_ += m.bytes;
+  const Bytes wire = efficiency_ < 1 ? Bytes{static_cast<std::int64_t>(std::ceil(
+                                           static_cast<double>(m.bytes.count) / efficiency_))}
+                                     : m.bytes;
+  wire_bytes_ += wire;
+  if (message_overhead_ == Time::zero()) {
+    start_transfer(m, wire);
+    return;
+  }
+  Time& free = host_free_[m.from];
+  free = std::max(free, engine_.now()) + message_overhead_;
+  engine_.schedule_at(free, [this, m, wire] { start_transfer(m, wire); });
+}
+
+void Sender::start_transfer(const Message& m, Bytes wire) {
   const std::uint64_t label = transfer_label(flow_label_, m.from, m.to);
   network_.start_transfer(
-      nodes_[m.from], nodes_[m.to], m.bytes,
-      [this, m](const TransferResult& r) { on_delivered(m, r.failed); }, label);
+      nodes_[m.from], nodes_[m.to], wire,
+      [this, m](const TransferResult& r) { on_arrived(m, r.failed); }, label);
+}
+
+void Sender::on_arrived(const Message& m, bool failed) {
+  if (failed || hop_latency_ == Time::zero()) {
+    on_delivered(m, failed);
+  } else {
+    engine_.schedule_in(hop_latency_, [this, m] { on_delivered(m, false); });
+  }
 }
 
 void Sender::on_delivered(const Message& m, bool failed) {

@@ -3,10 +3,17 @@
 // network. Algorithms hand messages over; the sender starts at most `window` transfers per
 // participant at a time (0 = no limit), in the order they were handed over, and reports each
 // delivered message to the algorithm.
+//
+// Costs (costs.hpp), all zero by default: a message first waits for its sender's CPU/NIC
+// overhead (paid one message after another per participant), then moves bytes / efficiency on
+// the wire, and is reported hop_latency after its last byte arrived; its send slot stays taken
+// until then.
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "sim_core/collectives/costs.hpp"
+#include "sim_core/engine/engine.hpp"
 #include "sim_core/network/network.hpp"
 
 namespace mlsim::collectives {
@@ -30,13 +37,17 @@ std::uint64_t transfer_label(std::uint64_t flow_label, std::uint32_t from, std::
 
 class Sender {
  public:
-  // `nodes[i]` is participant i's node. Network must outlive the sender.
-  Sender(Network& network, std::vector<NodeId> nodes, int window, std::uint64_t flow_label);
+  // `nodes[i]` is participant i's node. Engine and network must outlive the sender.
+  Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int window,
+         std::uint64_t flow_label, const ProtocolCost& protocol = {},
+         Time message_overhead = Time::zero());
   void set_sink(MessageSink* sink) { sink_ = sink; }
 
   void send(const Message& m);
 
+  // Payload handed to the network, and what it put on the wire (payload / efficiency).
   Bytes bytes_sent() const { return bytes_sent_; }
+  Bytes wire_bytes() const { return wire_bytes_; }
   std::uint64_t transfers() const { return transfers_; }
   std::uint64_t failed() const { return failed_; }
 
@@ -50,16 +61,23 @@ class Sender {
 
   void pump(std::uint32_t participant);
   void transmit(const Message& m);
+  void start_transfer(const Message& m, Bytes wire);
+  void on_arrived(const Message& m, bool failed);
   void on_delivered(const Message& m, bool failed);
 
+  Engine& engine_;
   Network& network_;
   std::vector<NodeId> nodes_;
   std::uint32_t window_;
   std::uint64_t flow_label_;
+  Time hop_latency_;
+  double efficiency_;
+  Time message_overhead_;
   MessageSink* sink_ = nullptr;
   std::vector<Queue> queues_;
   std::vector<std::uint32_t> in_flight_;
-  Bytes bytes_sent_;
+  std::vector<Time> host_free_;  // when each participant's CPU/NIC overhead is paid up to
+  Bytes bytes_sent_, wire_bytes_;
   std::uint64_t transfers_ = 0, failed_ = 0;
 };
 

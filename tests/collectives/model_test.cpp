@@ -1,6 +1,8 @@
 // The scenario-facing model: strict reading of "system", and metrics in Results.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "models/collectives/collectives_model.hpp"
 #include "models/collectives/register.hpp"
 #include "sim_core/base/error.hpp"
@@ -150,4 +152,50 @@ TEST(CollectivesModel, LinkChangeErrors) {
                 .find("system.link_changes[0]"),
             std::string::npos);
   EXPECT_EQ(with({{"between", {"h0", "sw0"}}, {"bandwidth", "1Gbps"}}), "no error");
+}
+
+TEST(CollectivesModel, CostKeys) {
+  const Topology topo = build_topology(RingSpec{4, kLink});
+  nlohmann::json system = {
+      {"algorithm", "ring"},
+      {"bytes", "4MB"},
+      {"channels", 2},
+      {"costs",
+       {{"launch", "5us"},
+        {"protocols", {{"Simple", {{"hop_latency", "1us"}}}, {"LL", {{"efficiency", 0.5}}}}}}},
+      {"host", {{"message_overhead", "2us"}}}};
+  JsonReader r(system, "system");
+  const auto p = collectives::read_collectives_params(r, topo);
+  EXPECT_EQ(p.spec.channels, 2);
+  EXPECT_EQ(p.spec.costs.launch, Time::us(5));
+  EXPECT_TRUE(p.spec.costs.of(collectives::Protocol::kSimple).enabled);
+  EXPECT_EQ(p.spec.costs.of(collectives::Protocol::kSimple).hop_latency, Time::us(1));
+  EXPECT_FALSE(p.spec.costs.of(collectives::Protocol::kLL128).enabled);
+  EXPECT_DOUBLE_EQ(p.spec.costs.of(collectives::Protocol::kLL).efficiency, 0.5);
+  EXPECT_EQ(p.spec.host.message_overhead, Time::us(2));
+
+  EXPECT_NE(error_of({{"algorithm", "ring"},
+                      {"bytes", "1MiB"},
+                      {"costs", {{"protocols", {{"LL", {{"efficiency", 2}}}}}}}})
+                .find("system.costs.protocols.LL.efficiency"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"algorithm", "ring"}, {"bytes", "1MiB"}, {"costs", {{"lunch", "1us"}}}})
+                .find("lunch"),
+            std::string::npos);
+  EXPECT_NE(error_of({{"algorithm", "tree"}, {"bytes", "1MiB"}, {"channels", 2}}).find("channels"),
+            std::string::npos);
+}
+
+TEST(CollectivesModel, ShippedNcclCostsLoad) {
+  // The calibrated fragment (tools/calibrate_collectives.py) is a valid "system.costs".
+  std::ifstream in(std::string(MLSIM_SOURCE_DIR) + "/workloads/collectives/nccl_a100.json");
+  ASSERT_TRUE(in);
+  nlohmann::json fragment = nlohmann::json::parse(in);
+  nlohmann::json system = {{"algorithm", "ring"}, {"bytes", "1MiB"}};
+  system["costs"] = fragment["system"]["costs"];
+  const Topology topo = build_topology(RingSpec{4, kLink});
+  JsonReader r(system, "system");
+  const auto p = collectives::read_collectives_params(r, topo);
+  EXPECT_GT(p.spec.costs.launch, Time::zero());
+  for (auto proto : collectives::kProtocols) EXPECT_TRUE(p.spec.costs.of(proto).enabled);
 }

@@ -1,0 +1,90 @@
+#include "sim_core/collectives/costs.hpp"
+
+#include <limits>
+
+#include "sim_core/base/error.hpp"
+#include "sim_core/collectives/collective.hpp"
+
+namespace mlsim::collectives {
+
+std::string_view to_string(Protocol p) {
+  switch (p) {
+    case Protocol::kLL:
+      return "LL";
+    case Protocol::kLL128:
+      return "LL128";
+    case Protocol::kSimple:
+      return "Simple";
+  }
+  return "?";
+}
+
+bool CostModel::has_protocols() const {
+  for (const ProtocolCost& p : protocols)
+    if (p.enabled) return true;
+  return false;
+}
+
+namespace {
+// Levels below the root of a k-ary tree of n nodes numbered breadth first (k = 1: a chain).
+int tree_depth(int n, int arity) {
+  int depth = 0;
+  std::int64_t last = 0;  // index of the last node at this depth
+  while (last < n - 1) {
+    last = last * arity + arity;
+    ++depth;
+  }
+  return depth;
+}
+}  // namespace
+
+int critical_steps(Operation op, Algorithm a, int n, int arity) {
+  switch (op) {
+    case Operation::kReduceScatter:
+    case Operation::kAllGather:
+    case Operation::kAllToAll:
+      return n - 1;
+    case Operation::kSendRecv:
+      return 1;
+    case Operation::kBroadcast:
+      return tree_depth(n, arity);
+    case Operation::kAllReduce:
+      break;
+  }
+  switch (a) {
+    case Algorithm::kRing:
+      return 2 * (n - 1);
+    case Algorithm::kTree:
+      return 2 * tree_depth(n, arity);
+    case Algorithm::kParameterServer:
+      return 2;
+    case Algorithm::kRat:
+      return 4;
+    case Algorithm::kDirect:
+      return 1;
+  }
+  return 1;
+}
+
+Protocol choose_protocol(const CostModel& model, Operation op, Algorithm a, int n, int arity,
+                         Bytes bytes, Bandwidth bandwidth) {
+  MLSIM_CHECK(model.has_protocols(), "choose_protocol without an enabled protocol");
+  const double steps = critical_steps(op, a, n, arity);
+  const double wire = bus_factor(op, n) * static_cast<double>(bytes.count);
+  double best_time = std::numeric_limits<double>::infinity();
+  Protocol best = Protocol::kSimple;
+  for (Protocol p : kProtocols) {
+    const ProtocolCost& c = model.of(p);
+    if (!c.enabled) continue;
+    const double seconds =
+        steps * c.hop_latency.seconds() +
+        (bandwidth.bytes_per_s > 0 ? wire / (c.efficiency * bandwidth.bytes_per_s) : 0);
+    if (seconds <= best_time) {
+      best_time = seconds;
+      best = p;
+    }
+  }
+  return best;
+}
+
+}  // namespace mlsim::collectives

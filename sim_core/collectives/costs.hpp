@@ -1,0 +1,67 @@
+#pragma once
+// What a collective costs besides moving its bytes: NCCL-like per-call and per-step costs, and
+// host costs (CPU/NIC per message, parameter-server aggregation).
+//
+// The structure follows NCCL's own tuning model (NVIDIA/nccl src/graph/tuning.cc,
+// ncclTopoTuneModel and ncclTopoGetAlgoTime): a call's time is a latency plus bytes over a
+// bandwidth, the latency a base part per call plus a hardware part per step, the bandwidth the
+// links' times a per-protocol factor, and the protocol (LL, LL128, Simple) is the one with the
+// smallest estimated time for the call's size. Here only the choice uses that closed form: the
+// simulation itself pays `launch` once per call, `hop_latency` once per message (a step of one
+// piece: flag polling and synchronisation between the two GPUs' kernels), the links' own latency
+// through the network, and sends bytes / efficiency on the wire through the Network backend, so
+// bandwidth comes from the links the bytes cross, contention included.
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "sim_core/base/time.hpp"
+#include "sim_core/base/units.hpp"
+
+namespace mlsim::collectives {
+
+enum class Operation;
+enum class Algorithm;
+
+enum class Protocol : std::uint8_t { kLL, kLL128, kSimple };
+inline constexpr std::array<Protocol, 3> kProtocols = {Protocol::kLL, Protocol::kLL128,
+                                                       Protocol::kSimple};
+std::string_view to_string(Protocol p);
+
+struct ProtocolCost {
+  bool enabled = false;
+  Time hop_latency;         // per message
+  double efficiency = 1.0;  // payload bytes / bytes on the wire, in (0, 1]
+};
+
+struct CostModel {
+  Time launch;  // per call, before the first message leaves
+  // Indexed by Protocol. None enabled: no protocol costs (bytes as given, no hop latency).
+  std::array<ProtocolCost, 3> protocols{};
+
+  const ProtocolCost& of(Protocol p) const { return protocols[static_cast<std::size_t>(p)]; }
+  ProtocolCost& of(Protocol p) { return protocols[static_cast<std::size_t>(p)]; }
+  bool has_protocols() const;
+};
+
+struct HostCosts {
+  // CPU/NIC time a participant spends per message it sends (RPC, send/receive system calls),
+  // one message after another: a message leaves once its sender's previous overheads are paid.
+  Time message_overhead;
+  // Bytes per second a parameter server sums (one piece after another per server); 0 = free.
+  Bandwidth ps_aggregation;
+};
+
+// Messages on the critical path of one piece, as NCCL counts steps: ring all-reduce 2(n-1),
+// reduce-scatter and all-gather n-1, a k-ary tree twice its depth (broadcast once), a parameter
+// server 2 (push, pull), rat 4 (gather, up, down, scatter), send/recv 1, all-to-all n-1.
+int critical_steps(Operation op, Algorithm a, int participants, int arity);
+
+// NCCL-like protocol choice: the enabled protocol with the smallest
+//   critical_steps x hop_latency + bus_factor x S / (efficiency x bandwidth)
+// where `bandwidth` is the narrowest route between consecutive participants; ties go to the
+// later protocol (Simple over LL128 over LL). Requires model.has_protocols().
+Protocol choose_protocol(const CostModel& model, Operation op, Algorithm a, int participants,
+                         int arity, Bytes bytes, Bandwidth bandwidth);
+
+}  // namespace mlsim::collectives

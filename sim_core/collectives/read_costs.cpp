@@ -1,0 +1,34 @@
+#include "sim_core/collectives/read_costs.hpp"
+
+#include <string>
+
+namespace mlsim::collectives {
+
+CostModel read_cost_model(JsonReader& costs) {
+  CostModel m;
+  m.launch = costs.duration_or("launch", "0s");
+  if (std::optional<JsonReader> protocols = costs.optional_object("protocols")) {
+    for (Protocol p : kProtocols) {
+      std::optional<JsonReader> entry = protocols->optional_object(to_string(p));
+      if (!entry) continue;
+      ProtocolCost& c = m.of(p);
+      c.enabled = true;
+      c.hop_latency = entry->duration_or("hop_latency", "0s");
+      c.efficiency = entry->number_or("efficiency", 1.0, 1e-3, 1.0);
+      entry->finish();
+    }
+    protocols->finish();
+  }
+  costs.finish();
+  return m;
+}
+
+HostCosts read_host_costs(JsonReader& host) {
+  HostCosts h;
+  h.message_overhead = host.duration_or("message_overhead", "0s");
+  if (host.has("ps_aggregation")) h.ps_aggregation = host.bandwidth("ps_aggregation");
+  host.finish();
+  return h;
+}
+
+}  // namespace mlsim::collectives

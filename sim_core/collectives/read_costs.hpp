@@ -1,0 +1,20 @@
+#pragma once
+// Reads a collective's costs from a scenario object (strict: unknown keys are errors), the keys
+// every model that runs collectives accepts (docs/collectives.md, "Costs"):
+//
+//   "costs": {"launch": "5us",
+//             "protocols": {"LL":     {"hop_latency": "0.6us", "efficiency": 0.5},
+//                           "LL128":  {"hop_latency": "1.2us", "efficiency": 0.9375},
+//                           "Simple": {"hop_latency": "4us",   "efficiency": 1}}}
+//   "host":  {"message_overhead": "10us", "ps_aggregation": "12GB/s"}
+//
+// A protocol that is listed is enabled; none listed: no protocol costs. Absent keys cost nothing.
+#include "sim_core/collectives/costs.hpp"
+#include "sim_core/scenario/json_reader.hpp"
+
+namespace mlsim::collectives {
+
+CostModel read_cost_model(JsonReader& costs);
+HostCosts read_host_costs(JsonReader& host);
+
+}  // namespace mlsim::collectives

@@ -1,0 +1,214 @@
+// The collective layer's costs (sim_core/collectives/costs.hpp) against times computed by hand,
+// and a property test over random collectives. Links are 1 GB/s (1 byte per ns) with 100 ns
+// latency; on a star a message crosses two links.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/link_conditions.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
+
+using namespace mlsim;
+using namespace mlsim::collectives;
+
+namespace {
+const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+
+CollectiveResult run(const Topology& topo, Sharing sharing, const CollectiveSpec& spec,
+                     std::vector<NodeId> participants = {}) {
+  Engine engine;
+  FluidNetwork net(engine, topo, sharing);
+  LinkConditions links(topo);
+  if (participants.empty()) participants = topo.hosts();
+  return run_collective(engine, net, participants, spec, &links);
+}
+
+CollectiveSpec ring(std::int64_t bytes) {
+  CollectiveSpec s;
+  s.bytes = Bytes{bytes};
+  return s;
+}
+
+// LL, LL128 and Simple with NCCL-like shapes: LL cheap per hop but half the bandwidth.
+CostModel three_protocols() {
+  CostModel m;
+  m.of(Protocol::kLL) = {true, Time::ns(500), 0.5};
+  m.of(Protocol::kLL128) = {true, Time::us(1), 0.9375};
+  m.of(Protocol::kSimple) = {true, Time::us(5), 1.0};
+  return m;
+}
+}  // namespace
+
+TEST(Costs, RingAllReduceHasALatencyFloor) {
+  // n = 4 on a ring of links; launch 5 us, Simple only with 1 us per hop. Each of the 2(n-1) = 6
+  // steps moves S/4 and pays the link's 100 ns and the 1 us hop:
+  //   S = 4 MB:  5 us + 6 x (1,000,000 + 100 + 1,000) ns = 6,011,600 ns
+  //   S = 400 B: 5 us + 6 x (100 + 100 + 1,000) ns       = 12,200 ns: the floor, 5 us + 6 x 1.1 us,
+  //   is 98% of it.
+  const Topology topo = build_topology(RingSpec{4, kLink});
+  for (Sharing sharing : {Sharing::kNone, Sharing::kMaxMin}) {
+    CollectiveSpec spec = ring(4'000'000);
+    spec.costs.launch = Time::us(5);
+    spec.costs.of(Protocol::kSimple) = {true, Time::us(1), 1.0};
+    auto r = run(topo, sharing, spec);
+    ASSERT_TRUE(r.completed);
+    EXPECT_EQ(r.finished, Time::ns(6'011'600));
+    EXPECT_EQ(r.protocol, Protocol::kSimple);
+    spec.bytes = Bytes{400};
+    r = run(topo, sharing, spec);
+    EXPECT_EQ(r.finished, Time::ns(12'200));
+  }
+}
+
+TEST(Costs, ProtocolFollowsTheSizeLikeNccl) {
+  // Estimated time per protocol: 6 hops x h + 1.5 S / (efficiency x 1 GB/s) (ring, n = 4):
+  //   S = 1 kB:   LL 3 + 3 = 6 us,  LL128 6 + 1.6 = 7.6 us,  Simple 30 + 1.5 us      -> LL
+  //   S = 100 kB: LL 3 + 300 us,    LL128 6 + 160 = 166 us,  Simple 30 + 150 = 180   -> LL128
+  //   S = 10 MB:  LL 30,003 us,     LL128 16,006 us,         Simple 15,030 us        -> Simple
+  const Topology topo = build_topology(RingSpec{4, kLink});
+  CollectiveSpec spec = ring(1'000);
+  spec.costs = three_protocols();
+  auto r = run(topo, Sharing::kMaxMin, spec);
+  EXPECT_EQ(r.protocol, Protocol::kLL);
+  // LL on the wire: each 250 B piece is 500 B (4 data bytes per 8): 6 x (500 + 100 + 500) ns.
+  EXPECT_EQ(r.finished, Time::ns(6 * 1'100));
+  EXPECT_EQ(r.bytes_sent, Bytes{6'000});  // 2(n-1) S
+  EXPECT_EQ(r.wire_bytes, Bytes{12'000});
+  spec.bytes = Bytes{100'000};
+  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).protocol, Protocol::kLL128);
+  spec.bytes = Bytes{10'000'000};
+  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).protocol, Protocol::kSimple);
+  // The choice is the closed form's argmin.
+  EXPECT_EQ(choose_protocol(spec.costs, Operation::kAllReduce, Algorithm::kRing, 4, 2,
+                            Bytes{100'000}, Bandwidth{1e9}),
+            Protocol::kLL128);
+  // Over a 100x faster link the same 100 kB is latency-bound: LL.
+  EXPECT_EQ(choose_protocol(spec.costs, Operation::kAllReduce, Algorithm::kRing, 4, 2,
+                            Bytes{100'000}, Bandwidth{1e11}),
+            Protocol::kLL);
+}
+
+TEST(Costs, SendRecvPaysLaunchAndOneHop) {
+  // 1 MB over two links: 2 us launch + 1,000,000 + 200 ns + 1 us hop.
+  const Topology topo = build_topology(StarSpec{2, kLink});
+  CollectiveSpec spec;
+  spec.operation = Operation::kSendRecv;
+  spec.algorithm = Algorithm::kDirect;
+  spec.bytes = Bytes{1'000'000};
+  spec.costs.launch = Time::us(2);
+  spec.costs.of(Protocol::kSimple) = {true, Time::us(1), 1.0};
+  const auto r = run(topo, Sharing::kMaxMin, spec);
+  EXPECT_EQ(r.finished, Time::ns(1'003'200));
+}
+
+TEST(Costs, ParameterServerSumsAtItsRate) {
+  // Workers 0 and 1 push 1 MB each to the dedicated server 2 on a star; the server sums at
+  // 0.5 GB/s (2 ms per push, one after the other), then pulls one at a time (window 1).
+  //   analytic (no sharing): pushes arrive at 1,000,200; sums end at 3,000,200 and 5,000,200;
+  //     pulls end at 6,000,400 and 7,000,600.
+  //   flow: the pushes share the server's link: both arrive at 2,000,200; sums end at
+  //     4,000,200 and 6,000,200; pulls end at 7,000,400 and 8,000,600.
+  // Without the rate each is 4 ms earlier (2 x 1 MB / 0.5 GB/s).
+  const Topology topo = build_topology(StarSpec{3, kLink});
+  CollectiveSpec spec;
+  spec.algorithm = Algorithm::kParameterServer;
+  spec.bytes = Bytes{1'000'000};
+  spec.host.ps_aggregation = Bandwidth{0.5e9};
+  EXPECT_EQ(run(topo, Sharing::kNone, spec).finished, Time::ns(7'000'600));
+  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).finished, Time::ns(8'000'600));
+  spec.host.ps_aggregation = Bandwidth{0};
+  EXPECT_EQ(run(topo, Sharing::kNone, spec).finished, Time::ns(3'000'600));
+  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).finished, Time::ns(4'000'600));
+}
+
+TEST(Costs, MessageOverheadIsPaidPerMessage) {
+  // Ring, n = 4, S = 4 MB, 10 us of CPU per message before it leaves: 6 x (10 us + 1 ms + 100 ns).
+  const Topology topo = build_topology(RingSpec{4, kLink});
+  CollectiveSpec spec = ring(4'000'000);
+  spec.host.message_overhead = Time::us(10);
+  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).finished, Time::ns(6 * 1'010'100));
+  EXPECT_EQ(run(topo, Sharing::kNone, spec).finished, Time::ns(6 * 1'010'100));
+}
+
+TEST(Costs, ChannelsLeaveEachNodeThroughDifferentNics) {
+  // Two nodes of two GPUs: each node's GPUs on a switch at 1 TB/s (NVLink-like), each GPU with
+  // its own NIC (1 TB/s PCIe link) on a 1 GB/s link to one fabric switch; no latency. Ring of 4
+  // (a0 a1 b0 b1), S = 4 MB.
+  //   1 channel: every step moves 1 MB across a1 -> b0 and b1 -> a0 at 1 GB/s: 6 x 1 ms = 6 ms
+  //     (the NVLink hops add 6 x 2 us at most).
+  //   2 channels: channel 1 is a1 a0 b1 b0 and crosses on a0 -> b1 and b0 -> a1, other NICs:
+  //     each channel moves 0.5 MB per step on its own NICs: 6 x 0.5 ms = 3 ms.
+  Topology t;
+  const Bandwidth fast{1e12}, nic{1e9};
+  const NodeId fabric = t.add_node("fabric", NodeKind::kSwitch);
+  for (const char* node : {"a", "b"}) {
+    const NodeId sw = t.add_node(std::string(node) + "/switch", NodeKind::kSwitch);
+    for (int g = 0; g < 2; ++g) {
+      const std::string name = std::string(node) + std::to_string(g);
+      const NodeId gpu = t.add_node(name, NodeKind::kHost);
+      t.add_duplex_link(gpu, sw, fast, Time::zero());
+      const NodeId n = t.add_node(name + "/nic", NodeKind::kSwitch);
+      t.add_duplex_link(gpu, n, fast, Time::zero());
+      t.add_duplex_link(n, fabric, nic, Time::zero());
+    }
+  }
+  CollectiveSpec spec = ring(4'000'000);
+  const auto one = run(t, Sharing::kMaxMin, spec);
+  spec.channels = 2;
+  const auto two = run(t, Sharing::kMaxMin, spec);
+  ASSERT_TRUE(one.completed && two.completed);
+  EXPECT_NEAR(one.seconds(), 6e-3, 12e-6);
+  EXPECT_NEAR(two.seconds(), 3e-3, 12e-6);
+  EXPECT_EQ(two.bytes_sent, one.bytes_sent);
+  EXPECT_EQ(two.transfers, 2 * one.transfers);
+}
+
+TEST(Costs, RandomCollectivesDeliverEveryByteSent) {
+  // Property: for random operations, algorithms, sizes, chunks, channels and costs, the
+  // collective completes, the network delivered exactly the wire bytes handed to it, and the
+  // payload is the operation's: ring all-reduce 2(n-1) S, reduce-scatter and all-gather
+  // (n-1) S, broadcast (n-1) S, send/recv S, all-to-all (n-1) S (S/n per pair, S divisible).
+  std::mt19937_64 rng(7);
+  const Topology topo = build_topology(StarSpec{6, kLink});
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 5);
+    CollectiveSpec spec;
+    const Operation ops[] = {Operation::kAllReduce, Operation::kReduceScatter,
+                             Operation::kAllGather, Operation::kBroadcast,
+                             Operation::kSendRecv,  Operation::kAllToAll};
+    spec.operation = ops[rng() % 6];
+    if (spec.operation == Operation::kSendRecv) {
+      spec.algorithm = Algorithm::kDirect;
+    } else {
+      spec.algorithm = algorithms_for(spec.operation).front();
+    }
+    const int ranks = spec.operation == Operation::kSendRecv ? 2 : n;
+    spec.bytes = Bytes{static_cast<std::int64_t>(ranks * (1 + rng() % 100'000))};
+    spec.chunks = 1 + static_cast<int>(rng() % 3);
+    spec.channels = spec.algorithm == Algorithm::kRing ? 1 + static_cast<int>(rng() % 3) : 1;
+    spec.window = static_cast<int>(rng() % 3);
+    if (rng() % 2) {
+      spec.costs = three_protocols();
+      spec.costs.launch = Time::ns(static_cast<std::int64_t>(rng() % 5'000));
+    }
+    if (rng() % 2) spec.host.message_overhead = Time::ns(static_cast<std::int64_t>(rng() % 800));
+    std::vector<NodeId> participants(topo.hosts().begin(), topo.hosts().begin() + ranks);
+    Engine engine;
+    FluidNetwork net(engine, topo, Sharing::kMaxMin);
+    LinkConditions links(topo);
+    const auto r = run_collective(engine, net, participants, spec, &links);
+    ASSERT_TRUE(r.completed) << trial;
+    EXPECT_EQ(net.totals().bytes_delivered, r.wire_bytes) << trial;
+    EXPECT_EQ(net.totals().bytes_started, r.wire_bytes) << trial;
+    const std::int64_t s = spec.bytes.count;
+    std::int64_t payload = (ranks - 1) * s;
+    if (spec.operation == Operation::kAllReduce) payload = 2 * (ranks - 1) * s;
+    if (spec.operation == Operation::kSendRecv) payload = s;
+    EXPECT_EQ(r.bytes_sent, Bytes{payload}) << trial << " " << to_string(spec.operation);
+    if (!spec.costs.has_protocols()) {
+      EXPECT_EQ(r.wire_bytes, r.bytes_sent) << trial;
+    }
+  }
+}
