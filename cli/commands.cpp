@@ -139,6 +139,9 @@ int list_command(const std::filesystem::path& catalog_dir, const Registries& reg
                    : std::string("none"),
                rates);
   }
+  fmt::print("NICs:\n");
+  for (const auto& [name, n] : catalog.nics())
+    fmt::print("  {:<24} {} x {}\n", name, n.ports, to_string(n.bandwidth));
   fmt::print("switches:\n");
   for (const auto& [name, s] : catalog.switches())
     fmt::print("  {:<24} {} x {}, pipeline {}{}\n", name, s.ports, to_string(s.port_bandwidth),

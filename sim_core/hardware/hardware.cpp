@@ -33,6 +33,26 @@ Dtype parse_dtype(std::string_view name, const std::string& where) {
   throw InputError(where, fmt::format("expected one of {}, got \"{}\"", known, name));
 }
 
+std::string_view intra_node_fabric_name(IntraNodeFabric f) {
+  switch (f) {
+    case IntraNodeFabric::kNvSwitch:
+      return "nvswitch";
+    case IntraNodeFabric::kNvLink:
+      return "nvlink";
+    case IntraNodeFabric::kPcie:
+      return "pcie";
+  }
+  MLSIM_CHECK(false, "unknown intra-node fabric");
+}
+
+IntraNodeFabric parse_intra_node_fabric(std::string_view name, const std::string& where) {
+  for (auto f : {IntraNodeFabric::kNvSwitch, IntraNodeFabric::kNvLink, IntraNodeFabric::kPcie})
+    if (intra_node_fabric_name(f) == name) return f;
+  throw InputError(where, fmt::format("expected one of \"nvswitch\", \"nvlink\", \"pcie\", got "
+                                      "\"{}\"",
+                                      name));
+}
+
 FlopRate GpuSpec::peak_for(Dtype d, const std::string& where) const {
   auto it = peak.find(d);
   if (it == peak.end())
@@ -106,8 +126,27 @@ GpuSpec parse_gpu_spec(JsonReader& r, const std::string& name) {
     g.nvlink_bandwidth = r.bandwidth("nvlink_bandwidth");
   else
     r.ignore("nvlink_bandwidth");
+  if (auto intra = r.optional_object("intra_node")) {
+    IntraNodeLink link;
+    link.source = required_source(*intra);
+    link.fabric = parse_intra_node_fabric(intra->string("fabric"), intra->path_of("fabric"));
+    link.bandwidth = intra->bandwidth("bandwidth");
+    link.latency = intra->duration("latency");
+    intra->finish();
+    g.intra_node = std::move(link);
+  }
   r.finish();
   return g;
+}
+
+NicSpec parse_nic_spec(JsonReader& r, const std::string& name) {
+  NicSpec n;
+  n.name = name;
+  n.source = required_source(r);
+  n.bandwidth = r.bandwidth("bandwidth");
+  n.ports = static_cast<int>(r.integer_or("ports", 1, 1, 64));
+  r.finish();
+  return n;
 }
 
 SwitchSpec parse_switch_spec(JsonReader& r, const std::string& name) {
@@ -136,6 +175,10 @@ void HardwareCatalog::add_from_json(JsonReader& hw) {
     if (find_gpu(name)) throw InputError(e.path(), "GPU defined twice");
     add_gpu(parse_gpu_spec(e, name));
   });
+  for_each_entry(hw, "nics", [&](JsonReader& e, const std::string& name) {
+    if (find_nic(name)) throw InputError(e.path(), "NIC defined twice");
+    add_nic(parse_nic_spec(e, name));
+  });
   for_each_entry(hw, "switches", [&](JsonReader& e, const std::string& name) {
     if (find_switch(name)) throw InputError(e.path(), "switch defined twice");
     add_switch(parse_switch_spec(e, name));
@@ -151,6 +194,16 @@ void HardwareCatalog::add_gpu(GpuSpec gpu) {
 void HardwareCatalog::add_switch(SwitchSpec sw) {
   auto name = sw.name;
   MLSIM_CHECK(switches_.emplace(std::move(name), std::move(sw)).second, "switch added twice");
+}
+
+void HardwareCatalog::add_nic(NicSpec nic) {
+  auto name = nic.name;
+  MLSIM_CHECK(nics_.emplace(std::move(name), std::move(nic)).second, "NIC added twice");
+}
+
+const NicSpec* HardwareCatalog::find_nic(std::string_view name) const {
+  auto it = nics_.find(name);
+  return it == nics_.end() ? nullptr : &it->second;
 }
 
 const GpuSpec* HardwareCatalog::find_gpu(std::string_view name) const {
@@ -183,6 +236,12 @@ const SwitchSpec& HardwareCatalog::switch_spec(std::string_view name,
   if (const auto* s = find_switch(name)) return *s;
   throw InputError(
       where, fmt::format("unknown switch \"{}\" (catalog has: {})", name, known_names(switches_)));
+}
+
+const NicSpec& HardwareCatalog::nic(std::string_view name, const std::string& where) const {
+  if (const auto* n = find_nic(name)) return *n;
+  throw InputError(where,
+                   fmt::format("unknown NIC \"{}\" (catalog has: {})", name, known_names(nics_)));
 }
 
 double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,

@@ -30,6 +30,18 @@ std::string_view dtype_name(Dtype d);  // "fp32", "tf32", "fp16", "bf16", "fp8"
 // Throws InputError at `where` listing the known names.
 Dtype parse_dtype(std::string_view name, const std::string& where);
 
+// The link between the GPUs of one host.
+enum class IntraNodeFabric { kNvSwitch, kNvLink, kPcie };
+std::string_view intra_node_fabric_name(IntraNodeFabric f);  // "nvswitch", "nvlink", "pcie"
+IntraNodeFabric parse_intra_node_fabric(std::string_view name, const std::string& where);
+
+struct IntraNodeLink {
+  IntraNodeFabric fabric = IntraNodeFabric::kPcie;
+  Bandwidth bandwidth;  // per GPU, per direction
+  Time latency;
+  std::string source;
+};
+
 struct GpuSpec {
   std::string name;
   std::map<Dtype, FlopRate> peak;  // only the formats the GPU supports
@@ -37,6 +49,8 @@ struct GpuSpec {
   Bytes hbm_capacity;
   // Total per GPU, both directions summed, as vendors quote it; absent for PCIe-only parts.
   std::optional<Bandwidth> nvlink_bandwidth;
+  // How the GPUs of one host are joined (topology hosts with several GPUs use it).
+  std::optional<IntraNodeLink> intra_node;
   std::string source;
 
   bool supports(Dtype d) const { return peak.count(d) != 0; }
@@ -47,6 +61,14 @@ struct GpuSpec {
 struct AggregatorPool {
   std::int64_t count = 0;  // aggregators (slots) in the switch's memory
   Bytes bytes_per_slot;    // payload one aggregator accumulates
+  std::string source;
+};
+
+// A host's network interface: its line rate bounds the host's links.
+struct NicSpec {
+  std::string name;
+  Bandwidth bandwidth;  // per port, per direction
+  int ports = 1;
   std::string source;
 };
 
@@ -68,29 +90,36 @@ double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,
 
 class HardwareCatalog {
  public:
-  // Reads a "hardware" section: {"gpus": {NAME: {...}}, "switches": {NAME: {...}}}; both optional.
+  // Reads a "hardware" section: {"gpus": {NAME: {...}}, "nics": {...}, "switches": {...}}; each
+  // optional.
   // Adds to what the catalog already holds; a name defined twice is an error.
   void add_from_json(JsonReader& hardware);
 
   void add_gpu(GpuSpec gpu);
   void add_switch(SwitchSpec sw);
+  void add_nic(NicSpec nic);
 
   const GpuSpec* find_gpu(std::string_view name) const;
   const SwitchSpec* find_switch(std::string_view name) const;
+  const NicSpec* find_nic(std::string_view name) const;
   // InputError at `where` listing the known names when absent.
   const GpuSpec& gpu(std::string_view name, const std::string& where) const;
   const SwitchSpec& switch_spec(std::string_view name, const std::string& where) const;
+  const NicSpec& nic(std::string_view name, const std::string& where) const;
 
   const std::map<std::string, GpuSpec, std::less<>>& gpus() const { return gpus_; }
   const std::map<std::string, SwitchSpec, std::less<>>& switches() const { return switches_; }
+  const std::map<std::string, NicSpec, std::less<>>& nics() const { return nics_; }
 
  private:
   std::map<std::string, GpuSpec, std::less<>> gpus_;
   std::map<std::string, SwitchSpec, std::less<>> switches_;
+  std::map<std::string, NicSpec, std::less<>> nics_;
 };
 
 // Parses one entry (the object under "gpus"/"switches"); `name` is its key.
 GpuSpec parse_gpu_spec(JsonReader& entry, const std::string& name);
 SwitchSpec parse_switch_spec(JsonReader& entry, const std::string& name);
+NicSpec parse_nic_spec(JsonReader& entry, const std::string& name);
 
 }  // namespace mlsim

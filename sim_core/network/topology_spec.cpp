@@ -123,6 +123,7 @@ TopologySpec parse_topology_spec(JsonReader& r) {
     spec = parse_fat_tree(r);
   else
     spec = parse_explicit(r);
+  r.ignore("hardware");  // parse_topology_hardware (topology_hardware.hpp) reads it
   r.finish();
   return spec;
 }

@@ -24,6 +24,9 @@ namespace mlsim {
 
 class HardwareCatalog;  // sim_core/hardware/hardware.hpp
 class HostSpeeds;       // sim_core/hardware/host_speeds.hpp
+class NodeHardware;     // sim_core/hardware/node_hardware.hpp
+class CostModel;        // sim_core/hardware/cost_model.hpp
+class Compute;          // sim_core/hardware/compute.hpp
 
 // What a running model can use. Owned by the runner; valid from start() to finish().
 struct ModelEnv {
@@ -34,6 +37,8 @@ struct ModelEnv {
   HostSpeeds& host_speeds;  // per-node compute-rate multiplier, changed at run time
   std::uint64_t seed;
   std::filesystem::path scenario_dir;  // relative paths in the scenario resolve against it
+  const NodeHardware& node_hardware;   // GPU, NIC, switch spec of each topology node
+  Compute& compute;                    // runs GPU work on hosts (sim_core/hardware/compute.hpp)
   RandomStream stream(std::string_view component) const { return RandomStream(seed, component); }
 };
 
@@ -54,6 +59,8 @@ struct ModelSetup {
   const HardwareCatalog& hardware;
   std::filesystem::path scenario_dir;
   std::uint64_t seed;
+  const NodeHardware& node_hardware;  // per-node hardware (topology.hardware)
+  const CostModel& costs;             // the "compute" section's providers, to check at prepare
 };
 
 struct ModelInfo {

@@ -14,20 +14,26 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
   try {
     topology_ = build_topology(scenario.topology);
     host_speeds_ = std::make_unique<HostSpeeds>(topology_.nodes().size());
+    node_hardware_ = build_node_hardware(topology_, scenario.topology, scenario.topology_hardware,
+                                         scenario.hardware);
+    MLSIM_CHECK(scenario.costs != nullptr, "scenario loaded without a cost model");
+    compute_ = std::make_unique<Compute>(engine_, node_hardware_, *host_speeds_, *scenario.costs);
     MLSIM_CHECK(scenario.make_network != nullptr, "scenario loaded without a network factory");
     network_ = scenario.make_network(engine_, topology_);
     const ModelInfo* info = registries.models.find(scenario.model);
     if (!info)
       throw InputError("system.model", "model \"" + scenario.model + "\" is not registered");
     JsonReader root(resolved_, "");
-    ModelSetup setup{root, topology_, scenario.hardware, scenario.dir(), scenario.seed};
+    ModelSetup setup{root,          topology_,      scenario.hardware, scenario.dir(),
+                     scenario.seed, node_hardware_, *scenario.costs};
     model_ = info->make(setup);
     MLSIM_CHECK(model_ != nullptr, "model factory returned nothing");
   } catch (const InputError& e) {
     throw scenario.provenance.attribute(e);
   }
   env_ = std::make_unique<ModelEnv>(ModelEnv{engine_, *network_, topology_, scenario.hardware,
-                                             *host_speeds_, scenario.seed, scenario.dir()});
+                                             *host_speeds_, scenario.seed, scenario.dir(),
+                                             node_hardware_, *compute_});
 }
 
 PreparedRun::~PreparedRun() = default;

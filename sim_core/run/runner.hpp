@@ -14,7 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/host_speeds.hpp"
+#include "sim_core/hardware/node_hardware.hpp"
 #include "sim_core/run/model.hpp"
 #include "sim_core/run/results.hpp"
 #include "sim_core/run/scenario.hpp"
@@ -71,6 +73,7 @@ class PreparedRun {
   RunOutput run(const RunOptions& options = {});
 
   const Topology& topology() const { return topology_; }
+  const NodeHardware& node_hardware() const { return node_hardware_; }
   const nlohmann::json& resolved_scenario() const { return resolved_; }
 
  private:
@@ -79,6 +82,8 @@ class PreparedRun {
   Engine engine_;
   Topology topology_;
   std::unique_ptr<HostSpeeds> host_speeds_;
+  NodeHardware node_hardware_;
+  std::unique_ptr<Compute> compute_;
   std::unique_ptr<Network> network_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ModelEnv> env_;

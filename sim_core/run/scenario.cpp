@@ -8,6 +8,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/network/topology_spec.hpp"
+#include "sim_core/run/compute_section.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim {
@@ -147,7 +148,13 @@ LoadedScenario load_scenario_document(ScenarioDocument doc, const std::filesyste
     {
       auto topo = root.object("topology");
       s.topology = parse_topology_spec(topo);
+      JsonReader topo_hardware(root.raw("topology"), "topology");
+      s.topology_hardware = parse_topology_hardware(topo_hardware, s.topology, s.hardware);
     }
+    if (auto compute = root.optional_object("compute"))
+      s.costs = parse_compute_section(*compute, s.hardware, s.dir());
+    else
+      s.costs = std::make_shared<const CostModel>();
     read_network(root, registries, s);
     read_system(root, registries, s);
     read_run(root, s);

@@ -14,9 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/hardware/hardware.hpp"
 #include "sim_core/network/network_factory.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/run/registries.hpp"
 #include "sim_core/scenario/json_path.hpp"
 #include "sim_core/scenario/scenario_document.hpp"
@@ -43,6 +45,8 @@ struct LoadedScenario {
 
   HardwareCatalog hardware;
   TopologySpec topology;
+  TopologyHardwareSpec topology_hardware;  // topology.hardware
+  std::shared_ptr<const CostModel> costs;  // the "compute" section's providers
   NetworkSpec network;
   NetworkMaker make_network;  // from the backend registry, options already validated
   std::string model;          // system.model

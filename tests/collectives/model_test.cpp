@@ -6,6 +6,7 @@
 #include "models/collectives/collectives_model.hpp"
 #include "models/collectives/register.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/hardware.hpp"
 #include "sim_core/hardware/host_speeds.hpp"
 #include "sim_core/network/fluid_network.hpp"
@@ -39,7 +40,9 @@ TEST(CollectivesModel, RunsThroughTheRegistry) {
   nlohmann::json scenario = {
       {"system", {{"model", "collectives"}, {"algorithm", "ring"}, {"bytes", "4MB"}}}};
   JsonReader root(scenario, "");
-  ModelSetup setup{root, topo, hardware, ".", 1};
+  NodeHardware node_hardware;
+  CostModel costs;
+  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs};
   auto model = info->make(setup);
   // Defaults are written back for the resolved scenario.
   EXPECT_EQ(scenario["system"]["chunks"], 1);
@@ -47,7 +50,8 @@ TEST(CollectivesModel, RunsThroughTheRegistry) {
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   HostSpeeds speeds(topo.nodes().size());
-  ModelEnv env{engine, net, topo, hardware, speeds, 1, "."};
+  Compute compute(engine, node_hardware, speeds, costs);
+  ModelEnv env{engine, net, topo, hardware, speeds, 1, ".", node_hardware, compute};
   model->start(env);
   engine.run();
   EXPECT_DOUBLE_EQ(model->progress(env), 1.0);
@@ -113,14 +117,17 @@ TEST(CollectivesModel, RatWithLinkChanges) {
          {{{"between", {"leaf0", "spine0"}}, {"bandwidth", "1Gbps"}},
           {{"at", "1us"}, {"between", {"spine1", "leaf1"}}, {"up", false}}}}}}};
   JsonReader root(scenario, "");
-  ModelSetup setup{root, topo, hardware, ".", 1};
+  NodeHardware node_hardware;
+  CostModel costs;
+  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs};
   auto model = registry.find("collectives")->make(setup);
   EXPECT_EQ(scenario["system"]["link_changes"][0]["at"], "0s");  // default written back
 
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   HostSpeeds speeds(topo.nodes().size());
-  ModelEnv env{engine, net, topo, hardware, speeds, 1, "."};
+  Compute compute(engine, node_hardware, speeds, costs);
+  ModelEnv env{engine, net, topo, hardware, speeds, 1, ".", node_hardware, compute};
   model->start(env);
   engine.run();
   Results out;

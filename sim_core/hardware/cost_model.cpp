@@ -1,0 +1,321 @@
+#include "sim_core/hardware/cost_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "sim_core/base/error.hpp"
+#include "sim_core/scenario/json_reader.hpp"
+
+namespace mlsim {
+
+double ideal_roofline_seconds(double flops, double bytes, Dtype dtype, const GpuSpec& gpu,
+                              const std::string& where) {
+  const double compute = flops > 0 ? flops / gpu.peak_for(dtype, where).flops_per_s : 0;
+  return std::max(compute, bytes / gpu.hbm_bandwidth.bytes_per_s);
+}
+
+double scale_profiled_time(double seconds, double bytes, Dtype dtype, const GpuSpec& from,
+                           const GpuSpec& to, const std::string& from_where,
+                           const std::string& to_where) {
+  const double peak_ratio =
+      from.peak_for(dtype, from_where).flops_per_s / to.peak_for(dtype, to_where).flops_per_s;
+  if (!(seconds > 0)) return seconds;
+  const double memory_fraction =
+      bytes > 0 ? std::min(1.0, bytes / from.hbm_bandwidth.bytes_per_s / seconds) : 0.0;
+  const double bandwidth_ratio = from.hbm_bandwidth.bytes_per_s / to.hbm_bandwidth.bytes_per_s;
+  return seconds * (memory_fraction * bandwidth_ratio + (1 - memory_fraction) * peak_ratio);
+}
+
+// ---- roofline ----
+
+namespace {
+// Entry names of the object at `key` (annotations starting with '_' and "comment" skipped).
+std::vector<std::string> entry_names(JsonReader& parent, std::string_view key) {
+  auto& obj = parent.raw(key);
+  if (!obj.is_object())
+    throw InputError(parent.path_of(key), "expected an object, got " + json_type_name(obj));
+  std::vector<std::string> out;
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (it.key() != "comment" && !(it.key().starts_with("_"))) out.push_back(it.key());
+  return out;
+}
+}  // namespace
+
+std::unique_ptr<RooflineProvider> RooflineProvider::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw InputError(file.string(), "cannot open the roofline calibration");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(file.string(), std::string("invalid JSON: ") + e.what());
+  }
+  auto provider = std::make_unique<RooflineProvider>();
+  JsonReader root(j, file.string());
+  const auto gpu_names = entry_names(root, "gpus");
+  auto gpus = root.object("gpus");
+  for (const auto& gpu_name : gpu_names) {
+    auto gpu = gpus.object(gpu_name);
+    const auto op_names = entry_names(gpu, "ops");
+    auto ops = gpu.object("ops");
+    for (const auto& op_name : op_names) {
+      auto op = ops.object(op_name);
+      std::vector<RooflineRegime> regimes;
+      for (auto& r : op.objects("regimes")) {
+        RooflineRegime g;
+        auto& limit = r.raw("max_tokens");
+        if (limit.is_string() && limit.get<std::string>() == "none") {
+          g.unbounded = true;
+        } else {
+          g.max_tokens = r.integer("max_tokens", 1, std::int64_t{1} << 40);
+          if (!regimes.empty() && g.max_tokens <= regimes.back().max_tokens)
+            throw InputError(r.path_of("max_tokens"), "regimes must have ascending max_tokens");
+        }
+        if (!regimes.empty() && regimes.back().unbounded)
+          throw InputError(r.path(), "no regime may follow the one with \"max_tokens\": \"none\"");
+        g.flops_efficiency = r.number("flops_efficiency", 1e-3, 1);
+        g.bandwidth_efficiency = r.number("bandwidth_efficiency", 1e-3, 1);
+        g.overhead_s = r.duration("overhead").seconds();
+        g.min_tokens = r.integer_or("min_tokens", 1, 1, std::int64_t{1} << 40);
+        r.finish();
+        regimes.push_back(g);
+      }
+      if (regimes.empty() || !regimes.back().unbounded)
+        throw InputError(op.path_of("regimes"),
+                         "expected at least one regime, the last with \"max_tokens\": \"none\"");
+      op.finish();
+      provider->add(gpu_name, op_name, std::move(regimes));
+    }
+    ops.finish();
+    gpu.finish();
+  }
+  gpus.finish();
+  root.finish();
+  return provider;
+}
+
+void RooflineProvider::add(std::string gpu, std::string op, std::vector<RooflineRegime> regimes) {
+  MLSIM_CHECK(!regimes.empty() && regimes.back().unbounded, "roofline regimes must end unbounded");
+  table_[std::move(gpu)][std::move(op)] = std::move(regimes);
+}
+
+const RooflineRegime* RooflineProvider::regime(std::string_view gpu, std::string_view op,
+                                               std::int64_t tokens) const {
+  auto g = table_.find(gpu);
+  if (g == table_.end()) return nullptr;
+  auto o = g->second.find(op);
+  if (o == g->second.end()) return nullptr;
+  for (const auto& r : o->second)
+    if (r.unbounded || tokens <= r.max_tokens) return &r;
+  return nullptr;
+}
+
+std::optional<double> RooflineProvider::operator_seconds(const OperatorWork& w,
+                                                         const GpuSpec& gpu) const {
+  const RooflineRegime* r = regime(gpu.name, w.op, w.tokens);
+  if (!r) return std::nullopt;
+  if (w.flops <= 0 && w.bytes <= 0) return 0.0;
+  const double peak = gpu.peak_for(w.dtype, "compute").flops_per_s;
+  const double floor = w.tokens > 0 && w.tokens < r->min_tokens
+                           ? static_cast<double>(r->min_tokens) / static_cast<double>(w.tokens)
+                           : 1.0;
+  return std::max(floor * w.flops / (r->flops_efficiency * peak),
+                  floor * w.bytes / (r->bandwidth_efficiency * gpu.hbm_bandwidth.bytes_per_s)) +
+         r->overhead_s;
+}
+
+bool RooflineProvider::total_for(const GpuSpec& gpu, std::string_view op) const {
+  auto g = table_.find(gpu.name);
+  return g != table_.end() && g->second.find(op) != g->second.end();
+}
+
+// ---- profile tables ----
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::istringstream s(line);
+  while (std::getline(s, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+double parse_double(const std::string& text, const std::string& where) {
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+    return v;
+  } catch (const std::exception&) {
+    throw InputError(where, fmt::format("expected a number, got \"{}\"", text));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
+    const std::filesystem::path& dir, const std::map<std::string, std::string>& folders,
+    const std::string& where) {
+  auto provider = std::make_unique<ProfileTableProvider>();
+  for (const auto& [folder, gpu] : folders) {
+    const auto root = dir / folder;
+    if (!std::filesystem::is_directory(root))
+      throw InputError(where, fmt::format("no profile folder {}", root.string()));
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root))
+      if (e.is_regular_file() && e.path().filename() == "mlp.csv") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    if (files.empty()) throw InputError(where, fmt::format("no mlp.csv under {}", root.string()));
+    for (const auto& file : files) {
+      std::ifstream in(file);
+      std::string line;
+      std::getline(in, line);
+      const auto header = split_csv_line(line);
+      auto column = [&](const std::string& name) -> std::optional<std::size_t> {
+        auto it = std::find(header.begin(), header.end(), name);
+        if (it == header.end()) return std::nullopt;
+        return static_cast<std::size_t>(it - header.begin());
+      };
+      auto required = [&](const std::string& name) {
+        auto c = column(name);
+        if (!c) throw InputError(file.string(), fmt::format("no column \"{}\"", name));
+        return *c;
+      };
+      const auto c_tokens = required("num_tokens"), c_tp = required("num_tensor_parallel_workers"),
+                 c_h = required("n_embd"), c_heads = required("n_head"),
+                 c_kv = required("n_kv_head"), c_ffn = required("n_expanded_embd");
+      // Operators: every "time_stats.<op>.median" column.
+      std::vector<std::pair<std::string, std::size_t>> ops;
+      const std::string prefix = "time_stats.", suffix = ".median";
+      for (std::size_t i = 0; i < header.size(); ++i) {
+        const auto& h = header[i];
+        if (h.size() > prefix.size() + suffix.size() && h.starts_with(prefix) &&
+            h.ends_with(suffix))
+          ops.emplace_back(h.substr(prefix.size(), h.size() - prefix.size() - suffix.size()), i);
+      }
+      std::size_t row = 1;
+      while (std::getline(in, line)) {
+        ++row;
+        if (line.empty()) continue;
+        const auto cells = split_csv_line(line);
+        const auto here = fmt::format("{}:{}", file.string(), row);
+        if (cells.size() != header.size())
+          throw InputError(here,
+                           fmt::format("expected {} cells, got {}", header.size(), cells.size()));
+        OperatorShape shape;
+        shape.hidden = static_cast<std::int32_t>(parse_double(cells[c_h], here));
+        shape.heads = static_cast<std::int32_t>(parse_double(cells[c_heads], here));
+        shape.kv_heads = static_cast<std::int32_t>(parse_double(cells[c_kv], here));
+        shape.ffn = static_cast<std::int32_t>(parse_double(cells[c_ffn], here));
+        shape.tp = static_cast<std::int32_t>(parse_double(cells[c_tp], here));
+        const auto tokens = static_cast<std::int64_t>(parse_double(cells[c_tokens], here));
+        for (const auto& [op, c] : ops) {
+          if (cells[c].empty()) continue;
+          const double ms = parse_double(cells[c], here);
+          if (!(ms > 0)) throw InputError(here, fmt::format("non-positive time for {}", op));
+          provider->add_point(gpu, op, shape, tokens, ms * 1e-3);
+        }
+      }
+    }
+  }
+  return provider;
+}
+
+void ProfileTableProvider::add_point(const std::string& gpu, const std::string& op,
+                                     const OperatorShape& shape, std::int64_t tokens,
+                                     double seconds) {
+  auto& curve = table_[gpu][Key{op, shape}];
+  auto it = std::lower_bound(curve.begin(), curve.end(), tokens,
+                             [](const Point& p, std::int64_t t) { return p.tokens < t; });
+  if (it != curve.end() && it->tokens == tokens) {
+    // A repeated measurement (Vidur's tables have some): keep the mean.
+    it->seconds = (it->seconds * it->samples + seconds) / (it->samples + 1);
+    it->samples += 1;
+    return;
+  }
+  curve.insert(it, Point{tokens, seconds, 1});
+  ++points_;
+}
+
+std::optional<double> ProfileTableProvider::operator_seconds(const OperatorWork& w,
+                                                             const GpuSpec& gpu) const {
+  auto g = table_.find(gpu.name);
+  if (g == table_.end()) return std::nullopt;
+  auto c = g->second.find(Key{std::string(w.op), w.shape});
+  if (c == g->second.end()) return std::nullopt;
+  const auto& curve = c->second;
+  if (curve.empty() || w.tokens < curve.front().tokens || w.tokens > curve.back().tokens)
+    return std::nullopt;
+  auto hi = std::lower_bound(curve.begin(), curve.end(), w.tokens,
+                             [](const Point& p, std::int64_t t) { return p.tokens < t; });
+  if (hi->tokens == w.tokens) return hi->seconds;
+  auto lo = std::prev(hi);
+  const double f =
+      static_cast<double>(w.tokens - lo->tokens) / static_cast<double>(hi->tokens - lo->tokens);
+  return lo->seconds + f * (hi->seconds - lo->seconds);
+}
+
+// ---- the model ----
+
+void CostModel::add(std::unique_ptr<CostProvider> provider) {
+  providers_.push_back(std::move(provider));
+}
+
+std::optional<double> CostModel::direct(const OperatorWork& w, const GpuSpec& gpu) const {
+  for (const auto& p : providers_)
+    if (auto s = p->operator_seconds(w, gpu)) return s;
+  return std::nullopt;
+}
+
+double CostModel::operator_seconds(const OperatorWork& w, const GpuSpec& gpu) const {
+  if (auto s = direct(w, gpu)) return *s;
+  if (scale_from_ && scale_from_ != &gpu) {
+    if (auto s = direct(w, *scale_from_)) {
+      const double from = ideal_roofline_seconds(w.flops, w.bytes, w.dtype, *scale_from_);
+      const double to = ideal_roofline_seconds(w.flops, w.bytes, w.dtype, gpu);
+      return from > 0 ? *s * to / from : *s;
+    }
+  }
+  MLSIM_CHECK(false, fmt::format("no cost provider prices operator \"{}\" on {}", w.op, gpu.name));
+}
+
+std::string CostModel::provenance(const OperatorWork& w, const GpuSpec& gpu) const {
+  for (const auto& p : providers_)
+    if (p->operator_seconds(w, gpu)) return std::string(p->name());
+  if (scale_from_ && direct(w, *scale_from_)) return "scaled from " + scale_from_->name;
+  return "none";
+}
+
+double CostModel::seconds(const Work& work, const GpuSpec& gpu) const {
+  if (const auto* f = std::get_if<FixedWork>(&work)) return f->duration.seconds();
+  if (const auto* p = std::get_if<ProfiledWork>(&work)) {
+    MLSIM_CHECK(p->measured_on != nullptr, "profiled work without the GPU it was measured on");
+    if (p->measured_on->name == gpu.name) return p->seconds;
+    return scale_profiled_time(p->seconds, p->bytes, p->dtype, *p->measured_on, gpu, "", "");
+  }
+  return operator_seconds(std::get<OperatorWork>(work), gpu);
+}
+
+void CostModel::check_operator(std::string_view op, const GpuSpec& gpu,
+                               const std::string& where) const {
+  for (const auto& p : providers_)
+    if (p->total_for(gpu, op)) return;
+  if (scale_from_)
+    for (const auto& p : providers_)
+      if (p->total_for(*scale_from_, op)) return;
+  throw InputError(where,
+                   fmt::format("no cost provider prices operator \"{}\" on GPU \"{}\" (add its "
+                               "roofline calibration to compute.roofline, or set "
+                               "compute.scale_from to a calibrated GPU)",
+                               op, gpu.name));
+}
+
+}  // namespace mlsim

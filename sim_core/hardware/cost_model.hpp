@@ -1,0 +1,144 @@
+#pragma once
+// How long work takes on a GPU at nominal speed: cost providers tried in the order the scenario's
+// "compute" section lists them (docs/hardware.md), then scaling from another catalog GPU.
+//
+//  - ProfileTableProvider: measured operator times (Vidur's tables), linear interpolation in the
+//    token count between measured points of the same operator, model shape and TP degree; nothing
+//    outside the measured range or for an unmeasured shape;
+//  - RooflineProvider: max(FLOPs / (flops_efficiency * peak), bytes / (bandwidth_efficiency *
+//    HBM bandwidth)) + overhead, with factors per operator, GPU and token regime, and a token
+//    floor for element-wise kernels (tools/compute_calibrate.py fits them; a single fit over all
+//    token counts misses decode);
+//  - scaling between catalog GPUs: an operator costed on `scale_from` is scaled by the ratio of
+//    the two GPUs' ideal rooflines for its FLOPs and bytes; a profiled layer time by
+//    scale_profiled_time below.
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sim_core/hardware/compute_work.hpp"
+#include "sim_core/hardware/hardware.hpp"
+
+namespace mlsim {
+
+class CostProvider {
+ public:
+  virtual ~CostProvider() = default;
+  virtual std::string_view name() const = 0;
+  // Seconds of `w` on `gpu` at speed 1, or nothing when this provider cannot price it.
+  virtual std::optional<double> operator_seconds(const OperatorWork& w,
+                                                 const GpuSpec& gpu) const = 0;
+  // Whether the provider prices every operator `op` on `gpu` (whatever its shape and token
+  // count): the prepare-time check that work will never go unpriced.
+  virtual bool total_for(const GpuSpec& gpu, std::string_view op) const = 0;
+};
+
+// max(F / peak(dtype), B / HBM bandwidth): the datasheet lower bound. InputError at `where` when
+// the GPU has no rate for the dtype.
+double ideal_roofline_seconds(double flops, double bytes, Dtype dtype, const GpuSpec& gpu,
+                              const std::string& where = "");
+
+// A time measured on `from` scaled to `to`. With the HBM bytes of the work known, the fraction of
+// the measured time that those bytes take at `from`'s peak bandwidth (at most all of it) is
+// taken as memory-bound and scaled by the HBM bandwidth ratio, the rest as compute-bound and
+// scaled by the peak ratio for `dtype`; without bytes, all of it by the peak ratio. [assumed: the
+// two parts do not overlap; an upper bound on the speed-up when they do.] InputError at
+// `to_where` when `to` has no rate for the dtype.
+double scale_profiled_time(double seconds, double bytes, Dtype dtype, const GpuSpec& from,
+                           const GpuSpec& to, const std::string& from_where,
+                           const std::string& to_where);
+
+struct RooflineRegime {
+  std::int64_t max_tokens = 0;  // this regime covers tokens up to here; the last has no limit
+  bool unbounded = false;
+  double flops_efficiency = 1;
+  double bandwidth_efficiency = 1;
+  double overhead_s = 0;
+  // Fewer tokens are priced as this many (FLOPs and bytes scaled up in proportion): an
+  // element-wise kernel's time stops shrinking below some size. 1 for GEMMs, whose weight bytes
+  // do not scale with tokens.
+  std::int64_t min_tokens = 1;
+};
+
+class RooflineProvider final : public CostProvider {
+ public:
+  // Reads {"gpus": {GPU: {"_source", "ops": {op: {"regimes": [{"max_tokens": N | "none",
+  // "flops_efficiency", "bandwidth_efficiency", "overhead"}, ...]}}}}}. InputError naming the
+  // file and JSON path on anything wrong (regimes not ascending, the last not "none", ...).
+  static std::unique_ptr<RooflineProvider> load(const std::filesystem::path& file);
+  void add(std::string gpu, std::string op, std::vector<RooflineRegime> regimes);
+
+  std::string_view name() const override { return "roofline"; }
+  std::optional<double> operator_seconds(const OperatorWork& w, const GpuSpec& gpu) const override;
+  bool total_for(const GpuSpec& gpu, std::string_view op) const override;
+  const RooflineRegime* regime(std::string_view gpu, std::string_view op,
+                               std::int64_t tokens) const;
+
+ private:
+  // gpu -> op -> regimes
+  std::map<std::string, std::map<std::string, std::vector<RooflineRegime>, std::less<>>,
+           std::less<>>
+      table_;
+};
+
+class ProfileTableProvider final : public CostProvider {
+ public:
+  // Reads Vidur's compute profiles: `dir`/<org>/<model>/mlp.csv for each GPU folder named in
+  // `folders` (folder -> catalog GPU name, e.g. "a100" -> "A100-SXM4-80GB"). InputError at
+  // `where` when a folder is missing or a file is malformed.
+  static std::unique_ptr<ProfileTableProvider> load_vidur(
+      const std::filesystem::path& dir, const std::map<std::string, std::string>& folders,
+      const std::string& where);
+  // One measured point (seconds at `tokens`); a repeated point keeps the mean.
+  void add_point(const std::string& gpu, const std::string& op, const OperatorShape& shape,
+                 std::int64_t tokens, double seconds);
+
+  std::string_view name() const override { return "profiles"; }
+  std::optional<double> operator_seconds(const OperatorWork& w, const GpuSpec& gpu) const override;
+  // Partial by nature: unmeasured shapes and token counts fall through.
+  bool total_for(const GpuSpec&, std::string_view) const override { return false; }
+  std::size_t points() const { return points_; }
+
+ private:
+  using Key = std::pair<std::string, OperatorShape>;  // (op, shape)
+  struct Point {
+    std::int64_t tokens;
+    double seconds;
+    int samples;
+  };
+  // gpu -> (op, shape) -> points sorted by tokens
+  std::map<std::string, std::map<Key, std::vector<Point>>, std::less<>> table_;
+  std::size_t points_ = 0;
+};
+
+class CostModel {
+ public:
+  void add(std::unique_ptr<CostProvider> provider);
+  // A GPU the providers do not cover is priced on `gpu` and scaled (null: no scaling).
+  void set_scale_from(const GpuSpec* gpu) { scale_from_ = gpu; }
+  const GpuSpec* scale_from() const { return scale_from_; }
+  const std::vector<std::unique_ptr<CostProvider>>& providers() const { return providers_; }
+
+  // Seconds at speed 1 on `gpu`. FixedWork: its duration. ProfiledWork: scaled from the GPU it
+  // was measured on. OperatorWork: the first provider that prices it, else scaled from
+  // scale_from; InvariantError when nothing can (check_operators at prepare time prevents it).
+  double seconds(const Work& work, const GpuSpec& gpu) const;
+  double operator_seconds(const OperatorWork& w, const GpuSpec& gpu) const;
+  // Which provider priced `w` on `gpu` ("profiles", "roofline", "scaled from X"), for reports.
+  std::string provenance(const OperatorWork& w, const GpuSpec& gpu) const;
+  // InputError at `where` unless some provider prices every `op` on `gpu`, directly or through
+  // scale_from (call at prepare time for each operator and GPU a model will use).
+  void check_operator(std::string_view op, const GpuSpec& gpu, const std::string& where) const;
+
+ private:
+  std::optional<double> direct(const OperatorWork& w, const GpuSpec& gpu) const;
+  std::vector<std::unique_ptr<CostProvider>> providers_;
+  const GpuSpec* scale_from_ = nullptr;
+};
+
+}  // namespace mlsim

@@ -1,0 +1,190 @@
+// Cost providers: per-regime roofline, profile-table interpolation, scaling between GPUs. The
+// expected values are computed by hand in the comments.
+#include "sim_core/hardware/cost_model.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim_core/base/error.hpp"
+
+namespace mlsim {
+namespace {
+
+GpuSpec gpu(std::string name, double fp16_tflops, double fp32_tflops, double hbm_gbps) {
+  GpuSpec g;
+  g.name = std::move(name);
+  g.peak[Dtype::kFp16] = FlopRate{fp16_tflops * 1e12};
+  g.peak[Dtype::kFp32] = FlopRate{fp32_tflops * 1e12};
+  g.hbm_bandwidth = Bandwidth{hbm_gbps * 1e9};
+  g.hbm_capacity = Bytes{16LL << 30};
+  g.source = "test";
+  return g;
+}
+
+const OperatorShape kShape{4096, 32, 32, 11008, 1};
+
+TEST(Roofline, PicksTheRegimeOfTheTokenCount) {
+  const GpuSpec a = gpu("A", 312, 19.5, 2039);
+  RooflineProvider p;
+  p.add("A", "mlp_up_proj",
+        {{64, false, 0.3, 0.8, 5e-6}, {1024, false, 0.7, 0.6, 5e-6}, {0, true, 0.75, 0.5, 0}});
+  // 8 tokens: F = 1e9, B = 1.6e8 bytes. Regime 1: max(1e9 / (0.3 * 312e12), 1.6e8 / (0.8 *
+  // 2039e9)) + 5e-6 = max(1.0684e-5, 9.8087e-5) + 5e-6 = 1.03087e-4 s.
+  const OperatorWork decode{"mlp_up_proj", 1e9, 1.6e8, Dtype::kFp16, 8, kShape};
+  EXPECT_NEAR(*p.operator_seconds(decode, a), 1.6e8 / (0.8 * 2039e9) + 5e-6, 1e-15);
+  EXPECT_NEAR(*p.operator_seconds(decode, a), 1.03087e-4, 1e-9);
+  // 4096 tokens, last regime: F = 3.7e11: max(3.7e11 / (0.75 * 312e12), 2e8 / (0.5 * 2039e9))
+  // = max(1.58120e-3, 1.9617e-4) = 1.58120e-3 s.
+  const OperatorWork prefill{"mlp_up_proj", 3.7e11, 2e8, Dtype::kFp16, 4096, kShape};
+  EXPECT_NEAR(*p.operator_seconds(prefill, a), 3.7e11 / (0.75 * 312e12), 1e-15);
+  // 64 is still the first regime, 65 the second.
+  EXPECT_EQ(p.regime("A", "mlp_up_proj", 64)->flops_efficiency, 0.3);
+  EXPECT_EQ(p.regime("A", "mlp_up_proj", 65)->flops_efficiency, 0.7);
+  // Unknown operator or GPU: not priced here.
+  p.add("A", "add", {{0, true, 1, 0.5, 2e-6, 64}});
+  // An element-wise op on 8 tokens moving 1e6 bytes is priced as 64 tokens: 8e6 bytes,
+  // 8e6 / (0.5 * 2039e9) + 2e-6 = 9.8464e-6 s; from 64 tokens on, as itself.
+  EXPECT_NEAR(*p.operator_seconds({"add", 0, 1e6, Dtype::kFp16, 8, kShape}, a),
+              8e6 / (0.5 * 2039e9) + 2e-6, 1e-18);
+  EXPECT_NEAR(*p.operator_seconds({"add", 0, 8e6, Dtype::kFp16, 64, kShape}, a),
+              8e6 / (0.5 * 2039e9) + 2e-6, 1e-18);
+  EXPECT_NEAR(*p.operator_seconds({"add", 0, 16e6, Dtype::kFp16, 128, kShape}, a),
+              16e6 / (0.5 * 2039e9) + 2e-6, 1e-18);
+  EXPECT_FALSE(p.operator_seconds({"nope", 1, 1, Dtype::kFp16, 1, kShape}, a));
+  EXPECT_FALSE(p.operator_seconds(decode, gpu("B", 1, 1, 1)));
+}
+
+TEST(ProfileTable, InterpolatesLinearlyBetweenMeasuredTokenCounts) {
+  const GpuSpec a = gpu("A", 312, 19.5, 2039);
+  ProfileTableProvider p;
+  p.add_point("A", "add", kShape, 8, 10e-6);
+  p.add_point("A", "add", kShape, 16, 18e-6);
+  p.add_point("A", "add", kShape, 32, 20e-6);
+  EXPECT_EQ(p.points(), 3u);
+  auto at = [&](std::int64_t tokens, OperatorShape shape = kShape) {
+    return p.operator_seconds({"add", 0, 0, Dtype::kFp16, tokens, shape}, a);
+  };
+  EXPECT_DOUBLE_EQ(*at(16), 18e-6);  // measured point
+  // 12 tokens: halfway between 8 (10 us) and 16 (18 us) = 14 us.
+  EXPECT_NEAR(*at(12), 14e-6, 1e-18);
+  // 20 tokens: a quarter of the way from 16 (18 us) to 32 (20 us) = 18.5 us.
+  EXPECT_NEAR(*at(20), 18.5e-6, 1e-18);
+  // Outside the measured range or another shape: nothing (the next provider prices it).
+  EXPECT_FALSE(at(4));
+  EXPECT_FALSE(at(64));
+  EXPECT_FALSE(at(12, OperatorShape{4096, 32, 32, 11008, 2}));
+}
+
+TEST(CostModel, FallsBackFromProfilesToRooflineAndScalesUncalibratedGpus) {
+  const GpuSpec a = gpu("A", 312, 19.5, 2039), h = gpu("H", 989.5, 67, 3350);
+  auto profiles = std::make_unique<ProfileTableProvider>();
+  profiles->add_point("A", "gemm", kShape, 8, 50e-6);
+  profiles->add_point("A", "gemm", kShape, 16, 60e-6);
+  auto roofline = std::make_unique<RooflineProvider>();
+  roofline->add("A", "gemm", {{0, true, 0.5, 0.5, 0}});
+  CostModel m;
+  m.add(std::move(profiles));
+  m.add(std::move(roofline));
+  const OperatorWork in_table{"gemm", 2e9, 4e8, Dtype::kFp16, 12, kShape};
+  EXPECT_NEAR(m.operator_seconds(in_table, a), 55e-6, 1e-18);  // interpolated
+  EXPECT_EQ(m.provenance(in_table, a), "profiles");
+  // 4096 tokens is outside the table: roofline max(2e9 / (0.5 * 312e12), 4e8 / (0.5 * 2039e9))
+  // = max(1.282e-5, 3.9235e-4) = 3.9235e-4 s.
+  const OperatorWork outside{"gemm", 2e9, 4e8, Dtype::kFp16, 4096, kShape};
+  EXPECT_NEAR(m.operator_seconds(outside, a), 4e8 / (0.5 * 2039e9), 1e-15);
+  EXPECT_EQ(m.provenance(outside, a), "roofline");
+  // H has neither: an InputError at prepare time until scale_from is set.
+  EXPECT_THROW(m.check_operator("gemm", h, "x"), InputError);
+  m.set_scale_from(&a);
+  m.check_operator("gemm", h, "x");
+  // Scaled by the ideal rooflines: on A max(2e9 / 312e12, 4e8 / 2039e9) = 1.9618e-4 (memory);
+  // on H max(2e9 / 989.5e12, 4e8 / 3350e9) = 1.1940e-4. 3.9235e-4 * 1.1940e-4 / 1.9618e-4.
+  const double expected = (4e8 / (0.5 * 2039e9)) * (4e8 / 3350e9) / (4e8 / 2039e9);
+  EXPECT_NEAR(m.operator_seconds(outside, h), expected, 1e-15);
+  EXPECT_NEAR(m.operator_seconds(outside, h), 4e8 / (0.5 * 3350e9), 1e-15);  // = 2.388e-4 s
+  EXPECT_EQ(m.provenance(outside, h), "scaled from A");
+}
+
+TEST(CostModel, ProfiledTimeScalesItsMemoryBoundPartByBandwidthTheRestByPeak) {
+  const GpuSpec v = gpu("V", 125, 15.7, 900), a = gpu("A", 312, 19.5, 2039);
+  // 10 ms measured on V in fp32 moving 4.5 GB: 4.5e9 / 900e9 = 5 ms at peak bandwidth, so half
+  // the time is memory-bound and scales by 900/2039, the other half by 15.7/19.5:
+  // 10 ms * (0.5 * 0.441393 + 0.5 * 0.805128) = 6.23261 ms.
+  const double t = scale_profiled_time(0.010, 4.5e9, Dtype::kFp32, v, a, "v", "a");
+  EXPECT_NEAR(t, 0.010 * (0.5 * 900.0 / 2039.0 + 0.5 * 15.7 / 19.5), 1e-15);
+  EXPECT_NEAR(t, 6.23261e-3, 1e-8);
+  // Without bytes: all of it by the peak ratio (the old FP32 ratio).
+  EXPECT_NEAR(scale_profiled_time(0.010, 0, Dtype::kFp32, v, a, "v", "a"), 0.010 * 15.7 / 19.5,
+              1e-15);
+  // Through the cost model as ProfiledWork; on the GPU it was measured on, unchanged.
+  CostModel m;
+  EXPECT_DOUBLE_EQ(m.seconds(ProfiledWork{0.010, &v, Dtype::kFp32, 4.5e9}, v), 0.010);
+  EXPECT_NEAR(m.seconds(ProfiledWork{0.010, &v, Dtype::kFp32, 4.5e9}, a), t, 1e-15);
+  // A dtype the target lacks is an InputError naming where.
+  GpuSpec no_fp32 = a;
+  no_fp32.peak.erase(Dtype::kFp32);
+  EXPECT_THROW(scale_profiled_time(0.01, 0, Dtype::kFp32, v, no_fp32, "v", "a"), InputError);
+}
+
+std::string load_error(const std::string& text) {
+  const auto file = std::filesystem::temp_directory_path() / "mlsim_roofline_test.json";
+  std::ofstream(file) << text;
+  try {
+    RooflineProvider::load(file);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Roofline, CalibrationFileErrorsNameTheJsonPath) {
+  EXPECT_NE(load_error(R"({"gpus": {"A": {"_source": "t", "ops": {"add": {"regimes": [
+      {"max_tokens": 64, "flops_efficiency": 1, "bandwidth_efficiency": 0.5, "overhead": "1us"}]}}}}})")
+                .find("gpus.A.ops.add.regimes"),
+            std::string::npos);
+  EXPECT_NE(load_error(R"({"gpus": {"A": {"_source": "t", "ops": {"add": {"regimes": [
+      {"max_tokens": 64, "flops_efficiency": 1, "bandwidth_efficiency": 0.5, "overhead": "1us"},
+      {"max_tokens": 32, "flops_efficiency": 1, "bandwidth_efficiency": 0.5, "overhead": "1us"}]}}}}})")
+                .find("gpus.A.ops.add.regimes[1].max_tokens"),
+            std::string::npos);
+  EXPECT_NE(load_error(R"({"gpus": {"A": {"_source": "t", "ops": {"add": {"regimes": [
+      {"max_tokens": "none", "flops_efficiency": 2, "bandwidth_efficiency": 0.5, "overhead": "1us"}]}}}}})")
+                .find("flops_efficiency"),
+            std::string::npos);
+  EXPECT_NE(load_error(R"({"gpus": {"A": {"_source": "t", "ops": {"add": {"regimes": [
+      {"max_tokens": "none", "flops_efficiency": 1, "bandwidth_efficiency": 0.5, "overhead": "1us", "extra": 1}]}}}}})")
+                .find("extra"),
+            std::string::npos);
+}
+
+TEST(Roofline, ShippedCalibrationLoadsForBothProfiledGpus) {
+  auto p = RooflineProvider::load(std::filesystem::path(MLSIM_SOURCE_DIR) /
+                                  "workloads/hardware/roofline_calibration.json");
+  for (const char* gpu : {"A100-SXM4-80GB", "H100-SXM5-80GB"})
+    for (const char* op :
+         {"emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_prefill", "attn_decode",
+          "attn_post_proj", "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj",
+          "add", "final_norm", "lm_head"})
+      EXPECT_NE(p->regime(gpu, op, 1), nullptr) << gpu << " " << op;
+}
+
+TEST(ProfileTable, VidurTablesLoadAndReturnTheMeasuredMedian) {
+  const std::filesystem::path dir =
+      std::filesystem::path(MLSIM_SHARED_DATA_DIR) / "gpu_profiles/vidur";
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no shared data at " << dir;
+  auto p = ProfileTableProvider::load_vidur(dir, {{"a100", "A100-SXM4-80GB"}}, "compute.profiles");
+  EXPECT_GT(p->points(), 50000u);
+  const GpuSpec a = gpu("A100-SXM4-80GB", 312, 19.5, 2039);
+  // Llama-2-7B, TP 1, 4096 tokens: the file's first two rows measure this point, attn_pre_proj
+  // medians 1.911 and 1.8865 ms; the provider keeps their mean, 1.89875 ms.
+  const auto t = p->operator_seconds({"attn_pre_proj", 0, 0, Dtype::kFp16, 4096, kShape}, a);
+  ASSERT_TRUE(t);
+  EXPECT_NEAR(*t, 1.89875e-3, 1e-12);
+  EXPECT_THROW(ProfileTableProvider::load_vidur(dir, {{"b200", "X"}}, "compute.profiles"),
+               InputError);
+}
+
+}  // namespace
+}  // namespace mlsim
