@@ -1,68 +1,33 @@
 #include "models/serving/compute_model.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "sim_core/base/error.hpp"
-#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::serving {
 
-RooflineCalibration RooflineCalibration::load(const std::filesystem::path& file,
-                                              const std::string& gpu,
-                                              const std::string& gpu_where) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open the roofline calibration");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file.string(), std::string("invalid JSON: ") + e.what());
-  }
-  JsonReader root(j, file.string());
-  auto gpus = root.object("gpus");
-  if (!gpus.has(gpu))
-    throw InputError(gpu_where.empty() ? gpus.path() : gpu_where,
-                     "no roofline calibration for GPU \"" + gpu + "\" in " + file.string() +
-                         " (tools/serving_calibrate.py fits one from operator profiles)");
-  auto entry = gpus.object(gpu);
-  RooflineCalibration cal;
-  cal.source = file.filename().string() + ": " + entry.string("_source");
-  auto ops = entry.object("ops");
-  for (std::size_t i = 0; i < kOpCount; ++i) {
-    const auto name = std::string(op_name(static_cast<Op>(i)));
-    auto op = ops.object(name);
-    cal.ops[i].flops = op.number("flops_efficiency", 1e-3, 1);
-    cal.ops[i].bandwidth = op.number("bandwidth_efficiency", 1e-3, 1);
-    cal.ops[i].overhead_s = op.duration("overhead").seconds();
-    op.finish();
-  }
-  ops.finish();
-  entry.finish();
-  return cal;
-}
+OperatorTimer::OperatorTimer(const CostModel& costs, const GpuSpec& gpu, Dtype dtype)
+    : costs_(costs), gpu_(gpu), dtype_(dtype) {}
 
-RooflineCalibration RooflineCalibration::ideal() {
-  RooflineCalibration c;
-  c.source = "ideal roofline";
-  return c;
-}
-
-OperatorTimer::OperatorTimer(const GpuSpec& gpu, Dtype dtype, RooflineCalibration calibration)
-    : peak_flops_(gpu.peak_for(dtype, "gpu").flops_per_s),
-      hbm_(gpu.hbm_bandwidth.bytes_per_s),
-      cal_(std::move(calibration)) {}
-
-double OperatorTimer::seconds(Op op, const OpWork& w) const {
+double OperatorTimer::seconds(Op op, const OpWork& w, std::int64_t tokens,
+                              const OperatorShape& shape) const {
   if (w.flops <= 0 && w.bytes <= 0) return 0;
-  const auto& e = cal_.ops[static_cast<std::size_t>(op)];
-  return std::max(w.flops / (e.flops * peak_flops_), w.bytes / (e.bandwidth * hbm_)) + e.overhead_s;
+  return costs_.operator_seconds(OperatorWork{op_name(op), w.flops, w.bytes, dtype_, tokens, shape},
+                                 gpu_);
+}
+
+void OperatorTimer::check(const CostModel& costs, const GpuSpec& gpu, const std::string& where) {
+  for (std::size_t i = 0; i < kOpCount; ++i)
+    costs.check_operator(op_name(static_cast<Op>(i)), gpu, where);
 }
 
 IterationCostModel::IterationCostModel(const TransformerShape& model, int tp,
                                        const OperatorTimer& timer, std::vector<std::int32_t> exits)
-    : model_(model), tp_(tp), timer_(timer), exits_(std::move(exits)) {
+    : model_(model),
+      tp_(tp),
+      shape_{model.hidden, model.heads, model.kv_heads, model.ffn, tp},
+      timer_(timer),
+      exits_(std::move(exits)) {
   MLSIM_CHECK(tp_ >= 1, "tensor-parallel degree must be >= 1");
   MLSIM_CHECK(!exits_.empty() && std::is_sorted(exits_.begin(), exits_.end()) &&
                   exits_.front() > 0 && exits_.back() == model_.layers,
@@ -83,7 +48,7 @@ double IterationCostModel::token_ops_seconds(std::int64_t tokens) const {
     double s = 0;
     for (Op op : kLayerOps)
       if (op != Op::kAttnPrefill && op != Op::kAttnDecode)
-        s += timer_.seconds(op, token_op_work(op, model_, tokens, tp_));
+        s += timer_.seconds(op, token_op_work(op, model_, tokens, tp_), tokens, shape_);
     slot = s;
   }
   return slot;
@@ -115,15 +80,18 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items) const {
     }
     if (it.samples) sampled_[hi - 1] += 1;
   }
-  double t = timer_.seconds(Op::kEmbedding, token_op_work(Op::kEmbedding, model_, out.tokens, tp_));
+  double t = timer_.seconds(Op::kEmbedding, token_op_work(Op::kEmbedding, model_, out.tokens, tp_),
+                            out.tokens, shape_);
   for (std::size_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
     if (seg.tokens == 0) continue;
     const int layers = bounds_[s + 1] - bounds_[s];
     const double per_layer =
         token_ops_seconds(seg.tokens) +
-        timer_.seconds(Op::kAttnPrefill, attention_prefill_work(model_, seg.attention, tp_)) +
-        timer_.seconds(Op::kAttnDecode, attention_decode_work(model_, seg.attention, tp_));
+        timer_.seconds(Op::kAttnPrefill, attention_prefill_work(model_, seg.attention, tp_),
+                       seg.attention.prefill_tokens, shape_) +
+        timer_.seconds(Op::kAttnDecode, attention_decode_work(model_, seg.attention, tp_),
+                       seg.attention.decode_tokens, shape_);
     t += layers * per_layer;
     if (tp_ > 1) {
       out.allreduces += kAllReducesPerLayer * layers;
@@ -133,8 +101,10 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items) const {
   for (std::size_t s = 0; s < sampled_.size(); ++s) {
     if (sampled_[s] == 0) continue;
     out.exits_sampled += 1;
-    t += timer_.seconds(Op::kFinalNorm, token_op_work(Op::kFinalNorm, model_, sampled_[s], tp_));
-    t += timer_.seconds(Op::kLmHead, token_op_work(Op::kLmHead, model_, sampled_[s], tp_));
+    t += timer_.seconds(Op::kFinalNorm, token_op_work(Op::kFinalNorm, model_, sampled_[s], tp_),
+                        sampled_[s], shape_);
+    t += timer_.seconds(Op::kLmHead, token_op_work(Op::kLmHead, model_, sampled_[s], tp_),
+                        sampled_[s], shape_);
   }
   out.compute_s = t;
   return out;

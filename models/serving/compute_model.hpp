@@ -1,53 +1,37 @@
 #pragma once
-// GPU time of transformer operators: a roofline with per-operator efficiency factors,
-//   time = max(FLOPs / (flops_efficiency * peak), bytes / (bandwidth_efficiency * HBM BW))
-//          + overhead,
-// calibrated per GPU on Vidur's operator profiles (tools/serving_calibrate.py writes
-// workloads/serving/roofline_calibration.json; tests/serving/calibration_test.cpp reports the
-// error against the tables). Then the time of one iteration of a batch, layer segment by layer
-// segment, so that requests leaving at different depths (MFS tiers) are costed exactly.
+// GPU time of transformer operators, priced by the platform's cost providers
+// (sim_core/hardware/cost_model.hpp: Vidur profile tables where measured, the per-regime
+// roofline otherwise, scaling between catalog GPUs; docs/hardware.md has their errors). Then the
+// time of one iteration of a batch, layer segment by layer segment, so that requests leaving at
+// different depths (MFS tiers) are costed exactly.
 #include <array>
 #include <cstdint>
-#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "models/serving/model_catalog.hpp"
 #include "models/serving/transformer_cost.hpp"
+#include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/hardware/hardware.hpp"
 
 namespace mlsim::serving {
 
-struct OpEfficiency {
-  double flops = 1;       // achieved / peak FLOP/s
-  double bandwidth = 1;   // achieved / peak HBM bandwidth
-  double overhead_s = 0;  // launch and tail cost per kernel
-};
-
-struct RooflineCalibration {
-  std::array<OpEfficiency, kOpCount> ops{};
-  std::string source;
-  // Reads {"gpus": {GPU: {"ops": {op_name: {...}}}}} and returns the entry of `gpu`; every
-  // operator must be present. InputError naming the file and path otherwise.
-  // A GPU the file does not calibrate is an InputError at `gpu_where` (the scenario's gpu key).
-  static RooflineCalibration load(const std::filesystem::path& file, const std::string& gpu,
-                                  const std::string& gpu_where = "");
-  // All factors 1, no overhead: the plain roofline.
-  static RooflineCalibration ideal();
-};
-
+// Prices one operator of a transformer of a given shape on one GPU type.
 class OperatorTimer {
  public:
-  OperatorTimer(const GpuSpec& gpu, Dtype dtype, RooflineCalibration calibration);
-  double seconds(Op op, const OpWork& w) const;
-  double peak_flops() const { return peak_flops_; }
-  double hbm_bytes_per_s() const { return hbm_; }
+  // `costs` and `gpu` must outlive the timer.
+  OperatorTimer(const CostModel& costs, const GpuSpec& gpu, Dtype dtype);
+  // Seconds of `op` doing `w` over `tokens` tokens (the profile tables' axis) for `shape`.
+  double seconds(Op op, const OpWork& w, std::int64_t tokens, const OperatorShape& shape) const;
+  const GpuSpec& gpu() const { return gpu_; }
+  // InputError at `where` unless every operator is priced on `gpu` (call at prepare time).
+  static void check(const CostModel& costs, const GpuSpec& gpu, const std::string& where);
 
  private:
-  double peak_flops_;
-  double hbm_;
-  RooflineCalibration cal_;
+  const CostModel& costs_;
+  const GpuSpec& gpu_;
+  Dtype dtype_;
 };
 
 // New tokens of one request in one iteration, passing through layers [first_layer, last_layer).
@@ -80,6 +64,7 @@ class IterationCostModel {
   // Time of the token-parallel operators of one layer for `tokens` tokens (memoised).
   double token_ops_seconds(std::int64_t tokens) const;
   const TransformerShape& model() const { return model_; }
+  const OperatorShape& shape() const { return shape_; }
   int tp() const { return tp_; }
   const std::vector<std::int32_t>& exits() const { return exits_; }
 
@@ -88,6 +73,7 @@ class IterationCostModel {
 
   TransformerShape model_;
   int tp_;
+  OperatorShape shape_;
   const OperatorTimer& timer_;
   std::vector<std::int32_t> exits_;
   std::vector<std::int32_t> bounds_;  // 0, exits...

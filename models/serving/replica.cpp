@@ -6,22 +6,25 @@
 
 namespace mlsim::serving {
 
-Replica::Replica(Engine& engine, Network* network, ReplicaConfig config,
+Replica::Replica(Engine& engine, Network* network, Compute& compute, ReplicaConfig config,
                  std::unique_ptr<IterationCostModel> cost, KvBlockPool kv,
                  std::vector<std::int32_t> exit_layers, std::int32_t feature_layers,
                  BatchLimits limits, std::unique_ptr<BatchScheduler> scheduler,
                  ReplicaObserver& observer)
     : engine_(engine),
       network_(network),
+      compute_(compute),
       config_(std::move(config)),
+      nominal_(config_.gpus.size()),
       cost_(std::move(cost)),
       kv_(kv),
       state_(kv_, std::move(exit_layers), feature_layers, limits),
       scheduler_(std::move(scheduler)),
       observer_(observer) {
   MLSIM_CHECK(config_.tp == cost_->tp(), "replica and cost model disagree on tp");
-  MLSIM_CHECK(config_.tp == 1 || (network_ && static_cast<int>(config_.gpus.size()) == config_.tp),
-              "a tensor-parallel replica needs a network and one host per GPU");
+  MLSIM_CHECK(static_cast<int>(config_.gpus.size()) == config_.tp,
+              "a replica needs one host per GPU");
+  MLSIM_CHECK(config_.tp == 1 || network_, "a tensor-parallel replica needs a network");
   kv_usage_.set(engine_.now(), 0);
 }
 
@@ -62,10 +65,12 @@ void Replica::try_start() {
   busy_ = true;
   iteration_start_ = engine_.now();
   batch_cost_ = cost_->cost(batch_.items);
-  double seconds = batch_cost_.compute_s + config_.iteration_overhead.seconds();
+  double host_seconds = config_.iteration_overhead.seconds();
   if (!config_.multi_level_sampling && batch_cost_.exits_sampled > 1)
-    seconds += (batch_cost_.exits_sampled - 1) * config_.sampling_pass_overhead.seconds();
-  engine_.schedule_in(Time::from_seconds_ceil(seconds), [this] { on_compute_done(); });
+    host_seconds += (batch_cost_.exits_sampled - 1) * config_.sampling_pass_overhead.seconds();
+  std::fill(nominal_.begin(), nominal_.end(), batch_cost_.compute_s);
+  compute_.run_for(
+      config_.gpus, nominal_, [this] { on_compute_done(); }, host_seconds);
 }
 
 void Replica::on_compute_done() {

@@ -43,16 +43,15 @@ std::int32_t tier_depth(const TransformerShape& member, const TransformerShape& 
   return std::clamp(static_cast<std::int32_t>(std::lround(layers)), 1, largest.layers);
 }
 
-ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& hardware,
-                                       const std::filesystem::path& dir, int topology_hosts) {
+ServingScenario parse_serving_scenario(JsonReader& root, const std::vector<NodeId>& hosts,
+                                       const NodeHardware& node_hardware, const CostModel& costs,
+                                       const std::filesystem::path& dir) {
+  const int topology_hosts = static_cast<int>(hosts.size());
   ServingScenario s;
   auto& c = s.config;
   auto sys = root.object("system");
   sys.ignore("model");
   const auto catalog = ModelCatalog::load(resolve(dir, sys.string("catalog")));
-  c.gpu = hardware.gpu(sys.string("gpu"), sys.path_of("gpu"));
-  c.calibration = RooflineCalibration::load(resolve(dir, sys.string("calibration")), c.gpu.name,
-                                            sys.path_of("gpu"));
   const auto family = sys.strings("family");
   if (family.empty()) throw InputError(sys.path_of("family"), "expected at least one model");
   std::vector<TransformerShape> members;
@@ -131,6 +130,19 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     throw InputError(sys.path_of("mode"),
                      fmt::format("the deployments need {} GPUs but the topology has {} hosts",
                                  s.gpus, topology_hosts));
+  // One GPU per host, the type topology.hardware names; all the same type.
+  for (int i = 0; i < s.gpus; ++i) {
+    const GpuSpec& g = node_hardware.gpu(hosts[static_cast<std::size_t>(i)], "topology.hardware");
+    if (i == 0) {
+      c.gpu = g;
+    } else if (g.name != c.gpu.name) {
+      throw InputError("topology.hardware",
+                       fmt::format("the serving model runs one GPU type, but host {} has {} and "
+                                   "host 0 has {}",
+                                   i, g.name, c.gpu.name));
+    }
+  }
+  OperatorTimer::check(costs, c.gpu, "compute");
   sys.finish();
 
   auto w = root.object("workload");
@@ -186,7 +198,7 @@ std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std:
 void ServingModel::start(ModelEnv& env) {
   std::vector<NodeId> hosts = env.topology.hosts();
   system_ = std::make_unique<ServingSystem>(
-      env.engine, &env.network, std::move(hosts), scenario_.config,
+      env.engine, &env.network, env.compute, std::move(hosts), scenario_.config,
       make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
       env.stream("serving.escalation"));
   system_->start();
@@ -205,17 +217,16 @@ double ServingModel::progress(const ModelEnv&) const {
 namespace mlsim {
 
 void register_serving(ModelRegistry& registry) {
-  registry.add(
-      {"serving",
-       "LLM serving: Llama-style transformers on GPU replicas (calibrated roofline), paged "
-       "KV cache, static / continuous (vLLM) / chunked-prefill (Sarathi) batching, "
-       "routers, Azure traces or generators; MFS tiered serving vs separate models",
-       {"static", "continuous", "chunked_prefill", "mfs", "separate"},
-       [](ModelSetup& setup) -> std::unique_ptr<Model> {
-         return std::make_unique<serving::ServingModel>(
-             serving::parse_serving_scenario(setup.root, setup.hardware, setup.scenario_dir,
-                                             static_cast<int>(setup.topology.hosts().size())));
-       }});
+  registry.add({"serving",
+                "LLM serving: Llama-style transformers on GPU replicas (platform Compute), paged "
+                "KV cache, static / continuous (vLLM) / chunked-prefill (Sarathi) batching, "
+                "routers, Azure traces or generators; MFS tiered serving vs separate models",
+                {"static", "continuous", "chunked_prefill", "mfs", "separate"},
+                [](ModelSetup& setup) -> std::unique_ptr<Model> {
+                  return std::make_unique<serving::ServingModel>(serving::parse_serving_scenario(
+                      setup.root, setup.topology.hosts(), setup.node_hardware, setup.costs,
+                      setup.scenario_dir));
+                }});
 }
 
 }  // namespace mlsim

@@ -9,6 +9,8 @@
 
 #include "models/serving/request_source.hpp"
 #include "models/serving/serving_system.hpp"
+#include "sim_core/hardware/cost_model.hpp"
+#include "sim_core/hardware/node_hardware.hpp"
 #include "sim_core/run/model.hpp"
 
 namespace mlsim::serving {
@@ -28,11 +30,14 @@ struct ServingScenario {
 };
 
 // Reads "system" and "workload" of the scenario root. Relative paths resolve against
-// `scenario_dir`. InputError with the JSON path on anything wrong (unknown model, a model that
-// does not fit its GPUs, a tier mix that does not sum to 1, more GPUs than the topology has...).
-ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& hardware,
-                                       const std::filesystem::path& scenario_dir,
-                                       int topology_hosts);
+// `scenario_dir`. The GPU is the one topology.hardware puts on the hosts the deployments use
+// (one type: heterogeneous replicas are not modelled yet), priced by `costs` (the scenario's
+// "compute" section). InputError with the JSON path on anything wrong (unknown model, a model
+// that does not fit its GPUs, a tier mix that does not sum to 1, more GPUs than the topology has,
+// hosts without a GPU, operators no cost provider prices...).
+ServingScenario parse_serving_scenario(JsonReader& root, const std::vector<NodeId>& hosts,
+                                       const NodeHardware& node_hardware, const CostModel& costs,
+                                       const std::filesystem::path& scenario_dir);
 
 // Builds the request source the workload describes (streams named from the seed).
 std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std::uint64_t seed);

@@ -39,18 +39,19 @@ int ServingSystem::gpus_needed(const ServingConfig& config) {
   return n;
 }
 
-ServingSystem::ServingSystem(Engine& engine, Network* network, std::vector<NodeId> hosts,
-                             ServingConfig config, std::unique_ptr<RequestSource> source,
-                             RandomStream tier_stream, RandomStream escalation_stream)
+ServingSystem::ServingSystem(Engine& engine, Network* network, Compute& compute,
+                             std::vector<NodeId> hosts, ServingConfig config,
+                             std::unique_ptr<RequestSource> source, RandomStream tier_stream,
+                             RandomStream escalation_stream)
     : engine_(engine),
       network_(network),
+      compute_(compute),
       config_(std::move(config)),
       source_(std::move(source)),
       tier_stream_(tier_stream),
       escalation_stream_(escalation_stream),
-      timer_(config_.gpu,
-             config_.deployments.empty() ? Dtype::kFp16 : config_.deployments.front().model.dtype,
-             config_.calibration),
+      timer_(compute.costs(), config_.gpu,
+             config_.deployments.empty() ? Dtype::kFp16 : config_.deployments.front().model.dtype),
       metrics_(config_.slo, config_.tiers, config_.series_interval) {
   MLSIM_CHECK(static_cast<int>(hosts.size()) >= gpus_needed(config_), "too few hosts for the GPUs");
   MLSIM_CHECK(static_cast<std::int32_t>(config_.tier_mix.size()) == config_.tiers, "tier mix size");
@@ -92,7 +93,7 @@ ServingSystem::ServingSystem(Engine& engine, Network* network, std::vector<NodeI
       rc.sampling_pass_overhead = config_.sampling_pass_overhead;
       rc.reuse_across_tiers = d.mfs;
       auto replica = std::make_unique<Replica>(
-          engine_, network_, std::move(rc),
+          engine_, network_, compute_, std::move(rc),
           std::make_unique<IterationCostModel>(d.model, d.tp, timer_, cost_exits(d)),
           KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
           make_scheduler(d.scheduler, "system.deployments." + d.name + ".scheduler"), *this);

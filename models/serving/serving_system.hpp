@@ -20,6 +20,7 @@
 #include "models/serving/router.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/engine/random.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/hardware.hpp"
 #include "sim_core/network/network.hpp"
 
@@ -41,8 +42,7 @@ struct DeploymentConfig {
 
 struct ServingConfig {
   std::vector<DeploymentConfig> deployments;
-  GpuSpec gpu;
-  RooflineCalibration calibration;
+  GpuSpec gpu;  // of every host the deployments use (topology.hardware)
   std::int32_t tiers = 1;
   std::vector<double> tier_mix{1.0};    // probability of each tier for a new request
   double escalation_probability = 0;    // an answer below the top tier is escalated one tier up
@@ -58,10 +58,11 @@ struct ServingConfig {
 class ServingSystem final : public ReplicaObserver {
  public:
   // `hosts` are the topology hosts the GPUs map to, in order: deployment by deployment, replica by
-  // replica, tp GPUs each. `network` may be null only when every deployment has tp == 1.
-  ServingSystem(Engine& engine, Network* network, std::vector<NodeId> hosts, ServingConfig config,
-                std::unique_ptr<RequestSource> source, RandomStream tier_stream,
-                RandomStream escalation_stream);
+  // replica, tp GPUs each. `network` may be null only when every deployment has tp == 1. GPU
+  // time is priced by `compute`'s cost model and runs on `compute` (per-host speed).
+  ServingSystem(Engine& engine, Network* network, Compute& compute, std::vector<NodeId> hosts,
+                ServingConfig config, std::unique_ptr<RequestSource> source,
+                RandomStream tier_stream, RandomStream escalation_stream);
   ~ServingSystem() override;
 
   // Number of GPUs the configuration uses.
@@ -95,6 +96,7 @@ class ServingSystem final : public ReplicaObserver {
 
   Engine& engine_;
   Network* network_;
+  Compute& compute_;
   ServingConfig config_;
   std::unique_ptr<RequestSource> source_;
   RandomStream tier_stream_, escalation_stream_;

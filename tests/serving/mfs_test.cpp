@@ -37,7 +37,8 @@ struct Log : ReplicaObserver {
 struct MfsHarness {
   Engine engine;
   Log log{engine};
-  OperatorTimer timer{toy_gpu(), Dtype::kFp16, RooflineCalibration::ideal()};
+  fixtures::Platform platform{engine, toy_gpu(), 1, {0}};
+  OperatorTimer timer{platform.costs, platform.gpu, Dtype::kFp16};
   std::unique_ptr<Replica> replica;
   std::vector<std::unique_ptr<Request>> requests;
   // Two tiers: tier 0 exits after layer 1, tier 1 runs all 4 layers.
@@ -48,9 +49,10 @@ struct MfsHarness {
     cfg.reuse_across_tiers = true;
     cfg.multi_level_sampling = multi_level_sampling;
     cfg.sampling_pass_overhead = sampling_pass;
+    cfg.gpus = {0};
     const auto m = four_layers();
     replica = std::make_unique<Replica>(
-        engine, nullptr, cfg,
+        engine, nullptr, *platform.compute, cfg,
         std::make_unique<IterationCostModel>(m, 1, timer, std::vector<std::int32_t>{1, 4}),
         KvBlockPool(kv_blocks, 2), std::vector<std::int32_t>{1, 4}, /*feature_layers=*/1,
         BatchLimits{}, make_scheduler("continuous", "test"), log);
@@ -87,25 +89,27 @@ TEST(Mfs, TierExitInsideABatch) {
 
   const auto m = four_layers();
   const auto& t = h.timer;
+  const OperatorShape shape = h.replica->cost_model().shape();
   auto attn = [&](std::vector<std::pair<int, int>> chunks) {
     AttentionLoad a;
     for (auto [cached, n] : chunks) a.add_prefill_chunk(cached, n);
-    return t.seconds(Op::kAttnPrefill, attention_prefill_work(m, a, 1));
+    return t.seconds(Op::kAttnPrefill, attention_prefill_work(m, a, 1), a.prefill_tokens, shape);
   };
   auto token_ops = [&](int tokens) {
     double s = 0;
     for (Op op : kLayerOps)
       if (op != Op::kAttnPrefill && op != Op::kAttnDecode)
-        s += t.seconds(op, token_op_work(op, m, tokens, 1));
+        s += t.seconds(op, token_op_work(op, m, tokens, 1), tokens, shape);
     return s;
   };
   auto head = [&](int tokens) {
-    return t.seconds(Op::kFinalNorm, token_op_work(Op::kFinalNorm, m, tokens, 1)) +
-           t.seconds(Op::kLmHead, token_op_work(Op::kLmHead, m, tokens, 1));
+    return t.seconds(Op::kFinalNorm, token_op_work(Op::kFinalNorm, m, tokens, 1), tokens, shape) +
+           t.seconds(Op::kLmHead, token_op_work(Op::kLmHead, m, tokens, 1), tokens, shape);
   };
-  const double by_hand = t.seconds(Op::kEmbedding, token_op_work(Op::kEmbedding, m, 4, 1)) +
-                         1 * (token_ops(4) + attn({{0, 2}, {0, 2}})) +
-                         3 * (token_ops(2) + attn({{0, 2}})) + head(1) + head(1);
+  const double by_hand =
+      t.seconds(Op::kEmbedding, token_op_work(Op::kEmbedding, m, 4, 1), 4, shape) +
+      1 * (token_ops(4) + attn({{0, 2}, {0, 2}})) + 3 * (token_ops(2) + attn({{0, 2}})) + head(1) +
+      head(1);
   const auto cost =
       h.replica->cost_model().cost(std::vector<WorkItem>{h.log.batches[0][0], h.log.batches[0][1]});
   EXPECT_DOUBLE_EQ(cost.compute_s, by_hand);

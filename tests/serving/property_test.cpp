@@ -53,7 +53,6 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   const auto hw = fixtures::gpus();
   ServingConfig c;
   c.gpu = hw.gpu("A100-SXM4-80GB", "");
-  c.calibration = RooflineCalibration::ideal();
   c.tiers = 2;
   c.tier_mix = {0.5, 0.5};
   c.escalation_probability = p.escalation;
@@ -83,9 +82,11 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   Engine engine;
   const Topology topo = build_topology(StarSpec{8, {Bandwidth{300e9}, Time::us(1)}});
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  fixtures::Platform platform(engine, c.gpu, topo.nodes().size(), topo.hosts());
   const int n = 120;
-  ServingSystem sys(engine, &net, topo.hosts(), c, std::make_unique<RandomSource>(7, n, 1500, 300),
-                    RandomStream(1, "tiers"), RandomStream(1, "esc"));
+  ServingSystem sys(engine, &net, *platform.compute, topo.hosts(), c,
+                    std::make_unique<RandomSource>(7, n, 1500, 300), RandomStream(1, "tiers"),
+                    RandomStream(1, "esc"));
   // KV budget checked after every scheduling decision of every replica.
   std::int64_t violations = 0;
   engine.set_periodic_hook(1, [&](Engine&) {

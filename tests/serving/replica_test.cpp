@@ -50,7 +50,8 @@ TransformerShape one_layer() {
 struct Harness {
   Engine engine;
   Recorder rec{engine};
-  OperatorTimer timer{toy_gpu(), Dtype::kFp16, RooflineCalibration::ideal()};
+  fixtures::Platform platform{engine, toy_gpu(), 1, {0}};
+  OperatorTimer timer{platform.costs, platform.gpu, Dtype::kFp16};
   std::unique_ptr<Replica> replica;
   std::vector<std::unique_ptr<Request>> requests;
 
@@ -58,8 +59,9 @@ struct Harness {
           const std::string& scheduler, BatchLimits limits = {}) {
     ReplicaConfig cfg;
     cfg.name = "r0";
+    cfg.gpus = {0};
     replica = std::make_unique<Replica>(
-        engine, nullptr, cfg,
+        engine, nullptr, *platform.compute, cfg,
         std::make_unique<IterationCostModel>(m, 1, timer, std::vector<std::int32_t>{m.layers}),
         KvBlockPool(kv_blocks, block_tokens), std::vector<std::int32_t>{m.layers}, 0, limits,
         make_scheduler(scheduler, "test"), rec);
@@ -196,4 +198,33 @@ TEST(ChunkedPrefill, TokenBudgetSplitsPrompts) {
   EXPECT_EQ(h.rec.steps[2].work, (W{{1, 1, true}, {2, 1, false}}));
   EXPECT_EQ(h.rec.steps[3].work, (W{{1, 1, true}, {2, 1, true}}));
   EXPECT_EQ(h.rec.steps.size(), 4u);
+}
+
+// The replica's GPU runs through the platform's Compute: a GPU at half speed from the start takes
+// twice the cost model's time per iteration; halving it in the middle of the first iteration
+// stretches only what remains of it.
+TEST(ContinuousBatching, IterationsRunAtTheHostsSpeed) {
+  const auto m = one_layer();
+  {
+    Harness h(m, 1000, 16, "continuous");
+    h.platform.speeds.set_speed(0, 0.5);
+    h.add(1, Time::zero(), 3, 1);
+    const double t1 = h.cost_of({prefill(3, 0, 1)});
+    h.engine.run();
+    ASSERT_EQ(h.rec.steps.size(), 1u);
+    EXPECT_EQ(h.rec.steps[0].end, Time::from_seconds_ceil(2 * t1));
+  }
+  {
+    Harness h(m, 1000, 16, "continuous");
+    h.add(1, Time::zero(), 3, 1);
+    const double t1 = h.cost_of({prefill(3, 0, 1)});
+    // At t1 / 4 a quarter is done; the remaining 3/4 at half speed take 1.5 t1: ends at 1.75 t1.
+    const Time quarter = Time::from_seconds_ceil(t1 / 4);
+    h.engine.schedule_at(quarter, [&] { h.platform.speeds.set_speed(0, 0.5); });
+    h.engine.run();
+    ASSERT_EQ(h.rec.steps.size(), 1u);
+    const double done = quarter.seconds() + (t1 - quarter.seconds()) / 0.5;
+    EXPECT_EQ(h.rec.steps[0].end, Time::from_seconds_ceil(done));
+    EXPECT_NEAR(h.rec.steps[0].end.seconds(), 1.75 * t1, 2e-9);
+  }
 }

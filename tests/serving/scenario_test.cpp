@@ -87,7 +87,14 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
   expect_error({{"workload.tier_mix", nlohmann::json::array({0.5, 0.2, 0.2})}},
                "workload.tier_mix");
   expect_error({{"system.mfs.tp", 3}}, "system.mfs.tp");
-  expect_error({{"system.gpu", "A100-SXM4-40GB"}}, "system.gpu");  // no calibration for it
+  // No roofline calibration for the 40 GB A100 and no compute.scale_from: "compute".
+  expect_error({{"topology.hardware.gpu", "A100-SXM4-40GB"}}, "compute");
+  expect_error({{"topology.hardware.gpu", "B200"}}, "topology.hardware.gpu");
+  // Two GPU types in one serving deployment: not modelled, said so.
+  expect_error({{"topology.hardware.groups",
+                 nlohmann::json::parse(R"([{"hosts": [7], "gpu": "H100-SXM5-80GB"}])")}},
+               "topology.hardware");
+  expect_error({{"system.gpu", "A100-SXM4-80GB"}}, "system.gpu");  // moved to the topology
   expect_error({{"system.mfs.tp", 1}}, "system.deployments.mfs");  // 70B does not fit one GPU
   expect_error({{"system.family", nlohmann::json::array({"llama-2-7b", "llama-3"})}},
                "system.family[1]");

@@ -5,6 +5,9 @@
 #include <string>
 
 #include "models/serving/model_catalog.hpp"
+#include "models/serving/transformer_cost.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/hardware.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
@@ -53,5 +56,31 @@ inline TransformerShape toy_transformer(int layers, std::string name) {
   m.vocab = 1000;
   return m;
 }
+
+// The ideal roofline (efficiency 1, no overhead, one regime) for every serving operator on `gpu`.
+inline std::unique_ptr<RooflineProvider> ideal_roofline(const std::string& gpu) {
+  auto p = std::make_unique<RooflineProvider>();
+  for (std::size_t i = 0; i < kOpCount; ++i)
+    p->add(gpu, std::string(op_name(static_cast<Op>(i))), {RooflineRegime{0, true, 1, 1, 0, 1}});
+  return p;
+}
+
+// The platform a replica runs on in these tests: `gpu` on every listed host, the ideal roofline,
+// nominal speeds. Not movable (Compute keeps references).
+struct Platform {
+  Platform(Engine& engine, GpuSpec g, std::size_t nodes, const std::vector<NodeId>& hosts)
+      : gpu(std::move(g)), hardware(nodes), speeds(nodes) {
+    for (NodeId h : hosts) hardware.set_host(h, HostHardware{&gpu, 1, nullptr, std::nullopt});
+    costs.add(ideal_roofline(gpu.name));
+    compute = std::make_unique<Compute>(engine, hardware, speeds, costs);
+  }
+  Platform(const Platform&) = delete;
+  Platform& operator=(const Platform&) = delete;
+  GpuSpec gpu;
+  NodeHardware hardware;
+  HostSpeeds speeds;
+  CostModel costs;
+  std::unique_ptr<Compute> compute;
+};
 
 }  // namespace mlsim::serving::fixtures
