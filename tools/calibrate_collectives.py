@@ -95,7 +95,8 @@ def config(p, nic):
 def predict(p, nic, rows):
     costs, systems = config(p, nic)
     doc = {"costs": costs, "systems": systems, "channels": "per_nic",
-           "queries": [[r["system"], r["gpus"], r["nodes"], r["op"], r["bytes"]] for r in rows]}
+               "queries": [[r["system"], r["gpus"], r["nodes"], r["op"], r["bytes"]] +
+                (["nvls"] if r.get("nvls") else []) for r in rows]}
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(doc, f)
     try:
@@ -228,15 +229,21 @@ def main():
         for size in (64 << 10, 1 * MiB, 16 * MiB, 64 * MiB, 256 * MiB, 1024 * MiB):
             h100.append({"system": "h100_dgx", "op": "all_reduce", "gpus": gpus,
                          "nodes": nodes, "bytes": size})
-    hp = predict(p, nic, h100)
-    print("| GPUs x nodes | size | predicted time | protocol | bus bandwidth |")
-    print("|---|---|---|---|---|")
+        hp = predict(p, nic, h100)
+    nvls_rows = [dict(r, nvls=True) for r in h100 if r["nodes"] == 1]
+    nvls = dict(zip([(r["gpus"], r["bytes"]) for r in nvls_rows], predict(p, nic, nvls_rows)))
+    print("| GPUs per node x nodes | size | ring time | protocol | ring bus bw | NVLS time | NVLS bus bw |")
+    print("|---|---|---|---|---|---|---|")
     for r, (t, proto) in zip(h100, hp):
         n = r["gpus"]
-        busbw = r["bytes"] / t * 2 * (n - 1) / n / 1e9
+        factor = r["bytes"] * 2 * (n - 1) / n / 1e9
         size = f"{r['bytes'] >> 20} MiB" if r["bytes"] >= MiB else f"{r['bytes'] >> 10} KiB"
+        cells = "- | -"
+        if (n, r["bytes"]) in nvls:
+            tn = nvls[(n, r["bytes"])][0]
+            cells = f"{tn * 1e6:.1f} us | {factor / tn:.1f} GB/s"
         print(f"| {n // r['nodes']} x {r['nodes']} | {size} | {t * 1e6:.1f} us | {proto} | "
-              f"{busbw:.1f} GB/s |")
+              f"{factor / t:.1f} GB/s | {cells} |")
 
 
 if __name__ == "__main__":

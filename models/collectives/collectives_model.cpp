@@ -117,11 +117,11 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
   // All-reduce names its algorithm; the other operations have one each, named by default.
   const std::string algorithm =
       s.operation == Operation::kAllReduce
-          ? system.choice("algorithm", {"ring", "ps", "tree", "rat"})
+          ? system.choice("algorithm", {"ring", "ps", "tree", "rat", "nvls"})
           : system.choice_or("algorithm", {"ring", "tree", "direct"},
                              std::string(to_string(algorithms_for(s.operation).front())));
   for (Algorithm a : {Algorithm::kRing, Algorithm::kParameterServer, Algorithm::kTree,
-                      Algorithm::kRat, Algorithm::kDirect})
+                      Algorithm::kRat, Algorithm::kDirect, Algorithm::kNvls})
     if (to_string(a) == algorithm) s.algorithm = a;
   s.bytes = system.bytes("bytes");
   s.chunks = static_cast<int>(system.integer_or("chunks", 1, 1, 1 << 20));
@@ -148,6 +148,13 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
   p.link_changes = read_link_changes(system, topology);
   system.finish();
   validate(s, static_cast<std::size_t>(p.participants), system.path());
+  if (s.algorithm == Algorithm::kNvls) {
+    const std::vector<NodeId> first(topology.hosts().begin(),
+                                    topology.hosts().begin() + p.participants);
+    if (!shared_switch(topology, first))
+      throw InputError(system.path_of("algorithm"),
+                       "nvls reduces in a switch: every participant must hang off one switch");
+  }
   return p;
 }
 

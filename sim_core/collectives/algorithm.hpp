@@ -52,6 +52,10 @@ std::unique_ptr<CollectiveAlgorithm> make_tree(Collective& owner, Sender& sender
 std::unique_ptr<CollectiveAlgorithm> make_parameter_server(Collective& owner, Sender& sender,
                                                            std::uint32_t participants,
                                                            const CollectiveSpec& spec);
+// nvls: participant index n is the switch (the Sender's extra node).
+std::unique_ptr<CollectiveAlgorithm> make_nvls(Collective& owner, Sender& sender,
+                                               std::uint32_t participants,
+                                               const CollectiveSpec& spec);
 // send_recv and all_to_all.
 std::unique_ptr<CollectiveAlgorithm> make_direct(Collective& owner, Sender& sender,
                                                  std::uint32_t participants,

@@ -5,6 +5,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/algorithm.hpp"
 #include "sim_core/collectives/link_conditions.hpp"
+#include "sim_core/collectives/rat_plan.hpp"
 #include "sim_core/collectives/sender.hpp"
 
 namespace mlsim::collectives {
@@ -45,7 +46,7 @@ double bus_factor(Operation o, int ranks) {
 
 std::span<const Algorithm> algorithms_for(Operation o) {
   static constexpr Algorithm kAllReduce[] = {Algorithm::kRing, Algorithm::kParameterServer,
-                                             Algorithm::kTree, Algorithm::kRat};
+                                             Algorithm::kTree, Algorithm::kRat, Algorithm::kNvls};
   static constexpr Algorithm kRingOnly[] = {Algorithm::kRing};
   static constexpr Algorithm kBroadcast[] = {Algorithm::kTree};
   static constexpr Algorithm kDirect[] = {Algorithm::kDirect};
@@ -76,6 +77,8 @@ std::string_view to_string(Algorithm a) {
       return "rat";
     case Algorithm::kDirect:
       return "direct";
+    case Algorithm::kNvls:
+      return "nvls";
   }
   return "?";
 }
@@ -157,8 +160,17 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
                                 narrowest);
     protocol = spec_.costs.of(*protocol_);
   }
-  sender_ = std::make_unique<Sender>(engine, network, participants_, spec_.window, spec_.flow_label,
-                                     protocol, spec_.host.message_overhead);
+  // nvls sends to and from the switch, an extra sender (index n) outside the ranks.
+  std::vector<NodeId> nodes = participants_;
+  if (spec_.algorithm == Algorithm::kNvls) {
+    MLSIM_CHECK(links != nullptr, "nvls needs the link conditions to find its switch");
+    const std::optional<NodeId> sw = shared_switch(links->topology(), participants_);
+    MLSIM_CHECK(sw.has_value(), "nvls needs every participant on one switch");
+    nodes.push_back(*sw);
+  }
+  sender_ = std::make_unique<Sender>(engine, network, std::move(nodes), spec_.window,
+                                     spec_.flow_label, protocol, spec_.host.message_overhead,
+                                     static_cast<std::uint32_t>(participants_.size()));
   const auto n = static_cast<std::uint32_t>(participants_.size());
   switch (spec_.algorithm) {
     case Algorithm::kRing:
@@ -176,6 +188,9 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
       break;
     case Algorithm::kDirect:
       algorithm_ = make_direct(*this, *sender_, n, spec_);
+      break;
+    case Algorithm::kNvls:
+      algorithm_ = make_nvls(*this, *sender_, n, spec_);
       break;
   }
   sender_->set_sink(algorithm_.get());

@@ -36,6 +36,9 @@
 //   tree  k-ary tree rooted at participant 0 (children of i: k*i+1 .. k*i+k): every piece is
 //         reduced up the tree (a node forwards once all its children's pieces arrived), then
 //         broadcast down from the root.
+//   nvls  in-switch reduction (NVLink SHARP, nvls.cpp): every participant sends each piece to the
+//         switch they all hang off, which sends the sum back to each; needs such a switch
+//         (shared_switch in rat_plan.hpp) and the link conditions to find it.
 //   rat   Resilient Allreduce Tree (docs/rat.md, rat_plan.hpp): per piece, the hosts of each
 //         region (hosts under one switch) send it to the region's aggregator, aggregators reduce
 //         it up a tree of regions built from the current link conditions, and the result comes
@@ -55,7 +58,7 @@
 namespace mlsim::collectives {
 
 enum class Operation { kAllReduce, kReduceScatter, kAllGather, kBroadcast, kSendRecv, kAllToAll };
-enum class Algorithm { kRing, kParameterServer, kTree, kRat, kDirect };
+enum class Algorithm { kRing, kParameterServer, kTree, kRat, kDirect, kNvls };
 enum class Placement { kDedicated, kColocated, kSpread };
 
 std::string_view to_string(Operation o);

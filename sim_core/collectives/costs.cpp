@@ -60,6 +60,8 @@ int critical_steps(Operation op, Algorithm a, int n, int arity) {
       return 2;
     case Algorithm::kRat:
       return 4;
+    case Algorithm::kNvls:
+      return 2;
     case Algorithm::kDirect:
       return 1;
   }

@@ -54,7 +54,8 @@ struct HostCosts {
 
 // Messages on the critical path of one piece, as NCCL counts steps: ring all-reduce 2(n-1),
 // reduce-scatter and all-gather n-1, a k-ary tree twice its depth (broadcast once), a parameter
-// server 2 (push, pull), rat 4 (gather, up, down, scatter), send/recv 1, all-to-all n-1.
+// server and nvls 2 (push and pull, up and down), rat 4 (gather, up, down, scatter), send/recv 1,
+// all-to-all n-1.
 int critical_steps(Operation op, Algorithm a, int participants, int arity);
 
 // NCCL-like protocol choice: the enabled protocol with the smallest

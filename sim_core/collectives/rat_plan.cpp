@@ -45,6 +45,13 @@ std::vector<Region> find_regions(const Topology& topology, std::span<const NodeI
   return regions;
 }
 
+std::optional<NodeId> shared_switch(const Topology& topology,
+                                    std::span<const NodeId> participants) {
+  const std::vector<Region> regions = find_regions(topology, participants);
+  if (regions.size() != 1 || !is_switch(topology, regions.front().gateway)) return std::nullopt;
+  return regions.front().gateway;
+}
+
 double oversubscription(const Topology& topology, const Region& region) {
   double down = 0, up = 0;
   for (LinkId l : topology.out_links(region.gateway)) {

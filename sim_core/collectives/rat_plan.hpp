@@ -25,6 +25,7 @@
 //    healthy fabric gives a star around the root and a degraded link is left out when any other
 //    route is as wide.
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct Region {
 
 // Regions of the participants, ordered by their first member.
 std::vector<Region> find_regions(const Topology& topology, std::span<const NodeId> participants);
+
+// The switch every participant hangs off (one region whose gateway is a switch), where an
+// in-switch reduction (nvls) can run; nullopt otherwise.
+std::optional<NodeId> shared_switch(const Topology& topology, std::span<const NodeId> participants);
 
 // Nominal capacity of a region's hosts over the capacity of its gateway's links to other switches
 // (4 for a rack behind 4:1 oversubscribed uplinks); 0 when the gateway has no such links.

@@ -14,12 +14,14 @@ std::uint64_t transfer_label(std::uint64_t flow_label, std::uint32_t from, std::
 }
 
 Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int window,
-               std::uint64_t flow_label, const ProtocolCost& protocol, Time message_overhead)
+               std::uint64_t flow_label, const ProtocolCost& protocol, Time message_overhead,
+               std::uint32_t hosts)
     : engine_(engine),
       network_(network),
       nodes_(std::move(nodes)),
       window_(window <= 0 ? std::numeric_limits<std::uint32_t>::max()
                           : static_cast<std::uint32_t>(window)),
+      hosts_(hosts),
       flow_label_(flow_label),
       hop_latency_(protocol.hop_latency),
       efficiency_(protocol.efficiency),
@@ -34,7 +36,7 @@ void Sender::send(const Message& m) {
   MLSIM_CHECK(m.from < nodes_.size() && m.to < nodes_.size() && m.from != m.to,
               "collective message between bad participants");
   Queue& q = queues_[m.from];
-  if (q.empty() && in_flight_[m.from] < window_) {
+  if (q.empty() && (in_flight_[m.from] < window_ || m.from >= hosts_)) {
     transmit(m);
   } else {
     q.messages.push_back(m);
@@ -58,7 +60,7 @@ void Sender::transmit(const Message& m) {
                                            static_cast<double>(m.bytes.count) / efficiency_))}
                                      : m.bytes;
   wire_bytes_ += wire;
-  if (message_overhead_ == Time::zero()) {
+  if (message_overhead_ == Time::zero() || m.from >= hosts_) {
     start_transfer(m, wire);
     return;
   }

@@ -9,6 +9,7 @@
 // the wire, and is reported hop_latency after its last byte arrived; its send slot stays taken
 // until then.
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -37,10 +38,13 @@ std::uint64_t transfer_label(std::uint64_t flow_label, std::uint32_t from, std::
 
 class Sender {
  public:
-  // `nodes[i]` is participant i's node. Engine and network must outlive the sender.
+  // `nodes[i]` is participant i's node. Engine and network must outlive the sender. Senders
+  // from index `hosts` on (a switch reducing in the network) have no window and no host
+  // overhead.
   Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int window,
          std::uint64_t flow_label, const ProtocolCost& protocol = {},
-         Time message_overhead = Time::zero());
+         Time message_overhead = Time::zero(),
+         std::uint32_t hosts = std::numeric_limits<std::uint32_t>::max());
   void set_sink(MessageSink* sink) { sink_ = sink; }
 
   void send(const Message& m);
@@ -69,6 +73,7 @@ class Sender {
   Network& network_;
   std::vector<NodeId> nodes_;
   std::uint32_t window_;
+  std::uint32_t hosts_;
   std::uint64_t flow_label_;
   Time hop_latency_;
   double efficiency_;

@@ -206,3 +206,16 @@ TEST(CollectivesModel, ShippedNcclCostsLoad) {
   EXPECT_GT(p.spec.costs.launch, Time::zero());
   for (auto proto : collectives::kProtocols) EXPECT_TRUE(p.spec.costs.of(proto).enabled);
 }
+
+TEST(CollectivesModel, NvlsNeedsOneSwitch) {
+  const Topology ring = build_topology(RingSpec{4, kLink});
+  nlohmann::json system = {{"algorithm", "nvls"}, {"bytes", "1MiB"}};
+  JsonReader r(system, "system");
+  try {
+    collectives::read_collectives_params(r, ring);
+    FAIL() << "accepted nvls on a ring of hosts";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("system.algorithm"), std::string::npos);
+  }
+  EXPECT_EQ(error_of({{"algorithm", "nvls"}, {"bytes", "1MiB"}}), "no error");  // a star
+}

@@ -6,6 +6,8 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/link_conditions.hpp"
+#include "sim_core/collectives/rat_plan.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 
@@ -99,4 +101,32 @@ TEST(Operations, RejectsWrongAlgorithmOrParticipants) {
   EXPECT_NE(error(make(Operation::kReduceScatter, Algorithm::kTree, 1), 4).find("system.algorithm"),
             std::string::npos);
   EXPECT_EQ(error(make(Operation::kAllGather, Algorithm::kRing, 1), 4), "no error");
+}
+
+TEST(Operations, NvlsReducesInTheSwitch) {
+  // n = 4 on a star, S = 4 MB in C = 4 pieces, window 1: GPU i sends piece c to the switch once
+  // piece c-1 arrived, so piece c is at the switch from all four at (c+1) x (1 ms + 100 ns); the
+  // switch then sends it to each GPU on its own link, 1 ms + 100 ns. The last piece is back at
+  // 4 x 1,000,100 + 1,000,100 = 5,000,500 ns: each link carries S once each way, against
+  // 2(n-1)/n S for a ring (6 ms here). With window 0 the four pieces share each link: up at
+  // 4,000,100, down at 8,000,200.
+  const Topology topo = build_topology(StarSpec{4, kLink});
+  CollectiveSpec spec = make(Operation::kAllReduce, Algorithm::kNvls, 4'000'000, 4);
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  LinkConditions links(topo);
+  auto r = run_collective(engine, net, topo.hosts(), spec, &links);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.finished, Time::ns(5'000'500));
+  EXPECT_EQ(r.ranks, 4);
+  EXPECT_EQ(r.bytes_sent, Bytes{8 * 4'000'000});  // S up and S down per GPU
+  spec.window = 0;
+  Engine engine2;
+  FluidNetwork net2(engine2, topo, Sharing::kMaxMin);
+  r = run_collective(engine2, net2, topo.hosts(), spec, &links);
+  EXPECT_EQ(r.finished, Time::ns(8'000'200));
+  // A ring of hosts has no switch to reduce in.
+  const Topology ring = build_topology(RingSpec{4, kLink});
+  EXPECT_FALSE(shared_switch(ring, ring.hosts()).has_value());
+  EXPECT_EQ(shared_switch(topo, topo.hosts()), topo.find("sw0"));
 }

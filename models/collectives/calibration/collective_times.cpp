@@ -8,7 +8,11 @@
 //                             "nvlink_latency": "0s", "pcie": "31.5GB/s", "nic": "25GB/s",
 //                             "nic_efficiency": 1, "nic_latency": "0s"}, ...},
 //    "channels": "per_nic" | 1,
-//    "queries": [["a100_dgx", GPUS, NODES, "all_reduce" | "send_recv", BYTES], ...]}
+//    "queries": [["a100_dgx", GPUS, NODES, "all_reduce" | "send_recv", BYTES (, "nvls")], ...]}
+//
+// all_reduce runs a ring (one channel per NIC across nodes); with "nvls" it reduces in the
+// NVSwitch (one node), its pieces NCCL's Simple chunk of 512 KiB (NCCL_BUFFSIZE 4 MiB over
+// NCCL_STEPS = 8 slots) with 8 in flight per GPU (NCCL_STEPS) [both NCCL defaults, not fitted].
 //
 // Topologies [the "compute" engineer's GPU-on-topology builder replaces these once on main]:
 // Messages are not queued per GPU (window 0): NCCL's channels run at once.
@@ -19,6 +23,7 @@
 //   pairwise  GPUs 2j and 2j+1 joined by an NVLink bridge, every GPU on a PCIe link to one
 //             PCIe switch (one node only).
 // Every query runs the real code path: run_collective over the flow backend (max-min sharing).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -135,7 +140,12 @@ int main(int argc, char** argv) {
       // separate connections: no per-GPU send queue.
       spec.window = 0;
       spec.bytes = Bytes{q.at(4).get<std::int64_t>()};
-      if (op == "all_reduce") {
+      const bool nvls = q.size() > 5 && q.at(5).get<std::string>() == "nvls";
+      if (op == "all_reduce" && nvls) {
+        spec.algorithm = Algorithm::kNvls;
+        spec.window = 8;
+        spec.chunks = static_cast<int>(std::max<std::int64_t>(1, spec.bytes.count >> 19));
+      } else if (op == "all_reduce") {
         spec.operation = Operation::kAllReduce;
         spec.algorithm = Algorithm::kRing;
         spec.channels = channels == "per_nic" && nodes > 1 ? gpus / nodes : 1;
