@@ -219,3 +219,16 @@ TEST(CollectivesModel, NvlsNeedsOneSwitch) {
   }
   EXPECT_EQ(error_of({{"algorithm", "nvls"}, {"bytes", "1MiB"}}), "no error");  // a star
 }
+
+TEST(CollectivesModel, ShippedHostCostsLoad) {
+  std::ifstream in(std::string(MLSIM_SOURCE_DIR) + "/workloads/collectives/host_costs.json");
+  ASSERT_TRUE(in);
+  nlohmann::json fragment = nlohmann::json::parse(in);
+  nlohmann::json system = {{"algorithm", "ps"}, {"bytes", "1MiB"}};
+  system["host"] = fragment["system"]["host"];
+  const Topology topo = build_topology(RingSpec{4, kLink});
+  JsonReader r(system, "system");
+  const auto p = collectives::read_collectives_params(r, topo);
+  EXPECT_EQ(p.spec.host.message_overhead, Time::us(16));
+  EXPECT_DOUBLE_EQ(p.spec.host.ps_aggregation.bytes_per_s, 68e9);
+}
