@@ -18,13 +18,15 @@ void AtpPolicy::fall_back(const Packet& p) {
 }
 
 void AtpPolicy::claim_and_add(std::size_t index, const Packet& p) {
-  pool_.claim(index, p, ports_.now());
+  pool_.claim(index, claim_of(p), ports_.now());
   add(index, p);
 }
 
 void AtpPolicy::add(std::size_t index, const Packet& p) {
   ports_.counters().aggregated_packets += p.packets;
-  if (!pool_.add(index, p, full_bitmap(ports_.workers_of(p.job)), ports_.now())) return;
+  if (!pool_.add(index, p.job, p.seq, p.bitmap, p.sum, full_bitmap(ports_.workers_of(p.job)),
+                 ports_.now()))
+    return;
   ports_.to_ps(packet_of(pool_.at(index), PacketKind::kPartial));
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "models/ina/data_path.hpp"
 #include "models/ina/packet_loss.hpp"
 #include "sim_core/base/time.hpp"
 #include "sim_core/base/units.hpp"
@@ -30,6 +31,11 @@ struct JobSpec {
 
 struct ClusterParams {
   PolicyKind policy = PolicyKind::kAtp;
+  // How packets move (data_path.hpp): the model's own packet links on a star, or transfers of
+  // the scenario's network backend to the switch node `switch_node` (by name; empty = the
+  // topology's only switch).
+  DataPathKind data_path = DataPathKind::kPacket;
+  std::string switch_node;
   // Host <-> ToR links (every worker and PS has its own port) and the switch pipeline.
   Bandwidth link_bandwidth{12.5e9};   // 100 Gbps
   Time link_latency = Time::ns(500);  // [inferred] propagation + NIC, one way per hop

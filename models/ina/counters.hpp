@@ -20,6 +20,8 @@ struct InaCounters {
   std::uint64_t collision_packets = 0;   // found their aggregator owned by another chunk
   std::uint64_t fallback_packets = 0;    // gradients forwarded to the PS unaggregated
   std::uint64_t preemptions = 0;         // DSA evictions
+  // SwitchML: retransmissions reaching the switch after their job ended (dropped).
+  std::uint64_t late_retransmissions = 0;
   std::uint64_t evicted_partial_packets = 0;
   std::uint64_t flushed_partial_packets = 0;  // partials pushed to the PS by a retransmission
   // Parameter servers.

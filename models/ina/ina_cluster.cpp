@@ -5,6 +5,8 @@
 
 #include "models/ina/atp_policy.hpp"
 #include "models/ina/dsa_policy.hpp"
+#include "models/ina/network_path.hpp"
+#include "models/ina/packet_path.hpp"
 #include "models/ina/switchml_policy.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/stats.hpp"
@@ -29,7 +31,8 @@ double JobOutcome::mean_iteration_s() const {
          static_cast<double>(iteration_marks.size() - 1);
 }
 
-InaCluster::InaCluster(Engine& engine, ClusterParams params)
+InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
+                       const Topology* topology)
     : engine_(engine),
       params_(std::move(params)),
       loss_(params_.loss_rate, params_.seed, params_.loss_rule) {
@@ -67,6 +70,7 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params)
       policy_ = std::make_unique<AtpPolicy>(*this, static_cast<std::size_t>(units));
   }
 
+  policy_->set_pipeline_latency(p.switch_latency);
   if (p.occupancy_interval > Time::zero()) policy_->pool().record_intervals(p.occupancy_interval);
 
   SenderConfig sender;
@@ -109,6 +113,8 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params)
                                   distinct.begin());
     host_base_.push_back(hosts);
     hosts += static_cast<std::size_t>(spec.workers) + 1;
+    for (int w = 0; w <= spec.workers; ++w)
+      host_role_.push_back({id, static_cast<std::uint16_t>(w)});
     SenderConfig s = sender;
     s.slot_window = policy_->slot_window(id);
     jobs_.push_back(std::make_unique<TrainingJob>(
@@ -117,13 +123,37 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params)
         [this](TrainingJob& done) { job_finished(done); }, spec.worker_slowdown));
     servers_.push_back(std::make_unique<ParameterServer>(
         id, spec.workers, p.policy == PolicyKind::kDsa && p.selective_retransmission,
-        /*answer_late_resends=*/loss_.enabled(), [this](const Packet& q) { send_from_ps(q); },
-        counters_));
+        // A result can go missing only under loss or, on the network path, when a failed link
+        // leaves no route; only then must the PS answer retransmissions of finished chunks.
+        /*answer_late_resends=*/loss_.enabled() || p.data_path == DataPathKind::kNetwork,
+        [this](const Packet& q) { send_from_ps(q); }, counters_));
   }
-  ports_.reserve(hosts);
-  for (std::size_t h = 0; h < hosts; ++h)
-    ports_.push_back({PacketLink(p.link_bandwidth, p.link_latency, packet_bytes_),
-                      PacketLink(p.link_bandwidth, p.link_latency, packet_bytes_)});
+  if (p.data_path == DataPathKind::kPacket) {
+    path_ = std::make_unique<PacketPath>(engine_, *this, *policy_, hosts, p.link_bandwidth,
+                                         p.link_latency, packet_bytes_, p.ecn_threshold_bytes);
+  } else {
+    MLSIM_CHECK(network && topology, "the ina network path without a network");
+    MLSIM_CHECK(topology->hosts().size() >= hosts, "ina: fewer topology hosts than placed");
+    NodeId switch_node = 0;
+    if (p.switch_node.empty()) {
+      std::size_t switches = 0;
+      for (NodeId n = 0; n < topology->nodes().size(); ++n)
+        if (topology->node(n).kind == NodeKind::kSwitch) {
+          switch_node = n;
+          ++switches;
+        }
+      MLSIM_CHECK(switches == 1, "ina: no switch_node and not exactly one switch");
+    } else {
+      const auto found = topology->find(p.switch_node);
+      MLSIM_CHECK(found.has_value(), "ina: unknown switch_node");
+      switch_node = *found;
+    }
+    std::vector<NodeId> host_nodes(topology->hosts().begin(),
+                                   topology->hosts().begin() + static_cast<std::ptrdiff_t>(hosts));
+    path_ = std::make_unique<NetworkPath>(engine_, *network, *topology, switch_node,
+                                          std::move(host_nodes), *this, *policy_, packet_bytes_,
+                                          p.ecn_threshold_bytes);
+  }
 }
 
 InaCluster::~InaCluster() = default;
@@ -155,10 +185,6 @@ std::int64_t InaCluster::expected_elements() const {
   return n;
 }
 
-void InaCluster::mark_ecn(Packet& p, const PacketLink& link) const {
-  if (link.queued_bytes(engine_.now()) > params_.ecn_threshold_bytes) p.ecn = true;
-}
-
 bool InaCluster::lost(Hop hop, const Packet& p, std::uint16_t to) {
   if (!loss_.lost(hop, p, to)) return false;
   counters_.lost_packets += p.packets;
@@ -166,40 +192,22 @@ bool InaCluster::lost(Hop hop, const Packet& p, std::uint16_t to) {
 }
 
 void InaCluster::send_from_worker(const Packet& p) {
-  PacketLink& up = ports_[worker_host(p.job, p.worker)].up;
-  const Time at = up.send(engine_.now(), p.packets) + params_.switch_latency;
-  if (lost(Hop::kWorkerToSwitch, p, 0)) return;
-  engine_.schedule_at(at, [this, p] { policy_->on_gradient(p); });
+  path_->to_switch(worker_host(p.job, p.worker), p, /*forwarded=*/false,
+                   lost(Hop::kWorkerToSwitch, p, 0));
 }
 
 void InaCluster::to_ps(const Packet& p) {
   MLSIM_CHECK(policy_->uses_parameter_server(), "a policy without PS sent to the PS");
-  Packet q = p;
-  PacketLink& down = ports_[ps_host(p.job)].down;
-  mark_ecn(q, down);
   // Fallback traffic: everything but the aggregates the switch completed itself.
   const bool complete_aggregate =
       p.kind == PacketKind::kPartial && p.bitmap == full_bitmap(jobs_[p.job]->workers());
   if (!complete_aggregate)
     counters_.ps_fallback_bytes += static_cast<std::uint64_t>(p.packets) * packet_bytes_.count;
-  const Time at = down.forward(engine_.now(), p.packets);
-  if (lost(Hop::kSwitchToPs, q, 0)) return;
-  ParameterServer* ps = servers_[p.job].get();
-  engine_.schedule_at(at, [ps, q] { ps->on_packet(q); });
+  path_->from_switch(ps_host(p.job), p, lost(Hop::kSwitchToPs, p, 0));
 }
 
 void InaCluster::send_from_ps(const Packet& p) {
-  PacketLink& up = ports_[ps_host(p.job)].up;
-  const Time at = up.forward(engine_.now(), p.packets) + params_.switch_latency;
-  if (lost(Hop::kPsToSwitch, p, 0)) return;
-  engine_.schedule_at(at, [this, p] {
-    // A PS's re-answer to one worker's retransmission goes to that worker only; its chunk's
-    // aggregator was released by the first result or flushed by the retransmission.
-    if (p.kind == PacketKind::kResult && !p.resend)
-      policy_->on_result(p);
-    else
-      to_worker(p, p.worker);
-  });
+  path_->to_switch(ps_host(p.job), p, /*forwarded=*/true, lost(Hop::kPsToSwitch, p, 0));
 }
 
 void InaCluster::multicast(const Packet& p) {
@@ -207,18 +215,19 @@ void InaCluster::multicast(const Packet& p) {
 }
 
 void InaCluster::to_worker(const Packet& p, std::uint16_t w) {
-  Packet q = p;
-  PacketLink& down = ports_[worker_host(p.job, w)].down;
-  mark_ecn(q, down);
-  const Time at = down.forward(engine_.now(), p.packets);
-  if (lost(Hop::kSwitchToWorker, q, w)) return;
-  Worker* worker = &jobs_[p.job]->worker(w);
-  engine_.schedule_at(at, [worker, q] {
-    if (q.kind == PacketKind::kResult)
-      worker->on_result(q);
-    else
-      worker->on_resend_request(q);
-  });
+  path_->from_switch(worker_host(p.job, w), p, lost(Hop::kSwitchToWorker, p, w));
+}
+
+void InaCluster::at_host(std::size_t host, const Packet& p) {
+  const HostRole role = host_role_[host];
+  TrainingJob& job = *jobs_[role.job];
+  if (role.index == job.workers()) {
+    servers_[role.job]->on_packet(p);
+  } else if (p.kind == PacketKind::kResult) {
+    job.worker(role.index).on_result(p);
+  } else {
+    job.worker(role.index).on_resend_request(p);
+  }
 }
 
 void InaCluster::job_finished(TrainingJob& job) {
@@ -265,7 +274,7 @@ void InaCluster::report(Results& out) const {
   out.set_metric("jobs_finished", static_cast<double>(outcomes_.size()));
   out.set_metric("jobs_total", static_cast<double>(jobs_.size()));
   out.set_metric("makespan_s", last_finish_.seconds());
-  const AggregatorPool& pool = policy_->pool();
+  const AggregatorSlots& pool = policy_->pool();
   out.set_metric("aggregators",
                  static_cast<double>(pool.size() * static_cast<std::size_t>(burst_packets_)));
   out.set_metric("aggregator_occupancy_mean", pool.mean_occupancy(end));
@@ -286,7 +295,12 @@ void InaCluster::report(Results& out) const {
   out.set_metric("wrong_sums", static_cast<double>(c.wrong_sums));
   out.set_metric("duplicate_results", static_cast<double>(c.duplicate_results));
   out.set_metric("lost_packets", static_cast<double>(c.lost_packets));
+  if (params_.data_path == DataPathKind::kNetwork) {
+    out.set_metric("undelivered_packets", static_cast<double>(path_->undelivered_packets()));
+    out.details()["data_path"] = "network";
+  }
   out.set_metric("late_results", static_cast<double>(c.late_results));
+  out.set_metric("late_retransmissions", static_cast<double>(c.late_retransmissions));
   out.set_metric("result_reanswers", static_cast<double>(c.result_reanswers));
   out.set_metric("burst_packets", burst_packets_);
   out.details()["jobs"] = std::move(table);

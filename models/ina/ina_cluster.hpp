@@ -1,22 +1,23 @@
 #pragma once
-// One rack doing in-network aggregation: training jobs (workers and, for ATP and DSA, one PS
-// each) on hosts around one programmable ToR switch whose aggregator pool is run by a policy.
+// In-network aggregation: training jobs (workers and, for ATP and DSA, one PS each) on hosts
+// around one programmable switch whose aggregator pool is run by a policy, the switch program.
 //
-// Host <-> switch links are modelled here at packet level (PacketLink: per-packet serialisation
-// on each port, latency, ECN from queue depth) rather than through sim_core's Network: INA
-// traffic is millions of tiny packets whose per-packet timing (window round trips, aggregator
-// hold times) is the mechanism under study, which flow-level backends average away. Links may
-// drop packets (packet_loss.hpp); every policy recovers through its timeouts.
+// Packets move on one of two data paths (data_path.hpp): the model's own packet-level links on a
+// one-switch star (packet_path.hpp: per-packet serialisation, latency, ECN from queue depth; the
+// default, because INA's per-packet timing is the mechanism under study), or transfers of the
+// scenario's network backend to the switch node that hosts the program (network_path.hpp).
+// Packets may be lost (packet_loss.hpp); every policy recovers through its timeouts.
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "models/ina/cluster_params.hpp"
-#include "models/ina/packet_link.hpp"
+#include "models/ina/data_path.hpp"
 #include "models/ina/parameter_server.hpp"
 #include "models/ina/policy.hpp"
 #include "models/ina/training_job.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/network/network.hpp"
 #include "sim_core/run/results.hpp"
 
 namespace mlsim::ina {
@@ -34,9 +35,12 @@ struct JobOutcome {
   double mean_iteration_s() const;
 };
 
-class InaCluster : public SwitchPorts {
+class InaCluster : public SwitchPorts, public HostEnds {
  public:
-  InaCluster(Engine& engine, ClusterParams params);
+  // The network path (params.data_path) needs the scenario's `network` and `topology`; the
+  // packet path builds its own links and needs neither.
+  InaCluster(Engine& engine, ClusterParams params, Network* network = nullptr,
+             const Topology* topology = nullptr);
   ~InaCluster() override;
 
   // Schedules the job arrivals; run the engine afterwards.
@@ -62,11 +66,10 @@ class InaCluster : public SwitchPorts {
   void multicast(const Packet& p) override;
   void to_worker(const Packet& p, std::uint16_t w) override;
   InaCounters& counters() override { return counters_; }
+  // HostEnds: a burst reached host h (a worker or a PS).
+  void at_host(std::size_t host, const Packet& p) override;
 
  private:
-  struct Ports {
-    PacketLink up, down;  // host -> switch, switch -> host
-  };
   std::size_t worker_host(std::uint16_t job, std::uint16_t w) const { return host_base_[job] + w; }
   std::size_t ps_host(std::uint16_t job) const {
     return host_base_[job] + static_cast<std::size_t>(jobs_[job]->workers());
@@ -75,7 +78,6 @@ class InaCluster : public SwitchPorts {
   bool lost(Hop hop, const Packet& p, std::uint16_t to);
   void send_from_worker(const Packet& p);
   void send_from_ps(const Packet& p);
-  void mark_ecn(Packet& p, const PacketLink& link) const;
   void job_finished(TrainingJob& job);
 
   Engine& engine_;
@@ -89,7 +91,12 @@ class InaCluster : public SwitchPorts {
   std::vector<double> intensity_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<std::size_t> host_base_;
-  std::vector<Ports> ports_;
+  // Host h -> (job, worker index; the job's worker count = its PS).
+  struct HostRole {
+    std::uint16_t job = 0, index = 0;
+  };
+  std::vector<HostRole> host_role_;
+  std::unique_ptr<DataPath> path_;
   std::vector<JobOutcome> outcomes_;
   std::size_t finished_jobs_ = 0;
   Time last_finish_;

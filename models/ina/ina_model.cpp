@@ -37,15 +37,61 @@ Link star_host_link(const Topology& topology) {
   return first;
 }
 
+// The network path: the switch hosting the program (system.switch_node, or the only switch),
+// and the link of the first host, whose speed ranks DSA's jobs by communication intensity.
+Link network_host_link(const Topology& topology, JsonReader& system, ClusterParams& p) {
+  if (system.has("switch_node")) {
+    p.switch_node = system.string("switch_node");
+    const auto node = topology.find(p.switch_node);
+    if (!node || topology.node(*node).kind != NodeKind::kSwitch)
+      throw InputError(system.path_of("switch_node"),
+                       "'" + p.switch_node + "' is not a switch of the topology");
+  } else {
+    std::size_t switches = 0;
+    for (const Node& n : topology.nodes())
+      if (n.kind == NodeKind::kSwitch) ++switches;
+    if (switches != 1)
+      throw InputError(system.path_of("switch_node"),
+                       "the topology has " + std::to_string(switches) +
+                           " switches: name the one that hosts the aggregation program");
+  }
+  if (topology.hosts().empty() || topology.out_links(topology.hosts().front()).empty())
+    throw InputError("topology", "the ina model needs hosts linked to the network");
+  return topology.link(topology.out_links(topology.hosts().front()).front());
+}
+
 }  // namespace
 
 ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
                                    const HardwareCatalog& hardware, const Topology& topology,
+                                   const NetworkSpec& network,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed) {
   ClusterParams p;
   p.policy = parse_policy(system.choice("policy", {"switchml", "atp", "dsa"}));
   const SwitchSpec& sw = hardware.switch_spec(system.string("switch"), system.path_of("switch"));
-  const Link host_link = star_host_link(topology);
+  p.data_path = system.choice_or("data_path", {"packet", "network"}, "packet") == "network"
+                    ? DataPathKind::kNetwork
+                    : DataPathKind::kPacket;
+  Link host_link;
+  if (p.data_path == DataPathKind::kPacket) {
+    // The packet path's links are the model's own: a backend the scenario names would be
+    // ignored, so it is refused instead.
+    if (network.backend_explicit)
+      throw InputError("network.backend",
+                       "the ina model's packet data path (system.data_path \"packet\", the "
+                       "default) moves packets over its own links and cannot use the \"" +
+                           network.backend +
+                           "\" backend; set system.data_path to \"network\" to run over it, or "
+                           "remove network.backend");
+    host_link = star_host_link(topology);
+  } else {
+    if (!network.hosts_switch_programs)
+      throw InputError("network.backend",
+                       "the \"" + network.backend +
+                           "\" backend cannot end transfers at a switch node, so it cannot host "
+                           "ina's switch program (system.data_path \"network\")");
+    host_link = network_host_link(topology, system, p);
+  }
   p.link_bandwidth = host_link.bandwidth;
   p.link_latency = host_link.latency;
   if (p.link_bandwidth > sw.port_bandwidth)
@@ -207,7 +253,7 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
                      "the jobs need " + std::to_string(hosts) +
                          " hosts (workers plus one PS per job), the topology has " +
                          std::to_string(topology.hosts().size()));
-  if (hosts > static_cast<std::size_t>(sw.ports))
+  if (p.data_path == DataPathKind::kPacket && hosts > static_cast<std::size_t>(sw.ports))
     throw InputError(system.path_of("switch"), "the jobs need " + std::to_string(hosts) +
                                                    " switch ports, the switch has " +
                                                    std::to_string(sw.ports));
@@ -218,12 +264,13 @@ std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
-  ClusterParams params = parse_cluster_params(system, workload, setup.hardware, setup.topology,
-                                              setup.scenario_dir, setup.seed);
+  ClusterParams params =
+      parse_cluster_params(system, workload, setup.hardware, setup.topology, setup.network,
+                           setup.scenario_dir, setup.seed);
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<InaCluster>>([params = std::move(params)](ModelEnv& env) {
-    return std::make_unique<InaCluster>(env.engine, params);
+    return std::make_unique<InaCluster>(env.engine, params, &env.network, &env.topology);
   });
 }
 

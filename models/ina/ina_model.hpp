@@ -7,17 +7,21 @@
 
 #include "models/ina/cluster_params.hpp"
 #include "sim_core/hardware/hardware.hpp"
+#include "sim_core/network/network_factory.hpp"
 #include "sim_core/network/topology.hpp"
 #include "sim_core/run/model.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::ina {
 
-// `topology` must be a star (one ToR switch, equal host links) with a host for every worker and
-// parameter server: host links give the link speed and latency. `scenario_dir` resolves relative
-// profile paths; `seed` draws Poisson arrivals.
+// `topology` needs a host for every worker and parameter server. On the packet data path it must
+// be a star (one ToR switch, equal host links, which give the link speed and latency) and the
+// scenario must not name a network backend; on the network path the backend must be able to
+// host a switch program (`network`). `scenario_dir` resolves relative profile paths; `seed` draws
+// Poisson arrivals.
 ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
                                    const HardwareCatalog& hardware, const Topology& topology,
+                                   const NetworkSpec& network,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed);
 
 std::unique_ptr<Model> make_ina_model(ModelSetup& setup);

@@ -1,13 +1,16 @@
 #pragma once
-// The switch-side aggregation policy (SwitchML, ATP, DSA) as a strategy, and what it can do with
-// packets (SwitchPorts, implemented by the cluster that owns links and hosts).
+// The switch-side aggregation policy (SwitchML, ATP, DSA) as a strategy over the switch's
+// aggregator pool: together they are the switch program (sim_core/network/switch_program.hpp)
+// hosted on the ToR switch node, on either data path (data_path.hpp). What the program can do
+// with packets is SwitchPorts, implemented by the cluster that owns the paths and hosts.
 #include <cstdint>
 #include <memory>
 #include <string_view>
 
-#include "models/ina/aggregator_pool.hpp"
 #include "models/ina/counters.hpp"
 #include "models/ina/packet.hpp"
+#include "sim_core/network/aggregator_slots.hpp"
+#include "sim_core/network/switch_program.hpp"
 
 namespace mlsim::ina {
 
@@ -22,11 +25,29 @@ class SwitchPorts {
   virtual InaCounters& counters() = 0;
 };
 
-class AggregationPolicy {
+// The pool claim for a packet's chunk.
+inline ChunkClaim claim_of(const Packet& p) {
+  return ChunkClaim{p.job, p.seq, p.packets, p.priority};
+}
+
+// What an aggregator holds, as a packet of `kind`: a partial on its way to the parameter server
+// or a result on its way to the workers.
+inline Packet packet_of(const Aggregator& a, PacketKind kind) {
+  Packet out;
+  out.kind = kind;
+  out.job = a.job;
+  out.seq = a.seq;
+  out.sum = a.sum;
+  out.bitmap = a.bitmap;
+  out.packets = a.packets;
+  out.priority = a.priority;
+  return out;
+}
+
+class AggregationPolicy : public SwitchProgram<Packet> {
  public:
   AggregationPolicy(SwitchPorts& ports, std::size_t pool_units)
       : ports_(ports), pool_(pool_units, ports.now()) {}
-  virtual ~AggregationPolicy() = default;
   AggregationPolicy(const AggregationPolicy&) = delete;
   AggregationPolicy& operator=(const AggregationPolicy&) = delete;
 
@@ -42,12 +63,28 @@ class AggregationPolicy {
   // A PS result on its way to the workers (ATP and DSA release the aggregator here).
   virtual void on_result(const Packet& p) { ports_.multicast(p); }
 
-  AggregatorPool& pool() { return pool_; }
-  const AggregatorPool& pool() const { return pool_; }
+  // SwitchProgram: everything addressed to the switch. Workers send gradients; a PS sends
+  // results (multicast, releasing the chunk's aggregator) and messages for one worker (resend
+  // requests, and re-answers to one worker's retransmission, whose aggregator was released by
+  // the first result or flushed by the retransmission), which the switch forwards.
+  void on_message(const Packet& p, NodeId /*from*/) final {
+    if (p.kind == PacketKind::kGradient)
+      on_gradient(p);
+    else if (p.kind == PacketKind::kResult && !p.resend)
+      on_result(p);
+    else
+      ports_.to_worker(p, p.worker);
+  }
+  Time pipeline_latency() const final { return pipeline_latency_; }
+  void set_pipeline_latency(Time t) { pipeline_latency_ = t; }
+
+  AggregatorSlots& pool() { return pool_; }
+  const AggregatorSlots& pool() const { return pool_; }
 
  protected:
   SwitchPorts& ports_;
-  AggregatorPool pool_;
+  AggregatorSlots pool_;
+  Time pipeline_latency_ = Time::zero();
 };
 
 }  // namespace mlsim::ina

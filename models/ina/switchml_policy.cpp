@@ -36,7 +36,16 @@ void SwitchMlPolicy::job_finished(std::uint16_t job) {
 
 void SwitchMlPolicy::on_gradient(const Packet& p) {
   const int part = partition_of_job_.at(p.job);
-  MLSIM_CHECK(part >= 0, "a gradient of a job without a SwitchML partition");
+  if (part < 0) {
+    // The job has finished and given its partition back. Only a retransmission can still be on
+    // its way: under loss, workers that waited for the same chunk time out together, and the
+    // first resend to arrive completes the chunk; the others may reach the switch after every
+    // worker has the result and the job has ended (issue 17, defect 2). Nobody waits for an
+    // answer; drop it.
+    MLSIM_CHECK(p.resend, "a first transmission of a job without a SwitchML partition");
+    ++ports_.counters().late_retransmissions;
+    return;
+  }
   const std::uint64_t slot = p.seq % slots_per_job_;
   const std::uint64_t copy = (p.seq / slots_per_job_) % 2;
   const std::size_t i = 2 * (static_cast<std::size_t>(part) * slots_per_job_ + slot) + copy;
@@ -65,10 +74,11 @@ void SwitchMlPolicy::on_gradient(const Packet& p) {
       MLSIM_CHECK(a.job == p.job && a.seq < p.seq, "SwitchML slot copy reused out of order");
       pool_.release(i, ports_.now());
     }
-    pool_.claim(i, p, ports_.now());
+    pool_.claim(i, claim_of(p), ports_.now());
   }
   ports_.counters().aggregated_packets += p.packets;
-  if (pool_.add(i, p, full_bitmap(ports_.workers_of(p.job)), ports_.now())) {
+  if (pool_.add(i, p.job, p.seq, p.bitmap, p.sum, full_bitmap(ports_.workers_of(p.job)),
+                ports_.now())) {
     ports_.multicast(packet_of(pool_.at(i), PacketKind::kResult));
   }
 }

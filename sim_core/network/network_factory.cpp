@@ -11,6 +11,8 @@ BackendInfo fluid_backend(std::string name, std::string description, Sharing sha
   BackendInfo info;
   info.name = std::move(name);
   info.description = std::move(description);
+  // Routes end at any node, switches included: a transfer to a switch is a flow like any other.
+  info.hosts_switch_programs = true;
   info.configure = [sharing](JsonReader& options) {
     options.ignore("backend");
     options.finish();

@@ -19,6 +19,12 @@ class JsonReader;
 
 struct NetworkSpec {
   std::string backend = "flow";
+  // The scenario named the backend (rather than taking the default): a model that moves its bytes
+  // some other way must refuse it instead of ignoring it.
+  bool backend_explicit = false;
+  // The backend can end and start transfers at switch nodes, so it can host a switch program
+  // (switch_program.hpp); copied from BackendInfo by the loader.
+  bool hosts_switch_programs = false;
   // Backend-specific options (e.g. simgrid "model": "CM02"; ns3 "transport": "tcp"), validated by
   // the backend's own options parser.
   nlohmann::json options = nlohmann::json::object();
@@ -31,6 +37,8 @@ struct BackendInfo {
   // "backend"), throwing InputError with the JSON path; returns the factory to call at run time.
   std::function<std::function<std::unique_ptr<Network>(Engine&, const Topology&)>(JsonReader&)>
       configure;
+  // Transfers may end and start at switch nodes (switch programs, switch_program.hpp).
+  bool hosts_switch_programs = false;
 };
 
 class BackendRegistry {

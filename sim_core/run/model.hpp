@@ -16,6 +16,7 @@
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/engine/random.hpp"
 #include "sim_core/network/network.hpp"
+#include "sim_core/network/network_factory.hpp"
 #include "sim_core/network/topology.hpp"
 #include "sim_core/run/results.hpp"
 #include "sim_core/scenario/json_reader.hpp"
@@ -61,6 +62,9 @@ struct ModelSetup {
   std::uint64_t seed;
   const NodeHardware& node_hardware;  // per-node hardware (topology.hardware)
   const CostModel& costs;             // the "compute" section's providers, to check at prepare
+  // The scenario's network backend (name, whether the scenario chose it, what it can do), for
+  // models that must refuse a backend they cannot use.
+  const NetworkSpec& network;
 };
 
 struct ModelInfo {

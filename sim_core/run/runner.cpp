@@ -25,7 +25,7 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
       throw InputError("system.model", "model \"" + scenario.model + "\" is not registered");
     JsonReader root(resolved_, "");
     ModelSetup setup{root,          topology_,      scenario.hardware, scenario.dir(),
-                     scenario.seed, node_hardware_, *scenario.costs};
+                     scenario.seed, node_hardware_, *scenario.costs,   scenario.network};
     model_ = info->make(setup);
     MLSIM_CHECK(model_ != nullptr, "model factory returned nothing");
   } catch (const InputError& e) {

@@ -38,9 +38,12 @@ void read_network(JsonReader& root, const Registries& registries, LoadedScenario
   auto net = root.object_or_empty("network");
   const auto backends = names_of(registries.backends);
   MLSIM_CHECK(!backends.empty(), "no network backend is registered");
-  if (!net.has("backend")) root.raw("network")["backend"] = "flow";
+  s.network.backend_explicit = net.has("backend");
+  if (!s.network.backend_explicit) root.raw("network")["backend"] = "flow";
   s.network.backend = net.choice("backend", backends);
-  s.make_network = registries.backends.find(s.network.backend)->configure(net);
+  const BackendInfo* backend = registries.backends.find(s.network.backend);
+  s.network.hosts_switch_programs = backend->hosts_switch_programs;
+  s.make_network = backend->configure(net);
   net.finish();
   s.network.options = root.raw("network");
   s.network.options.erase("backend");

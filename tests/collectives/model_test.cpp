@@ -42,7 +42,8 @@ TEST(CollectivesModel, RunsThroughTheRegistry) {
   JsonReader root(scenario, "");
   NodeHardware node_hardware;
   CostModel costs;
-  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs};
+  const NetworkSpec network;
+  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs, network};
   auto model = info->make(setup);
   // Defaults are written back for the resolved scenario.
   EXPECT_EQ(scenario["system"]["chunks"], 1);
@@ -119,7 +120,8 @@ TEST(CollectivesModel, RatWithLinkChanges) {
   JsonReader root(scenario, "");
   NodeHardware node_hardware;
   CostModel costs;
-  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs};
+  const NetworkSpec network;
+  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs, network};
   auto model = registry.find("collectives")->make(setup);
   EXPECT_EQ(scenario["system"]["link_changes"][0]["at"], "0s");  // default written back
 

@@ -203,3 +203,31 @@ TEST(InaLoss, RandomLossIsReproducibleAndAtTheRate) {
   EXPECT_NEAR(lost_bursts / 10'000.0, 1 - std::pow(0.95, 16), 0.02);
   EXPECT_FALSE(PacketLoss(0, 1, nullptr).enabled());
 }
+
+// Issue 17, defect 2: a retransmission reaching the switch after its job ended (and gave its
+// SwitchML partition back) was an invariant failure. Worker 0 computes 0.06% slower: forward and
+// backward 1,000,600 ns each, so it sends at 2,001,200; worker 1 sends at 2,000,000 and loses its
+// packet. Worker 1's timer fires at 12,000,000; its resend completes the slot at 12,000,987
+// (times as above) and the result reaches both workers at 12,001,574, which ends the job. Worker
+// 0's timer fired before that, at 2,001,200 + 10 ms = 12,001,200 (its result was on the way), so
+// its resend reaches the switch at 12,001,200 + 86.72 -> 12,001,287 + 900 = 12,002,187, after
+// the job ended: the switch drops it, and the job's figures are those of the loss case above.
+TEST(InaLoss, SwitchMlRetransmissionAfterItsJobEndedIsDropped) {
+  Engine engine;
+  ClusterParams p = switchml_one_slot();
+  JobSpec j = job(one_layer(1.0, 1.0, 62), 2, 1);
+  j.worker_slowdown = {1.0006, 1.0};
+  p.jobs.push_back(j);
+  p.loss_rule = [](Hop hop, const Packet& q, std::uint16_t) {
+    return hop == Hop::kWorkerToSwitch && !q.resend && q.worker == 1;
+  };
+  InaCluster cluster(engine, p);
+  cluster.start();
+  engine.run();
+  ASSERT_TRUE(cluster.all_finished());
+  EXPECT_EQ(cluster.outcomes()[0].finish, Time::ns(12'001'574));
+  EXPECT_EQ(engine.now(), Time::ns(12'002'187));  // the late resend is the last event
+  EXPECT_EQ(cluster.stats().late_retransmissions, 1u);
+  EXPECT_EQ(cluster.stats().timeouts, 2u);
+  expect_exactly_once(cluster);
+}

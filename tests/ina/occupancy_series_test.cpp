@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "models/ina/ina_cluster.hpp"
-#include "models/ina/interval_average.hpp"
+#include "sim_core/base/interval_average.hpp"
 #include "test_support.hpp"
 
 using namespace mlsim;

@@ -4,13 +4,18 @@
 // - an aggregator never has two owners (audited from outside through the pool's observer);
 // - no job starves: under DSA's preemption the lowest-priority jobs still finish;
 // - all of this also under random packet loss (1% per packet per hop), which every policy must
-//   recover from through its timeouts (SwitchML's shadow copies, ATP's and DSA's PS).
+//   recover from through its timeouts (SwitchML's shadow copies, ATP's and DSA's PS);
+// - on both data paths: the model's packet links, and the switch program hosted on the star's
+//   switch node over the flow backend, where moreover every transfer started is delivered
+//   (bytes started = bytes delivered, nothing failed or left in flight).
 #include <gtest/gtest.h>
 
 #include <map>
 
 #include "models/ina/ina_cluster.hpp"
 #include "sim_core/engine/random.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
 #include "test_support.hpp"
 
 using namespace mlsim;
@@ -58,16 +63,23 @@ Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values
 
 }  // namespace
 
-class InaProperties : public ::testing::TestWithParam<std::tuple<PolicyKind, int, double>> {};
+class InaProperties
+    : public ::testing::TestWithParam<std::tuple<PolicyKind, int, double, DataPathKind>> {};
 
 TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
-  const auto [policy, burst, loss] = GetParam();
+  const auto [policy, burst, loss, path] = GetParam();
   std::uint64_t contended_runs = 0, retransmitting_runs = 0, lossy_runs = 0;
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     Workload w = random_workload(seed, policy, burst, loss);
+    w.params.data_path = path;
     SCOPED_TRACE(w.label);
+    int hosts = 0;
+    for (const JobSpec& j : w.params.jobs) hosts += j.workers + 1;
+    const Topology topology = build_topology(
+        StarSpec{hosts, LinkSpec{w.params.link_bandwidth, w.params.link_latency}});
     Engine engine;
-    InaCluster cluster(engine, w.params);
+    FluidNetwork flow(engine, topology, Sharing::kMaxMin);
+    InaCluster cluster(engine, w.params, &flow, &topology);
     std::map<std::size_t, std::pair<std::uint16_t, std::uint64_t>> owner;
     int ownership_violations = 0;
     cluster.policy().pool().set_observer([&](const PoolEvent& e) {
@@ -101,6 +113,15 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
     if (loss == 0) {
       EXPECT_EQ(c.lost_packets, 0u);
     }
+    const NetworkTotals n = flow.totals();
+    if (path == DataPathKind::kNetwork) {
+      EXPECT_GT(n.transfers_started, 0u);
+      EXPECT_EQ(n.transfers_failed, 0u);
+      EXPECT_EQ(n.transfers_in_flight, 0u);
+      EXPECT_EQ(n.bytes_delivered, n.bytes_started);
+    } else {
+      EXPECT_EQ(n.transfers_started, 0u);  // the packet path never touches the backend
+    }
   }
   // With loss, every run must actually lose packets and recover through timeouts.
   if (loss > 0) {
@@ -116,11 +137,13 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
 INSTANTIATE_TEST_SUITE_P(
     AllPolicies, InaProperties,
     ::testing::Combine(::testing::Values(PolicyKind::kSwitchMl, PolicyKind::kAtp, PolicyKind::kDsa),
-                       ::testing::Values(1, 62 * 4), ::testing::Values(0.0, 0.01)),
+                       ::testing::Values(1, 62 * 4), ::testing::Values(0.0, 0.01),
+                       ::testing::Values(DataPathKind::kPacket, DataPathKind::kNetwork)),
     [](const auto& info) {
       return std::string(policy_name(std::get<0>(info.param))) + "_burst" +
              std::to_string(std::get<1>(info.param)) +
-             (std::get<2>(info.param) > 0 ? "_lossy" : "");
+             (std::get<2>(info.param) > 0 ? "_lossy" : "") +
+             (std::get<3>(info.param) == DataPathKind::kNetwork ? "_flow" : "");
     });
 
 // DSA gives the switch to the most communication-intensive job; the least intensive one must

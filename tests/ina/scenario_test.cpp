@@ -35,13 +35,14 @@ Topology star(int hosts, const char* bw = "100Gbps") {
   return build_topology(StarSpec{hosts, LinkSpec{parse_bandwidth(bw), Time::ns(500)}});
 }
 
-ClusterParams parse(json doc, const Topology& topology) {
+ClusterParams parse(json doc, const Topology& topology,
+                    const NetworkSpec& network = NetworkSpec{}) {  // default: backend not named
   HardwareCatalog hw = shipped_hardware();
   JsonReader system(doc["system"], "system");
   system.ignore("model");  // the runner's key
   JsonReader workload(doc["workload"], "workload");
-  ClusterParams p =
-      parse_cluster_params(system, workload, hw, topology, kSource / "workloads/scenarios", 7);
+  ClusterParams p = parse_cluster_params(system, workload, hw, topology, network,
+                                         kSource / "workloads/scenarios", 7);
   system.finish();
   workload.finish();
   return p;
@@ -253,4 +254,51 @@ TEST(InaScenario, ShippedStudyScenarioParses) {
   EXPECT_EQ(p.policy, PolicyKind::kDsa);
   EXPECT_EQ(p.jobs.size(), 6u);
   EXPECT_EQ(p.aggregator_memory.count, 256 * 1024);
+}
+
+// Which data path carries the switch program, and the backends each one accepts: the packet path
+// refuses a backend the scenario names (it would be ignored); the network path needs a backend
+// that can end transfers at a switch node, and on a topology with several switches the name of
+// the one hosting the program.
+TEST(InaScenario, DataPathAndBackendAgreeOrTheScenarioIsRefused) {
+  auto expect_error = [](json doc, const Topology& t, const NetworkSpec& n,
+                         const std::string& path, const std::string& words) {
+    try {
+      parse(std::move(doc), t, n);
+      ADD_FAILURE() << "no error for " << path;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.path(), path) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  NetworkSpec named_flow;
+  named_flow.backend = "flow";
+  named_flow.backend_explicit = true;
+  named_flow.hosts_switch_programs = true;
+  EXPECT_EQ(parse(minimal(), star(9)).data_path, DataPathKind::kPacket);  // the default
+  expect_error(minimal(), star(9), named_flow, "network.backend",
+               "packet data path (system.data_path \"packet\", the default) moves packets over "
+               "its own links and cannot use the \"flow\" backend");
+
+  json d = minimal();
+  d["system"]["data_path"] = "network";
+  EXPECT_EQ(parse(d, star(9), named_flow).data_path, DataPathKind::kNetwork);
+  NetworkSpec no_switch_end = named_flow;
+  no_switch_end.backend = "somebackend";
+  no_switch_end.hosts_switch_programs = false;
+  expect_error(d, star(9), no_switch_end, "network.backend",
+               "\"somebackend\" backend cannot end transfers at a switch node");
+
+  // Two racks: leaf0 and leaf1 with 5 hosts each, one spine; the program needs a named switch.
+  const Topology racks = build_topology(LeafSpineSpec{
+      2, 5, 1, 1.0, LinkSpec{parse_bandwidth("100Gbps"), Time::ns(500)}, Time::ns(500)});
+  expect_error(d, racks, named_flow, "system.switch_node", "3 switches");
+  d["system"]["switch_node"] = "leaf9";
+  expect_error(d, racks, named_flow, "system.switch_node", "not a switch");
+  d["system"]["switch_node"] = "leaf0";
+  const ClusterParams p = parse(d, racks, named_flow);
+  EXPECT_EQ(p.switch_node, "leaf0");
+  d = minimal();
+  d["system"]["switch_node"] = "leaf0";  // only the network path reads it
+  expect_error(d, star(9), NetworkSpec{}, "system.switch_node", "");
 }

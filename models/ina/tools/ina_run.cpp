@@ -14,6 +14,7 @@
 #include "models/ina/ina_cluster.hpp"
 #include "models/ina/ina_model.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/network/topology_spec.hpp"
 
@@ -95,14 +96,26 @@ int main(int argc, char** argv) {
     mlsim::JsonReader workload(doc["workload"], "workload");
     mlsim::JsonReader topo(doc["topology"], "topology");
     const mlsim::Topology topology = mlsim::build_topology(mlsim::parse_topology_spec(topo));
-    auto params = mlsim::ina::parse_cluster_params(system, workload, hardware, topology,
+    // This runner has the flow backend only (for system.data_path "network"); `mlsim run` has
+    // every backend.
+    mlsim::NetworkSpec network;
+    network.hosts_switch_programs = true;
+    if (doc.contains("network")) {
+      mlsim::JsonReader net(doc["network"], "network");
+      network.backend_explicit = net.has("backend");
+      if (network.backend_explicit && net.choice("backend", {"flow"}) != "flow")
+        throw mlsim::InputError("network.backend", "mlsim_ina_run has the flow backend only");
+      net.finish();
+    }
+    auto params = mlsim::ina::parse_cluster_params(system, workload, hardware, topology, network,
                                                    file.parent_path(), seed);
     system.finish();
     workload.finish();
 
     const auto t0 = std::chrono::steady_clock::now();
     mlsim::Engine engine;
-    mlsim::ina::InaCluster cluster(engine, params);
+    mlsim::FluidNetwork flow(engine, topology, mlsim::Sharing::kMaxMin);
+    mlsim::ina::InaCluster cluster(engine, params, &flow, &topology);
     cluster.start();
     engine.run();
     const double wall =

@@ -34,7 +34,10 @@ void register_ns3_backend(BackendRegistry& registry) {
             [o](Engine& engine, const Topology& topology) -> std::unique_ptr<Network> {
               return std::make_unique<Ns3Network>(engine, topology, o);
             });
-      }});
+      },
+      // Every ns-3 node, switches included, has an IP stack and gets an address per path into
+      // it (packet_simulation.cc), so transfers can end and start at a switch.
+      /*hosts_switch_programs=*/true});
 }
 
 }  // namespace mlsim

@@ -29,7 +29,10 @@ void register_simgrid_backend(BackendRegistry& registry) {
             [o](Engine& engine, const Topology& topology) -> std::unique_ptr<Network> {
               return std::make_unique<SimGridNetwork>(engine, topology, o);
             });
-      }});
+      },
+      // A switch node is a SimGrid host of its own (simgrid_network.cpp), so transfers can end
+      // and start there.
+      /*hosts_switch_programs=*/true});
 }
 
 }  // namespace mlsim

@@ -9,7 +9,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/time.hpp"
 
-namespace mlsim::ina {
+namespace mlsim {
 
 class IntervalAverage {
  public:
@@ -59,4 +59,4 @@ class IntervalAverage {
   std::vector<double> done_;
 };
 
-}  // namespace mlsim::ina
+}  // namespace mlsim

@@ -1,25 +1,35 @@
 #pragma once
-// The switch's aggregator memory: `size` aggregators (in batched mode, groups of k adjacent
+// A programmable switch's aggregator memory, the state of an in-network aggregation switch
+// program (switch_program.hpp): `size` aggregators (in batched mode, groups of k adjacent
 // aggregators that a burst of k packets uses together). Each holds one chunk's partial sum, the
-// bitmap of workers already added, and its owner (job, seq) while claimed.
+// bitmap of contributors already added, and its owner (job, seq) while claimed. Which aggregator
+// a chunk uses, and when it is freed, is the policy's business (models/ina: SwitchML, ATP, DSA).
 //
 // The pool enforces single ownership (claiming a held aggregator is an InvariantError) and keeps
-// the time-weighted metrics the issue asks for: occupancy (held aggregators) and the part of it
-// that is idle-but-reserved (complete, waiting for the parameter server's result to pass back).
-// An optional observer sees every claim and release, so tests can audit ownership from outside.
-// Optionally it also keeps both quantities per fixed interval (the occupancy time series).
+// the time-weighted metrics: occupancy (held aggregators) and the part of it that is
+// idle-but-reserved (complete, waiting for a parameter server's result to pass back). An optional
+// observer sees every claim and release, so tests can audit ownership from outside. Optionally it
+// also keeps both quantities per fixed interval (the occupancy time series).
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
 
-#include "models/ina/interval_average.hpp"
-#include "models/ina/packet.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/interval_average.hpp"
 #include "sim_core/base/stats.hpp"
 #include "sim_core/base/time.hpp"
 
-namespace mlsim::ina {
+namespace mlsim {
+
+// The chunk a claim is for: owner job, chunk sequence, aggregators of the burst, and the job's
+// priority (read by preempting policies).
+struct ChunkClaim {
+  std::uint16_t job = 0;
+  std::uint64_t seq = 0;
+  std::uint16_t packets = 1;
+  std::uint8_t priority = 0;
+};
 
 struct Aggregator {
   std::uint64_t seq = 0;
@@ -29,23 +39,9 @@ struct Aggregator {
   std::uint16_t packets = 1;  // aggregators of the burst (1 in packet-accurate mode)
   std::uint8_t priority = 0;
   bool held = false;
-  bool complete = false;  // all workers added; result on its way through the PS
+  bool complete = false;  // every contributor added; result on its way (through a PS or back)
   bool owned_by(std::uint16_t j, std::uint64_t s) const { return held && job == j && seq == s; }
 };
-
-// What an aggregator holds, as a packet of `kind`: a partial on its way to the parameter server
-// or a result on its way to the workers.
-inline Packet packet_of(const Aggregator& a, PacketKind kind) {
-  Packet out;
-  out.kind = kind;
-  out.job = a.job;
-  out.seq = a.seq;
-  out.sum = a.sum;
-  out.bitmap = a.bitmap;
-  out.packets = a.packets;
-  out.priority = a.priority;
-  return out;
-}
 
 struct PoolEvent {
   enum Kind { kClaim, kRelease } kind;
@@ -54,9 +50,9 @@ struct PoolEvent {
   std::uint64_t seq;
 };
 
-class AggregatorPool {
+class AggregatorSlots {
  public:
-  AggregatorPool(std::size_t size, Time start) : slots_(size) {
+  AggregatorSlots(std::size_t size, Time start) : slots_(size) {
     MLSIM_CHECK(size > 0, "an aggregator pool needs at least one aggregator");
     held_.set(start, 0);
     waiting_.set(start, 0);
@@ -65,22 +61,25 @@ class AggregatorPool {
   std::size_t size() const { return slots_.size(); }
   const Aggregator& at(std::size_t i) const { return slots_.at(i); }
 
-  // Claims aggregator i for the packet's chunk (job, seq), empty.
-  void claim(std::size_t i, const Packet& p, Time now) {
+  // Claims aggregator i, empty, for the chunk.
+  void claim(std::size_t i, const ChunkClaim& c, Time now) {
     Aggregator& a = slots_.at(i);
     MLSIM_CHECK(!a.held, "aggregator claimed while held by another owner");
-    a = Aggregator{p.seq, 0, 0, p.job, p.packets, p.priority, true, false};
+    a = Aggregator{c.seq, 0, 0, c.job, c.packets, c.priority, true, false};
     ++claims_;
     set_held(now, ++held_count_);
-    if (observer_) observer_({PoolEvent::kClaim, i, p.job, p.seq});
+    if (observer_) observer_({PoolEvent::kClaim, i, c.job, c.seq});
   }
-  // Adds one contribution; returns true when the aggregator became complete.
-  bool add(std::size_t i, const Packet& p, std::uint32_t full, Time now) {
+  // Adds the contribution of the contributors in `bitmap` (their values summed in `sum`) to the
+  // chunk (job, seq) that holds aggregator i; returns true when the aggregator became complete
+  // (its bitmap reached `full`).
+  bool add(std::size_t i, std::uint16_t job, std::uint64_t seq, std::uint32_t bitmap,
+           std::uint64_t sum, std::uint32_t full, Time now) {
     Aggregator& a = slots_.at(i);
-    MLSIM_CHECK(a.owned_by(p.job, p.seq), "adding to an aggregator the packet does not own");
-    MLSIM_CHECK((a.bitmap & p.bitmap) == 0, "a worker added twice to one aggregator");
-    a.bitmap |= p.bitmap;
-    a.sum += p.sum;
+    MLSIM_CHECK(a.owned_by(job, seq), "adding to an aggregator the packet does not own");
+    MLSIM_CHECK((a.bitmap & bitmap) == 0, "a worker added twice to one aggregator");
+    a.bitmap |= bitmap;
+    a.sum += sum;
     if (a.bitmap == full) {
       a.complete = true;
       set_waiting(now, ++waiting_count_);
@@ -145,4 +144,4 @@ class AggregatorPool {
   std::optional<IntervalAverage> held_intervals_, waiting_intervals_;
 };
 
-}  // namespace mlsim::ina
+}  // namespace mlsim
