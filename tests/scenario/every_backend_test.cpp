@@ -47,6 +47,15 @@ constexpr const char* kTinyProfile =
     "\tnode1 -- node2\n\tnode2 -- node3\n\tnode3 -- node4\n\tnode4 -- node5\n"
     "\tnode5 -- node6\n\tnode6 -- node7\n\tnode7 -- node8\n";
 
+// Two layers of 1000 fp32 gradients each (17 ATP packets per layer): INA's switch program over
+// ns-3 makes every burst a transfer of its own, so the gradient stays tiny.
+constexpr const char* kTinyInaProfile =
+    "node1 -- A -- forward_compute_time=0.2, backward_compute_time=0.3, activation_size=4.0, "
+    "parameter_size=4000.0\n"
+    "node2 -- B -- forward_compute_time=0.1, backward_compute_time=0.2, activation_size=4.0, "
+    "parameter_size=4000.0\n"
+    "\tnode1 -- node2\n";
+
 // Three short requests in the Azure trace format (tensor-parallel all-reduces are packets on
 // ns-3: a few tokens keep it to seconds).
 constexpr const char* kTinyTrace =
@@ -65,6 +74,7 @@ struct Case {
 std::vector<Case> cases(const TempDir& tmp) {
   const std::string profile = tmp.write("tiny_graph.txt", kTinyProfile).string();
   const std::string trace = tmp.write("tiny_trace.csv", kTinyTrace).string();
+  const std::string ina_profile = tmp.write("tiny_ina_graph.txt", kTinyInaProfile).string();
   return {
       {"collectives_ring", "quickstart.json", {"system.bytes=1MiB"}},
       // 16 workers push into one server port: TCP incast. Measured 2026-12-03: 517.6 ms on ns-3
@@ -98,6 +108,12 @@ std::vector<Case> cases(const TempDir& tmp) {
        "mfs_llama2.json",
        {"workload.source=trace", "workload.trace=" + trace, "system.mode=separate",
         "workload.tier_mix=[1,0,0]"}},
+      // The DSA switch program on the star's switch node, bursts as transfers of the backend.
+      {"ina_network_path",
+       "ina_dsa_study.json",
+       {"system.data_path=network",
+        "workload.jobs=[{\"model\":\"tiny\",\"profile\":\"" + ina_profile +
+            "\",\"workers\":2,\"iterations\":2,\"count\":2}]"}},
   };
 }
 
@@ -156,7 +172,7 @@ TEST_P(EveryBackend, ShippedScenarioRunsUnchangedAndDeliversEveryByte) {
   std::printf("%s\n", line.c_str());
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, EveryBackend, ::testing::Range<std::size_t>(0, 9),
+INSTANTIATE_TEST_SUITE_P(Models, EveryBackend, ::testing::Range<std::size_t>(0, 10),
                          [](const auto& info) {
                            TempDir unused;
                            return cases(unused).at(info.param).name;
