@@ -264,9 +264,8 @@ std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
-  ClusterParams params =
-      parse_cluster_params(system, workload, setup.hardware, setup.topology, setup.network,
-                           setup.scenario_dir, setup.seed);
+  ClusterParams params = parse_cluster_params(system, workload, setup.hardware, setup.topology,
+                                              setup.network, setup.scenario_dir, setup.seed);
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<InaCluster>>([params = std::move(params)](ModelEnv& env) {

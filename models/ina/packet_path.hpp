@@ -29,9 +29,8 @@ class PacketPath final : public DataPath {
   void to_switch(std::size_t host, const Packet& p, bool forwarded, bool lost) override {
     PacketLink& up = ports_[host].up;
     const Time now = engine_.now();
-    const Time at =
-        (forwarded ? up.forward(now, p.packets) : up.send(now, p.packets)) +
-        program_.pipeline_latency();
+    const Time at = (forwarded ? up.forward(now, p.packets) : up.send(now, p.packets)) +
+                    program_.pipeline_latency();
     if (lost) return;
     SwitchProgram<Packet>* program = &program_;
     engine_.schedule_at(at, [program, p] { program->on_message(p, 0); });

@@ -5,14 +5,15 @@
 namespace mlsim {
 
 void register_ina(ModelRegistry& registry) {
-  registry.add({"ina",
-                "In-network aggregation: data-parallel jobs sharing a ToR switch's aggregator "
-                "pool (SwitchML static slots, ATP hashed pool with PS fallback, DSA preemption) as a "
-                "switch program; system.data_path \"packet\" (default): the model's own "
-                "packet-level star links, network.backend refused; \"network\": bursts are "
-                "transfers of network.backend to the switch node hosting the program",
-                {"switchml", "atp", "dsa"},
-                [](ModelSetup& setup) { return ina::make_ina_model(setup); }});
+  registry.add(
+      {"ina",
+       "In-network aggregation: data-parallel jobs sharing a ToR switch's aggregator "
+       "pool (SwitchML static slots, ATP hashed pool with PS fallback, DSA preemption) as a "
+       "switch program; system.data_path \"packet\" (default): the model's own "
+       "packet-level star links, network.backend refused; \"network\": bursts are "
+       "transfers of network.backend to the switch node hosting the program",
+       {"switchml", "atp", "dsa"},
+       [](ModelSetup& setup) { return ina::make_ina_model(setup); }});
 }
 
 }  // namespace mlsim

@@ -29,10 +29,10 @@
 // original first hop and speed, while the backend routes and times the transfer as it is now
 // (a slowed link then shares between the paced messages, a rerouted one is paced on its old
 // first hop).
-#include <cstdint>
-#include <deque>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <type_traits>
@@ -185,8 +185,7 @@ class MessageNetwork {
     if (!port.waiting.empty()) arm(l);
     start(w.from, w.to, w.bytes, w.m, w.label);
   }
-  void start(NodeId from, NodeId to, Bytes wire_bytes, const Message& m,
-             std::uint64_t flow_label) {
+  void start(NodeId from, NodeId to, Bytes wire_bytes, const Message& m, std::uint64_t flow_label) {
     network_.start_transfer(
         from, to, wire_bytes,
         [this, m, from, to](const TransferResult& r) {

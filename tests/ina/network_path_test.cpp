@@ -110,8 +110,7 @@ TEST(InaNetworkPath, LossFreeAggregationEqualsThePacketPathWithinAHundredthOfAPe
     ClusterParams p;
     p.policy = policy;
     p.aggregator_memory = Bytes{40 * 2048};
-    for (int j = 0; j < 3; ++j)
-      p.jobs.push_back(job(two_layers(2000), 4, 3, Time::us(20 * j)));
+    for (int j = 0; j < 3; ++j) p.jobs.push_back(job(two_layers(2000), 4, 3, Time::us(20 * j)));
     const PathRun packet = run_on(p, DataPathKind::kPacket);
     const PathRun network = run_on(p, DataPathKind::kNetwork);
     ASSERT_TRUE(packet.all_finished && network.all_finished);

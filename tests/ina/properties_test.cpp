@@ -75,8 +75,8 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
     SCOPED_TRACE(w.label);
     int hosts = 0;
     for (const JobSpec& j : w.params.jobs) hosts += j.workers + 1;
-    const Topology topology = build_topology(
-        StarSpec{hosts, LinkSpec{w.params.link_bandwidth, w.params.link_latency}});
+    const Topology topology =
+        build_topology(StarSpec{hosts, LinkSpec{w.params.link_bandwidth, w.params.link_latency}});
     Engine engine;
     FluidNetwork flow(engine, topology, Sharing::kMaxMin);
     InaCluster cluster(engine, w.params, &flow, &topology);

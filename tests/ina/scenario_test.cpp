@@ -261,8 +261,8 @@ TEST(InaScenario, ShippedStudyScenarioParses) {
 // that can end transfers at a switch node, and on a topology with several switches the name of
 // the one hosting the program.
 TEST(InaScenario, DataPathAndBackendAgreeOrTheScenarioIsRefused) {
-  auto expect_error = [](json doc, const Topology& t, const NetworkSpec& n,
-                         const std::string& path, const std::string& words) {
+  auto expect_error = [](json doc, const Topology& t, const NetworkSpec& n, const std::string& path,
+                         const std::string& words) {
     try {
       parse(std::move(doc), t, n);
       ADD_FAILURE() << "no error for " << path;

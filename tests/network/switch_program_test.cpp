@@ -26,7 +26,9 @@ struct Arrival {
 class Recorder : public MessageReceiver<Note> {
  public:
   explicit Recorder(Engine& e) : engine_(e) {}
-  void on_message(const Note& n, NodeId from) override { log.push_back({n.id, from, engine_.now()}); }
+  void on_message(const Note& n, NodeId from) override {
+    log.push_back({n.id, from, engine_.now()});
+  }
   std::vector<Arrival> log;
 
  private:
@@ -83,8 +85,8 @@ TEST(MessageNetwork, SwitchProgramReceivesAndSendsOnwardInFifoOrder) {
     ASSERT_EQ(host1.log.size(), 3u);
     const bool fifo = egress == Egress::kFifo;
     for (int i = 0; i < 3; ++i) {
-      EXPECT_EQ(relay.seen[static_cast<std::size_t>(i)], fifo ? Time::ns(2200 + 1000 * i)
-                                                               : Time::ns(4200));
+      EXPECT_EQ(relay.seen[static_cast<std::size_t>(i)],
+                fifo ? Time::ns(2200 + 1000 * i) : Time::ns(4200));
       EXPECT_EQ(host1.log[static_cast<std::size_t>(i)].at,
                 fifo ? Time::ns(4200 + 1000 * i) : Time::ns(8200));
       EXPECT_EQ(host1.log[static_cast<std::size_t>(i)].from, s.sw());

@@ -111,9 +111,9 @@ std::vector<Case> cases(const TempDir& tmp) {
       // The DSA switch program on the star's switch node, bursts as transfers of the backend.
       {"ina_network_path",
        "ina_dsa_study.json",
-       {"system.data_path=network",
-        "workload.jobs=[{\"model\":\"tiny\",\"profile\":\"" + ina_profile +
-            "\",\"workers\":2,\"iterations\":2,\"count\":2}]"}},
+       {"system.data_path=network", "workload.jobs=[{\"model\":\"tiny\",\"profile\":\"" +
+                                        ina_profile +
+                                        "\",\"workers\":2,\"iterations\":2,\"count\":2}]"}},
   };
 }
 
