@@ -60,7 +60,11 @@ struct ClusterParams {
   Time switchml_timeout = Time::ms(10);  // SwitchML client default
   int switchml_partitions = 0;           // 0 = number of jobs [inferred]
   bool selective_retransmission = true;  // DSA
-  bool include_input_layers = false;     // PipeDream's Input node is data loading
+  // Bytes of gradient payload per second a PS sums, one packet after another (the collective
+  // layer's host.ps_aggregation, docs/collectives.md); 0 = summing is free (the default: no
+  // source gives ATP's PS rate, so the shipped study keeps a free PS).
+  Bandwidth ps_aggregation{0};
+  bool include_input_layers = false;  // PipeDream's Input node is data loading
   // Packet loss per wire packet per hop (packet_loss.hpp); 0 = lossless links. `loss_rule`
   // (tests) picks lost packets by hand instead. `seed` seeds the "ina.loss" stream.
   double loss_rate = 0;

@@ -128,6 +128,7 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
         /*answer_late_resends=*/loss_.enabled() || p.data_path == DataPathKind::kNetwork,
         [this](const Packet& q) { send_from_ps(q); }, counters_));
   }
+  ps_busy_until_.assign(jobs_.size(), Time::zero());
   if (p.data_path == DataPathKind::kPacket) {
     path_ = std::make_unique<PacketPath>(engine_, *this, *policy_, hosts, p.link_bandwidth,
                                          p.link_latency, packet_bytes_, p.ecn_threshold_bytes);
@@ -222,7 +223,17 @@ void InaCluster::at_host(std::size_t host, const Packet& p) {
   const HostRole role = host_role_[host];
   TrainingJob& job = *jobs_[role.job];
   if (role.index == job.workers()) {
-    servers_[role.job]->on_packet(p);
+    ParameterServer* ps = servers_[role.job].get();
+    if (params_.ps_aggregation.bytes_per_s <= 0) {
+      ps->on_packet(p);
+      return;
+    }
+    // The PS sums each packet's payload at its rate, one after another, before it counts.
+    const double payload = 4.0 * values_per_packet_ * p.packets;
+    Time& busy = ps_busy_until_[role.job];
+    busy = std::max(busy, engine_.now()) +
+           Time::from_seconds_ceil(payload / params_.ps_aggregation.bytes_per_s);
+    engine_.schedule_at(busy, [ps, p] { ps->on_packet(p); });
   } else if (p.kind == PacketKind::kResult) {
     job.worker(role.index).on_result(p);
   } else {

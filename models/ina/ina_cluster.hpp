@@ -90,6 +90,7 @@ class InaCluster : public SwitchPorts, public HostEnds {
   std::vector<std::unique_ptr<TrainingJob>> jobs_;
   std::vector<double> intensity_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::vector<Time> ps_busy_until_;  // per job: when its PS has summed what it received
   std::vector<std::size_t> host_base_;
   // Host h -> (job, worker index; the job's worker count = its PS).
   struct HostRole {

@@ -5,6 +5,7 @@
 #include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_cluster.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/engine/random.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
@@ -134,6 +135,19 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     throw InputError(sml.path_of("timeout"), "must be positive");
   p.switchml_partitions = static_cast<int>(sml.integer_or("partitions", 0, 0, 65535));
   sml.finish();
+
+  // Host costs, read as the collective layer reads them. Only the PS's summing rate applies: an
+  // INA sender's per-packet cost is inside its window (ATP) or slot (SwitchML) protocol.
+  if (std::optional<JsonReader> host = system.optional_object("host")) {
+    const std::string where = host->path();
+    const collectives::HostCosts costs = collectives::read_host_costs(*host);
+    if (costs.message_overhead != Time::zero())
+      throw InputError(where + ".message_overhead",
+                       "not modelled by ina (its senders pace packets by window or slot)");
+    if (costs.ps_aggregation.bytes_per_s > 0 && p.policy == PolicyKind::kSwitchMl)
+      throw InputError(where + ".ps_aggregation", "SwitchML has no parameter server");
+    p.ps_aggregation = costs.ps_aggregation;
+  }
 
   JsonReader dsa = system.object_or_empty("dsa");
   p.selective_retransmission = dsa.boolean_or("selective_retransmission", true);

@@ -162,3 +162,37 @@ TEST(InaMechanisms, AtpKeepsTheLowPriorityPartial) {
   // switch -> 2,702,925 at the workers.
   EXPECT_EQ(cluster.job(1).finished_at(), Time::ns(2'702'925));
 }
+
+// PS summing cost (the collective layer's host.ps_aggregation): at 248 MB/s a PS sums one ATP
+// packet's 248-byte payload in 1 us, one packet after another. Two workers, one aggregator: the
+// complete aggregate reaches the PS at 2,001,450 (first case above) and counts at 2,002,450; the
+// result then takes the same 1,450 ns back: the job ends at 2,003,900 instead of 2,002,900.
+// The collision case: job B's two fallbacks reach B's PS at 2,002,450 and 2,002,475; the first
+// is summed by 2,003,450, the second waits for it and is summed by 2,004,450, completing the
+// chunk; its result reaches the workers 1,450 ns later, at 2,005,900 (free PS: 2,003,925).
+TEST(InaMechanisms, ParameterServerSumsAtItsRate) {
+  {
+    Engine engine;
+    ClusterParams p = one_aggregator(PolicyKind::kAtp);
+    p.ps_aggregation = Bandwidth{248e6};
+    p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
+    InaCluster cluster(engine, p);
+    cluster.start();
+    engine.run();
+    ASSERT_TRUE(cluster.all_finished());
+    EXPECT_EQ(cluster.outcomes()[0].finish, Time::ns(2'003'900));
+  }
+  {
+    Engine engine;
+    ClusterParams p = one_aggregator(PolicyKind::kAtp);
+    p.ps_aggregation = Bandwidth{248e6};
+    p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
+    p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1, Time::us(1)));
+    InaCluster cluster(engine, p);
+    cluster.start();
+    engine.run();
+    ASSERT_TRUE(cluster.all_finished());
+    EXPECT_EQ(cluster.job(0).finished_at(), Time::ns(2'003'900));
+    EXPECT_EQ(cluster.job(1).finished_at(), Time::ns(2'005'900));
+  }
+}

@@ -302,3 +302,26 @@ TEST(InaScenario, DataPathAndBackendAgreeOrTheScenarioIsRefused) {
   d["system"]["switch_node"] = "leaf0";  // only the network path reads it
   expect_error(d, star(9), NetworkSpec{}, "system.switch_node", "");
 }
+
+// Host costs are read as the collective layer reads them; only the PS summing rate applies.
+TEST(InaScenario, PsSummingRateFromTheHostCosts) {
+  json d = minimal();
+  EXPECT_EQ(parse(d, star(9)).ps_aggregation.bytes_per_s, 0);  // free by default
+  d["system"]["host"] = {{"ps_aggregation", "12GB/s"}};
+  EXPECT_DOUBLE_EQ(parse(d, star(9)).ps_aggregation.bytes_per_s, 12e9);
+  auto expect_error = [](json doc, const std::string& path) {
+    try {
+      parse(std::move(doc), star(9));
+      ADD_FAILURE() << "no error for " << path;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.path(), path) << e.what();
+    }
+  };
+  d["system"]["host"] = {{"message_overhead", "10us"}};
+  expect_error(d, "system.host.message_overhead");
+  d["system"]["host"] = {{"ps_aggregation", "12GB/s"}};
+  d["system"]["policy"] = "switchml";
+  expect_error(d, "system.host.ps_aggregation");
+  d["system"]["host"] = {{"colour", 1}};
+  expect_error(d, "system.host.colour");
+}
