@@ -36,6 +36,11 @@ class CollectiveAlgorithm : public MessageSink {
   Sender& sender_;
 };
 
+// Deliveries so far over deliveries needed, 1 when none are needed (progress()).
+inline double fraction_done(std::uint64_t done, std::uint64_t needed) {
+  return needed ? static_cast<double>(done) / static_cast<double>(needed) : 1.0;
+}
+
 // Piece i of `total` cut into `parts` pieces whose sizes differ by at most one byte.
 inline Bytes piece(Bytes total, std::int64_t parts, std::int64_t i) {
   return Bytes{total.count / parts + (i < total.count % parts ? 1 : 0)};

@@ -42,9 +42,7 @@ class Nvls final : public CollectiveAlgorithm {
     }
   }
 
-  double progress() const override {
-    return needed_ ? static_cast<double>(received_) / static_cast<double>(needed_) : 1.0;
-  }
+  double progress() const override { return fraction_done(received_, needed_); }
   int ranks() const override { return static_cast<int>(n_); }
 
  private:

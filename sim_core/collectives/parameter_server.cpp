@@ -56,9 +56,7 @@ class ParameterServer final : public CollectiveAlgorithm {
     }
   }
 
-  double progress() const override {
-    return needed_ ? static_cast<double>(pulled_) / static_cast<double>(needed_) : 1.0;
-  }
+  double progress() const override { return fraction_done(pulled_, needed_); }
   int ranks() const override { return static_cast<int>(workers_); }
 
  private:

@@ -51,9 +51,7 @@ class Tree final : public CollectiveAlgorithm {
     if (++received_ == needed_) finished();
   }
 
-  double progress() const override {
-    return needed_ ? static_cast<double>(received_) / static_cast<double>(needed_) : 1.0;
-  }
+  double progress() const override { return fraction_done(received_, needed_); }
   int ranks() const override { return static_cast<int>(n_); }
 
  private:
