@@ -11,10 +11,13 @@
 //    "queries": [["a100_dgx", GPUS, NODES, "all_reduce" | "send_recv", BYTES (, "nvls")], ...]}
 //
 // all_reduce runs a ring (one channel per NIC across nodes); with "nvls" it reduces in the
-// NVSwitch (one node), its pieces NCCL's Simple chunk of 512 KiB (NCCL_BUFFSIZE 4 MiB over
-// NCCL_STEPS = 8 slots) with 8 in flight per GPU (NCCL_STEPS) [both NCCL defaults, not fitted].
+// NVSwitch (one node), cut into n pieces of S/n (the size of the ring's messages, so that the
+// fitted per-message latency is charged as in the calibrated ring: 2n messages per GPU against
+// the ring's 2(n-1)), two in flight per GPU so that one piece goes up while another comes down.
 //
-// Topologies [the "compute" engineer's GPU-on-topology builder replaces these once on main]:
+// Topologies: topology.hardware (sim_core/network/topology_hardware.hpp) describes a multi-GPU
+// host as one node with an intra-node link, so GPUs are not network endpoints there; until hosts
+// expand into GPU nodes, these per-GPU topologies are built here, with the catalog's figures:
 // Messages are not queued per GPU (window 0): NCCL's channels run at once.
 //   nvswitch  per node a switch with one link per GPU (NVLink, per direction: the catalog's
 //             nvlink_bandwidth / 2, times nvlink_efficiency); with several nodes every GPU also
@@ -143,8 +146,8 @@ int main(int argc, char** argv) {
       const bool nvls = q.size() > 5 && q.at(5).get<std::string>() == "nvls";
       if (op == "all_reduce" && nvls) {
         spec.algorithm = Algorithm::kNvls;
-        spec.window = 8;
-        spec.chunks = static_cast<int>(std::max<std::int64_t>(1, spec.bytes.count >> 19));
+        spec.window = 2;
+        spec.chunks = gpus;
       } else if (op == "all_reduce") {
         spec.operation = Operation::kAllReduce;
         spec.algorithm = Algorithm::kRing;
