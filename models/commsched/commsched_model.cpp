@@ -5,6 +5,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/stats.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
+#include "sim_core/hardware/profile_scaling.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::commsched {
@@ -32,24 +33,27 @@ std::vector<Layer> read_layers(JsonReader& workload, const HardwareCatalog& hard
   name = profile.name;
   // GPU speed as the ina model: a catalog "gpu" scales the profile by the FP32 peak ratio to the
   // GPU it was profiled on; "compute_scale" multiplies on top (batch size, other effects).
-  double scale = 1.0;
+  // Layer times move from the profiling GPU to this one through the platform
+  // (profile_scaling.hpp); "compute_scale" multiplies them further.
+  const GpuSpec* gpu = nullptr;
+  const GpuSpec* profiled = nullptr;
   if (workload.has("gpu")) {
     if (!workload.has("profiled_on"))
       throw InputError(workload.path_of("gpu"),
                        "needs 'profiled_on': the GPU the profile was measured on, from the "
                        "hardware catalog");
-    const GpuSpec& gpu = hardware.gpu(workload.string("gpu"), workload.path_of("gpu"));
-    const GpuSpec& profiled =
-        hardware.gpu(workload.string("profiled_on"), workload.path_of("profiled_on"));
-    scale =
-        gpu_compute_scale(profiled, gpu, workload.path_of("profiled_on"), workload.path_of("gpu"));
+    gpu = &hardware.gpu(workload.string("gpu"), workload.path_of("gpu"));
+    profiled = &hardware.gpu(workload.string("profiled_on"), workload.path_of("profiled_on"));
   }
-  scale *= workload.number_or("compute_scale", 1.0, 1e-6, 1e6);
+  const double scale = workload.number_or("compute_scale", 1.0, 1e-6, 1e6);
   std::vector<Layer> layers;
   for (const LayerProfile& l : profile.layers) {
     if (l.is_input) continue;  // data loading runs on the host, not the GPU
-    layers.push_back({Time::from_seconds(l.forward_ms * 1e-3 * scale),
-                      Time::from_seconds(l.backward_ms * 1e-3 * scale),
+    LayerSeconds s{l.forward_ms * 1e-3, l.backward_ms * 1e-3};
+    if (gpu)
+      s = layer_seconds_on(l, *profiled, *gpu, workload.path_of("profiled_on"),
+                           workload.path_of("gpu"));
+    layers.push_back({Time::from_seconds(s.forward * scale), Time::from_seconds(s.backward * scale),
                       (l.parameters.count + 3) / 4});  // fp32 values
   }
   if (layers.empty()) throw InputError(workload.path_of("profile"), "the profile has no layers");

@@ -7,6 +7,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/engine/random.hpp"
+#include "sim_core/hardware/profile_scaling.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::ina {
@@ -154,8 +155,9 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   dsa.finish();
 
   // Workload: job templates expanded by count, in order; arrivals explicit, Poisson or a trace.
-  // GPU speed: a job naming a catalog "gpu" runs its profile's times scaled by the ratio of FP32
-  // peaks, profiling GPU over this GPU (see gpu_compute_scale); "compute_scale" overrides.
+  // GPU speed: a job naming a catalog "gpu" runs its profile's times scaled from the profiling
+  // GPU by the platform (profile_scaling.hpp: memory-bound part by HBM bandwidth, the rest by
+  // FP32 peak); "compute_scale" overrides.
   const std::string default_profiled_on =
       workload.has("profiled_on") ? workload.string("profiled_on") : "";
   std::map<std::filesystem::path, std::shared_ptr<const DnnProfile>> profiles;
@@ -189,7 +191,7 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
       const std::string where =
           j.has("profiled_on") ? j.path_of("profiled_on") : workload.path_of("profiled_on");
       const GpuSpec& profiling = hardware.gpu(profiled_on, where);
-      spec.compute_scale = gpu_compute_scale(profiling, gpu, where, j.path_of("gpu"));
+      spec.compute_scale = profile_time_ratio(*profile, profiling, gpu, where, j.path_of("gpu"));
     }
     if (j.has("compute_scale") || !has_gpu)
       spec.compute_scale = j.number_or("compute_scale", 1.0, 1e-6, 1e6);

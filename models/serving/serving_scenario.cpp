@@ -43,7 +43,8 @@ std::int32_t tier_depth(const TransformerShape& member, const TransformerShape& 
   return std::clamp(static_cast<std::int32_t>(std::lround(layers)), 1, largest.layers);
 }
 
-ServingScenario parse_serving_scenario(JsonReader& root, const std::vector<NodeId>& hosts,
+ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& hardware,
+                                       const std::vector<NodeId>& hosts,
                                        const NodeHardware& node_hardware, const CostModel& costs,
                                        const std::filesystem::path& dir) {
   const int topology_hosts = static_cast<int>(hosts.size());
@@ -71,7 +72,17 @@ ServingScenario parse_serving_scenario(JsonReader& root, const std::vector<NodeI
                                     "least_outstanding_tokens");
   c.block_tokens = static_cast<std::int32_t>(sys.integer_or("block_tokens", 16, 1, 4096));
   c.gpu_memory_utilization = sys.number_or("gpu_memory_utilization", 0.9, 0.01, 1.0);
-  c.iteration_overhead = sys.duration_or("iteration_overhead", "0s");
+  // The engine's per-iteration framework overhead: a catalog entry with its source, or a duration.
+  if (sys.has("engine")) {
+    c.iteration_overhead =
+        hardware.engine(sys.string("engine"), sys.path_of("engine")).iteration_overhead;
+    if (sys.has("iteration_overhead"))
+      throw InputError(sys.path_of("iteration_overhead"),
+                       "give either \"engine\" (a catalog entry) or \"iteration_overhead\", not "
+                       "both");
+  } else {
+    c.iteration_overhead = sys.duration_or("iteration_overhead", "0s");
+  }
   c.allreduce_latency = sys.duration_or("allreduce_latency", "10us");
   c.sampling_pass_overhead = sys.duration_or("sampling_pass_overhead", "0s");
   c.series_interval = sys.duration_or("series_interval", "1s");
@@ -224,8 +235,8 @@ void register_serving(ModelRegistry& registry) {
                 {"static", "continuous", "chunked_prefill", "mfs", "separate"},
                 [](ModelSetup& setup) -> std::unique_ptr<Model> {
                   return std::make_unique<serving::ServingModel>(serving::parse_serving_scenario(
-                      setup.root, setup.topology.hosts(), setup.node_hardware, setup.costs,
-                      setup.scenario_dir));
+                      setup.root, setup.hardware, setup.topology.hosts(), setup.node_hardware,
+                      setup.costs, setup.scenario_dir));
                 }});
 }
 

@@ -35,7 +35,8 @@ struct ServingScenario {
 // "compute" section). InputError with the JSON path on anything wrong (unknown model, a model
 // that does not fit its GPUs, a tier mix that does not sum to 1, more GPUs than the topology has,
 // hosts without a GPU, operators no cost provider prices...).
-ServingScenario parse_serving_scenario(JsonReader& root, const std::vector<NodeId>& hosts,
+ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& hardware,
+                                       const std::vector<NodeId>& hosts,
                                        const NodeHardware& node_hardware, const CostModel& costs,
                                        const std::filesystem::path& scenario_dir);
 

@@ -179,6 +179,15 @@ void HardwareCatalog::add_from_json(JsonReader& hw) {
     if (find_nic(name)) throw InputError(e.path(), "NIC defined twice");
     add_nic(parse_nic_spec(e, name));
   });
+  for_each_entry(hw, "engines", [&](JsonReader& e, const std::string& name) {
+    if (find_engine(name)) throw InputError(e.path(), "serving engine defined twice");
+    ServingEngineSpec s;
+    s.name = name;
+    s.source = required_source(e);
+    s.iteration_overhead = e.duration("iteration_overhead");
+    e.finish();
+    add_engine(std::move(s));
+  });
   for_each_entry(hw, "switches", [&](JsonReader& e, const std::string& name) {
     if (find_switch(name)) throw InputError(e.path(), "switch defined twice");
     add_switch(parse_switch_spec(e, name));
@@ -199,6 +208,16 @@ void HardwareCatalog::add_switch(SwitchSpec sw) {
 void HardwareCatalog::add_nic(NicSpec nic) {
   auto name = nic.name;
   MLSIM_CHECK(nics_.emplace(std::move(name), std::move(nic)).second, "NIC added twice");
+}
+
+void HardwareCatalog::add_engine(ServingEngineSpec engine) {
+  auto name = engine.name;
+  MLSIM_CHECK(engines_.emplace(std::move(name), std::move(engine)).second, "engine added twice");
+}
+
+const ServingEngineSpec* HardwareCatalog::find_engine(std::string_view name) const {
+  auto it = engines_.find(name);
+  return it == engines_.end() ? nullptr : &it->second;
 }
 
 const NicSpec* HardwareCatalog::find_nic(std::string_view name) const {
@@ -244,11 +263,11 @@ const NicSpec& HardwareCatalog::nic(std::string_view name, const std::string& wh
                    fmt::format("unknown NIC \"{}\" (catalog has: {})", name, known_names(nics_)));
 }
 
-double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,
-                         const std::string& profiled_on_where, const std::string& gpu_where) {
-  const double profiled = profiled_on.peak_for(Dtype::kFp32, profiled_on_where).flops_per_s;
-  const double target = gpu.peak_for(Dtype::kFp32, gpu_where).flops_per_s;
-  return profiled / target;
+const ServingEngineSpec& HardwareCatalog::engine(std::string_view name,
+                                                 const std::string& where) const {
+  if (const auto* e = find_engine(name)) return *e;
+  throw InputError(where, fmt::format("unknown serving engine \"{}\" (catalog has: {})", name,
+                                      known_names(engines_)));
 }
 
 }  // namespace mlsim

@@ -72,6 +72,14 @@ struct NicSpec {
   std::string source;
 };
 
+// A serving engine's host-side cost per iteration (scheduling, input preparation, sampling,
+// detokenisation): time on the CPU that no GPU speed scales.
+struct ServingEngineSpec {
+  std::string name;
+  Time iteration_overhead;
+  std::string source;
+};
+
 struct SwitchSpec {
   std::string name;
   int ports = 0;
@@ -81,40 +89,38 @@ struct SwitchSpec {
   std::string source;
 };
 
-// Profile time -> time on `gpu`: the ratio of the two GPUs' FP32 peaks (catalog datasheet
-// figures), profiling GPU over this GPU. FP32 because the PipeDream profiles are FP32 training;
-// it is an upper bound on the speed-up of memory-bound layers, which scale with HBM bandwidth
-// instead. Shared by the models that train from layer profiles (ina, commsched).
-double gpu_compute_scale(const GpuSpec& profiled_on, const GpuSpec& gpu,
-                         const std::string& profiled_on_where, const std::string& gpu_where);
-
 class HardwareCatalog {
  public:
-  // Reads a "hardware" section: {"gpus": {NAME: {...}}, "nics": {...}, "switches": {...}}; each
-  // optional.
+  // Reads a "hardware" section: {"gpus": {NAME: {...}}, "nics": {...}, "switches": {...},
+  // "engines": {...}}; each optional.
   // Adds to what the catalog already holds; a name defined twice is an error.
   void add_from_json(JsonReader& hardware);
 
   void add_gpu(GpuSpec gpu);
   void add_switch(SwitchSpec sw);
   void add_nic(NicSpec nic);
+  void add_engine(ServingEngineSpec engine);
 
   const GpuSpec* find_gpu(std::string_view name) const;
   const SwitchSpec* find_switch(std::string_view name) const;
   const NicSpec* find_nic(std::string_view name) const;
+  const ServingEngineSpec* find_engine(std::string_view name) const;
   // InputError at `where` listing the known names when absent.
   const GpuSpec& gpu(std::string_view name, const std::string& where) const;
   const SwitchSpec& switch_spec(std::string_view name, const std::string& where) const;
   const NicSpec& nic(std::string_view name, const std::string& where) const;
+  const ServingEngineSpec& engine(std::string_view name, const std::string& where) const;
 
   const std::map<std::string, GpuSpec, std::less<>>& gpus() const { return gpus_; }
   const std::map<std::string, SwitchSpec, std::less<>>& switches() const { return switches_; }
   const std::map<std::string, NicSpec, std::less<>>& nics() const { return nics_; }
+  const std::map<std::string, ServingEngineSpec, std::less<>>& engines() const { return engines_; }
 
  private:
   std::map<std::string, GpuSpec, std::less<>> gpus_;
   std::map<std::string, SwitchSpec, std::less<>> switches_;
   std::map<std::string, NicSpec, std::less<>> nics_;
+  std::map<std::string, ServingEngineSpec, std::less<>> engines_;
 };
 
 // Parses one entry (the object under "gpus"/"switches"); `name` is its key.

@@ -4,23 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "gpu_fixtures.hpp"
+
 #include <vector>
 
 #include "sim_core/base/error.hpp"
 
 namespace mlsim {
 namespace {
-
-GpuSpec toy_gpu(std::string name, double fp16_tflops, double hbm_gbps) {
-  GpuSpec g;
-  g.name = std::move(name);
-  g.peak[Dtype::kFp16] = FlopRate{fp16_tflops * 1e12};
-  g.peak[Dtype::kFp32] = FlopRate{fp16_tflops * 1e12 / 8};
-  g.hbm_bandwidth = Bandwidth{hbm_gbps * 1e9};
-  g.hbm_capacity = Bytes{16LL << 30};
-  g.source = "test";
-  return g;
-}
 
 struct Fixture {
   explicit Fixture(std::size_t nodes) : hardware(nodes), speeds(nodes) {}
@@ -116,7 +107,8 @@ TEST(Compute, CancelledWorkNeverCallsBack) {
 TEST(Compute, OperatorWorkIsPricedForTheHostsGpu) {
   // Two GPU types on one topology: node 0 a "slow" GPU, node 1 a "fast" one, one roofline
   // calibration each (one regime, efficiencies 0.5, overhead 10 us).
-  const GpuSpec slow = toy_gpu("slow", 100, 1000), fast = toy_gpu("fast", 400, 2000);
+  const GpuSpec slow = test::make_gpu("slow", 100, 12.5, 1000),
+                fast = test::make_gpu("fast", 400, 50, 2000);
   Fixture f(2);
   f.hardware.set_host(0, HostHardware{&slow, 1, nullptr, std::nullopt});
   f.hardware.set_host(1, HostHardware{&fast, 1, nullptr, std::nullopt});

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpu_fixtures.hpp"
+
 #include <filesystem>
 #include <fstream>
 
@@ -12,21 +14,10 @@
 namespace mlsim {
 namespace {
 
-GpuSpec gpu(std::string name, double fp16_tflops, double fp32_tflops, double hbm_gbps) {
-  GpuSpec g;
-  g.name = std::move(name);
-  g.peak[Dtype::kFp16] = FlopRate{fp16_tflops * 1e12};
-  g.peak[Dtype::kFp32] = FlopRate{fp32_tflops * 1e12};
-  g.hbm_bandwidth = Bandwidth{hbm_gbps * 1e9};
-  g.hbm_capacity = Bytes{16LL << 30};
-  g.source = "test";
-  return g;
-}
-
 const OperatorShape kShape{4096, 32, 32, 11008, 1};
 
 TEST(Roofline, PicksTheRegimeOfTheTokenCount) {
-  const GpuSpec a = gpu("A", 312, 19.5, 2039);
+  const GpuSpec a = test::make_gpu("A", 312, 19.5, 2039);
   RooflineProvider p;
   p.add("A", "mlp_up_proj",
         {{64, false, 0.3, 0.8, 5e-6}, {1024, false, 0.7, 0.6, 5e-6}, {0, true, 0.75, 0.5, 0}});
@@ -53,11 +44,11 @@ TEST(Roofline, PicksTheRegimeOfTheTokenCount) {
   EXPECT_NEAR(*p.operator_seconds({"add", 0, 16e6, Dtype::kFp16, 128, kShape}, a),
               16e6 / (0.5 * 2039e9) + 2e-6, 1e-18);
   EXPECT_FALSE(p.operator_seconds({"nope", 1, 1, Dtype::kFp16, 1, kShape}, a));
-  EXPECT_FALSE(p.operator_seconds(decode, gpu("B", 1, 1, 1)));
+  EXPECT_FALSE(p.operator_seconds(decode, test::make_gpu("B", 1, 1, 1)));
 }
 
 TEST(ProfileTable, InterpolatesLinearlyBetweenMeasuredTokenCounts) {
-  const GpuSpec a = gpu("A", 312, 19.5, 2039);
+  const GpuSpec a = test::make_gpu("A", 312, 19.5, 2039);
   ProfileTableProvider p;
   p.add_point("A", "add", kShape, 8, 10e-6);
   p.add_point("A", "add", kShape, 16, 18e-6);
@@ -78,7 +69,7 @@ TEST(ProfileTable, InterpolatesLinearlyBetweenMeasuredTokenCounts) {
 }
 
 TEST(CostModel, FallsBackFromProfilesToRooflineAndScalesUncalibratedGpus) {
-  const GpuSpec a = gpu("A", 312, 19.5, 2039), h = gpu("H", 989.5, 67, 3350);
+  const GpuSpec a = test::make_gpu("A", 312, 19.5, 2039), h = test::make_gpu("H", 989.5, 67, 3350);
   auto profiles = std::make_unique<ProfileTableProvider>();
   profiles->add_point("A", "gemm", kShape, 8, 50e-6);
   profiles->add_point("A", "gemm", kShape, 16, 60e-6);
@@ -108,7 +99,7 @@ TEST(CostModel, FallsBackFromProfilesToRooflineAndScalesUncalibratedGpus) {
 }
 
 TEST(CostModel, ProfiledTimeScalesItsMemoryBoundPartByBandwidthTheRestByPeak) {
-  const GpuSpec v = gpu("V", 125, 15.7, 900), a = gpu("A", 312, 19.5, 2039);
+  const GpuSpec v = test::make_gpu("V", 125, 15.7, 900), a = test::make_gpu("A", 312, 19.5, 2039);
   // 10 ms measured on V in fp32 moving 4.5 GB: 4.5e9 / 900e9 = 5 ms at peak bandwidth, so half
   // the time is memory-bound and scales by 900/2039, the other half by 15.7/19.5:
   // 10 ms * (0.5 * 0.441393 + 0.5 * 0.805128) = 6.23261 ms.
@@ -176,7 +167,7 @@ TEST(ProfileTable, VidurTablesLoadAndReturnTheMeasuredMedian) {
   if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "no shared data at " << dir;
   auto p = ProfileTableProvider::load_vidur(dir, {{"a100", "A100-SXM4-80GB"}}, "compute.profiles");
   EXPECT_GT(p->points(), 50000u);
-  const GpuSpec a = gpu("A100-SXM4-80GB", 312, 19.5, 2039);
+  const GpuSpec a = test::make_gpu("A100-SXM4-80GB", 312, 19.5, 2039);
   // Llama-2-7B, TP 1, 4096 tokens: the file's first two rows measure this point, attn_pre_proj
   // medians 1.911 and 1.8865 ms; the provider keeps their mean, 1.89875 ms.
   const auto t = p->operator_seconds({"attn_pre_proj", 0, 0, Dtype::kFp16, 4096, kShape}, a);

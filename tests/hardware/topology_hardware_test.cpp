@@ -185,3 +185,26 @@ TEST(TopologyHardware, GpusWithoutACatalogLinkNeedOneFromTheScenario) {
 
 }  // namespace
 }  // namespace mlsim
+
+namespace mlsim {
+namespace {
+
+TEST(ServingEngines, ShippedCatalogHasSourcedOverheads) {
+  HardwareCatalog c;
+  std::ifstream in(std::string(MLSIM_SOURCE_DIR) + "/workloads/hardware/engines.json");
+  auto j = nlohmann::json::parse(in);
+  JsonReader r(j["hardware"], "hardware");
+  c.add_from_json(r);
+  EXPECT_EQ(c.engine("ideal", "x").iteration_overhead, Time::zero());
+  EXPECT_EQ(c.engine("vllm-v0", "x").iteration_overhead, Time::ms(5));
+  EXPECT_NE(c.engine("vllm-v0", "x").source.find("[assumed]"), std::string::npos);
+  EXPECT_THROW(c.engine("tgi", "system.engine"), InputError);
+  // An entry without a source is refused.
+  auto bad = nlohmann::json::parse(R"({"engines": {"x": {"iteration_overhead": "1ms"}}})");
+  JsonReader rb(bad, "hardware");
+  HardwareCatalog c2;
+  EXPECT_THROW(c2.add_from_json(rb), InputError);
+}
+
+}  // namespace
+}  // namespace mlsim

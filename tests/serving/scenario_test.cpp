@@ -95,6 +95,8 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
                  nlohmann::json::parse(R"([{"hosts": [7], "gpu": "H100-SXM5-80GB"}])")}},
                "topology.hardware");
   expect_error({{"system.gpu", "A100-SXM4-80GB"}}, "system.gpu");  // moved to the topology
+  expect_error({{"system.engine", "tgi"}}, "system.engine");       // not in the catalog
+  expect_error({{"system.iteration_overhead", "1ms"}}, "system.iteration_overhead");  // and engine
   expect_error({{"system.mfs.tp", 1}}, "system.deployments.mfs");  // 70B does not fit one GPU
   expect_error({{"system.family", nlohmann::json::array({"llama-2-7b", "llama-3"})}},
                "system.family[1]");
