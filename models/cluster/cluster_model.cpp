@@ -1,19 +1,22 @@
 #include "models/cluster/cluster_model.hpp"
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::cluster {
 namespace {
 
 // Node groups, their GPU types (catalog names, in order of first use) and each type's speed
-// relative to the reference GPU: time factor = reference peak / this type's peak, in one format.
+// relative to the reference GPU the trace's durations were measured on: the platform's scaling of a
+// profiled time (cost_model.hpp: scale_profiled_time; with no HBM traffic known, the ratio of the
+// two peaks in `speed_dtype`).
 void read_nodes(JsonReader& system, const HardwareCatalog& hardware, ClusterParams& c) {
   const std::string ref_where = system.path_of("reference_gpu");
   const GpuSpec& reference = hardware.gpu(system.string("reference_gpu"), ref_where);
   const std::string dtype_where = system.path_of("speed_dtype");
   const Dtype dtype = parse_dtype(system.string_or("speed_dtype", "fp32"), dtype_where);
-  const double ref_peak = reference.peak_for(dtype, ref_where).flops_per_s;
+  (void)reference.peak_for(dtype, ref_where);  // the reference must have the format
   std::vector<JsonReader> groups = system.objects("nodes");
   if (groups.empty()) throw InputError(system.path_of("nodes"), "expected at least one node group");
   int total_nodes = 0;
@@ -29,7 +32,8 @@ void read_nodes(JsonReader& system, const HardwareCatalog& hardware, ClusterPara
       if (c.types.size() == kMaxGpuTypes)
         throw InputError(gpu_where, "at most 32 GPU types in one pool");
       group.type = static_cast<int>(c.types.size());
-      c.types.push_back({name, ref_peak / spec.peak_for(dtype, gpu_where).flops_per_s});
+      c.types.push_back(
+          {name, scale_profiled_time(1.0, 0, dtype, reference, spec, ref_where, gpu_where)});
     }
     group.nodes = static_cast<int>(g.integer("count", 1, 100'000));
     group.gpus_per_node = static_cast<int>(g.integer("gpus_per_node", 1, 1024));

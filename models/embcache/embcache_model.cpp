@@ -74,7 +74,8 @@ std::unique_ptr<Model> make_embcache_model(ModelSetup& setup) {
         TrainingParams t = params.training;
         t.cache_rows = static_cast<std::size_t>(
             std::ceil(params.cache_ratio * static_cast<double>(source->distinct_rows())));
-        return std::make_unique<EmbeddingTraining>(env.engine, env.network, t, std::move(source));
+        return std::make_unique<EmbeddingTraining>(env.engine, env.network, env.compute, t,
+                                                   std::move(source));
       });
 }
 

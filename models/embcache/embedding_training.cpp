@@ -6,10 +6,11 @@
 
 namespace mlsim::embcache {
 
-EmbeddingTraining::EmbeddingTraining(Engine& engine, Network& network, TrainingParams params,
-                                     std::unique_ptr<SampleSource> source)
+EmbeddingTraining::EmbeddingTraining(Engine& engine, Network& network, Compute& compute,
+                                     TrainingParams params, std::unique_ptr<SampleSource> source)
     : engine_(engine),
       network_(network),
+      compute_(compute),
       params_(std::move(params)),
       source_(std::move(source)),
       caches_(params_.workers.size(), LruCache(params_.cache_rows)),
@@ -105,7 +106,7 @@ void EmbeddingTraining::worker_pulled(std::size_t w) {
   for (Key k : to_pull_[w]) hold(w, k);
   const Time compute =
       Time::ns(params_.compute_per_sample.count_ns() * static_cast<std::int64_t>(samples_of_[w]));
-  engine_.schedule_in(compute, [this, w] {
+  compute_.run(params_.workers[w], FixedWork{compute}, [this, w] {
     counters_.pushes += used_[w].size();
     const Bytes bytes{static_cast<std::int64_t>(used_[w].size()) * params_.row_bytes};
     network_.start_transfer(params_.workers[w], params_.server, bytes,

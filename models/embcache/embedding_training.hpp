@@ -32,6 +32,7 @@
 #include "models/embcache/sample_source.hpp"
 #include "sim_core/base/stats.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/network/network.hpp"
 #include "sim_core/run/results.hpp"
 
@@ -47,7 +48,7 @@ struct TrainingParams {
   std::size_t iterations = 100;
   std::int64_t row_bytes = 512;  // embedding dim x 4 bytes
   std::size_t cache_rows = 0;    // per worker
-  Time compute_per_sample;       // dense forward + backward on the GPU
+  Time compute_per_sample;       // dense forward + backward on the GPU (run on Compute)
   NodeId server = 0;
   std::vector<NodeId> workers;
 };
@@ -61,7 +62,9 @@ struct Counters {
 
 class EmbeddingTraining {
  public:
-  EmbeddingTraining(Engine& engine, Network& network, TrainingParams params,
+  // A worker's dense compute runs on `compute` (fixed work per sample, divided by the host's
+  // speed).
+  EmbeddingTraining(Engine& engine, Network& network, Compute& compute, TrainingParams params,
                     std::unique_ptr<SampleSource> source);
   void start();
   bool finished() const { return done_ == params_.iterations; }
@@ -87,6 +90,7 @@ class EmbeddingTraining {
 
   Engine& engine_;
   Network& network_;
+  Compute& compute_;
   TrainingParams params_;
   std::unique_ptr<SampleSource> source_;
   std::vector<LruCache> caches_;

@@ -2,6 +2,8 @@
 // and the rows transmitted by the HET baseline and Herald over two iterations.
 #include <gtest/gtest.h>
 
+#include "sim_core/hardware/compute.hpp"
+
 #include <deque>
 
 #include "models/embcache/embedding_training.hpp"
@@ -74,8 +76,12 @@ Outcome run(Allocation allocation, Sync sync) {
   p.compute_per_sample = Time::us(10);
   p.workers = {topo.hosts()[0], topo.hosts()[1]};
   p.server = topo.hosts()[2];
+  NodeHardware no_gpus;  // fixed work needs no GPU type
+  HostSpeeds speeds(topo.nodes().size());
+  CostModel costs;
+  Compute compute(engine, no_gpus, speeds, costs);
   EmbeddingTraining t(
-      engine, net, p,
+      engine, net, compute, p,
       std::make_unique<Scripted>(std::deque<Sample>{{1, 2}, {2, 3}, {2, 3}, {1, 2}}));
   t.start();
   engine.run();

@@ -3,6 +3,8 @@
 // delivered; the allocation places every sample once within the per-worker cap; reruns match.
 #include <gtest/gtest.h>
 
+#include "sim_core/hardware/compute.hpp"
+
 #include <algorithm>
 
 #include "models/embcache/embedding_training.hpp"
@@ -36,7 +38,11 @@ Outcome run(Allocation allocation, Sync sync, std::uint64_t seed, std::size_t wo
   p.compute_per_sample = Time::us(2);
   for (std::size_t w = 0; w < workers; ++w) p.workers.push_back(topo.hosts()[w]);
   p.server = topo.hosts()[workers];
-  EmbeddingTraining t(engine, net, p,
+  NodeHardware no_gpus;  // fixed work needs no GPU type
+  HostSpeeds speeds(topo.nodes().size());
+  CostModel costs;
+  Compute compute(engine, no_gpus, speeds, costs);
+  EmbeddingTraining t(engine, net, compute, p,
                       std::make_unique<ZipfSource>(8, 2000, 1.05, RandomStream(seed, "samples")));
   t.start();
   engine.run();
