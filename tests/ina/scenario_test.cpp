@@ -332,3 +332,19 @@ TEST(InaScenario, PsSummingRateFromTheHostCosts) {
   d["system"]["host"] = {{"colour", 1}};
   expect_error(d, "system.host.colour");
 }
+
+// The two-rack study: the program on leaf0, the flow backend named, the study's six jobs.
+TEST(InaScenario, ShippedTwoRackScenarioParses) {
+  std::ifstream in(kSource / "workloads/scenarios/ina_dsa_two_racks.json");
+  json doc = json::parse(in);
+  JsonReader topo(doc["topology"], "topology");
+  NetworkSpec flow;
+  flow.backend = "flow";
+  flow.backend_explicit = true;
+  flow.hosts_switch_programs = true;
+  const ClusterParams p = parse(doc, build_topology(parse_topology_spec(topo)), flow);
+  EXPECT_EQ(p.data_path, DataPathKind::kNetwork);
+  EXPECT_EQ(p.switch_node, "leaf0");
+  EXPECT_EQ(p.policy, PolicyKind::kDsa);
+  EXPECT_EQ(p.jobs.size(), 6u);
+}
