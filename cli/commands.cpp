@@ -25,19 +25,6 @@ ScenarioRequest request_of(const ScenarioArgs& a) {
   return r;
 }
 
-// Refuses an output location that cannot become a results folder, before simulating.
-void check_output_dir(const std::filesystem::path& dir, const std::string& where) {
-  std::error_code ec;
-  for (auto p = dir; !p.empty(); p = p.parent_path()) {
-    if (std::filesystem::exists(p, ec)) {
-      if (!std::filesystem::is_directory(p, ec))
-        throw InputError(where, fmt::format("{} exists and is not a folder", p.string()));
-      break;
-    }
-    if (p == p.parent_path()) break;
-  }
-}
-
 void print_summary(const RunOutput& out, const std::filesystem::path& dir,
                    const std::vector<std::filesystem::path>& files) {
   const auto& info = out.info;
@@ -63,7 +50,8 @@ int run_command(const RunArgs& args, const Registries& registries) {
   const auto scenario = load_scenario(request_of(args.input), registries);
   const std::filesystem::path dir =
       args.out ? std::filesystem::path(*args.out) : scenario.output.dir;
-  check_output_dir(dir, args.out ? "--out" : "output.dir");
+  // Created and checked writable before anything is simulated; removed again if the run fails.
+  OutputFolder folder(dir, args.out ? "--out" : "output.dir");
   PreparedRun prepared(scenario, registries);
 
   ProgressLine progress(!args.quiet && ProgressLine::stderr_is_terminal());
@@ -74,6 +62,7 @@ int run_command(const RunArgs& args, const Registries& registries) {
   progress.clear();
 
   const auto files = write_results(out, dir, WriteOptions{scenario.output.csv});
+  folder.keep();
   if (!args.quiet) print_summary(out, dir, files);
   return 0;
 }
@@ -82,6 +71,16 @@ int validate_command(const ScenarioArgs& args, const Registries& registries) {
   const auto base = load_scenario(request_of(args), registries);
   { PreparedRun prepared(base, registries); }
   std::vector<std::string> checked;
+  // Each variant is a whole load: many variants of a large document would take hours.
+  constexpr std::uintmax_t kMaxValidateBytes = std::uintmax_t{1} << 30;  // [assumed] ~1 min
+  std::error_code ec;
+  const auto doc_bytes = std::filesystem::file_size(args.scenario, ec);
+  if (!args.variant && !ec && base.variant_names.size() * doc_bytes > kMaxValidateBytes)
+    throw InputError(
+        "--variant",
+        fmt::format("validating all {} variants would read the {} MiB scenario {} "
+                    "times; validate one at a time with --variant NAME",
+                    base.variant_names.size(), doc_bytes >> 20, base.variant_names.size()));
   if (!args.variant) {
     for (const auto& v : base.variant_names) {
       auto req = request_of(args);

@@ -1,5 +1,5 @@
 // mlsim: run, validate and list scenarios. Exit status: 0 ok, 2 bad input (nothing written),
-// 1 internal error.
+// 1 a run stopped at a limit (clock range, budget; nothing written) or an internal error.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -9,6 +9,7 @@
 #include "cli/experiments.hpp"
 #include "cli/registry.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/temporary_files.hpp"
 #include "sim_core/base/version.hpp"
 
 namespace {
@@ -60,6 +61,8 @@ int main(int argc, char** argv) {
     return status == 0 ? 0 : kInputErrorStatus;
   }
 
+  // An interrupted run or sweep removes the temporary files it was writing.
+  mlsim::install_temporary_file_cleanup();
   try {
     const auto registries = mlsim::make_registries();
     if (*run_cmd) return mlsim::run_command(run, registries);
@@ -71,6 +74,10 @@ int main(int argc, char** argv) {
   } catch (const mlsim::InputError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kInputErrorStatus;
+  } catch (const mlsim::LimitError& e) {
+    // Not a bug: the input asks for more than a run may do (the clock's range, a budget).
+    fmt::print(stderr, "error: the run stopped, nothing was written: {}\n", e.what());
+    return kInternalErrorStatus;
   } catch (const std::exception& e) {
     fmt::print(stderr, "internal error: {}\n", e.what());
     return kInternalErrorStatus;

@@ -5,6 +5,7 @@
 #include "cli/experiments.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/experiments/child_runs.hpp"
+#include "sim_core/experiments/folder_lock.hpp"
 #include "sim_core/experiments/sweep.hpp"
 
 namespace mlsim {
@@ -38,6 +39,7 @@ int sweep_command(const SweepArgs& a, const Registries& registries) {
   const auto points = expand_sweep(spec);
 
   if (a.collect) {
+    const FolderLock lock(out, "--out");
     const auto report = collect_sweep(spec, out);
     fmt::print("{}: {} of {} points\n", report.csv.string(), report.total - report.missing.size(),
                report.total);
@@ -75,9 +77,15 @@ int sweep_command(const SweepArgs& a, const Registries& registries) {
     return 0;
   }
 
+  // One sweep per folder at a time: a second one would run every point again beside the first.
+  const FolderLock lock(out, "--out");
   const auto report = run_sweep(spec, out, experiments::self_program(), a.jobs, false);
-  fmt::print("{}: {} points ({} ran, {} already finished)\n", report.csv.string(), report.total,
-             report.ran, report.skipped);
+  // Counts that add up: the CSV's rows are the finished points, whatever ran this time.
+  fmt::print(
+      "{}: {} of {} points have results ({} ran now, {} of them failed; {} had finished "
+      "before)\n",
+      report.csv.string(), report.total - report.missing.size(), report.total, report.ran,
+      report.failed.size(), report.skipped);
   for (const auto& f : report.failed) fmt::print(stderr, "sweep: point {}", f);
   return report.failed.empty() && report.missing.empty() ? 0 : 1;
 }

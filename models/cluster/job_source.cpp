@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/base/text_fields.hpp"
 
 namespace mlsim::cluster {
@@ -61,8 +62,7 @@ TraceJobSource::TraceJobSource(TraceOptions options, std::vector<std::string> gp
 
 void TraceJobSource::open() {
   const std::string name = o_.file.string();
-  in_ = std::ifstream(o_.file);
-  if (!in_) throw InputError(where_, name + ": cannot open");
+  in_ = open_input_file(o_.file, where_, "job trace");
   std::string line;
   if (!std::getline(in_, line)) throw InputError(where_, name + ":1: empty file (needs a header)");
   line_no_ = 1;

@@ -1,5 +1,6 @@
 #include "models/collectives/collectives_model.hpp"
 
+#include <limits>
 #include <optional>
 
 #include "sim_core/base/error.hpp"
@@ -25,9 +26,12 @@ class CollectivesModel final : public Model {
   void finish(ModelEnv& env, Results& out) override {
     const CollectiveResult r = collective_->result();
     out.set_metric("completed", r.completed ? 1 : 0);
-    out.set_metric("completion_time_s", r.seconds());
-    out.set_metric("algbw_bytes_per_s", r.algorithm_bandwidth());
-    out.set_metric("busbw_bytes_per_s", r.bus_bandwidth());
+    // A collective that never completed (a partition) has no completion time or bandwidth:
+    // NaN ("nan" in summary.json and CSVs), not the time at which the engine ran dry.
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    out.set_metric("completion_time_s", r.completed ? r.seconds() : nan);
+    out.set_metric("algbw_bytes_per_s", r.completed ? r.algorithm_bandwidth() : nan);
+    out.set_metric("busbw_bytes_per_s", r.completed ? r.bus_bandwidth() : nan);
     out.set_metric("sent_bytes", static_cast<double>(r.bytes_sent.count));
     out.set_metric("wire_bytes", static_cast<double>(r.wire_bytes.count));
     out.set_metric("transfers", static_cast<double>(r.transfers));

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/base/text_fields.hpp"
 
 namespace mlsim::embcache {
@@ -33,8 +34,7 @@ Sample ZipfSource::next() {
 
 CsvSource::CsvSource(const std::filesystem::path& file, const std::vector<std::string>& columns,
                      const std::string& where) {
-  std::ifstream in(file);
-  if (!in) throw InputError(where, "cannot open sample file " + file.string());
+  std::ifstream in = open_input_file(file, where, "sample file");
   std::string line;
   if (!std::getline(in, line)) throw InputError(where, file.string() + " is empty");
   const std::vector<std::string> header = split_csv_line(line);

@@ -5,14 +5,14 @@
 #include <fstream>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/base/text_fields.hpp"
 
 namespace mlsim::ina {
 std::vector<TraceArrival> read_arrival_trace(const ArrivalTraceOptions& o, std::size_t limit,
                                              const std::string& where) {
   const std::string name = o.file.string();
-  std::ifstream in(o.file);
-  if (!in) throw InputError(where, name + ": cannot open");
+  std::ifstream in = open_input_file(o.file, where, "arrival trace");
   auto fail = [&](std::size_t line, const std::string& what) -> InputError {
     return InputError(where, name + ":" + std::to_string(line) + ": " + what);
   };

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::serving {
@@ -60,8 +61,7 @@ TransformerShape parse_transformer_shape(JsonReader& r, const std::string& name)
 }
 
 ModelCatalog ModelCatalog::load(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open the model catalog");
+  std::ifstream in = open_input_file(file, "", "model catalog");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);

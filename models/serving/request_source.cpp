@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/base/text_fields.hpp"
 
 namespace mlsim::serving {
@@ -31,20 +32,32 @@ std::int64_t parse_trace_timestamp_ns(std::string_view t, const std::string& whe
 }
 
 AzureTraceSource::AzureTraceSource(const std::filesystem::path& file, double rate_scale,
-                                   std::int64_t limit)
-    : file_(file), in_(file), rate_scale_(rate_scale), limit_(limit) {
-  if (!in_) throw InputError(file.string(), "cannot open the request trace");
-  if (!(rate_scale > 0)) throw InputError(file.string(), "rate_scale must be > 0");
+                                   std::int64_t limit, std::string json_path)
+    : file_(file),
+      json_path_(std::move(json_path)),
+      in_(open_input_file(file, json_path_, "request trace")),
+      rate_scale_(rate_scale),
+      limit_(limit) {
+  if (!(rate_scale > 0)) throw InputError(json_path_, "rate_scale must be > 0");
   std::string header;
   std::getline(in_, header);
   if (!header.empty() && header.back() == '\r') header.pop_back();
   if (header != "TIMESTAMP,ContextTokens,GeneratedTokens")
-    throw InputError(file.string() + ":1",
-                     "expected the header \"TIMESTAMP,ContextTokens,GeneratedTokens\"");
+    throw InputError(json_path_, file.string() +
+                                     ":1: expected the header "
+                                     "\"TIMESTAMP,ContextTokens,GeneratedTokens\"");
   line_no_ = 1;
 }
 
 std::optional<RequestSpec> AzureTraceSource::next() {
+  try {
+    return read_next();
+  } catch (const InputError& e) {  // "FILE:LINE: what" at the key that named the trace
+    throw InputError(json_path_, e.path() + ": " + e.message());
+  }
+}
+
+std::optional<RequestSpec> AzureTraceSource::read_next() {
   if (limit_ >= 0 && static_cast<std::int64_t>(next_id_) >= limit_) return std::nullopt;
   std::string line;
   while (std::getline(in_, line)) {

@@ -36,13 +36,17 @@ class AzureTraceSource final : public RequestSource {
   // `rate_scale` > 0 multiplies the arrival rate (offsets are divided by it); `limit` caps the
   // number of requests (-1: all). Zero-length outputs in the trace are read as 1 token (a request
   // samples at least one token); zero-length prompts as 1 token.
+  // Errors name `json_path` (the key that named the file) and the file's line.
   AzureTraceSource(const std::filesystem::path& file, double rate_scale = 1.0,
-                   std::int64_t limit = -1);
+                   std::int64_t limit = -1, std::string json_path = "workload.trace");
   std::optional<RequestSpec> next() override;
   std::int64_t lines_read() const { return line_no_; }
 
  private:
+  std::optional<RequestSpec> read_next();
+
   std::filesystem::path file_;
+  std::string json_path_;
   std::ifstream in_;
   double rate_scale_;
   std::int64_t limit_;

@@ -8,6 +8,7 @@
 
 #include "models/serving/register.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::serving {
@@ -52,7 +53,16 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   auto& c = s.config;
   auto sys = root.object("system");
   sys.ignore("model");
-  const auto catalog = ModelCatalog::load(resolve(dir, sys.string("catalog")));
+  // A file named by a key: an error opening it names the key (errors inside it name the file).
+  const auto catalog_file = resolve(dir, sys.string("catalog"));
+  const auto catalog = [&] {
+    try {
+      return ModelCatalog::load(catalog_file);
+    } catch (const InputError& e) {
+      if (e.path().empty()) throw InputError(sys.path_of("catalog"), e.message());
+      throw;
+    }
+  }();
   const auto family = sys.strings("family");
   if (family.empty()) throw InputError(sys.path_of("family"), "expected at least one model");
   std::vector<TransformerShape> members;
@@ -163,8 +173,9 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     s.workload.trace = resolve(dir, w.string("trace"));
     s.workload.rate_scale = w.number_or("rate_scale", 1.0, 1e-6, 1e6);
     s.workload.limit = w.integer_or("limit", -1, -1, std::int64_t{1} << 40);
-    if (!std::filesystem::exists(s.workload.trace))
-      throw InputError(w.path_of("trace"), "no such file: " + s.workload.trace.string());
+    // Opened now (and again at the start) so that a missing file or a folder is an input error
+    // before the run.
+    (void)open_input_file(s.workload.trace, w.path_of("trace"), "request trace");
     w.ignore("generator");
   } else {
     s.workload.kind = WorkloadParams::Kind::kGenerator;

@@ -40,6 +40,18 @@ class InputError : public std::runtime_error {
   std::string message_;
 };
 
+// A run that went past a limit it cannot exceed: the clock's range (292 years of nanoseconds) or
+// the run's event or memory budget. The input was readable but asks for more than a run may do;
+// the CLI reports it with exit status 1 and writes no results.
+class LimitError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Time arithmetic that would leave the int64 nanosecond range (time.hpp).
+class ClockOverflow : public LimitError {
+  using LimitError::LimitError;
+};
+
 // A broken internal invariant: a bug in mlsim, never the user's fault.
 class InvariantError : public std::logic_error {
   using std::logic_error::logic_error;

@@ -210,6 +210,17 @@ Time transfer_time(Bytes b, Bandwidth bw) {
   return Time::from_seconds_ceil(static_cast<double>(b.count) / bw.bytes_per_s);
 }
 
+namespace detail {
+void throw_clock_overflow(const char* operation, double nanoseconds) {
+  if (std::isnan(nanoseconds))
+    throw InvariantError(fmt::format("{} is not a number (NaN nanoseconds)", operation));
+  throw ClockOverflow(fmt::format(
+      "simulated time out of range: {} gives {:.4g} s, beyond the clock's +-292 years; a "
+      "duration, a count of steps, or a size over a bandwidth in the scenario is too large",
+      operation, nanoseconds * 1e-9));
+}
+}  // namespace detail
+
 std::string to_string(Time t) {
   const double ns = static_cast<double>(t.count_ns());
   const double a = std::fabs(ns);

@@ -12,6 +12,7 @@
 #include "sim_core/base/units.hpp"
 #include "sim_core/experiments/expression.hpp"
 #include "sim_core/experiments/overrides.hpp"
+#include "sim_core/scenario/strict_json.hpp"
 
 namespace mlsim {
 
@@ -260,13 +261,7 @@ ClaimsFile read_claims_file(const std::filesystem::path& file) {
   if (!in) throw InputError(file.string(), "cannot open the claims file");
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw InputError(file.string(), std::string("not valid JSON: ") + e.what());
-  }
-  return parse_claims_document(std::move(doc), file);
+  return parse_claims_document(parse_strict_json(text.str(), file.string()), file);
 }
 
 namespace {

@@ -1,7 +1,7 @@
 #include "sim_core/experiments/process_pool.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,21 +33,53 @@ class Children {
     }
   }
 
-  // Returns false when the program could not be started.
+  // Returns false when the program could not be started. The child is tied to this process:
+  // if it dies (even by SIGKILL), the kernel sends the child SIGTERM (PR_SET_PDEATHSIG), so a
+  // killed sweep leaves no orphan runs behind; the child's own handler removes its temporaries.
   bool start(const ChildCommand& c, std::size_t index) {
     if (c.log.has_parent_path()) std::filesystem::create_directories(c.log.parent_path());
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, c.log.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
     std::vector<char*> argv;
     for (const auto& a : c.argv) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    pid_t pid = 0;
-    const int rc = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) return false;
+    const std::string log = c.log.string();
+    const pid_t parent = ::getpid();
+    int status_pipe[2];  // closed on exec; carries errno when exec fails
+    if (::pipe2(status_pipe, O_CLOEXEC) != 0) return false;
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+      ::close(status_pipe[0]);
+      ::close(status_pipe[1]);
+      return false;
+    }
+    if (pid == 0) {
+      ::close(status_pipe[0]);
+      int err = 0;
+      if (::prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) err = errno;
+      if (!err && ::getppid() != parent) ::_exit(127);  // the parent died before prctl
+      const int fd = err ? -1 : ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (!err && fd < 0) err = errno;
+      if (!err && (::dup2(fd, STDOUT_FILENO) < 0 || ::dup2(fd, STDERR_FILENO) < 0)) err = errno;
+      if (!err) {
+        if (fd > STDERR_FILENO) ::close(fd);
+        ::execve(argv[0], argv.data(), environ);
+        err = errno;
+      }
+      [[maybe_unused]] const auto n = ::write(status_pipe[1], &err, sizeof err);
+      ::_exit(127);
+    }
+    ::close(status_pipe[1]);
+    int err = 0;
+    ssize_t n = 0;
+    while ((n = ::read(status_pipe[0], &err, sizeof err)) < 0 && errno == EINTR) {
+    }
+    ::close(status_pipe[0]);
+    if (n > 0) {  // exec failed: reap the child now
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      return false;
+    }
     running_[pid] = index;
     return true;
   }

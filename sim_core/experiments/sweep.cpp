@@ -13,6 +13,7 @@
 #include "sim_core/experiments/child_runs.hpp"
 #include "sim_core/experiments/overrides.hpp"
 #include "sim_core/experiments/process_pool.hpp"
+#include "sim_core/scenario/strict_json.hpp"
 
 namespace mlsim {
 namespace {
@@ -126,12 +127,8 @@ std::string value_cell(const nlohmann::json& v) {
 }  // namespace
 
 SweepSpec parse_sweep_text(const std::string& text, const std::filesystem::path& file) {
-  ojson doc;
-  try {
-    doc = ojson::parse(text);
-  } catch (const ojson::parse_error& e) {
-    throw InputError(file.string(), std::string("not valid JSON: ") + e.what());
-  }
+  // Strict like a scenario: no duplicate keys, bounded nesting.
+  ojson doc = parse_strict_ordered_json(text, file.string());
   try {
     if (doc.is_object() && doc.contains("sweep")) {
       SweepSpec spec = parse_section(doc["sweep"], file, false);

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 
 namespace mlsim {
 namespace {
@@ -195,8 +196,7 @@ DnnProfile parse_pipedream_graph(std::istream& in, const std::string& source) {
 }
 
 DnnProfile read_pipedream_graph(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open the DNN profile");
+  std::ifstream in = open_input_file(file, "", "DNN profile");
   return parse_pipedream_graph(in, file.string());
 }
 

@@ -3,13 +3,18 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/temporary_files.hpp"
 
 namespace mlsim {
 namespace {
@@ -45,8 +50,29 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+// The CSV names a previous summary.json in `dir` lists (to remove those the new run does not
+// write: a rerun into the same folder must not leave a stale series beside the new summary).
+std::set<std::string> previous_series(const std::filesystem::path& dir) {
+  std::set<std::string> out;
+  std::ifstream in(dir / "summary.json", std::ios::binary);
+  if (!in) return out;
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object() || !doc.contains("series") || !doc["series"].is_array()) return out;
+  for (const auto& name : doc["series"]) {
+    if (!name.is_string()) continue;
+    const auto n = name.get<std::string>();
+    // Only plain file names this writer could have written, never a path elsewhere.
+    if (n.size() > 4 && n.ends_with(".csv") && n.find('/') == std::string::npos && n[0] != '.')
+      out.insert(n);
+  }
+  return out;
+}
+
 // Files written under temporary names, renamed together by commit(); the destructor removes
-// whatever was not committed (and the folder, if this writer created it and it is empty).
+// whatever was not committed (and the folder, if this writer created it and it is empty). Each
+// temporary is registered for removal on SIGINT/SIGTERM (temporary_files.hpp).
 class StagedFiles {
  public:
   explicit StagedFiles(std::filesystem::path dir) : dir_(std::move(dir)) {
@@ -56,11 +82,13 @@ class StagedFiles {
       created_dir_ = true;
     } else if (!std::filesystem::is_directory(dir_, ec)) {
       throw std::runtime_error(dir_.string() + " exists and is not a folder");
+    } else {
+      remove_stale_temporaries(dir_);  // left by a writer killed with SIGKILL
     }
   }
   ~StagedFiles() {
     std::error_code ec;
-    for (const auto& [tmp, final_name] : staged_) std::filesystem::remove(tmp, ec);
+    for (const auto& f : staged_) std::filesystem::remove(f.tmp.path(), ec);
     if (!committed_ && created_dir_) std::filesystem::remove(dir_, ec);  // only if empty
   }
   StagedFiles(const StagedFiles&) = delete;
@@ -68,8 +96,8 @@ class StagedFiles {
 
   void add(const std::string& name, const std::string& content) {
     const auto final_path = dir_ / name;
-    const auto tmp = dir_ / fmt::format(".{}.tmp.{}", name, ::getpid());
-    staged_.emplace_back(tmp, final_path);
+    staged_.push_back({TemporaryFile(temporary_name(final_path, /*hidden=*/true)), final_path});
+    const auto& tmp = staged_.back().tmp.path();
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     out << content;
     out.flush();
@@ -78,9 +106,9 @@ class StagedFiles {
 
   std::vector<std::filesystem::path> commit() {
     std::vector<std::filesystem::path> done;
-    for (const auto& [tmp, final_path] : staged_) {
-      std::filesystem::rename(tmp, final_path);
-      done.push_back(final_path);
+    for (const auto& f : staged_) {
+      std::filesystem::rename(f.tmp.path(), f.final_path);
+      done.push_back(f.final_path);
     }
     staged_.clear();
     committed_ = true;
@@ -88,10 +116,14 @@ class StagedFiles {
   }
 
  private:
+  struct Staged {
+    TemporaryFile tmp;
+    std::filesystem::path final_path;
+  };
   std::filesystem::path dir_;
   bool created_dir_ = false;
   bool committed_ = false;
-  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> staged_;
+  std::vector<Staged> staged_;
 };
 
 }  // namespace
@@ -148,6 +180,53 @@ nlohmann::json summary_json(const RunOutput& run, const WriteOptions& options) {
   return j;
 }
 
+OutputFolder::OutputFolder(std::filesystem::path dir, const std::string& where)
+    : dir_(std::move(dir)) {
+  namespace fs = std::filesystem;
+  auto refuse = [&](const std::string& why) {
+    return InputError(where,
+                      fmt::format("cannot write results into \"{}\": {}", dir_.string(), why));
+  };
+  if (dir_.empty()) throw refuse("the folder name is empty");
+  std::error_code ec;
+  // Which folders are missing, innermost first (removed again if the run does not finish).
+  for (auto p = dir_; !p.empty(); p = p.parent_path()) {
+    const auto st = fs::status(p, ec);
+    if (fs::exists(st)) {
+      if (!fs::is_directory(st)) throw refuse(p.string() + " exists and is not a folder");
+      break;
+    }
+    created_.push_back(p);
+    if (p == p.parent_path() || !p.has_relative_path()) break;
+  }
+  fs::create_directories(dir_, ec);
+  if (ec) {
+    created_.clear();
+    throw refuse(ec.message());
+  }
+  // A probe file proves the folder takes files (permissions, read-only mounts, /proc, /sys).
+  const auto probe = dir_ / fmt::format(".mlsim-write-probe.{}", ::getpid());
+  {
+    std::ofstream out(probe, std::ios::binary | std::ios::trunc);
+    out << "probe\n";
+    out.flush();
+    if (!out) {
+      const int err = errno;
+      fs::remove(probe, ec);
+      for (const auto& c : created_) fs::remove(c, ec);
+      created_.clear();
+      throw refuse(err ? std::strerror(err) : "the folder does not accept files");
+    }
+  }
+  fs::remove(probe, ec);
+}
+
+OutputFolder::~OutputFolder() {
+  if (keep_) return;
+  std::error_code ignored;
+  for (const auto& c : created_) std::filesystem::remove(c, ignored);  // only if empty
+}
+
 std::vector<std::filesystem::path> write_results(const RunOutput& run,
                                                  const std::filesystem::path& dir,
                                                  const WriteOptions& options) {
@@ -163,9 +242,18 @@ std::vector<std::filesystem::path> write_results(const RunOutput& run,
   }
   files.emplace_back("summary.json", summary_json(run, options).dump(2) + "\n");
 
+  const auto stale = previous_series(dir);
   StagedFiles staged(dir);
   for (const auto& [name, content] : files) staged.add(name, content);
-  return staged.commit();
+  auto written = staged.commit();
+  // summary.json is renamed last (it is the last staged), so a reader never sees the new summary
+  // beside an old series it does not list; now drop the old series it does not list.
+  for (const auto& name : stale)
+    if (std::none_of(files.begin(), files.end(), [&](const auto& f) { return f.first == name; })) {
+      std::error_code ignored;
+      std::filesystem::remove(dir / name, ignored);
+    }
+  return written;
 }
 
 }  // namespace mlsim

@@ -25,6 +25,10 @@
 
 namespace mlsim {
 
+// At most this many variants in one scenario [assumed: 100x the largest shipped study; `mlsim
+// validate` loads each variant, so the limit also bounds its work].
+inline constexpr std::size_t kMaxVariants = 4096;
+
 struct RunSpec {
   std::optional<Time> time_limit;  // none: run until no event is left
 };

@@ -12,6 +12,12 @@ std::vector<JsonPathStep> parse_json_path(std::string_view path, const std::stri
   auto bad = [&](const std::string& why) -> InputError {
     return InputError(where, fmt::format("malformed path \"{}\": {}", path, why));
   };
+  // A path is a walk down nested containers: the scenario's nesting limit bounds it too (a
+  // 20,000-step --set path used to build a 1 GB document; issue 17).
+  auto too_deep = [&]() -> InputError {
+    return InputError(where, fmt::format("path \"{}...\" is deeper than {} levels",
+                                         path.substr(0, 40), kMaxJsonDepth));
+  };
   std::vector<JsonPathStep> steps;
   std::size_t i = 0;
   if (path.empty()) throw bad("empty");
@@ -25,6 +31,7 @@ std::vector<JsonPathStep> parse_json_path(std::string_view path, const std::stri
           digits.find_first_not_of("0123456789") != std::string_view::npos)
         throw bad("an index must be a non-negative integer");
       steps.emplace_back(static_cast<std::size_t>(std::stoul(std::string(digits))));
+      if (steps.size() > static_cast<std::size_t>(kMaxJsonDepth)) throw too_deep();
       i = close + 1;
       if (i < path.size() && path[i] != '.' && path[i] != '[')
         throw bad("expected '.' or '[' after ']'");
@@ -38,6 +45,7 @@ std::vector<JsonPathStep> parse_json_path(std::string_view path, const std::stri
     const auto key = path.substr(i, end == std::string_view::npos ? path.npos : end - i);
     if (key.empty()) throw bad("empty key");
     steps.emplace_back(std::string(key));
+    if (steps.size() > static_cast<std::size_t>(kMaxJsonDepth)) throw too_deep();
     if (end == std::string_view::npos) break;
     if (path[end] == ']') throw bad("']' without '['");
     i = end;
@@ -90,6 +98,14 @@ Override parse_set_option(std::string_view assignment) {
 void apply_override(nlohmann::json& doc, const Override& o) {
   const std::string& where = o.where.empty() ? o.path : o.where;
   const auto steps = parse_json_path(o.path, where);
+  // The value lands `steps` levels down: together they must respect the nesting limit.
+  const int value_depth = json_nesting_depth(o.value);
+  if (steps.size() + static_cast<std::size_t>(value_depth) >
+      static_cast<std::size_t>(kMaxJsonDepth))
+    throw InputError(where,
+                     fmt::format("cannot set \"{}\": a path of {} steps holding a value "
+                                 "nested {} levels deep passes the {}-level nesting limit",
+                                 o.path.substr(0, 60), steps.size(), value_depth, kMaxJsonDepth));
   nlohmann::json* at = &doc;
   std::vector<JsonPathStep> walked;
   for (std::size_t k = 0; k < steps.size(); ++k) {
@@ -116,6 +132,35 @@ void apply_override(nlohmann::json& doc, const Override& o) {
     walked.push_back(step);
     if (last) *at = o.value;
   }
+}
+
+bool override_applies(const nlohmann::json& doc, const Override& o) {
+  std::vector<JsonPathStep> steps;
+  try {
+    steps = parse_json_path(o.path, o.where);
+  } catch (const InputError&) {
+    return false;
+  }
+  if (steps.size() + static_cast<std::size_t>(json_nesting_depth(o.value)) >
+      static_cast<std::size_t>(kMaxJsonDepth))
+    return false;
+  const nlohmann::json* at = &doc;  // nullptr: absent (apply_override would create an object)
+  for (const auto& step : steps) {
+    if (const auto* key = std::get_if<std::string>(&step)) {
+      if (at == nullptr || at->is_null()) {
+        at = nullptr;
+        continue;
+      }
+      if (!at->is_object()) return false;
+      const auto it = at->find(*key);
+      at = it == at->end() ? nullptr : &*it;
+    } else {
+      const auto index = std::get<std::size_t>(step);
+      if (at == nullptr || !at->is_array() || index >= at->size()) return false;
+      at = &(*at)[index];
+    }
+  }
+  return true;
 }
 
 }  // namespace mlsim

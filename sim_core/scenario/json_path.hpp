@@ -38,5 +38,8 @@ Override parse_set_option(std::string_view assignment);
 // reports a misspelt key at its full path); an array index must already exist. Throws
 // InputError at o.where when a step crosses a value that is not an object or array.
 void apply_override(nlohmann::json& doc, const Override& o);
+// Whether apply_override(doc, o) would succeed, without copying or changing `doc` (checking many
+// variants of a large document must not copy it once per variant).
+bool override_applies(const nlohmann::json& doc, const Override& o);
 
 }  // namespace mlsim

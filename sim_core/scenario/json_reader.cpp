@@ -204,7 +204,11 @@ auto quantity(JsonReader& r, nlohmann::json& v, std::string_view key, const char
 }  // namespace
 
 Bytes JsonReader::bytes(std::string_view key) {
-  return quantity(*this, at(key), key, "a size", parse_bytes);
+  const auto b = quantity(*this, at(key), key, "a size", parse_bytes);
+  if (b > kMaxInputBytes)
+    fail(key, fmt::format("a size must be at most 1PiB ({} bytes), got {}", kMaxInputBytes.count,
+                          at(key).get<std::string>()));
+  return b;
 }
 Bytes JsonReader::bytes_or(std::string_view key, const std::string& def) {
   if (!has(key)) (*j_)[std::string(key)] = def;
@@ -212,7 +216,10 @@ Bytes JsonReader::bytes_or(std::string_view key, const std::string& def) {
 }
 Bandwidth JsonReader::bandwidth(std::string_view key) {
   auto bw = quantity(*this, at(key), key, "a bandwidth", parse_bandwidth);
-  if (!(bw.bytes_per_s > 0)) fail(key, "a bandwidth must be greater than zero");
+  if (!(bw.bits_per_s() >= kMinInputBandwidthBitsPerS))
+    fail(key, fmt::format("a bandwidth must be at least 1Kbps (a zero or slower link would take "
+                          "years per message; to cut a link, fail it instead), got {}",
+                          at(key).get<std::string>()));
   return bw;
 }
 Bandwidth JsonReader::bandwidth_or(std::string_view key, const std::string& def) {
@@ -220,7 +227,11 @@ Bandwidth JsonReader::bandwidth_or(std::string_view key, const std::string& def)
   return bandwidth(key);
 }
 Time JsonReader::duration(std::string_view key) {
-  return quantity(*this, at(key), key, "a duration", parse_time);
+  const auto t = quantity(*this, at(key), key, "a duration", parse_time);
+  if (t > kMaxInputDuration)
+    fail(key, fmt::format("a duration must be at most 10 years (87600h), got {}",
+                          at(key).get<std::string>()));
+  return t;
 }
 Time JsonReader::duration_or(std::string_view key, const std::string& def) {
   if (!has(key)) (*j_)[std::string(key)] = def;
@@ -228,7 +239,9 @@ Time JsonReader::duration_or(std::string_view key, const std::string& def) {
 }
 FlopRate JsonReader::flop_rate(std::string_view key) {
   auto r = quantity(*this, at(key), key, "a compute rate", parse_flop_rate);
-  if (!(r.flops_per_s > 0)) fail(key, "a compute rate must be greater than zero");
+  if (!(r.flops_per_s >= kMinInputFlopsPerS))
+    fail(key, fmt::format("a compute rate must be at least 1MFLOPS, got {}",
+                          at(key).get<std::string>()));
   return r;
 }
 

@@ -19,6 +19,20 @@
 
 namespace mlsim {
 
+// Bounds on the quantities a scenario may give, enforced by the accessors below with the JSON
+// path. They keep sums and products of accepted values inside the clock's 292-year range
+// (time.hpp checks the rest) while staying orders of magnitude beyond any real system:
+// - a duration at most 10 years [assumed: the longest traces replayed, Philly and Helios, span
+//   months; 10 years leaves 29 such durations before the clock overflows];
+inline constexpr Time kMaxInputDuration = Time::s(std::int64_t{10} * 365 * 24 * 3600);
+// - a size at most 1 PiB [assumed: 1000x the largest GPU memory or gradient of today];
+inline constexpr Bytes kMaxInputBytes{std::int64_t{1} << 50};
+// - a bandwidth at least 1 Kbps [assumed: 10^7x below a 10 Gbps link; 1 GiB at 1 Kbps still takes
+//   only 99 days];
+inline constexpr double kMinInputBandwidthBitsPerS = 1e3;
+// - a compute rate at least 1 MFLOPS [assumed: 10^6x below a 2010 GPU].
+inline constexpr double kMinInputFlopsPerS = 1e6;
+
 class JsonReader {
  public:
   // `j` must be an object (else InputError at `path`). `path` is "" for the document root.
@@ -50,13 +64,14 @@ class JsonReader {
   bool boolean(std::string_view key);
   bool boolean_or(std::string_view key, bool def);
 
-  Bytes bytes(std::string_view key);
+  // Quantities within the bounds above.
+  Bytes bytes(std::string_view key);  // <= kMaxInputBytes
   Bytes bytes_or(std::string_view key, const std::string& def);
-  Bandwidth bandwidth(std::string_view key);  // must be > 0
+  Bandwidth bandwidth(std::string_view key);  // >= kMinInputBandwidthBitsPerS
   Bandwidth bandwidth_or(std::string_view key, const std::string& def);
-  Time duration(std::string_view key);  // must be >= 0
+  Time duration(std::string_view key);  // in [0, kMaxInputDuration]
   Time duration_or(std::string_view key, const std::string& def);
-  FlopRate flop_rate(std::string_view key);  // must be > 0
+  FlopRate flop_rate(std::string_view key);  // >= kMinInputFlopsPerS
 
   std::vector<double> numbers(std::string_view key, double min, double max);
   std::vector<std::int64_t> integers(std::string_view key, std::int64_t min, std::int64_t max);

@@ -21,8 +21,11 @@ const std::string& Provenance::origin_of(std::string_view path) const {
 }
 
 InputError Provenance::attribute(const InputError& e) const {
-  if (!e.file().empty()) return e;
-  return e.in_file(origin_of(e.path()));
+  InputError out = e.file().empty() ? e.in_file(origin_of(e.path())) : e;
+  const std::string note = " (with variant \"" + variant_ + "\")";
+  if (variant_.empty() || out.message().find("variant \"" + variant_ + "\"") != std::string::npos)
+    return out;
+  return InputError(out.file(), out.path(), out.message() + note);
 }
 
 namespace {
@@ -107,12 +110,12 @@ ScenarioDocument resolve(std::string_view text, const std::filesystem::path& fil
       auto sub = resolve(sub_text, target, target_shown, chain);
       chain.pop_back();
       merge_provenance(out.provenance, sub.json, sub.provenance, "");
-      deep_merge(out.json, sub.json);
+      deep_merge(out.json, std::move(sub.json));
     }
     doc.erase(inc);
   }
   record_all(out.provenance, doc, "", shown);
-  deep_merge(out.json, doc);
+  deep_merge(out.json, std::move(doc));
   return out;
 }
 
@@ -148,6 +151,20 @@ void deep_merge(nlohmann::json& base, const nlohmann::json& top) {
   }
 }
 
+void deep_merge(nlohmann::json& base, nlohmann::json&& top) {
+  if (!base.is_object() || !top.is_object()) {
+    base = std::move(top);
+    return;
+  }
+  for (auto it = top.begin(); it != top.end(); ++it) {
+    auto found = base.find(it.key());
+    if (found == base.end())
+      base[it.key()] = std::move(it.value());
+    else
+      deep_merge(*found, std::move(it.value()));
+  }
+}
+
 void apply_variant(ScenarioDocument& doc, const std::string& variant) {
   auto& j = doc.json;
   auto vars = j.find("variants");
@@ -163,6 +180,7 @@ void apply_variant(ScenarioDocument& doc, const std::string& variant) {
                                  known.empty() ? "none" : known));
   const auto where = "variants." + variant;
   const auto file = doc.provenance.origin_of(where);
+  doc.provenance.set_variant(variant);
   const nlohmann::json overrides = (*vars)[variant];  // copy: applying may rewrite "variants"
   if (!overrides.is_object())
     throw InputError(

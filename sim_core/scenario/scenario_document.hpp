@@ -28,11 +28,15 @@ class Provenance {
   void record(const std::string& path, const std::string& origin) { origin_[path] = origin; }
   const std::string& origin_of(std::string_view path) const;
   const std::string& main_file() const { return main_; }
-  // `e` attributed to the origin of its path (unless it already names a file).
+  // `e` attributed to the origin of its path (unless it already names a file), and to the
+  // variant the document was loaded with, if any.
   InputError attribute(const InputError& e) const;
+  // The variant applied to the document: every error attributed names it.
+  void set_variant(std::string name) { variant_ = std::move(name); }
 
  private:
   std::string main_;
+  std::string variant_;
   std::map<std::string, std::string, std::less<>> origin_;
 };
 
@@ -53,6 +57,8 @@ ScenarioDocument read_scenario_text(std::string_view text, const std::filesystem
 
 // Object members merged recursively; any other value of `top` replaces `base`'s.
 void deep_merge(nlohmann::json& base, const nlohmann::json& top);
+// The same, moving `top`'s values instead of copying them (a large document is not copied).
+void deep_merge(nlohmann::json& base, nlohmann::json&& top);
 
 // Applies the named variant's overrides (from the document's "variants" section), recording
 // their origin. Unknown variant names are an InputError at "variants" listing the known ones.

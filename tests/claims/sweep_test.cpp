@@ -128,7 +128,7 @@ TEST(Sweep, MalformedSweepFilesNameThePath) {
   EXPECT_NE(error(R"({"name": "q", "sweep": {"scenario": "x", "grid": {"a": [1]}}})")
                 .find("sw.json: sweep.scenario: a sweep inside a scenario sweeps that scenario"),
             std::string::npos);
-  EXPECT_NE(error("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(error("{").find("invalid JSON"), std::string::npos);
 }
 
 TEST(Sweep, ShorthandGridPathsAtTheTopOfTheSection) {

@@ -105,3 +105,61 @@ TEST(Cli, ListShowsBackendsAndTheShippedHardware) {
   EXPECT_NE(o.out.find("H100-SXM5-80GB"), std::string::npos);
   EXPECT_NE(o.out.find("tofino-32x100g-atp"), std::string::npos);
 }
+
+// Issue 17: the exact commands of its defects 1, 4, 6 and 8, as a user runs them.
+namespace {
+const std::string kQuickstart =
+    std::string(MLSIM_SOURCE_DIR) + "/workloads/scenarios/quickstart.json";
+}
+
+TEST(Cli, TimeAndRateBoundsAreInputErrorsAtValidate) {
+  TempDir dir;
+  for (const char* set :
+       {"topology.host_link.latency=9223372036854775807ns",
+        "topology.host_link.latency=9223372036s", "topology.host_link.bandwidth=1e-3bps"}) {
+    const auto o = run_mlsim(dir, "validate " + kQuickstart + " --set " + set);
+    EXPECT_EQ(o.status, 2) << set << "\n" << o.err;
+    EXPECT_EQ(o.err.rfind("error: --set: topology.host_link.", 0), 0u) << o.err;
+  }
+}
+
+TEST(Cli, AClockOverflowMidRunStopsWithStatusOneAndWritesNothing) {
+  TempDir dir;
+  // 10 years per hop is accepted, but the ring's 30 steps over 2-3 hops pass 292 years.
+  const auto o =
+      run_mlsim(dir, "run " + kQuickstart + " --set topology.host_link.latency=87600h --out out");
+  EXPECT_EQ(o.status, 1) << o.err;
+  EXPECT_NE(o.err.find("error: the run stopped, nothing was written: simulated time out of "
+                       "range"),
+            std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.err.find("internal error"), std::string::npos) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "out"));
+}
+
+TEST(Cli, DeepSetPathIsRefusedAtOnce) {
+  TempDir dir;
+  std::string path = "_x";
+  for (int i = 0; i < 20'000; ++i) path += ".a";
+  const auto o = run_mlsim(dir, "run " + kQuickstart + " --out out --set " + path + "=1");
+  EXPECT_EQ(o.status, 2) << o.err;
+  EXPECT_NE(o.err.find("deeper than 64 levels"), std::string::npos) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "out"));
+}
+
+TEST(Cli, UnwritableOutputIsRefusedBeforeSimulating) {
+  TempDir dir;
+  for (const char* out : {"/proc/x", "''"}) {
+    const auto o = run_mlsim(dir, "run " + kQuickstart + " --out " + out);
+    EXPECT_EQ(o.status, 2) << out << "\n" << o.err;
+    EXPECT_EQ(o.err.rfind("error: --out: cannot write results into", 0), 0u) << o.err;
+    EXPECT_TRUE(o.out.empty()) << o.out;  // no run summary: nothing was simulated
+  }
+}
+
+TEST(Cli, AVariantsErrorNamesTheVariant) {
+  TempDir dir;
+  const auto o = run_mlsim(dir, "validate " + kQuickstart + " --variant ps --set system.servers=0");
+  EXPECT_EQ(o.status, 2) << o.err;
+  EXPECT_NE(o.err.find("(with variant \"ps\")"), std::string::npos) << o.err;
+}

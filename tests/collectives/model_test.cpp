@@ -1,6 +1,7 @@
 // The scenario-facing model: strict reading of "system", and metrics in Results.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "models/collectives/collectives_model.hpp"
@@ -207,6 +208,40 @@ TEST(CollectivesModel, ShippedNcclCostsLoad) {
   const auto p = collectives::read_collectives_params(r, topo);
   EXPECT_GT(p.spec.costs.launch, Time::zero());
   for (auto proto : collectives::kProtocols) EXPECT_TRUE(p.spec.costs.of(proto).enabled);
+// Issue 17, defect 8: a collective cut off by a partition reported `completed 0` beside a bus
+// bandwidth computed from the time the engine ran dry. It now reports no time or bandwidth.
+TEST(CollectivesModel, APartitionedCollectiveReportsNoBandwidth) {
+  ModelRegistry registry;
+  register_collectives(registry);
+  const Topology topo = build_topology(LeafSpineSpec{2, 2, 2, 1.0, kLink, Time::ns(100)});
+  HardwareCatalog hardware;
+  // Both uplinks of leaf1 fail at once: its two hosts can no longer reach leaf0's.
+  nlohmann::json scenario = {{"system",
+                              {{"model", "collectives"},
+                               {"algorithm", "ring"},
+                               {"bytes", "1MB"},
+                               {"link_changes",
+                                {{{"between", {"spine0", "leaf1"}}, {"up", false}},
+                                 {{"between", {"spine1", "leaf1"}}, {"up", false}}}}}}};
+  JsonReader root(scenario, "");
+  NodeHardware node_hardware;
+  CostModel costs;
+  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs};
+  auto model = registry.find("collectives")->make(setup);
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  HostSpeeds speeds(topo.nodes().size());
+  Compute compute(engine, node_hardware, speeds, costs);
+  ModelEnv env{engine, net, topo, hardware, speeds, 1, ".", node_hardware, compute};
+  model->start(env);
+  engine.run();
+  Results out;
+  model->finish(env, out);
+  EXPECT_DOUBLE_EQ(out.metrics().at("completed"), 0);
+  EXPECT_GT(out.metrics().at("failed_transfers"), 0);
+  EXPECT_TRUE(std::isnan(out.metrics().at("busbw_bytes_per_s")));
+  EXPECT_TRUE(std::isnan(out.metrics().at("algbw_bytes_per_s")));
+  EXPECT_TRUE(std::isnan(out.metrics().at("completion_time_s")));
 }
 
 TEST(CollectivesModel, NvlsNeedsOneSwitch) {

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
 #include "sim_core/base/error.hpp"
 
 using namespace mlsim;
@@ -57,4 +61,35 @@ TEST(Units, ErrorNamesThePathAndUnits) {
 TEST(Units, TransferTimeRoundsUp) {
   EXPECT_EQ(transfer_time(Bytes{1000}, Bandwidth{1e9}), Time::ns(1000));
   EXPECT_EQ(transfer_time(Bytes{1001}, Bandwidth{1e12}), Time::ns(2));
+}
+
+// Issue 17, defect 1: time arithmetic used to wrap around (a 2^63-1 ns latency gave a completion
+// earlier than 0 ns latency). Every operation now throws ClockOverflow at the int64 edge.
+TEST(TimeArithmetic, OverflowThrowsInsteadOfWrapping) {
+  const Time big = Time::ns(INT64_MAX - 10);
+  EXPECT_EQ(big + Time::ns(10), Time::max());       // exactly at the edge: fine
+  EXPECT_THROW(big + Time::ns(11), ClockOverflow);  // one past it
+  EXPECT_THROW(Time::ns(INT64_MIN) - Time::ns(1), ClockOverflow);
+  Time t = big;
+  EXPECT_THROW(t += Time::ns(11), ClockOverflow);
+  EXPECT_EQ(t, big);  // unchanged after the failed +=
+  // 9223372036 s = 9.223372036e18 ns fits; x2 does not.
+  EXPECT_EQ(Time::s(9'223'372'036).count_ns(), 9'223'372'036'000'000'000);
+  EXPECT_THROW(Time::s(9'223'372'036) * 2, ClockOverflow);
+  EXPECT_THROW(Time::s(9'223'372'037), ClockOverflow);
+  EXPECT_THROW(Time::us(INT64_MAX / 1000 + 1), ClockOverflow);
+}
+
+TEST(TimeArithmetic, ConversionsFromSecondsAreChecked) {
+  EXPECT_EQ(Time::from_seconds(1.4e-9), Time::ns(1));  // to the nearest nanosecond
+  EXPECT_EQ(Time::from_seconds(-1.6e-9), Time::ns(-2));
+  EXPECT_EQ(Time::from_seconds(2.5), Time::ns(2'500'000'000));
+  EXPECT_EQ(Time::from_seconds_ceil(1.001e-9), Time::ns(2));
+  // 2^63 ns = 9.223372036854775808e9 s does not fit; 9.2e9 s does.
+  EXPECT_EQ(Time::from_seconds(9.2e9), Time::ns(9'200'000'000'000'000'000));
+  EXPECT_THROW(Time::from_seconds(9.3e9), ClockOverflow);
+  EXPECT_THROW(Time::from_seconds_ceil(std::numeric_limits<double>::infinity()), ClockOverflow);
+  EXPECT_THROW(Time::from_seconds(std::nan("")), InvariantError);  // a bug, not an input limit
+  // 1 GiB over 1e-3 bps (the issue's case) is 8.6e12 s: refused instead of a negative time.
+  EXPECT_THROW(transfer_time(Bytes{1LL << 30}, Bandwidth{1e-3 / 8}), ClockOverflow);
 }

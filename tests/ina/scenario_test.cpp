@@ -196,7 +196,10 @@ TEST(InaScenario, ArrivalsFromAPhillyTraceExcerpt) {
   expect_error(d, star(13), "workload.jobs");
   d = minimal();
   d["workload"]["arrivals"] = {{"process", "trace"}, {"file", "missing.csv"}};
-  expect_error(d, star(9), "workload.arrivals.file", "cannot open");
+  expect_error(d, star(9), "workload.arrivals.file", "missing.csv: not found");
+  // Issue 17, defect 8: a folder given as the trace was reported as an "empty file".
+  d["workload"]["arrivals"]["file"] = ".";
+  expect_error(d, star(9), "workload.arrivals.file", "is a folder, not a file");
 }
 
 // A hand-written trace in seconds, unsorted: 5, 1.5, 3 -> 0, 1.5, 3.5 after sorting; a malformed

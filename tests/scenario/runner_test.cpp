@@ -1,6 +1,8 @@
 #include "sim_core/run/runner.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
@@ -171,4 +173,69 @@ TEST(ResultsWriter, CsvTimesAreExactDecimals) {
   s.add(Time::ns(1'234'567'890'123), {0.1, -2});
   s.add(Time::ns(-5), {1e300, std::nan("")});
   EXPECT_EQ(series_csv(s), "time_s,a,\"b,c\"\n1234.567890123,0.1,-2\n-0.000000005,1e+300,nan\n");
+}
+
+// Issue 17, defect 7: a rerun into a folder kept the previous run's series beside the new
+// summary. The previous summary.json lists its CSVs; those the new run does not write go.
+TEST(ResultsWriter, RerunIntoTheSameFolderRemovesSeriesItNoLongerWrites) {
+  TempDir dir;
+  const auto registries = mlsim::testing::make_test_registries();
+  const auto target = dir.path() / "out";
+  auto first = run_scenario(load(dir), registries);
+  first.results.add_series(TimeSeries{"extra", {"x"}, {}});
+  write_results(first, target);
+  ASSERT_TRUE(std::filesystem::exists(target / "extra.csv"));
+  dir.write("out/notes.txt", "mine");  // not listed by any summary: never touched
+  write_results(run_scenario(load(dir), registries), target);
+  EXPECT_FALSE(std::filesystem::exists(target / "extra.csv"));
+  EXPECT_TRUE(std::filesystem::exists(target / "deliveries.csv"));
+  EXPECT_EQ(read(target / "notes.txt"), "mine");
+}
+
+// SIGKILL cannot be caught: a killed writer's temporaries are removed by the next writer into
+// the folder, once their pid is not running. A live pid's temporary stays.
+TEST(ResultsWriter, TemporariesOfADeadWriterAreRemovedByTheNext) {
+  TempDir dir;
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  ASSERT_GT(dead, 0);
+  int status = 0;
+  ::waitpid(dead, &status, 0);  // reaped: the pid is free (reuse within the test is unlikely)
+  const auto target = dir.path() / "out";
+  const auto stale = dir.write("out/.deliveries.csv.tmp." + std::to_string(dead), "half");
+  const auto live = dir.write("out/.deliveries.csv.tmp." + std::to_string(::getppid()), "x");
+  const auto registries = mlsim::testing::make_test_registries();
+  write_results(run_scenario(load(dir), registries), target);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+}
+
+// Issue 17, defect 6: `--out ''` and `--out /proc/x` simulated first and then failed with an
+// internal filesystem error. OutputFolder refuses them before the run, as input errors.
+TEST(OutputFolder, UnusableFoldersAreInputErrorsAndCreatedFoldersGoAgain) {
+  TempDir dir;
+  EXPECT_THROW(OutputFolder("", "--out"), InputError);
+  try {
+    OutputFolder("/proc/mlsim-no-such/x", "--out");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "--out");
+    EXPECT_NE(e.message().find("cannot write results into \"/proc/mlsim-no-such/x\""),
+              std::string::npos)
+        << e.message();
+  }
+  dir.write("file", "x");
+  EXPECT_THROW(OutputFolder(dir.path() / "file" / "sub", "output.dir"), InputError);
+  {
+    OutputFolder f(dir.path() / "a" / "b", "--out");
+    EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "a" / "b"));
+  }  // not kept: both created levels are removed
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "a"));
+  {
+    OutputFolder f(dir.path() / "c", "--out");
+    f.keep();
+  }
+  EXPECT_TRUE(std::filesystem::is_directory(dir.path() / "c"));
+  // Only the probe file was written and it is gone.
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path() / "c"));
 }

@@ -50,6 +50,30 @@ TEST(AzureTrace, StreamsOffsetsAndReportsBadLines) {
   std::filesystem::remove_all(dir);
 }
 
+// Issue 17, defect 8: errors in the trace named the file and line but not the key that named it.
+TEST(AzureTrace, ErrorsNameTheKeyTheFileAndTheLine) {
+  const auto dir = std::filesystem::temp_directory_path() / "mlsim_azure_errors";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "t.csv") << "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                  "2023-11-16 18:15:46.6805900,12,x\n";
+  AzureTraceSource src(dir / "t.csv");
+  try {
+    src.next();
+    ADD_FAILURE() << "a bad token count was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "workload.trace");
+    EXPECT_EQ(e.message(), (dir / "t.csv").string() + ":2: expected an integer, got \"x\"");
+  }
+  try {
+    AzureTraceSource folder(dir);
+    ADD_FAILURE() << "a folder was accepted as a trace";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "workload.trace");
+    EXPECT_NE(e.message().find("is a folder, not a file"), std::string::npos) << e.message();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(AzureTrace, WholeConversationTraceAndLengthFit) {
   const auto file =
       fixtures::shared_data_dir() / "llm_traces/azure_2023/AzureLLMInferenceTrace_conv.csv";

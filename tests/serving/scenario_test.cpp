@@ -101,4 +101,8 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
   expect_error({{"system.family", nlohmann::json::array({"llama-2-7b", "llama-3"})}},
                "system.family[1]");
   expect_error({{"system.mfs.replicas", 2}}, "system.mode");  // 16 GPUs on an 8-host topology
+  // Issue 17, defect 8: files named by keys, missing or folders, name the key.
+  expect_error({{"system.catalog", "no-such-catalog.json"}}, "system.catalog: model catalog ");
+  expect_error({{"system.catalog", "."}}, "is a folder, not a file");
+  expect_error({{"workload.trace", "."}}, "workload.trace: request trace");
 }
