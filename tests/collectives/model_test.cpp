@@ -208,6 +208,8 @@ TEST(CollectivesModel, ShippedNcclCostsLoad) {
   const auto p = collectives::read_collectives_params(r, topo);
   EXPECT_GT(p.spec.costs.launch, Time::zero());
   for (auto proto : collectives::kProtocols) EXPECT_TRUE(p.spec.costs.of(proto).enabled);
+}
+
 // Issue 17, defect 8: a collective cut off by a partition reported `completed 0` beside a bus
 // bandwidth computed from the time the engine ran dry. It now reports no time or bandwidth.
 TEST(CollectivesModel, APartitionedCollectiveReportsNoBandwidth) {

@@ -104,5 +104,15 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
   // Issue 17, defect 8: files named by keys, missing or folders, name the key.
   expect_error({{"system.catalog", "no-such-catalog.json"}}, "system.catalog: model catalog ");
   expect_error({{"system.catalog", "."}}, "is a folder, not a file");
-  expect_error({{"workload.trace", "."}}, "workload.trace: request trace");
+  try {  // a folder as the trace: refused when the scenario is prepared, not when it runs
+    const auto registries = make_registries();
+    ScenarioRequest req{scenario("serving_azure_conv_70b.json"), "continuous", {}};
+    req.overrides.push_back(Override{"workload.trace", ".", "workload.trace"});
+    const auto loaded = load_scenario(req, registries);
+    PreparedRun prepared(loaded, registries);
+    ADD_FAILURE() << "a folder was accepted as the request trace";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("workload.trace: request trace"), std::string::npos)
+        << e.what();
+  }
 }
