@@ -228,7 +228,8 @@ TEST(CollectivesModel, APartitionedCollectiveReportsNoBandwidth) {
   JsonReader root(scenario, "");
   NodeHardware node_hardware;
   CostModel costs;
-  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs};
+  const NetworkSpec network;
+  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs, network};
   auto model = registry.find("collectives")->make(setup);
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
