@@ -6,6 +6,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/rat_plan.hpp"
 #include "sim_core/collectives/read_costs.hpp"
+#include "sim_core/run/events.hpp"
 
 namespace mlsim::collectives {
 namespace {
@@ -17,9 +18,7 @@ class CollectivesModel final : public Model {
   void start(ModelEnv& env) override {
     const auto& hosts = env.topology.hosts();
     participants_.assign(hosts.begin(), hosts.begin() + params_.participants);
-    links_.emplace(env.topology);
-    schedule_link_changes(env.engine, env.network, *links_, params_.link_changes);
-    collective_.emplace(env.engine, env.network, participants_, params_.spec, nullptr, &*links_);
+    collective_.emplace(env.engine, env.network, participants_, params_.spec, nullptr, &env.links);
     collective_->start();
   }
 
@@ -61,48 +60,8 @@ class CollectivesModel final : public Model {
  private:
   CollectivesParams params_;
   std::vector<NodeId> participants_;
-  std::optional<LinkConditions> links_;
   std::optional<Collective> collective_;
 };
-
-}  // namespace
-
-namespace {
-
-NodeId node_named(const Topology& topology, const std::string& name, const std::string& path) {
-  const auto id = topology.find(name);
-  if (!id) throw InputError(path, "no node named \"" + name + "\" in the topology");
-  return *id;
-}
-
-std::vector<LinkChange> read_link_changes(JsonReader& system, const Topology& topology) {
-  std::vector<LinkChange> changes;
-  if (!system.has("link_changes")) return changes;
-  for (JsonReader& c : system.objects("link_changes")) {
-    LinkChange change;
-    change.at = c.duration_or("at", "0s");
-    const std::vector<std::string> ends = c.strings("between");
-    const std::string between = c.path_of("between");
-    if (ends.size() != 2) throw InputError(between, "expected two node names");
-    change.a = node_named(topology, ends[0], between);
-    change.b = node_named(topology, ends[1], between);
-    if (links_between(topology, change.a, change.b).empty())
-      throw InputError(between, "\"" + ends[0] + "\" and \"" + ends[1] + "\" are not linked");
-    const bool has_bandwidth = c.has("bandwidth"), has_up = c.has("up");
-    if (has_bandwidth == has_up)
-      throw InputError(c.path(), "give exactly one of \"bandwidth\" and \"up\"");
-    if (has_bandwidth) {
-      change.kind = LinkChange::Kind::kBandwidth;
-      change.bandwidth = c.bandwidth("bandwidth");
-    } else {
-      change.kind = LinkChange::Kind::kUp;
-      change.up = c.boolean("up");
-    }
-    c.finish();
-    changes.push_back(change);
-  }
-  return changes;
-}
 
 }  // namespace
 
@@ -149,7 +108,7 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
     s.costs = read_cost_model(*costs);
   if (std::optional<JsonReader> host = system.optional_object("host"))
     s.host = read_host_costs(*host);
-  p.link_changes = read_link_changes(system, topology);
+  reject_moved_key(system, "link_changes", "a link change");
   system.finish();
   validate(s, static_cast<std::size_t>(p.participants), system.path());
   if (s.algorithm == Algorithm::kNvls) {

@@ -6,6 +6,7 @@
 #include "sim_core/base/stats.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
+#include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::commsched {
@@ -170,26 +171,10 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   job.layers = read_layers(workload, hardware, scenario_dir, p.model_name);
   job.samples_per_iteration = workload.number("samples_per_iteration", 1e-9, 1e12);
   job.iterations = static_cast<std::size_t>(workload.integer("iterations", 1, 10'000'000));
-  if (workload.has("bandwidth_changes")) {
-    for (JsonReader c : workload.objects("bandwidth_changes")) {
-      p.bandwidth_steps.push_back({c.duration("at"), c.bandwidth("bandwidth")});
-      c.finish();
-    }
-  }
-  if (workload.has("stragglers")) {
-    for (JsonReader s : workload.objects("stragglers")) {
-      Straggler st;
-      st.worker = static_cast<std::size_t>(s.integer("worker", 0, workers - 1));
-      st.slowdown = s.number("slowdown", 1e-3, 1e3);
-      st.from = s.duration_or("from", "0s");
-      if (s.has("to")) {
-        st.to = s.duration("to");
-        if (st.to <= st.from) throw InputError(s.path_of("to"), "must be after 'from'");
-      }
-      s.finish();
-      job.stragglers.push_back(st);
-    }
-  }
+  // Bandwidth steps and stragglers are platform events now (every link: "all_links"; a worker:
+  // its host's speed).
+  reject_moved_key(workload, "bandwidth_changes", "bandwidth changes (\"all_links\": true)");
+  reject_moved_key(workload, "stragglers", "stragglers (host speed changes)");
   return p;
 }
 
@@ -208,10 +193,10 @@ class CommschedRun {
   void start() {
     SchedulerConfig initial = params_.config;
     if (params_.tuner == Tuner::kGridBest) {
-      grid_ = run_grid(params_.job, env_.topology, sharing_, params_.bandwidth_steps, params_.grid);
+      grid_ = run_grid(params_.job, env_.topology, sharing_, env_.events, params_.grid);
       initial = best_of(grid_);
     }
-    job_.emplace(env_.engine, env_.network, params_.job, initial);
+    job_.emplace(env_.engine, env_.network, env_.host_speeds, params_.job, initial);
     if (params_.tuner == Tuner::kBoLike) {
       bo_like_.emplace(params_.bo_like, params_.job.mode, initial, env_.stream("bo_like"));
       job_->set_controller(&*bo_like_);
@@ -221,7 +206,6 @@ class CommschedRun {
                         env_.stream("autobyte"));
       job_->set_controller(&*autobyte_);
     }
-    schedule_bandwidth_steps(env_.engine, env_.network, env_.topology, params_.bandwidth_steps);
     job_->start();
   }
   double progress() const { return job_ ? job_->progress() : 0; }

@@ -24,7 +24,6 @@ struct CommschedParams {
   Grid grid;                // grid_best, bo_like and autobyte
   AutoByteParams autobyte;  // its grid is `grid`
   BoLikeParams bo_like;     // its grid is `grid`
-  std::vector<BandwidthStep> bandwidth_steps;
   Probe probe;
 };
 

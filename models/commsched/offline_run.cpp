@@ -1,24 +1,23 @@
 #include "models/commsched/offline_run.hpp"
 
-#include "sim_core/network/network_events.hpp"
-
 namespace mlsim::commsched {
 
-void schedule_bandwidth_steps(Engine& engine, Network& network, const Topology& topology,
-                              const std::vector<BandwidthStep>& steps) {
-  for (const BandwidthStep& s : steps)
-    for (LinkId l = 0; l < topology.links().size(); ++l)
-      schedule_link_bandwidth(engine, network, s.at, l, s.bandwidth);
-}
-
 OfflineRun run_offline(const JobSpec& spec, const Topology& topology, Sharing sharing,
-                       const std::vector<BandwidthStep>& steps, SchedulerConfig config) {
+                       const PlatformEvents& events, SchedulerConfig config,
+                       const std::vector<std::pair<NodeId, double>>& initial_speeds) {
   Engine engine;
   FluidNetwork network(engine, topology, sharing);
+  LinkConditions links(topology, network);
+  HostSpeeds speeds(topology.nodes().size());
+  NodeHealth nodes(topology.nodes().size());
+  for (const auto& [host, speed] : initial_speeds) speeds.set_speed(host, speed);
+  // Random failures are not replayed (none of the tuners' scenarios has them): their own stream.
+  EventScheduler scheduler(engine, PlatformState{links, speeds, nodes}, events,
+                           RandomStream(0, "commsched.offline_failures"));
   JobSpec quiet = spec;
   quiet.record_trace = false;
-  TrainingJob job(engine, network, std::move(quiet), config);
-  schedule_bandwidth_steps(engine, network, topology, steps);
+  TrainingJob job(engine, network, speeds, std::move(quiet), config);
+  scheduler.start();
   job.start();
   engine.run();
   // A run can stall for good (credit held through the pull with workers of different speeds):

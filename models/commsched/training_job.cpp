@@ -24,17 +24,17 @@ TrainingJob::Worker::Worker(Order order, std::int64_t credit, std::size_t layers
       pulls_left(layers),
       scheduler(order, credit) {}
 
-TrainingJob::TrainingJob(Engine& engine, Network& network, JobSpec spec, SchedulerConfig initial)
+TrainingJob::TrainingJob(Engine& engine, Network& network, const HostSpeeds& speeds, JobSpec spec,
+                         SchedulerConfig initial)
     : engine_(engine),
       network_(network),
+      speeds_(speeds),
       spec_(std::move(spec)),
       config_(spec_.scheduler == SchedulerKind::kFifo ? fifo_config(spec_.mode) : initial),
       shared_scheduler_(order_of(spec_.scheduler), config_.credit) {
   MLSIM_CHECK(!spec_.layers.empty() && !spec_.workers.empty() && spec_.iterations > 0,
               "a job needs layers, workers and iterations");
   MLSIM_CHECK(spec_.mode == Mode::kAllReduce || !spec_.servers.empty(), "PS mode needs a server");
-  MLSIM_CHECK(spec_.worker_slowdown.empty() || spec_.worker_slowdown.size() == spec_.workers.size(),
-              "one slowdown per worker");
   const std::size_t layers = spec_.layers.size();
   for (std::size_t w = 0; w < spec_.workers.size(); ++w)
     workers_.emplace_back(order_of(spec_.scheduler), config_.credit, layers);
@@ -72,14 +72,6 @@ std::vector<double> TrainingJob::take_compute_slowdown() {
   return out;
 }
 
-double TrainingJob::slowdown(std::size_t w) const {
-  double s = spec_.worker_slowdown.empty() ? 1.0 : spec_.worker_slowdown[w];
-  const Time now = engine_.now();
-  for (const Straggler& st : spec_.stragglers)
-    if (st.worker == w && st.from <= now && now < st.to) s *= st.slowdown;
-  return s;
-}
-
 void TrainingJob::try_start(std::size_t w) {
   Worker& wk = workers_[w];
   if (wk.busy || wk.computing_done) return;
@@ -96,8 +88,8 @@ void TrainingJob::try_start(std::size_t w) {
     layer = layers - 1 - wk.position;
     nominal = spec_.layers[layer].backward;
   }
-  const double factor = slowdown(w);
-  const Time took = factor == 1.0 ? nominal : Time::from_seconds(nominal.seconds() * factor);
+  const double v = speed(w);
+  const Time took = v == 1.0 ? nominal : Time::from_seconds(nominal.seconds() / v);
   wk.nominal_s += nominal.seconds();
   wk.actual_s += took.seconds();
   wk.busy = true;

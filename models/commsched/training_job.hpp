@@ -30,7 +30,8 @@
 // communication has drained, then the job pauses for the decision's `pause` and resumes with the
 // new configuration.
 //
-// Compute time of an op is fixed when it starts: profile time x the worker's slowdown then.
+// Compute time of an op is fixed when it starts: profile time / the worker's host speed then
+// (HostSpeeds, changed by the scenario's `events` section: stragglers, heterogeneous GPUs).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -40,6 +41,7 @@
 
 #include "models/commsched/credit_scheduler.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/host_speeds.hpp"
 #include "sim_core/network/network.hpp"
 #include "sim_core/network/topology.hpp"
 
@@ -59,13 +61,6 @@ struct Layer {
   std::int64_t parameters = 0;  // gradient values
 };
 
-// Worker `worker` computes `slowdown` times slower during [from, to).
-struct Straggler {
-  std::size_t worker = 0;
-  double slowdown = 1;
-  Time from, to = Time::max();
-};
-
 struct JobSpec {
   Mode mode = Mode::kParameterServer;
   SchedulerKind scheduler = SchedulerKind::kByteScheduler;
@@ -77,8 +72,6 @@ struct JobSpec {
   Time message_overhead;
   Time message_cpu;
   std::int64_t bigarray_bound = 1'000'000;
-  std::vector<double> worker_slowdown;  // constant factor per worker; empty = all 1
-  std::vector<Straggler> stragglers;
   CreditScope credit_scope = CreditScope::kPush;
   bool record_trace = false;  // keep every chunk event (tests)
 };
@@ -121,7 +114,9 @@ struct ConfigChange {
 
 class TrainingJob {
  public:
-  TrainingJob(Engine& engine, Network& network, JobSpec spec, SchedulerConfig initial);
+  // `speeds` (of the workers' hosts) must outlive the job.
+  TrainingJob(Engine& engine, Network& network, const HostSpeeds& speeds, JobSpec spec,
+              SchedulerConfig initial);
   TrainingJob(const TrainingJob&) = delete;
   TrainingJob& operator=(const TrainingJob&) = delete;
 
@@ -168,7 +163,7 @@ class TrainingJob {
     double nominal_s = 0, actual_s = 0;
   };
 
-  double slowdown(std::size_t w) const;
+  double speed(std::size_t w) const { return speeds_.speed(spec_.workers[w]); }
   void try_start(std::size_t w);
   void op_done(std::size_t w, std::size_t layer, bool forward);
   void gradient_ready(std::size_t w, std::size_t layer);
@@ -198,6 +193,7 @@ class TrainingJob {
 
   Engine& engine_;
   Network& network_;
+  const HostSpeeds& speeds_;
   JobSpec spec_;
   SchedulerConfig config_;
   Controller* controller_ = nullptr;

@@ -18,10 +18,10 @@ std::vector<SchedulerConfig> Grid::points() const {
 }
 
 std::vector<GridPoint> run_grid(const JobSpec& spec, const Topology& topology, Sharing sharing,
-                                const std::vector<BandwidthStep>& steps, const Grid& grid) {
+                                const PlatformEvents& events, const Grid& grid) {
   std::vector<GridPoint> out;
   for (const SchedulerConfig& c : grid.points()) {
-    const OfflineRun run = run_offline(spec, topology, sharing, steps, c);
+    const OfflineRun run = run_offline(spec, topology, sharing, events, c);
     out.push_back(
         {c, run.finished ? run.total.seconds() : std::numeric_limits<double>::infinity()});
   }
@@ -56,10 +56,11 @@ double AutoByte::predict(const JobSpec& spec, const SchedulerConfig& config, dou
   JobSpec s = spec;
   s.workers.assign(star.hosts().begin(), star.hosts().begin() + spec.workers.size());
   s.servers.assign(star.hosts().begin() + spec.workers.size(), star.hosts().end());
-  s.worker_slowdown = slowdown;
-  s.stragglers.clear();
   s.iterations = iterations;
-  const OfflineRun run = run_offline(s, star, sharing, {}, config);
+  std::vector<std::pair<NodeId, double>> speeds;
+  for (std::size_t w = 0; w < s.workers.size(); ++w)
+    speeds.emplace_back(s.workers[w], 1 / slowdown[w]);
+  const OfflineRun run = run_offline(s, star, sharing, PlatformEvents{}, config, speeds);
   if (!run.finished) return std::numeric_limits<double>::infinity();
   // Steady state: leave out the first iteration (nothing to overlap with) and the last (its
   // time runs to the end of all communication).

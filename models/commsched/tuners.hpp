@@ -2,8 +2,9 @@
 // Choosing ByteScheduler's (partition, credit):
 //   - static: the given configuration for the whole run;
 //   - grid_best: the best static configuration of a grid, found by running the whole scenario
-//     (bandwidth steps and stragglers included) once per point: the hindsight baseline "best
-//     static configuration" of AutoByte's claim, at least as good as one-shot BO on that grid;
+//     (the scenario's events, e.g. bandwidth steps and stragglers, included) once per point: the
+//     hindsight baseline "best static configuration" of AutoByte's claim, at least as good as
+//     one-shot BO on that grid;
 //   - bo_like: ByteScheduler's own one-shot search at the start of the run (BoLike below);
 //   - autobyte: re-selection at run time (AutoByte class below).
 #include <cstdint>
@@ -29,7 +30,7 @@ struct GridPoint {
 // Every point run over the whole scenario (infinite time when it stalls); ties go to the earlier
 // point.
 std::vector<GridPoint> run_grid(const JobSpec& spec, const Topology& topology, Sharing sharing,
-                                const std::vector<BandwidthStep>& steps, const Grid& grid);
+                                const PlatformEvents& events, const Grid& grid);
 SchedulerConfig best_of(const std::vector<GridPoint>& points);
 
 struct AutoByteParams {

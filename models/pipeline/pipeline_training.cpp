@@ -9,21 +9,34 @@
 
 namespace mlsim::pipeline {
 
-PipelineTraining::PipelineTraining(Engine& engine, Network& network, const Topology& topology,
-                                   TrainingParams params)
+PipelineTraining::PipelineTraining(Engine& engine, Network& network, HostSpeeds& speeds,
+                                   LinkConditions& links, TrainingParams params)
     : engine_(engine),
       network_(network),
-      topology_(topology),
+      speeds_(speeds),
+      links_(links),
       params_(std::move(params)),
-      now_(params_.initial),
-      host_bandwidth_(params_.host_bandwidth),
-      stages_(params_.initial.stages()) {
-  MLSIM_CHECK(params_.hosts.size() == now_.stages() &&
-                  params_.host_bandwidth.size() == now_.stages() && params_.minibatches > 0,
+      stages_(params_.hosts.size()) {
+  MLSIM_CHECK(!params_.hosts.empty() && params_.host_links.size() == params_.hosts.size() &&
+                  params_.link_latency.size() + 1 == params_.hosts.size() &&
+                  params_.minibatches > 0,
               "pipeline needs a host per stage and at least one minibatch");
+  speeds_.on_change([this](NodeId host, double, double speed) { speed_changed(host, speed); });
+  links_.on_change([this](std::span<const LinkId> changed) { links_changed(changed); });
+}
+
+double PipelineTraining::host_bandwidth(std::size_t s) const {
+  const auto [up, down] = params_.host_links[s];
+  return std::min(links_.bandwidth(up).bytes_per_s, links_.bandwidth(down).bytes_per_s);
 }
 
 void PipelineTraining::start() {
+  started_ = true;
+  const std::size_t n = params_.hosts.size();
+  for (std::size_t s = 0; s < n; ++s) now_.gpu_speed.push_back(speeds_.speed(params_.hosts[s]));
+  for (std::size_t b = 0; b + 1 < n; ++b)
+    now_.link_bandwidth.push_back(std::min(host_bandwidth(b), host_bandwidth(b + 1)));
+  now_.link_latency = params_.link_latency;
   Partition p;
   if (params_.policy == Policy::kPipeDream) {
     p = pipedream_partition(params_.layers, now_);
@@ -32,7 +45,6 @@ void PipelineTraining::start() {
   }
   initial_estimate_s_ = steady_state_seconds(params_.layers, p, now_);
   initial_pipedream_objective_s_ = pipedream_objective(params_.layers, p, now_);
-  for (const Change& c : params_.changes) engine_.schedule_at(c.at, [this, c] { apply(c); });
   begin_segment(p);
 }
 
@@ -106,20 +118,30 @@ void PipelineTraining::op_done(std::size_t s, bool forward, std::size_t m) {
   if (switching_) maybe_resume();
 }
 
-void PipelineTraining::apply(const Change& c) {
-  if (c.kind == Change::Kind::kGpuSpeed) {
-    now_.gpu_speed[c.target] = c.value;
-  } else {
-    const NodeId h = params_.hosts[c.target];
-    for (LinkId l = 0; l < topology_.links().size(); ++l) {
-      const Link& link = topology_.link(l);
-      if (link.src == h || link.dst == h) network_.set_link_bandwidth(l, Bandwidth{c.value});
+void PipelineTraining::speed_changed(NodeId host, double speed) {
+  if (!started_) return;  // start() reads the speeds
+  bool mine = false;
+  for (std::size_t s = 0; s < params_.hosts.size(); ++s)
+    if (params_.hosts[s] == host) {
+      now_.gpu_speed[s] = speed;
+      mine = true;
     }
-    host_bandwidth_[c.target] = c.value;
-    // A boundary's transfers cross both stages' host links.
-    for (std::size_t b = 0; b + 1 < now_.stages(); ++b)
-      now_.link_bandwidth[b] = std::min(host_bandwidth_[b], host_bandwidth_[b + 1]);
-  }
+  if (mine) conditions_changed();
+}
+
+void PipelineTraining::links_changed(std::span<const LinkId> changed) {
+  if (!started_) return;
+  bool mine = false;
+  for (LinkId l : changed)
+    for (const auto& [up, down] : params_.host_links) mine = mine || l == up || l == down;
+  if (!mine) return;
+  // A boundary's transfers cross both stages' host links.
+  for (std::size_t b = 0; b + 1 < now_.stages(); ++b)
+    now_.link_bandwidth[b] = std::min(host_bandwidth(b), host_bandwidth(b + 1));
+  conditions_changed();
+}
+
+void PipelineTraining::conditions_changed() {
   if (params_.policy == Policy::kAutoPipe && !finished()) {
     if (switching_) {
       change_pending_ = true;

@@ -1,7 +1,9 @@
 #pragma once
 // One pipeline-parallel training job run on the engine: stages on hosts, 1F1B on each stage's
 // GPU (one_f_one_b.hpp for the order), activations and gradients as network transfers between the
-// stages' hosts, and changes of GPU speed or host bandwidth at given times.
+// stages' hosts. GPU speeds come from the platform's HostSpeeds and the stage hosts' link
+// bandwidths from its LinkConditions, both read at the start (after the scenario's events at time
+// 0) and followed through their listeners: the scenario's `events` section drives them.
 //
 // Policies:
 //   - pipedream: PipeDream's partition for the initial conditions, never changed.
@@ -18,7 +20,9 @@
 // avoid, so the switching cost here is an upper bound. Changes during a switch are evaluated when
 // it ends.
 //
-// An op's duration is fixed when it starts: a GPU speed change affects ops started after it.
+// An op's duration is fixed when it starts: a GPU speed change affects ops started after it. A
+// stage host's link bandwidth is the smaller of its link to the network and the link back; a
+// boundary's is the smaller of its two hosts' (estimates assume the host links are the bottleneck).
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -27,6 +31,8 @@
 
 #include "models/pipeline/pipeline_costs.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/host_speeds.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/network.hpp"
 #include "sim_core/network/topology.hpp"
 #include "sim_core/run/results.hpp"
@@ -35,20 +41,14 @@ namespace mlsim::pipeline {
 
 enum class Policy { kPipeDream, kAutoPipe };
 
-struct Change {
-  Time at;
-  enum class Kind { kGpuSpeed, kHostBandwidth } kind = Kind::kGpuSpeed;
-  std::size_t target = 0;  // stage index (its GPU and host)
-  double value = 0;        // speed factor, or bytes/s
-};
-
 struct TrainingParams {
   std::vector<LayerCost> layers;
   std::vector<NodeId> hosts;  // stage s runs on hosts[s]
-  // Bytes/s of each stage host's link; initial.link_bandwidth[b] is the smaller of hosts b, b + 1.
-  std::vector<double> host_bandwidth;
-  Conditions initial;
-  std::vector<Change> changes;
+  // Each stage host's link to the network and the link back.
+  std::vector<std::pair<LinkId, LinkId>> host_links;
+  // Link latencies between consecutive stages (speeds and bandwidths come from the platform at
+  // the start).
+  std::vector<double> link_latency;
   std::size_t minibatches = 0;
   double samples_per_minibatch = 1;
   Policy policy = Policy::kPipeDream;
@@ -58,7 +58,8 @@ struct TrainingParams {
 
 class PipelineTraining {
  public:
-  PipelineTraining(Engine& engine, Network& network, const Topology& topology,
+  // `speeds` and `links` must outlive the job; the job subscribes to both.
+  PipelineTraining(Engine& engine, Network& network, HostSpeeds& speeds, LinkConditions& links,
                    TrainingParams params);
   void start();
   bool finished() const { return completed_ == params_.minibatches; }
@@ -77,16 +78,21 @@ class PipelineTraining {
   void begin_segment(const Partition& p);
   void try_start(std::size_t s);
   void op_done(std::size_t s, bool forward, std::size_t m);
-  void apply(const Change& c);
+  void speed_changed(NodeId host, double speed);
+  void links_changed(std::span<const LinkId> changed);
+  // Bytes/s of stage s's host links now.
+  double host_bandwidth(std::size_t s) const;
+  void conditions_changed();
   void consider_repartition();
   void maybe_resume();
 
   Engine& engine_;
   Network& network_;
-  const Topology& topology_;
+  HostSpeeds& speeds_;
+  LinkConditions& links_;
   TrainingParams params_;
   Conditions now_;
-  std::vector<double> host_bandwidth_;
+  bool started_ = false;
   Partition partition_;
   StageCosts base_costs_;  // of the current partition at speed 1, seconds
   std::vector<Stage> stages_;

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "sim_core/collectives/collective.hpp"
-#include "sim_core/collectives/link_conditions.hpp"
 #include "sim_core/collectives/sender.hpp"
+#include "sim_core/network/link_conditions.hpp"
 
 namespace mlsim::collectives {
 

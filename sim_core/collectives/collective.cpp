@@ -4,8 +4,8 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/algorithm.hpp"
-#include "sim_core/collectives/link_conditions.hpp"
 #include "sim_core/collectives/rat_plan.hpp"
+#include "sim_core/collectives/ring_bottleneck.hpp"
 #include "sim_core/collectives/sender.hpp"
 
 namespace mlsim::collectives {

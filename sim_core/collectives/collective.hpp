@@ -110,7 +110,11 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
 
 class CollectiveAlgorithm;  // algorithm.hpp
 class Sender;               // sender.hpp
-class LinkConditions;       // link_conditions.hpp
+}  // namespace mlsim::collectives
+namespace mlsim {
+class LinkConditions;  // sim_core/network/link_conditions.hpp
+}  // namespace mlsim
+namespace mlsim::collectives {
 
 class Collective {
  public:

@@ -29,7 +29,7 @@
 #include <span>
 #include <vector>
 
-#include "sim_core/collectives/link_conditions.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/routing.hpp"
 
 namespace mlsim::collectives {

@@ -498,6 +498,11 @@ void FluidNetwork::set_link_bandwidth(LinkId link, Bandwidth bw) {
   rebalance(seed);
 }
 
+void FluidNetwork::set_link_latency(LinkId link, Time latency) {
+  MLSIM_CHECK(link < links_.size(), "link id out of range");
+  router_.set_link_latency(link, latency);
+}
+
 void FluidNetwork::set_link_up(LinkId link, bool up) {
   MLSIM_CHECK(link < links_.size(), "link id out of range");
   router_.set_link_up(link, up);

@@ -73,6 +73,7 @@ class FluidNetwork final : public Network {
                             std::uint64_t flow_label = 0) override;
   bool cancel_transfer(TransferId id) override;
   void set_link_bandwidth(LinkId link, Bandwidth bw) override;
+  void set_link_latency(LinkId link, Time latency) override;
   void set_link_up(LinkId link, bool up) override;
   LinkStats link_stats(LinkId link) const override;
   NetworkTotals totals() const override;

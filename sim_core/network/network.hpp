@@ -67,8 +67,15 @@ class Network {
   // Cancels a transfer in flight: its callback runs with failed = true. False if not active.
   virtual bool cancel_transfer(TransferId id) = 0;
 
-  // Changes take effect now; schedule them on the engine for a later time (network_events.hpp).
+  // Changes take effect now. Scenarios change links through the `events` section, which applies
+  // them through LinkConditions (link_conditions.hpp) at their times.
   virtual void set_link_bandwidth(LinkId link, Bandwidth bw) = 0;
+  // Transfers that start afterwards pay the new latency; those in flight keep the latency of the
+  // route they started on (a latency is paid once per transfer, not per byte).
+  virtual void set_link_latency(LinkId link, Time latency) = 0;
+  // False when a link's latency cannot change without its reverse's (ns-3: one channel per
+  // cable); the events loader then requires latency changes of both directions together.
+  virtual bool latency_per_direction() const { return true; }
   // A failed link carries nothing; transfers crossing it are rerouted when another path exists,
   // otherwise reported failed.
   virtual void set_link_up(LinkId link, bool up) = 0;

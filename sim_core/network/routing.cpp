@@ -49,6 +49,7 @@ Router::Router(const Topology& topology)
     : topology_(topology),
       graph_(std::make_unique<Graph>()),
       up_(topology.links().size(), 1),
+      latency_(topology.links().size()),
       table_of_(topology.nodes().size(), kNone),
       last_from_(topology.nodes().size()) {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> edges;
@@ -57,6 +58,7 @@ Router::Router(const Topology& topology)
   props.reserve(topology.links().size());
   for (LinkId l = 0; l < topology.links().size(); ++l) {
     const Link& link = topology.links()[l];
+    latency_[l] = link.latency;
     edges.emplace_back(link.dst, link.src);
     props.push_back(EdgeLink{l});
   }
@@ -192,7 +194,7 @@ std::optional<Path> Router::route(NodeId src, NodeId dst, std::uint64_t flow_lab
 
 Time Router::latency(std::span<const LinkId> path) const {
   Time total = Time::zero();
-  for (LinkId l : path) total += topology_.links()[l].latency;
+  for (LinkId l : path) total += latency_[l];
   return total;
 }
 
@@ -202,6 +204,13 @@ void Router::set_link_up(LinkId link, bool up) {
   up_[link] = up ? 1 : 0;
   ++version_;
   clear_caches();
+}
+
+void Router::set_link_latency(LinkId link, Time latency) {
+  MLSIM_CHECK(link < latency_.size(), "link id out of range");
+  if (latency_[link] == latency) return;
+  latency_[link] = latency;
+  clear_caches();  // cached routes carry their latency
 }
 
 void Router::set_distance_cache_limit(std::size_t tables) {

@@ -45,11 +45,13 @@ class Router {
   // copy them if you keep them.
   std::optional<Path> route(NodeId src, NodeId dst, std::uint64_t flow_label);
 
-  // Sum of the links' latencies.
+  // Sum of the links' current latencies.
   Time latency(std::span<const LinkId> path) const;
 
   void set_link_up(LinkId link, bool up);
   bool link_up(LinkId link) const { return up_[link] != 0; }
+  // Routes found afterwards carry the new latency (routes stay shortest by hop count).
+  void set_link_latency(LinkId link, Time latency);
   // Changes whenever a link goes down or up (routes may then differ).
   std::uint64_t version() const { return version_; }
 
@@ -81,6 +83,7 @@ class Router {
   const Topology& topology_;
   std::unique_ptr<Graph> graph_;
   std::vector<std::uint8_t> up_;
+  std::vector<Time> latency_;
   std::uint64_t version_ = 0;
   std::uint64_t searches_ = 0;
 

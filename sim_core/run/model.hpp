@@ -15,6 +15,9 @@
 
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/engine/random.hpp"
+#include "sim_core/hardware/host_speeds.hpp"
+#include "sim_core/hardware/node_health.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/network.hpp"
 #include "sim_core/network/network_factory.hpp"
 #include "sim_core/network/topology.hpp"
@@ -28,8 +31,14 @@ class HostSpeeds;       // sim_core/hardware/host_speeds.hpp
 class NodeHardware;     // sim_core/hardware/node_hardware.hpp
 class CostModel;        // sim_core/hardware/cost_model.hpp
 class Compute;          // sim_core/hardware/compute.hpp
+struct PlatformEvents;  // sim_core/run/events.hpp
 
 // What a running model can use. Owned by the runner; valid from start() to finish().
+//
+// Dynamics come only from the platform, driven by the scenario's `events` section (applied by the
+// runner; those at time 0 before start()): link changes through `links` (which applies them to
+// `network`), compute speed through `host_speeds`, failures and repairs through `nodes`. A model
+// reads them when it times work and subscribes (on_change) where it must react.
 struct ModelEnv {
   Engine& engine;
   Network& network;
@@ -40,6 +49,11 @@ struct ModelEnv {
   std::filesystem::path scenario_dir;  // relative paths in the scenario resolve against it
   const NodeHardware& node_hardware;   // GPU, NIC, switch spec of each topology node
   Compute& compute;                    // runs GPU work on hosts (sim_core/hardware/compute.hpp)
+  LinkConditions& links;
+  NodeHealth& nodes;
+  // The scenario's events, resolved, for a model that replays the run privately (commsched's
+  // tuners); the runner applies them, a model never does.
+  const PlatformEvents& events;
   RandomStream stream(std::string_view component) const { return RandomStream(seed, component); }
 };
 
@@ -65,6 +79,9 @@ struct ModelSetup {
   // The scenario's network backend (name, whether the scenario chose it, what it can do), for
   // models that must refuse a backend they cannot use.
   const NetworkSpec& network;
+  // The scenario's events, resolved against the topology (a model may reject what it cannot
+  // honour, or keep them to replay privately).
+  const PlatformEvents& events;
 };
 
 struct ModelInfo {

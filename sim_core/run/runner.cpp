@@ -20,12 +20,16 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
     compute_ = std::make_unique<Compute>(engine_, node_hardware_, *host_speeds_, *scenario.costs);
     MLSIM_CHECK(scenario.make_network != nullptr, "scenario loaded without a network factory");
     network_ = scenario.make_network(engine_, topology_);
+    events_ = resolve_events(scenario.events, topology_, *network_);
+    links_ = std::make_unique<LinkConditions>(topology_, *network_);
+    nodes_ = std::make_unique<NodeHealth>(topology_.nodes().size());
     const ModelInfo* info = registries.models.find(scenario.model);
     if (!info)
       throw InputError("system.model", "model \"" + scenario.model + "\" is not registered");
     JsonReader root(resolved_, "");
     ModelSetup setup{root,          topology_,      scenario.hardware, scenario.dir(),
-                     scenario.seed, node_hardware_, *scenario.costs,   scenario.network};
+                     scenario.seed, node_hardware_, *scenario.costs,   scenario.network,
+                     events_};
     model_ = info->make(setup);
     MLSIM_CHECK(model_ != nullptr, "model factory returned nothing");
   } catch (const InputError& e) {
@@ -33,7 +37,10 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
   }
   env_ = std::make_unique<ModelEnv>(ModelEnv{engine_, *network_, topology_, scenario.hardware,
                                              *host_speeds_, scenario.seed, scenario.dir(),
-                                             node_hardware_, *compute_});
+                                             node_hardware_, *compute_, *links_, *nodes_, events_});
+  scheduler_ = std::make_unique<EventScheduler>(
+      engine_, PlatformState{*links_, *host_speeds_, *nodes_}, events_,
+      RandomStream(scenario.seed, "events.random_failures"));
 }
 
 PreparedRun::~PreparedRun() = default;
@@ -75,6 +82,9 @@ RunOutput PreparedRun::run(const RunOptions& options) {
   if (options.progress_every > 0 && options.on_progress)
     engine_.set_periodic_hook(options.progress_every, [p = &probe](Engine& e) { p->report(e); });
 
+  // Platform events first: those at time 0 apply before the model starts, and later ones run
+  // before the model's events at the same time.
+  scheduler_->start();
   model_->start(*env_);
   RunOutput out;
   if (scenario_.run.time_limit) {

@@ -17,6 +17,7 @@
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/host_speeds.hpp"
 #include "sim_core/hardware/node_hardware.hpp"
+#include "sim_core/run/events.hpp"
 #include "sim_core/run/model.hpp"
 #include "sim_core/run/results.hpp"
 #include "sim_core/run/scenario.hpp"
@@ -85,6 +86,10 @@ class PreparedRun {
   NodeHardware node_hardware_;
   std::unique_ptr<Compute> compute_;
   std::unique_ptr<Network> network_;
+  PlatformEvents events_;
+  std::unique_ptr<LinkConditions> links_;
+  std::unique_ptr<NodeHealth> nodes_;
+  std::unique_ptr<EventScheduler> scheduler_;
   std::unique_ptr<Model> model_;
   std::unique_ptr<ModelEnv> env_;
   bool ran_ = false;

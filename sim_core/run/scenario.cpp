@@ -177,6 +177,7 @@ LoadedScenario load_scenario_document(ScenarioDocument doc, const std::filesyste
     read_network(root, registries, s);
     read_system(root, registries, s);
     read_run(root, s);
+    s.events = read_events_section(root, s.dir(), s.run.time_limit);
     read_variants(root, s);
     // Reserved for `mlsim sweep` and `mlsim check`, which validate them; kept in the echo.
     root.ignore("sweep");

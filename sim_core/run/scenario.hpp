@@ -19,6 +19,7 @@
 #include "sim_core/network/network_factory.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/network/topology_hardware.hpp"
+#include "sim_core/run/events.hpp"
 #include "sim_core/run/registries.hpp"
 #include "sim_core/scenario/json_path.hpp"
 #include "sim_core/scenario/scenario_document.hpp"
@@ -55,6 +56,7 @@ struct LoadedScenario {
   NetworkMaker make_network;  // from the backend registry, options already validated
   std::string model;          // system.model
   RunSpec run;
+  EventsSpec events;  // the `events` section, names not yet looked up
   OutputSpec output;
   std::vector<std::string> variant_names;
   std::optional<std::string> baseline;

@@ -6,7 +6,6 @@
 
 #include "sim_core/collectives/collective.hpp"
 #include "sim_core/network/fluid_network.hpp"
-#include "sim_core/network/network_events.hpp"
 #include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
@@ -164,7 +163,7 @@ TEST(Collective, LinkFailureReroutesOrReportsIncomplete) {
   {
     Engine engine;
     FluidNetwork net(engine, ring, Sharing::kMaxMin);
-    schedule_link_failure(engine, net, Time::us(500), 0);
+    engine.schedule_at(Time::us(500), [&n = net] { n.set_link_up(0, false); });
     const auto r = run_collective(engine, net, ring.hosts(), spec);
     EXPECT_TRUE(r.completed);
     EXPECT_GT(r.finished, base.finished);
@@ -174,7 +173,7 @@ TEST(Collective, LinkFailureReroutesOrReportsIncomplete) {
   const Topology star = build_topology(StarSpec{4, kLink});
   Engine engine;
   FluidNetwork net(engine, star, Sharing::kMaxMin);
-  schedule_link_failure(engine, net, Time::us(500), 0);
+  engine.schedule_at(Time::us(500), [&n = net] { n.set_link_up(0, false); });
   const auto r = run_collective(engine, net, star.hosts(), spec);
   EXPECT_FALSE(r.completed);
   EXPECT_GT(r.failed_transfers, 0u);

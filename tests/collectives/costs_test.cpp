@@ -6,7 +6,7 @@
 #include <random>
 
 #include "sim_core/collectives/collective.hpp"
-#include "sim_core/collectives/link_conditions.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 
@@ -20,7 +20,7 @@ CollectiveResult run(const Topology& topo, Sharing sharing, const CollectiveSpec
                      std::vector<NodeId> participants = {}) {
   Engine engine;
   FluidNetwork net(engine, topo, sharing);
-  LinkConditions links(topo);
+  LinkConditions links(topo, net);
   if (participants.empty()) participants = topo.hosts();
   return run_collective(engine, net, participants, spec, &links);
 }
@@ -197,7 +197,7 @@ TEST(Costs, RandomCollectivesDeliverEveryByteSent) {
     std::vector<NodeId> participants(topo.hosts().begin(), topo.hosts().begin() + ranks);
     Engine engine;
     FluidNetwork net(engine, topo, Sharing::kMaxMin);
-    LinkConditions links(topo);
+    LinkConditions links(topo, net);
     const auto r = run_collective(engine, net, participants, spec, &links);
     ASSERT_TRUE(r.completed) << trial;
     EXPECT_EQ(net.totals().bytes_delivered, r.wire_bytes) << trial;

@@ -9,9 +9,9 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/hardware.hpp"
-#include "sim_core/hardware/host_speeds.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "tests/support/run_json.hpp"
 
 using namespace mlsim;
 
@@ -31,34 +31,16 @@ std::string error_of(nlohmann::json system, int hosts = 8) {
 }  // namespace
 
 TEST(CollectivesModel, RunsThroughTheRegistry) {
-  ModelRegistry registry;
-  register_collectives(registry);
-  const ModelInfo* info = registry.find("collectives");
-  ASSERT_NE(info, nullptr);
-
-  const Topology topo = build_topology(RingSpec{4, kLink});
-  HardwareCatalog hardware;
-  nlohmann::json scenario = {
+  const Registries registries = test::registries_with(register_collectives);
+  const nlohmann::json scenario = {
+      {"name", "ring4"},
+      {"topology",
+       {{"kind", "ring"}, {"hosts", 4}, {"link", {{"bandwidth", "8Gbps"}, {"latency", "100ns"}}}}},
       {"system", {{"model", "collectives"}, {"algorithm", "ring"}, {"bytes", "4MB"}}}};
-  JsonReader root(scenario, "");
-  NodeHardware node_hardware;
-  CostModel costs;
-  const NetworkSpec network;
-  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs, network};
-  auto model = info->make(setup);
+  const RunOutput run = test::run_json(scenario, registries);
   // Defaults are written back for the resolved scenario.
-  EXPECT_EQ(scenario["system"]["chunks"], 1);
-
-  Engine engine;
-  FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  HostSpeeds speeds(topo.nodes().size());
-  Compute compute(engine, node_hardware, speeds, costs);
-  ModelEnv env{engine, net, topo, hardware, speeds, 1, ".", node_hardware, compute};
-  model->start(env);
-  engine.run();
-  EXPECT_DOUBLE_EQ(model->progress(env), 1.0);
-  Results out;
-  model->finish(env, out);
+  EXPECT_EQ(run.resolved_scenario["system"]["chunks"], 1);
+  const Results& out = run.results;
   // 2(n-1)/n S/B + 2(n-1) a = 6 ms + 600 ns.
   EXPECT_DOUBLE_EQ(out.metrics().at("completion_time_s"), 6.0006e-3);
   EXPECT_DOUBLE_EQ(out.metrics().at("algbw_bytes_per_s"), 4e6 / 6.0006e-3);
@@ -102,39 +84,22 @@ TEST(CollectivesModel, StrictErrors) {
             std::string::npos);
 }
 
-TEST(CollectivesModel, RatWithLinkChanges) {
+TEST(CollectivesModel, RatWithEvents) {
   // 2 leaves x 2 hosts: one leaf-spine cable slowed before the start, the other spine's cable of
-  // leaf1 failed at 1 us; rat completes and reports its regions.
-  ModelRegistry registry;
-  register_collectives(registry);
-  const Topology topo = build_topology(LeafSpineSpec{2, 2, 2, 1.0, kLink, Time::ns(100)});
-  HardwareCatalog hardware;
-  nlohmann::json scenario = {
-      {"system",
-       {{"model", "collectives"},
-        {"algorithm", "rat"},
-        {"bytes", "1MB"},
-        {"chunks", 4},
-        {"link_changes",
-         {{{"between", {"leaf0", "spine0"}}, {"bandwidth", "1Gbps"}},
-          {{"at", "1us"}, {"between", {"spine1", "leaf1"}}, {"up", false}}}}}}};
-  JsonReader root(scenario, "");
-  NodeHardware node_hardware;
-  CostModel costs;
-  const NetworkSpec network;
-  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs, network};
-  auto model = registry.find("collectives")->make(setup);
-  EXPECT_EQ(scenario["system"]["link_changes"][0]["at"], "0s");  // default written back
-
-  Engine engine;
-  FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  HostSpeeds speeds(topo.nodes().size());
-  Compute compute(engine, node_hardware, speeds, costs);
-  ModelEnv env{engine, net, topo, hardware, speeds, 1, ".", node_hardware, compute};
-  model->start(env);
-  engine.run();
-  Results out;
-  model->finish(env, out);
+  // leaf1 failed at 1 us (both from the events section); rat completes and reports its regions.
+  const Registries registries = test::registries_with(register_collectives);
+  const nlohmann::json scenario = nlohmann::json::parse(R"({
+    "name": "rat_events",
+    "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2,
+                 "host_link": {"bandwidth": "8Gbps", "latency": "100ns"},
+                 "uplink_latency": "100ns"},
+    "system": {"model": "collectives", "algorithm": "rat", "bytes": "1MB", "chunks": 4},
+    "events": {"list": [
+      {"link": ["leaf0", "spine0"], "bandwidth": "1Gbps"},
+      {"at": "1us", "link": ["spine1", "leaf1"], "up": false}]}})");
+  const RunOutput run = test::run_json(scenario, registries);
+  EXPECT_EQ(run.resolved_scenario["events"]["list"][0]["at"], "0s");  // default written back
+  const Results& out = run.results;
   EXPECT_DOUBLE_EQ(out.metrics().at("completed"), 1);
   EXPECT_DOUBLE_EQ(out.metrics().at("verified_pieces"), 4 * 4);
   EXPECT_DOUBLE_EQ(out.metrics().at("sent_bytes"), 2 * 3 * 1e6);
@@ -144,24 +109,12 @@ TEST(CollectivesModel, RatWithLinkChanges) {
   EXPECT_EQ(out.details()["regions"][1]["hosts"], 2);
 }
 
-TEST(CollectivesModel, LinkChangeErrors) {
-  auto with = [](nlohmann::json change) {
-    return error_of({{"algorithm", "rat"}, {"bytes", "1MiB"}, {"link_changes", {change}}});
-  };
-  EXPECT_NE(with({{"between", {"h0", "nowhere"}}, {"up", false}})
-                .find("system.link_changes[0].between: no node named \"nowhere\""),
-            std::string::npos);
-  EXPECT_NE(with({{"between", {"h0", "h1"}}, {"up", false}}).find("are not linked"),
-            std::string::npos);
-  EXPECT_NE(with({{"between", {"h0", "sw0"}}}).find("exactly one"), std::string::npos);
-  EXPECT_NE(
-      with({{"between", {"h0", "sw0"}}, {"up", false}, {"bandwidth", "1Gbps"}}).find("exactly one"),
-      std::string::npos);
-  EXPECT_NE(with({{"between", {"h0"}}, {"up", false}}).find("two node names"), std::string::npos);
-  EXPECT_NE(with({{"between", {"h0", "sw0"}}, {"up", false}, {"when", "1s"}})
-                .find("system.link_changes[0]"),
-            std::string::npos);
-  EXPECT_EQ(with({{"between", {"h0", "sw0"}}, {"bandwidth", "1Gbps"}}), "no error");
+TEST(CollectivesModel, OldLinkChangesKeyNamesTheEventsSection) {
+  const std::string e = error_of({{"algorithm", "rat"},
+                                  {"bytes", "1MiB"},
+                                  {"link_changes", {{{"between", {"h0", "sw0"}}, {"up", false}}}}});
+  EXPECT_NE(e.find("system.link_changes: moved"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"events\""), std::string::npos) << e;
 }
 
 TEST(CollectivesModel, CostKeys) {

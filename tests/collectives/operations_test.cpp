@@ -6,9 +6,9 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
-#include "sim_core/collectives/link_conditions.hpp"
 #include "sim_core/collectives/rat_plan.hpp"
 #include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
@@ -114,7 +114,7 @@ TEST(Operations, NvlsReducesInTheSwitch) {
   CollectiveSpec spec = make(Operation::kAllReduce, Algorithm::kNvls, 4'000'000, 4);
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  LinkConditions links(topo);
+  LinkConditions links(topo, net);
   auto r = run_collective(engine, net, topo.hosts(), spec, &links);
   ASSERT_TRUE(r.completed);
   EXPECT_EQ(r.finished, Time::ns(5'000'500));

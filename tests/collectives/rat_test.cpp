@@ -8,12 +8,13 @@
 #include <vector>
 
 #include "sim_core/collectives/collective.hpp"
-#include "sim_core/collectives/link_conditions.hpp"
 #include "sim_core/collectives/rat_plan.hpp"
 #include "sim_core/collectives/sender.hpp"
 #include "sim_core/engine/random.hpp"
 #include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "sim_core/run/events.hpp"
 
 using namespace mlsim;
 using namespace mlsim::collectives;
@@ -30,36 +31,56 @@ CollectiveSpec rat_spec(std::int64_t bytes, int chunks, int window = 1) {
   return s;
 }
 
-CollectiveResult run_rat(const Topology& topo, Sharing sharing, const CollectiveSpec& spec,
-                         const std::vector<LinkChange>& changes = {}) {
-  Engine engine;
-  FluidNetwork net(engine, topo, sharing);
-  LinkConditions links(topo);
-  schedule_link_changes(engine, net, links, changes);
-  return run_collective(engine, net, topo.hosts(), spec, &links);
-}
-
 NodeId node(const Topology& t, const std::string& name) {
   return *t.find(name);
 }
 
-LinkChange slow(const Topology& t, const std::string& a, const std::string& b, double bytes_per_s,
-                Time at = Time::zero()) {
-  LinkChange c;
-  c.at = at;
-  c.a = node(t, a);
-  c.b = node(t, b);
-  c.kind = LinkChange::Kind::kBandwidth;
-  c.bandwidth = Bandwidth{bytes_per_s};
-  return c;
+// A change of both directions of the cable a-b, as the `events` section's {"link": [a, b]}.
+PlatformEvent slow(const Topology& t, const std::string& a, const std::string& b,
+                   double bytes_per_s, Time at = Time::zero()) {
+  PlatformEvent e;
+  e.at = at;
+  e.change = EventChange::kBandwidth;
+  e.links = links_between(t, node(t, a), node(t, b));
+  e.bandwidth = Bandwidth{bytes_per_s};
+  return e;
 }
 
-LinkChange fail(const Topology& t, const std::string& a, const std::string& b,
-                Time at = Time::zero()) {
-  LinkChange c = slow(t, a, b, 0, at);
-  c.kind = LinkChange::Kind::kUp;
-  c.up = false;
-  return c;
+PlatformEvent fail(const Topology& t, const std::string& a, const std::string& b,
+                   Time at = Time::zero()) {
+  PlatformEvent e = slow(t, a, b, 1, at);
+  e.change = EventChange::kLinkUp;
+  e.up = false;
+  return e;
+}
+
+// The platform's link state with the changes played through the runner's EventScheduler.
+struct Platform {
+  Platform(Engine& engine, const Topology& topo, Network& net, std::vector<PlatformEvent> changes)
+      : links(topo, net), speeds(topo.nodes().size()), health(topo.nodes().size()) {
+    events.events = std::move(changes);
+    scheduler.emplace(engine, PlatformState{links, speeds, health}, events, RandomStream(1));
+    scheduler->start();
+  }
+  LinkConditions links;
+  HostSpeeds speeds;
+  NodeHealth health;
+  PlatformEvents events;
+  std::optional<EventScheduler> scheduler;
+};
+
+void apply_now(LinkConditions& links, const PlatformEvent& e) {
+  HostSpeeds speeds(links.topology().nodes().size());
+  NodeHealth health(links.topology().nodes().size());
+  apply_platform_event(e, PlatformState{links, speeds, health});
+}
+
+CollectiveResult run_rat(const Topology& topo, Sharing sharing, const CollectiveSpec& spec,
+                         const std::vector<PlatformEvent>& changes = {}) {
+  Engine engine;
+  FluidNetwork net(engine, topo, sharing);
+  Platform platform(engine, topo, net, changes);
+  return run_collective(engine, net, topo.hosts(), spec, &platform.links);
 }
 }  // namespace
 
@@ -135,7 +156,9 @@ TEST(Rat, RegionsAreTheHostsUnderOneSwitch) {
 
 TEST(Rat, RootAndAggregatorsRotate) {
   const Topology topo = build_topology(LeafSpineSpec{3, 2, 1, 1.0, kLink, Time::ns(100)});
-  LinkConditions links(topo);
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  LinkConditions links(topo, net);
   RatPlanner planner(links, topo.hosts(), 0);
   // Over r x m = 6 pieces, every host is the root's aggregator exactly once.
   std::vector<int> root_aggregator(6, 0);
@@ -170,8 +193,8 @@ TEST(Rat, TreeLeavesOutASlowedLink) {
 
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  LinkConditions links(topo);
-  links.apply(slow(topo, "t0", "t1", 1e7), net);
+  LinkConditions links(topo, net);
+  apply_now(links, slow(topo, "t0", "t1", 1e7));
   RatPlanner planner(links, topo.hosts(), 0);
   ASSERT_EQ(planner.regions().size(), 3u);
   for (std::uint32_t c = 0; c < 4; ++c) {
@@ -195,8 +218,8 @@ TEST(Rat, WidestTreeKeepsEveryRegionsWidestEdge) {
   const Topology topo = build_topology(LeafSpineSpec{4, 2, 2, 1.0, kLink, Time::ns(100)});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  LinkConditions links(topo);
-  links.apply(slow(topo, "leaf0", "spine0", 1e7), net);
+  LinkConditions links(topo, net);
+  apply_now(links, slow(topo, "leaf0", "spine0", 1e7));
   int crossing_pairs = 0;  // pairs whose routes cross the slow cable: the test is not vacuous
   for (std::uint64_t label : {0ull, 1ull, 2ull, 3ull}) {
     RatPlanner planner(links, topo.hosts(), label);
@@ -229,8 +252,8 @@ TEST(Rat, TreeAvoidsAFailedUplink) {
   const Topology topo = build_topology(LeafSpineSpec{4, 2, 2, 1.0, kLink, Time::ns(100)});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  LinkConditions links(topo);
-  links.apply(fail(topo, "leaf0", "spine0"), net);
+  LinkConditions links(topo, net);
+  apply_now(links, fail(topo, "leaf0", "spine0"));
   const std::vector<LinkId> cable = links_between(topo, node(topo, "leaf0"), node(topo, "spine0"));
   Router router(topo);
   for (LinkId l : cable) router.set_link_up(l, false);
@@ -271,9 +294,8 @@ TEST(Rat, FailuresDuringTheRunDoNotHang) {
   // A host's only cable fails: nothing reaches it, the run ends incomplete instead of hanging.
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  LinkConditions links(topo);
-  schedule_link_changes(engine, net, links, {fail(topo, "h3", "leaf1", Time::us(200))});
-  const auto cut = run_collective(engine, net, topo.hosts(), spec, &links);
+  Platform platform(engine, topo, net, {fail(topo, "h3", "leaf1", Time::us(200))});
+  const auto cut = run_collective(engine, net, topo.hosts(), spec, &platform.links);
   EXPECT_FALSE(cut.completed);
   EXPECT_GT(cut.failed_transfers, 0u);
   EXPECT_EQ(net.totals().transfers_in_flight, 0u);
@@ -298,7 +320,7 @@ TEST(Rat, EveryHostEndsWithEveryPieceOnceAndRunsAreDeterministic) {
 
     Engine engine;
     FluidNetwork net(engine, topo, sharing);
-    LinkConditions links(topo);
+    LinkConditions links(topo, net);
     const auto r = run_collective(engine, net, topo.hosts(), spec, &links);
     if (n == 1) {
       EXPECT_EQ(r.transfers, 0u) << what;

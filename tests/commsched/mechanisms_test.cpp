@@ -272,7 +272,7 @@ TEST(HandComputed, StragglerSlowsItsOpsInItsWindow) {
   Bench b(3);
   JobSpec s =
       b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, M)}, 2, 1, 1);
-  s.stragglers.push_back({1, 3.0, Time::zero(), Time::ms(1500)});
+  b.straggle(1, 3.0, Time::zero(), Time::ms(1500));
   TrainingJob& job = b.run(std::move(s), {M, 4 * M});
   // The server's downlink receives worker 0's push alone [2,3], worker 1's [4,5]; its uplink then
   // sends both pulls at once, each at half rate: [5,7].
@@ -289,10 +289,10 @@ TEST(HandComputed, CreditHeldThroughThePullDeadlocksWithAStraggler) {
     JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
                        {layer(0.1, 1.0, M), layer(0.1, 0.1, 2 * M)}, 2, 1, 1);
     s.credit_scope = scope;
-    s.worker_slowdown = {1.0, 10.0};
+    b.straggle(1, 10.0, Time::zero());
     if (scope == CreditScope::kPushPull) {
       // The grid search ranks a stalling configuration last: a 3M window holds every chunk.
-      const auto grid = run_grid(s, b.topology, Sharing::kMaxMin, {}, Grid{{M}, {M, 3 * M}});
+      const auto grid = run_grid(s, b.topology, Sharing::kMaxMin, b.events, Grid{{M}, {M, 3 * M}});
       EXPECT_TRUE(std::isinf(grid[0].time_s));
       EXPECT_FALSE(std::isinf(grid[1].time_s));
       EXPECT_EQ(best_of(grid), (SchedulerConfig{M, 3 * M}));

@@ -125,7 +125,7 @@ TEST(CommschedProperties, AutoByteRunsAreDeterministicAndKeepInvariants) {
         {layer(0.3, 0.5, 1'000'000), layer(0.2, 0.4, 6'000'000), layer(0.1, 0.2, 12'000'000)}, 2, 2,
         24);
     spec.message_overhead = Time::us(30);
-    spec.stragglers.push_back({1, 2.0, Time::s(20), Time::s(60)});
+    b.straggle(1, 2.0, Time::s(20), Time::s(60));
     AutoByteParams params;
     params.grid = {{1'000'000, 4'000'000}, {2'000'000, 8'000'000}};
     params.interval = 4;

@@ -6,6 +6,7 @@
 #include "models/commsched/training_job.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "sim_core/run/events.hpp"
 
 namespace mlsim::commsched::testing {
 
@@ -19,7 +20,25 @@ inline Layer layer(double forward_s, double backward_s, std::int64_t parameters)
 struct Bench {
   Bench(int hosts, Sharing sharing = Sharing::kMaxMin, Time latency = Time::zero())
       : topology(build_topology(StarSpec{hosts, LinkSpec{Bandwidth{kBandwidth}, latency}})),
-        network(engine, topology, sharing) {}
+        network(engine, topology, sharing),
+        links(topology, network),
+        speeds(topology.nodes().size()),
+        health(topology.nodes().size()) {}
+
+  // Host i computes `slowdown` times slower during [from, to): two platform speed events, as the
+  // scenario's `events` section gives them.
+  void straggle(std::size_t host, double slowdown, Time from, Time to = Time::max()) {
+    PlatformEvent e;
+    e.change = EventChange::kSpeed;
+    e.nodes = {topology.hosts()[host]};
+    e.at = from;
+    e.speed = 1 / slowdown;
+    events.events.push_back(e);
+    if (to == Time::max()) return;
+    e.at = to;
+    e.speed = 1;
+    events.events.push_back(e);
+  }
 
   JobSpec spec(Mode mode, SchedulerKind kind, std::vector<Layer> layers, int workers, int servers,
                std::size_t iterations) const {
@@ -37,8 +56,11 @@ struct Bench {
 
   // Runs the job to its end; the job stays readable.
   TrainingJob& run(JobSpec s, SchedulerConfig config, Controller* controller = nullptr) {
-    job = std::make_unique<TrainingJob>(engine, network, std::move(s), config);
+    scheduler = std::make_unique<EventScheduler>(engine, PlatformState{links, speeds, health},
+                                                 events, RandomStream(1));
+    job = std::make_unique<TrainingJob>(engine, network, speeds, std::move(s), config);
     job->set_controller(controller);
+    scheduler->start();
     job->start();
     engine.run();
     return *job;
@@ -47,6 +69,11 @@ struct Bench {
   Engine engine;
   Topology topology;
   FluidNetwork network;
+  LinkConditions links;
+  HostSpeeds speeds;
+  NodeHealth health;
+  PlatformEvents events;
+  std::unique_ptr<EventScheduler> scheduler;
   std::unique_ptr<TrainingJob> job;
 };
 

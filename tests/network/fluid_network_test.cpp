@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "sim_core/base/error.hpp"
-#include "sim_core/network/network_events.hpp"
 #include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
@@ -145,7 +144,7 @@ TEST_P(BothBackends, BandwidthChangeMidTransfer) {
   // 2 MB at 1 GB/s; at 1 ms the first hop drops to 0.5 GB/s: the last 1 MB takes 2 ms.
   Harness h(build_topology(StarSpec{2, kLink}), GetParam());
   const auto id = h.send(0, 1, 2'000'000);
-  schedule_link_bandwidth(h.engine, h.net, Time::ms(1), 0, Bandwidth{5e8});
+  h.engine.schedule_at(Time::ms(1), [&n = h.net] { n.set_link_bandwidth(0, Bandwidth{5e8}); });
   h.engine.run();
   EXPECT_EQ(h.finished(id), Time::ns(3'000'000 + 200));
   EXPECT_EQ(h.net.link_stats(0).bytes_carried, Bytes{2'000'000});
@@ -155,7 +154,7 @@ TEST_P(BothBackends, LinkFailureMidTransferReroutesKeepingBytesSent) {
   // Ring of 4. 0->1 directly; at 1 ms link 0->1 fails: the 1 MB left goes 0->3->2->1.
   Harness h(build_topology(RingSpec{4, kLink}), GetParam());
   const auto id = h.send(0, 1, 2'000'000);
-  schedule_link_failure(h.engine, h.net, Time::ms(1), 0);
+  h.engine.schedule_at(Time::ms(1), [&n = h.net] { n.set_link_up(0, false); });
   h.engine.run();
   EXPECT_FALSE(h.results.at(id).failed);
   EXPECT_EQ(h.finished(id), Time::ns(2'000'000 + 300));
@@ -168,7 +167,7 @@ TEST_P(BothBackends, LinkFailureWithoutDetourFailsAndNeverHangs) {
   Harness h(build_topology(StarSpec{3, kLink}), GetParam());
   const auto cut = h.send(0, 1, 2'000'000);
   const auto other = h.send(2, 1, 1'000'000);
-  schedule_link_failure(h.engine, h.net, Time::ms(1), 0);  // h0 -> switch
+  h.engine.schedule_at(Time::ms(1), [&n = h.net] { n.set_link_up(0, false); });  // h0 -> switch
   TransferId after = 0;
   h.engine.schedule_at(Time::ms(2), [&] { after = h.send(0, 2, 10); });
   h.engine.run();

@@ -7,9 +7,11 @@
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
+#include "models/pipeline/pipeline_model.hpp"
 #include "models/pipeline/pipeline_training.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "sim_core/run/events.hpp"
 
 using namespace mlsim;
 using namespace mlsim::pipeline;
@@ -95,16 +97,23 @@ struct Outcome {
   NetworkTotals totals;
 };
 
-// Stage s on host s of a star whose links have `bandwidth` and `hop_latency` each way.
-Outcome simulate(TrainingParams p, double bandwidth, Time hop_latency) {
-  const std::size_t stages = p.initial.stages();
+// Stage s on host s of a star whose links have `bandwidth` and `hop_latency` each way, with
+// platform `events` (host speeds, link changes) played as the runner plays them.
+Outcome simulate(TrainingParams p, std::size_t stages, double bandwidth, Time hop_latency,
+                 std::vector<PlatformEvent> events = {}) {
   const Topology topo = build_topology(
       StarSpec{static_cast<int>(stages), LinkSpec{Bandwidth{bandwidth}, hop_latency}});
-  p.hosts.assign(topo.hosts().begin(), topo.hosts().begin() + static_cast<long>(stages));
-  p.host_bandwidth.assign(stages, bandwidth);
+  place_stages(p, topo, stages);
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  PipelineTraining training(engine, net, topo, std::move(p));
+  LinkConditions links(topo, net);
+  HostSpeeds speeds(topo.nodes().size());
+  NodeHealth health(topo.nodes().size());
+  PlatformEvents platform;
+  platform.events = std::move(events);
+  EventScheduler scheduler(engine, PlatformState{links, speeds, health}, platform, RandomStream(1));
+  PipelineTraining training(engine, net, speeds, links, std::move(p));
+  scheduler.start();
   training.start();
   engine.run();
   Outcome r;
@@ -116,7 +125,6 @@ Outcome simulate(TrainingParams p, double bandwidth, Time hop_latency) {
 TrainingParams two_stage_params(std::size_t minibatches) {
   TrainingParams p;
   p.layers = layers({{1, 2}, {1, 2}}, 0.5e9);
-  p.initial = conditions({1, 1}, 1e9, 0.1);
   p.minibatches = minibatches;
   p.samples_per_minibatch = 32;
   return p;
@@ -126,7 +134,7 @@ TrainingParams two_stage_params(std::size_t minibatches) {
 
 TEST(PipelineTraining, SimulatedRunMatchesTheHandSchedule) {
   // The schedule above on a star: each transfer crosses two links of 50 ms (0.1 s) at 1 GB/s.
-  const Outcome r = simulate(two_stage_params(3), 1e9, Time::ms(50));
+  const Outcome r = simulate(two_stage_params(3), 2, 1e9, Time::ms(50));
   EXPECT_DOUBLE_EQ(r.results.metrics().at("completed"), 1);
   EXPECT_NEAR(r.results.metrics().at("time_s"), 14.4, 1e-8);
   EXPECT_NEAR(r.results.metrics().at("throughput_samples_per_s"), 3 * 32 / 14.4, 1e-6);
@@ -140,9 +148,10 @@ TEST(PipelineTraining, SimulatedSteadyStateMatchesTheTimingModel) {
   // Without contention on any link, the run and the timing model agree for any length.
   for (std::size_t m : {1u, 2u, 7u, 40u}) {
     TrainingParams p = two_stage_params(m);
-    const StageCosts costs = stage_costs(p.layers, Partition{{0, 1, 2}}, p.initial);
-    const double model = estimate_1f1b(costs, p.initial, m);
-    EXPECT_NEAR(simulate(p, 1e9, Time::ms(50)).results.metrics().at("time_s"), model, 1e-8) << m;
+    const Conditions c = conditions({1, 1}, 1e9, 0.1);
+    const StageCosts costs = stage_costs(p.layers, Partition{{0, 1, 2}}, c);
+    const double model = estimate_1f1b(costs, c, m);
+    EXPECT_NEAR(simulate(p, 2, 1e9, Time::ms(50)).results.metrics().at("time_s"), model, 1e-8) << m;
   }
 }
 
@@ -151,13 +160,17 @@ TEST(AutoPipe, RepartitionsWhenAGpuSlowsDown) {
   // to half speed: 2 | 2 now takes 8 s on stage 1, while 3 | 1 takes max(6, 4) = 6 s.
   TrainingParams p;
   p.layers = layers({{1, 1}, {1, 1}, {1, 1}, {1, 1}}, 1e3, 4e6);
-  p.initial = conditions({1, 1}, 1e9, 1e-6);
   p.minibatches = 60;
-  p.changes.push_back({Time::s(20), Change::Kind::kGpuSpeed, 1, 0.5});
+  // The scenario's {"at": "20s", "host": 1, "speed": 0.5}: host 1 is node 1 of the star.
+  PlatformEvent slow;
+  slow.at = Time::s(20);
+  slow.change = EventChange::kSpeed;
+  slow.nodes = {1};
+  slow.speed = 0.5;
   p.policy = Policy::kPipeDream;
-  const Outcome pd = simulate(p, 1e9, Time::ns(500));
+  const Outcome pd = simulate(p, 2, 1e9, Time::ns(500), {slow});
   p.policy = Policy::kAutoPipe;
-  const Outcome ap = simulate(p, 1e9, Time::ns(500));
+  const Outcome ap = simulate(p, 2, 1e9, Time::ns(500), {slow});
 
   EXPECT_EQ(pd.results.metrics().at("repartitions"), 0);
   EXPECT_EQ(ap.results.metrics().at("repartitions"), 1);

@@ -6,9 +6,11 @@
 
 #include <random>
 
+#include "models/pipeline/pipeline_model.hpp"
 #include "models/pipeline/pipeline_training.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "sim_core/run/events.hpp"
 
 using namespace mlsim;
 using namespace mlsim::pipeline;
@@ -29,32 +31,38 @@ Outcome run(std::uint32_t seed, Policy policy) {
   TrainingParams p;
   for (std::size_t l = 0; l < layer_count; ++l)
     p.layers.push_back({u(rng), 2 * u(rng), u(rng) * 1e8, u(rng) * 1e8});
-  p.initial.gpu_speed.assign(stages, 1.0);
-  p.initial.link_bandwidth.assign(stages - 1, bw);
-  p.initial.link_latency.assign(stages - 1, 2e-6);
   p.minibatches = 20 + rng() % 60;
   p.policy = policy;
   p.min_gain = 0.01;
-  for (int c = 0; c < 6; ++c) {
-    Change ch;
-    ch.at = Time::ms(static_cast<std::int64_t>(rng() % 4000));
-    ch.target = rng() % stages;
-    if (rng() % 2) {
-      ch.kind = Change::Kind::kGpuSpeed;
-      ch.value = 0.25 + 1.5 * u(rng) * 5;
-    } else {
-      ch.kind = Change::Kind::kHostBandwidth;
-      ch.value = bw * (0.05 + u(rng) * 5);
-    }
-    p.changes.push_back(ch);
-  }
   const Topology topo =
       build_topology(StarSpec{static_cast<int>(stages), LinkSpec{Bandwidth{bw}, Time::us(1)}});
-  p.hosts = topo.hosts();
-  p.host_bandwidth.assign(stages, bw);
+  // Random platform events: a stage host's speed, or both of its links' bandwidth.
+  PlatformEvents events;
+  for (int c = 0; c < 6; ++c) {
+    PlatformEvent e;
+    e.at = Time::ms(static_cast<std::int64_t>(rng() % 4000));
+    const NodeId host = topo.hosts()[rng() % stages];
+    if (rng() % 2) {
+      e.change = EventChange::kSpeed;
+      e.nodes = {host};
+      e.speed = 0.25 + 1.5 * u(rng) * 5;
+    } else {
+      e.change = EventChange::kBandwidth;
+      for (LinkId l = 0; l < topo.links().size(); ++l)
+        if (topo.link(l).src == host || topo.link(l).dst == host) e.links.push_back(l);
+      e.bandwidth = Bandwidth{bw * (0.05 + u(rng) * 5)};
+    }
+    events.events.push_back(e);
+  }
+  place_stages(p, topo, stages);
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  PipelineTraining training(engine, net, topo, p);
+  LinkConditions links(topo, net);
+  HostSpeeds speeds(topo.nodes().size());
+  NodeHealth health(topo.nodes().size());
+  EventScheduler scheduler(engine, PlatformState{links, speeds, health}, events, RandomStream(1));
+  PipelineTraining training(engine, net, speeds, links, p);
+  scheduler.start();
   training.start();
   engine.run();
   Results res;

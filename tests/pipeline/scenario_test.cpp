@@ -46,25 +46,25 @@ std::string error_of(json doc, int hosts = 4) {
 TEST(PipelineScenario, DefaultsFromTheTopology) {
   const TrainingParams p = parse(base());
   EXPECT_EQ(p.policy, Policy::kAutoPipe);
-  EXPECT_EQ(p.initial.stages(), 4u);  // one stage per host
-  EXPECT_EQ(p.initial.link_bandwidth, std::vector<double>(3, 12.5e9));
-  EXPECT_DOUBLE_EQ(p.initial.link_latency[0], 1e-6);  // two 500 ns hops
+  EXPECT_EQ(p.hosts.size(), 4u);  // one stage per host
+  EXPECT_EQ(p.host_links.size(), 4u);
+  EXPECT_DOUBLE_EQ(p.link_latency[0], 1e-6);  // two 500 ns hops
   EXPECT_DOUBLE_EQ(p.min_gain, 0.05);
   EXPECT_GT(p.layers.size(), 30u);  // VGG16's layers without the input node
 }
 
 TEST(PipelineScenario, ErrorsNameThePath) {
   json d = base();
-  d["workload"]["changes"] = json::parse(R"([{"at": "1s", "stage": 1}])");
-  EXPECT_NE(error_of(d).find("workload.changes[0]"), std::string::npos) << error_of(d);
-  d["workload"]["changes"] = json::parse(R"([{"at": "1s", "stage": 9, "gpu_speed": 0.5}])");
-  EXPECT_NE(error_of(d).find("workload.changes[0].stage"), std::string::npos) << error_of(d);
+  // The old dynamics keys name the events section that replaced them.
+  d["workload"]["changes"] = json::parse(R"([{"at": "1s", "stage": 1, "gpu_speed": 0.5}])");
+  EXPECT_NE(error_of(d).find("workload.changes: moved"), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("\"events\""), std::string::npos) << error_of(d);
   d = base();
   d["system"]["stages"] = 5;
   EXPECT_NE(error_of(d).find("system.stages"), std::string::npos) << error_of(d);
   d = base();
-  d["workload"]["gpu_speed"] = json::array({1, 1});
-  EXPECT_NE(error_of(d).find("workload.gpu_speed"), std::string::npos) << error_of(d);
+  d["workload"]["gpu_speed"] = json::array({1, 1, 1, 1});
+  EXPECT_NE(error_of(d).find("workload.gpu_speed: moved"), std::string::npos) << error_of(d);
   d = base();
   d["workload"]["profile"] = "missing.txt";
   EXPECT_NE(error_of(d).find("workload.profile"), std::string::npos) << error_of(d);

@@ -36,6 +36,7 @@ class FixedDelayNetwork : public Network {
   }
   bool cancel_transfer(TransferId) override { return false; }
   void set_link_bandwidth(LinkId, Bandwidth) override {}
+  void set_link_latency(LinkId, Time) override {}
   void set_link_up(LinkId, bool) override {}
   LinkStats link_stats(LinkId) const override { return {}; }
   NetworkTotals totals() const override { return totals_; }

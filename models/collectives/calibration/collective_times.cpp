@@ -35,7 +35,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
-#include "sim_core/collectives/link_conditions.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/scenario/strict_json.hpp"
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
       }
       Engine engine;
       FluidNetwork net(engine, t, Sharing::kMaxMin);
-      LinkConditions links(t);
+      LinkConditions links(t, net);
       const CollectiveResult r = run_collective(engine, net, t.hosts(), spec, &links);
       if (!r.completed) throw std::runtime_error("a collective did not complete");
       std::printf("%.9g %s\n", r.seconds(),

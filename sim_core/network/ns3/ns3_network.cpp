@@ -177,6 +177,12 @@ void Ns3Network::set_link_bandwidth(LinkId link, Bandwidth bw) {
   packets_.set_link_rate(link, bw.bytes_per_s);
 }
 
+void Ns3Network::set_link_latency(LinkId link, Time latency) {
+  sync_ns3_clock();
+  router_.set_link_latency(link, latency);
+  packets_.set_link_delay(link, latency.count_ns());
+}
+
 void Ns3Network::set_link_up(LinkId link, bool up) {
   sync_ns3_clock();
   packets_.set_link_up(link, up);

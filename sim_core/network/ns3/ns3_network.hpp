@@ -44,6 +44,10 @@ class Ns3Network final : public Network, private ExternalClock {
                             std::uint64_t flow_label = 0) override;
   bool cancel_transfer(TransferId id) override;
   void set_link_bandwidth(LinkId link, Bandwidth bw) override;
+  // One point-to-point channel carries both directions of a cable: a change applies to both
+  // (the events loader rejects one-way latency changes on this backend).
+  void set_link_latency(LinkId link, Time latency) override;
+  bool latency_per_direction() const override { return false; }
   void set_link_up(LinkId link, bool up) override;
   LinkStats link_stats(LinkId link) const override;
   NetworkTotals totals() const override { return totals_; }

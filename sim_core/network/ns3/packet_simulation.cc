@@ -430,6 +430,12 @@ void PacketSimulation::set_link_rate(std::uint32_t link, double bytes_per_s) {
       ns3::DataRate(static_cast<std::uint64_t>(bytes_per_s * 8)));
 }
 
+void PacketSimulation::set_link_delay(std::uint32_t link, std::int64_t delay_ns) {
+  // The channel is the cable: both directions of a paired link change.
+  impl_->ends.at(link).device->GetChannel()->SetAttribute(
+      "Delay", ns3::TimeValue(ns3::NanoSeconds(delay_ns)));
+}
+
 void PacketSimulation::set_link_up(std::uint32_t link, bool up) {
   auto& em = impl_->ends.at(link).blackhole;
   if (up)

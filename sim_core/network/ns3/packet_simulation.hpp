@@ -72,6 +72,8 @@ class PacketSimulation {
   std::uint64_t bytes_received(std::uint64_t flow) const;
 
   void set_link_rate(std::uint32_t link, double bytes_per_s);
+  // Sets the propagation delay of the link's channel, which a duplex cable's two directions share.
+  void set_link_delay(std::uint32_t link, std::int64_t delay_ns);
   // A down link drops every packet it receives.
   void set_link_up(std::uint32_t link, bool up);
 

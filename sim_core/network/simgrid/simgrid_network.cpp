@@ -365,6 +365,17 @@ void SimGridNetwork::set_link_bandwidth(LinkId link, Bandwidth bw) {
   m.links.at(link).link->set_bandwidth(bw.bytes_per_s);
 }
 
+void SimGridNetwork::set_link_latency(LinkId link, Time latency) {
+  Impl& m = *impl_;
+  // After-sending mode adds the route's latency from the router when the last byte left; the
+  // SimGrid link then has none. Otherwise SimGrid pays it, and comms already running keep the
+  // value they started with (as in the flow backend).
+  m.router.set_link_latency(link, latency);
+  if (m.latency_after_sending()) return;
+  m.sync_simgrid_clock();
+  m.links.at(link).link->set_latency(latency.seconds());
+}
+
 void SimGridNetwork::set_link_up(LinkId link, bool up) {
   Impl& m = *impl_;
   m.router.set_link_up(link, up);

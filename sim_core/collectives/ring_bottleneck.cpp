@@ -1,0 +1,30 @@
+#include "sim_core/collectives/ring_bottleneck.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim_core/collectives/sender.hpp"
+#include "sim_core/network/routing.hpp"
+
+namespace mlsim::collectives {
+
+Bandwidth ring_bottleneck(const LinkConditions& conditions, std::span<const NodeId> participants,
+                          std::uint64_t flow_label) {
+  Router router(conditions.topology());
+  const auto& links = conditions.topology().links();
+  for (LinkId l = 0; l < links.size(); ++l)
+    if (!conditions.up(l)) router.set_link_up(l, false);
+  const auto n = static_cast<std::uint32_t>(participants.size());
+  double narrowest = std::numeric_limits<double>::infinity();
+  for (std::uint32_t i = 0; i < n && n > 1; ++i) {
+    const std::uint32_t next = i + 1 == n ? 0 : i + 1;
+    const auto path =
+        router.route(participants[i], participants[next], transfer_label(flow_label, i, next));
+    if (!path) return Bandwidth{0};
+    for (LinkId l : path->links) narrowest = std::min(narrowest, conditions.usable(l).bytes_per_s);
+  }
+  return Bandwidth{std::isinf(narrowest) ? 0 : narrowest};
+}
+
+}  // namespace mlsim::collectives
