@@ -218,6 +218,8 @@ EventsSpec read_events_section(JsonReader& root, const std::filesystem::path& di
     return s;
   }
   JsonReader ev = root.object("events");
+  for (const char* key : {"list", "trace"})  // known, so that a misspelling lists them
+    if (!ev.has(key)) ev.ignore(key);
   if (ev.has("list"))
     for (JsonReader& e : ev.objects("list")) s.events.push_back(read_event(e));
   if (ev.has("trace")) {

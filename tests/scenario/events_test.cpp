@@ -197,7 +197,7 @@ TEST(Events, NodeFailureAndRepairNotifySubscribersAfterTheLinks) {
 
 TEST(Events, ReadFromATrace) {
   // The trace halves h0's uplink at 0.5 s (as the first test) and slows nothing else: 1.5 s + 2 us.
-  testing::TempDir dir;
+  mlsim::testing::TempDir dir;
   dir.write("events.csv",
             "# comment\nat,change,target,value\n500ms,bandwidth,h0>sw0,4Gbps\n\n"
             "2s,node_down,h1,1s\n");
@@ -252,12 +252,13 @@ TEST(Events, ErrorsNameThePath) {
   expect(R"({"list": [{"all_links": true, "up": false, "when": "1s"}]})", "events.list[0]");
   expect(R"({"list": [{"host": "h0", "direction": "forward", "speed": 2}]})",
          "events.list[0].direction");
-  expect(R"({"lists": []})", "events: unknown key");
+  expect(R"({"lists": []})",
+         "events.lists: unknown key (known keys here: list, random_failures, trace)");
   expect(R"({"random_failures": {"mtbf": "1h", "repair": "1h"}})",
          "events.random_failures.until: needed");
   expect(R"({"trace": "missing.csv"})", "events.trace");
   // A trace's errors name its line.
-  testing::TempDir dir;
+  mlsim::testing::TempDir dir;
   dir.write("bad.csv", "at,change,target,value\n1s,speed,h0,fast\n");
   dir.write("header.csv", "time,change,target,value\n");
   dir.write("names.csv", "at,change,target,value\n1s,link_down,h0<>nowhere,\n");
