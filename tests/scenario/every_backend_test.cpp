@@ -102,7 +102,7 @@ std::vector<Case> cases(const TempDir& tmp) {
         "workload.samples.rows_per_field=1000"}},
       {"pipeline",
        "pipeline_resnet50_dynamic.json",
-       {"workload.profile=" + profile, "workload.minibatches=8", "workload.changes=[]"}},
+       {"workload.profile=" + profile, "workload.minibatches=8", "events.list=[]"}},
       // The separate deployments, every request to Llama-2-7B on 2 GPUs (tensor parallel).
       {"serving",
        "mfs_llama2.json",
