@@ -6,8 +6,8 @@
 #include <random>
 
 #include "sim_core/collectives/collective.hpp"
-#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
