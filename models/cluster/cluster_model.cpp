@@ -2,6 +2,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/cost_model.hpp"
+#include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::cluster {
@@ -45,19 +46,11 @@ void read_nodes(JsonReader& system, const HardwareCatalog& hardware, ClusterPara
 }
 
 void read_failures(JsonReader& system, ClusterParams& c) {
-  int nodes = 0;
-  for (const NodeGroup& g : c.groups) nodes += g.nodes;
-  if (system.has("failures"))
-    for (JsonReader& f : system.objects("failures")) {
-      NodeFailure nf;
-      nf.node = static_cast<int>(f.integer("node", 0, nodes - 1));
-      nf.at = f.duration("at");
-      nf.repair = f.duration("repair");
-      f.finish();
-      c.failures.push_back(nf);
-    }
-  c.node_mtbf = system.duration_or("node_mtbf", "0s");
-  c.repair_time = system.duration_or("repair_time", "1h");
+  // Failures are platform events now: {"node": i, "up": false, "repair_after": ...} and
+  // "random_failures" in the scenario's events section.
+  reject_moved_key(system, "failures", "node failures (\"node\": host i, \"up\": false)");
+  reject_moved_key(system, "node_mtbf", "random failures (\"random_failures\")");
+  reject_moved_key(system, "repair_time", "random failures (\"random_failures\")");
   c.requeue_on_failure =
       system.choice_or("on_failure", {"requeue", "drop"}, "requeue") == "requeue";
 }
@@ -145,6 +138,25 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
   return p;
 }
 
+namespace {
+
+void check_events(const PlatformEvents& events, const Topology& topology, int pool_nodes) {
+  // Job runtimes come from the trace (scaled per GPU type); a host speed is not modelled.
+  if (events.has(EventChange::kSpeed))
+    throw InputError("events",
+                     "the cluster model does not model host speed changes (job "
+                     "runtimes come from the trace and the GPU type)");
+  if (events.has(EventChange::kNodeUp) &&
+      topology.hosts().size() != static_cast<std::size_t>(pool_nodes))
+    throw InputError("topology",
+                     "node failures fail pool node i as topology host i: the "
+                     "topology needs one host per pool node (" +
+                         std::to_string(pool_nodes) + "), it has " +
+                         std::to_string(topology.hosts().size()));
+}
+
+}  // namespace
+
 std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
@@ -152,10 +164,14 @@ std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
   ModelParams params = read_cluster_params(system, workload, setup.hardware, setup.scenario_dir);
   system.finish();
   workload.finish();
+  int pool_nodes = 0;
+  for (const NodeGroup& g : params.cluster.groups) pool_nodes += g.nodes;
+  check_events(setup.events, setup.topology, pool_nodes);
   return std::make_unique<SimulationModel<ClusterSimulation>>(
       [params = std::move(params)](ModelEnv& env) {
         return std::make_unique<ClusterSimulation>(env.engine, params.cluster,
-                                                   params.make_source(env.seed), env.seed);
+                                                   params.make_source(env.seed), env.seed,
+                                                   &env.nodes, env.topology.hosts());
       });
 }
 

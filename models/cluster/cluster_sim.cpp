@@ -17,29 +17,28 @@ enum SeriesColumn : std::size_t { kAllocatedFraction = 0, kQueuedJobs = 1, kUpFr
 }  // namespace
 
 ClusterSimulation::ClusterSimulation(Engine& engine, ClusterParams params,
-                                     std::unique_ptr<JobSource> source, std::uint64_t seed)
+                                     std::unique_ptr<JobSource> source, std::uint64_t seed,
+                                     NodeHealth* nodes, std::vector<NodeId> hosts)
     : engine_(engine),
       params_(std::move(params)),
       source_(std::move(source)),
       pool_(params_.types, params_.groups),
       fair_share_(params_.fair_share_half_life),
       type_rng_(seed, "cluster.gpu_types"),
-      failure_rng_(seed, "cluster.failures"),
       series_("gpu_utilisation", {"allocated_fraction", "queued_jobs", "up_fraction"},
               params_.series_interval) {
   MLSIM_CHECK(params_.estimate_factor >= 1.0, "estimates must not be shorter than runtimes");
   series_.set(Time::zero(), kUpFraction, 1.0);
+  if (nodes)
+    nodes->on_change([this, hosts = std::move(hosts)](NodeId host, bool up) {
+      const auto it = std::find(hosts.begin(), hosts.end(), host);
+      const auto node = static_cast<int>(it - hosts.begin());
+      if (it == hosts.end() || node >= pool_.node_count()) return;  // not a pool node
+      up ? on_node_repair(node) : on_node_failure(node);
+    });
 }
 
 void ClusterSimulation::start() {
-  for (const NodeFailure& f : params_.failures) {
-    MLSIM_CHECK(f.node >= 0 && f.node < pool_.node_count(), "failure of an unknown node");
-    engine_.schedule_at(f.at, [this, node = f.node, repair = f.repair] {
-      if (work_left()) on_node_failure(node, repair);
-    });
-  }
-  if (params_.node_mtbf > Time::zero())
-    for (int n = 0; n < pool_.node_count(); ++n) schedule_random_failure(n);
   pull_next_arrival();
 }
 
@@ -297,8 +296,9 @@ void ClusterSimulation::drop(const Queued& q, const std::string& reason) {
   }
 }
 
-void ClusterSimulation::on_node_failure(int node, Time repair) {
-  if (!pool_.node_up(node)) return;
+void ClusterSimulation::on_node_failure(int node) {
+  // Failures after the work is done do not count (the platform's events may go on).
+  if (!work_left() || !pool_.node_up(node)) return;
   const Time now = engine_.now();
   ++failures_;
   fair_share_.advance(now);
@@ -332,24 +332,16 @@ void ClusterSimulation::on_node_failure(int node, Time repair) {
   allocated_changed();
   series_.set(now, kUpFraction, static_cast<double>(pool_.up_gpus()) / pool_.total_gpus());
   series_.set(now, kQueuedJobs, static_cast<double>(queue_.size()));
-  engine_.schedule_at(now + repair, [this, node] {
-    pool_.set_up(node, true);
-    if (work_left())
-      series_.set(engine_.now(), kUpFraction,
-                  static_cast<double>(pool_.up_gpus()) / pool_.total_gpus());
-    if (params_.node_mtbf > Time::zero()) schedule_random_failure(node);
-    request_pass();
-  });
   request_pass();
 }
 
-void ClusterSimulation::schedule_random_failure(int node) {
-  const Time at = engine_.now() +
-                  Time::from_seconds(failure_rng_.exponential(1.0 / params_.node_mtbf.seconds()));
-  engine_.schedule_at(at, [this, node] {
-    // Failures stop once the work is done, so the run ends.
-    if (work_left()) on_node_failure(node, params_.repair_time);
-  });
+void ClusterSimulation::on_node_repair(int node) {
+  if (pool_.node_up(node)) return;  // its failure came after the work was done
+  pool_.set_up(node, true);
+  if (work_left())
+    series_.set(engine_.now(), kUpFraction,
+                static_cast<double>(pool_.up_gpus()) / pool_.total_gpus());
+  request_pass();
 }
 
 void ClusterSimulation::report(Results& out) const {

@@ -9,7 +9,9 @@
 //                  GPUs of a type the reserved job accepts).
 // SING-like options (docs/cluster.md, [inferred]): fair-share ordering (decayed per-user usage),
 // per-user GPU quotas, flexible GPU types (a job accepts every type of the pool), start-up cost
-// with or without pre-initialised environments. Nodes can fail; their jobs are requeued.
+// with or without pre-initialised environments. Nodes fail and are repaired through the platform
+// (NodeHealth, driven by the scenario's `events` section): pool node i is topology host i; the jobs
+// on a failed node are killed and requeued (or dropped).
 //
 // Memory: the queued and running jobs and per-user totals; a finished job leaves only its
 // contribution to the statistics.
@@ -27,18 +29,13 @@
 #include "sim_core/base/stats.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/engine/random.hpp"
+#include "sim_core/hardware/node_health.hpp"
 #include "sim_core/run/results.hpp"
 
 namespace mlsim::cluster {
 
 enum class Policy { kFcfs, kEasyBackfill };
 enum class Order { kSubmit, kFairShare };
-
-struct NodeFailure {
-  int node = 0;
-  Time at;
-  Time repair;  // down for this long
-};
 
 struct ClusterParams {
   std::vector<GpuType> types;
@@ -57,9 +54,6 @@ struct ClusterParams {
   Time startup_cold = Time::zero();  // environment set-up before useful work
   Time startup_warm = Time::zero();  // the same with a pre-initialised environment
   bool preinitialised = false;
-  std::vector<NodeFailure> failures;
-  Time node_mtbf = Time::zero();  // random failures per node (exponential); 0: none
-  Time repair_time = Time::zero();
   bool requeue_on_failure = true;  // false: a job hit by a failure is dropped
   Time series_interval = Time::s(3600);
 };
@@ -78,8 +72,11 @@ struct JobRecord {
 
 class ClusterSimulation {
  public:
+  // With `nodes`, failures and repairs of host `hosts[i]` fail and repair pool node i (the
+  // simulation subscribes; `nodes` must outlive it).
   ClusterSimulation(Engine& engine, ClusterParams params, std::unique_ptr<JobSource> source,
-                    std::uint64_t seed);
+                    std::uint64_t seed, NodeHealth* nodes = nullptr,
+                    std::vector<NodeId> hosts = {});
 
   void start();
   double progress() const;
@@ -112,8 +109,8 @@ class ClusterSimulation {
   bool eligible(const Queued& q) const;
   void start_job(Queued job, const Placement& p);
   void on_end(std::uint64_t id);
-  void on_node_failure(int node, Time repair);
-  void schedule_random_failure(int node);
+  void on_node_failure(int node);
+  void on_node_repair(int node);
   bool work_left() const;
   void drop(const Queued& q, const std::string& reason);
   Time runtime_on(const JobSpec& job, int type) const;
@@ -131,7 +128,7 @@ class ClusterSimulation {
   std::unique_ptr<JobSource> source_;
   NodePool pool_;
   FairShare fair_share_;
-  RandomStream type_rng_, failure_rng_;
+  RandomStream type_rng_;
   std::function<void(const JobRecord&)> observer_;
 
   JobQueue queue_;

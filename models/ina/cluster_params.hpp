@@ -25,8 +25,6 @@ struct JobSpec {
   Time arrival;
   std::string gpu;             // catalog name when the scale comes from it (for output)
   double compute_scale = 1.0;  // profile time -> simulated time
-  // Per-worker slowdown of compute (stragglers, heterogeneous GPUs); empty = all 1.
-  std::vector<double> worker_slowdown;
 };
 
 struct ClusterParams {

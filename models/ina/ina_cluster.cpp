@@ -32,7 +32,7 @@ double JobOutcome::mean_iteration_s() const {
 }
 
 InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
-                       const Topology* topology)
+                       const Topology* topology, const HostSpeeds* speeds)
     : engine_(engine),
       params_(std::move(params)),
       loss_(params_.loss_rate, params_.seed, params_.loss_rule) {
@@ -117,10 +117,15 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
       host_role_.push_back({id, static_cast<std::uint16_t>(w)});
     SenderConfig s = sender;
     s.slot_window = policy_->slot_window(id);
+    std::vector<NodeId> worker_nodes;
+    for (int w = 0; w < spec.workers; ++w) {
+      const std::size_t h = host_base_.back() + static_cast<std::size_t>(w);
+      worker_nodes.push_back(topology ? topology->hosts().at(h) : static_cast<NodeId>(h));
+    }
     jobs_.push_back(std::make_unique<TrainingJob>(
         engine_, id, job_plans[static_cast<std::size_t>(j)], spec.workers, spec.iterations, rank, s,
         counters_, [this](const Packet& q) { send_from_worker(q); },
-        [this](TrainingJob& done) { job_finished(done); }, spec.worker_slowdown));
+        [this](TrainingJob& done) { job_finished(done); }, speeds, std::move(worker_nodes)));
     servers_.push_back(std::make_unique<ParameterServer>(
         id, spec.workers, p.policy == PolicyKind::kDsa && p.selective_retransmission,
         // A result can go missing only under loss or, on the network path, when a failed link

@@ -8,6 +8,7 @@
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/engine/random.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
+#include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::ina {
@@ -195,11 +196,9 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     }
     if (j.has("compute_scale") || !has_gpu)
       spec.compute_scale = j.number_or("compute_scale", 1.0, 1e-6, 1e6);
-    if (j.has("worker_slowdown")) {
-      spec.worker_slowdown = j.numbers("worker_slowdown", 1e-3, 1e3);
-      if (static_cast<int>(spec.worker_slowdown.size()) != spec.workers)
-        throw InputError(j.path_of("worker_slowdown"), "needs one factor per worker");
-    }
+    // Stragglers are host speed changes now: worker w of the job runs on the host after the
+    // hosts of the jobs before it (docs/ina.md).
+    reject_moved_key(j, "worker_slowdown", "worker slowdowns (host speed changes)");
     const bool has_arrival = j.has("arrival");
     if (has_arrival) spec.arrival = j.duration("arrival");
     const auto count = j.integer_or("count", 1, 1, 10'000);
@@ -254,10 +253,6 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
         throw InputError(where, o.file.string() + ":" + std::to_string(trace[i].line) + ": " +
                                     std::to_string(trace[i].workers) +
                                     " workers; a job has at most 32 (skip_rows or another window)");
-      if (!job.worker_slowdown.empty() &&
-          static_cast<int>(job.worker_slowdown.size()) != trace[i].workers)
-        throw InputError(workload.path_of("jobs"),
-                         "a job with worker_slowdown gets a different worker count from the trace");
       job.workers = trace[i].workers;
     }
   }
@@ -285,7 +280,8 @@ std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<InaCluster>>([params = std::move(params)](ModelEnv& env) {
-    return std::make_unique<InaCluster>(env.engine, params, &env.network, &env.topology);
+    return std::make_unique<InaCluster>(env.engine, params, &env.network, &env.topology,
+                                        &env.host_speeds);
   });
 }
 

@@ -6,10 +6,11 @@
 
 namespace mlsim::ina {
 
-Worker::Worker(TrainingJob& job, std::uint16_t index, double slowdown)
+Worker::Worker(TrainingJob& job, std::uint16_t index, const HostSpeeds* speeds, NodeId node)
     : job_(job),
       index_(index),
-      slowdown_(slowdown),
+      speeds_(speeds),
+      node_(node),
       layer_ready_(job.plan().layers.size(), -1),
       received_(job.plan().layers.size(), 0),
       unit_iteration_(job.plan().units(), -1),
@@ -24,7 +25,8 @@ void Worker::start() {
 }
 
 Time Worker::scaled(Time t) const {
-  return slowdown_ == 1.0 ? t : Time::from_seconds(t.seconds() * slowdown_);
+  const double speed = speeds_ ? speeds_->speed(node_) : 1.0;
+  return speed == 1.0 ? t : Time::from_seconds(t.seconds() / speed);
 }
 
 void Worker::forward(std::uint32_t layer) {
@@ -222,7 +224,7 @@ void Worker::on_resend_request(const Packet& p) {
 TrainingJob::TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const JobPlan> plan,
                          int workers, int iterations, std::uint8_t priority, SenderConfig sender,
                          InaCounters& counters, Send send, Finished finished,
-                         const std::vector<double>& worker_slowdown)
+                         const HostSpeeds* speeds, std::vector<NodeId> worker_nodes)
     : engine_(engine),
       id_(id),
       plan_(std::move(plan)),
@@ -237,12 +239,11 @@ TrainingJob::TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const
   for (const auto& l : plan_->layers)
     if (l.units > 0) ++layers_with_gradient_;
   MLSIM_CHECK(layers_with_gradient_ > 0, "a job without gradients");
-  MLSIM_CHECK(worker_slowdown.empty() || static_cast<int>(worker_slowdown.size()) == workers,
-              "one slowdown per worker");
+  MLSIM_CHECK(!speeds || static_cast<int>(worker_nodes.size()) == workers, "one host per worker");
   for (int w = 0; w < workers; ++w)
-    workers_.push_back(std::make_unique<Worker>(
-        *this, static_cast<std::uint16_t>(w),
-        worker_slowdown.empty() ? 1.0 : worker_slowdown[static_cast<std::size_t>(w)]));
+    workers_.push_back(
+        std::make_unique<Worker>(*this, static_cast<std::uint16_t>(w), speeds,
+                                 speeds ? worker_nodes[static_cast<std::size_t>(w)] : NodeId{0}));
 }
 
 void TrainingJob::start() {

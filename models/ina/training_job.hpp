@@ -20,6 +20,7 @@
 #include "models/ina/job_plan.hpp"
 #include "models/ina/packet.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/host_speeds.hpp"
 
 namespace mlsim::ina {
 
@@ -36,8 +37,9 @@ class TrainingJob;
 
 class Worker {
  public:
-  // `slowdown` multiplies every compute time of this worker (1 = as profiled).
-  Worker(TrainingJob& job, std::uint16_t index, double slowdown);
+  // Every compute time of this worker is divided by the speed of its host `node` in `speeds`
+  // when the op starts (null: as profiled).
+  Worker(TrainingJob& job, std::uint16_t index, const HostSpeeds* speeds, NodeId node);
   void start();
   void on_result(const Packet& p);
   void on_resend_request(const Packet& p);
@@ -60,7 +62,8 @@ class Worker {
 
   TrainingJob& job_;
   std::uint16_t index_;
-  double slowdown_;
+  const HostSpeeds* speeds_;
+  NodeId node_;
   int iteration_ = 0;  // the iteration being computed
   std::uint32_t waiting_layer_ = kNone;
   bool finished_ = false;
@@ -96,7 +99,8 @@ class TrainingJob {
 
   TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const JobPlan> plan, int workers,
               int iterations, std::uint8_t priority, SenderConfig sender, InaCounters& counters,
-              Send send, Finished finished, const std::vector<double>& worker_slowdown = {});
+              Send send, Finished finished, const HostSpeeds* speeds = nullptr,
+              std::vector<NodeId> worker_nodes = {});
   TrainingJob(const TrainingJob&) = delete;
   TrainingJob& operator=(const TrainingJob&) = delete;
 

@@ -194,8 +194,9 @@ TEST(ClusterFailures, JobsOnAFailedNodeRestartAndTheirGpuHoursAreLost) {
   // fails at 40 for 30 s: J0 loses 2 x 40 GPU-s, is requeued, restarts at 70 on node 0 (repaired;
   // node 1 is busy) and ends at 170.
   ClusterParams p = one_type(2, 2, Policy::kEasyBackfill);
-  p.failures = {{0, Time::s(40), Time::s(30)}};
-  const RunResult r = run(p, {job(0, 2, 100), job(0, 2, 100)});
+  PlatformEvents failure;
+  fail_node(failure, 0, Time::s(40), Time::s(30));
+  const RunResult r = run(p, {job(0, 2, 100), job(0, 2, 100)}, 1, failure);
   const JobRecord& j0 = r.of(0);
   EXPECT_TRUE(j0.finished);
   EXPECT_EQ(j0.restarts, 1);
@@ -204,7 +205,7 @@ TEST(ClusterFailures, JobsOnAFailedNodeRestartAndTheirGpuHoursAreLost) {
   EXPECT_DOUBLE_EQ(r.metrics().at("lost_gpu_hours"), 80.0 / 3600);
   EXPECT_EQ(r.metrics().at("node_failures"), 1);
   p.requeue_on_failure = false;
-  const RunResult dropped = run(p, {job(0, 2, 100), job(0, 2, 100)});
+  const RunResult dropped = run(p, {job(0, 2, 100), job(0, 2, 100)}, 1, failure);
   EXPECT_FALSE(dropped.of(0).finished);
   EXPECT_EQ(dropped.metrics().at("jobs_dropped"), 1);
   EXPECT_EQ(dropped.metrics().at("jobs_finished"), 1);

@@ -32,10 +32,6 @@ ClusterParams hetero(const Case& c) {
   p.estimate_factor = 1.5;
   p.startup_cold = Time::s(20);
   p.fair_share_half_life = Time::s(3600);
-  if (c.failures) {
-    p.node_mtbf = Time::s(20'000);
-    p.repair_time = Time::s(600);
-  }
   return p;
 }
 
@@ -89,7 +85,11 @@ TEST(ClusterProperties, EveryJobFinishesOrIsDroppedAndGpusAreNeverOverAllocated)
       SCOPED_TRACE("policy " + std::to_string(static_cast<int>(c.policy)) + " seed " +
                    std::to_string(seed) + " failures " + std::to_string(c.failures));
       const ClusterParams p = hetero(c);
-      const RunResult r = run(p, poisson(seed, 300), seed);
+      // Random failures of every node (mean 20,000 s apart, 600 s down) until long after the
+      // last of 300 arrivals 40 s apart.
+      PlatformEvents events;
+      if (c.failures) events.random_failures = {Time::s(20'000), Time::s(600), Time::s(200'000)};
+      const RunResult r = run(p, poisson(seed, 300), seed, events);
       std::vector<int> seen(300, 0);
       for (const JobRecord& rec : r.records) {
         ++seen[rec.spec.id];

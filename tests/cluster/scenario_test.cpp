@@ -7,8 +7,11 @@
 #include <fstream>
 
 #include "models/cluster/cluster_model.hpp"
+#include "models/cluster/register.hpp"
 #include "sim_core/base/error.hpp"
 #include "test_support.hpp"
+#include "tests/support/run_json.hpp"
+#include "tests/support/temp_dir.hpp"
 
 using namespace mlsim;
 using namespace mlsim::cluster;
@@ -101,8 +104,12 @@ TEST(ClusterScenario, ErrorsNameThePath) {
   d["system"]["estimate_factor"] = 0.5;
   expect_path(d, "system.estimate_factor");
   d = base();
-  d["system"]["failures"] = json::parse(R"([{"node": 3, "at": "1h", "repair": "1h"}])");
-  expect_path(d, "system.failures[0].node");  // nodes 0-2
+  // Failures moved to the events section; the old keys say so.
+  d["system"]["failures"] = json::parse(R"([{"node": 0, "at": "1h", "repair": "1h"}])");
+  expect_path(d, "system.failures: moved");
+  d = base();
+  d["system"]["node_mtbf"] = "720h";
+  expect_path(d, "system.node_mtbf: moved");
   d = base();
   d["system"]["startup_warm"] = "1min";
   expect_path(d, "system.startup_warm");  // slower than the (0 s) cold start
@@ -220,4 +227,40 @@ TEST(ClusterScenario, FullPhillyTraceWeekRuns) {
   EXPECT_EQ(m.at("jobs_finished") + m.at("jobs_dropped"), static_cast<double>(rows.size()));
   EXPECT_EQ(m.at("reservations_missed"), 0);
   EXPECT_GT(m.at("users"), 1);
+}
+
+// The events section through the runner: pool node i is topology host i.
+TEST(ClusterScenario, NodeFailuresComeFromTheEventsSection) {
+  // One node of 2 GPUs (host h0); a 2-GPU job of 100 s from 0. h0 fails at 40 s for 30 s: the job
+  // restarts at 70 s and ends at 170 s; 2 x 40 GPU-seconds are lost.
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  json doc = json::parse(R"({
+    "name": "cluster_events",
+    "include": ["../hardware/gpus.json"],
+    "topology": {"kind": "star", "hosts": 1, "link": {"bandwidth": "1Gbps", "latency": "1us"}},
+    "network": {"backend": "analytic"},
+    "system": {"model": "cluster", "policy": "fcfs", "reference_gpu": "V100-SXM2-32GB",
+               "nodes": [{"gpu": "V100-SXM2-32GB", "count": 1, "gpus_per_node": 2}]},
+    "workload": {"jobs": {"source": "trace", "file": "JOBS", "submit_format": "seconds",
+                          "submit_column": "submit", "duration_column": "duration",
+                          "gpus_column": "gpus"}},
+    "events": {"list": [{"at": "40s", "node": "h0", "up": false, "repair_after": "30s"}]}})");
+  mlsim::testing::TempDir dir;
+  doc["workload"]["jobs"]["file"] =
+      dir.write("jobs.csv", "submit,duration,gpus\n0,100,2\n").string();
+  const RunOutput r = mlsim::test::run_json(doc, registries);
+  EXPECT_DOUBLE_EQ(r.results.metrics().at("node_failures"), 1);
+  EXPECT_DOUBLE_EQ(r.results.metrics().at("job_restarts"), 1);
+  EXPECT_DOUBLE_EQ(r.results.metrics().at("lost_gpu_hours"), 80.0 / 3600);
+  EXPECT_DOUBLE_EQ(r.results.metrics().at("makespan_s"), 170);
+  // Host speeds are not modelled by this model, and failures need one host per pool node.
+  json speed = doc;
+  speed["events"] = json::parse(R"({"list": [{"host": 0, "speed": 0.5}]})");
+  EXPECT_NE(mlsim::test::prepare_error(speed, registries).find("events: the cluster model"),
+            std::string::npos);
+  json hosts = doc;
+  hosts["topology"]["hosts"] = 2;
+  EXPECT_NE(mlsim::test::prepare_error(hosts, registries).find("one host per pool node (1)"),
+            std::string::npos)
+      << mlsim::test::prepare_error(hosts, registries);
 }

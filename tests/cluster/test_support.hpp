@@ -10,6 +10,9 @@
 
 #include "models/cluster/cluster_sim.hpp"
 #include "sim_core/hardware/hardware.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/topology_builders.hpp"
+#include "sim_core/run/events.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::cluster::testing {
@@ -67,20 +70,49 @@ struct RunResult {
   }
 };
 
+// Pool node i is host i of a star (the network is not used); `events` (node failures) are played
+// by the platform as the runner plays them, random failures drawing from the run's stream.
 inline RunResult run(ClusterParams params, std::unique_ptr<JobSource> source,
-                     std::uint64_t seed = 1) {
+                     std::uint64_t seed = 1, PlatformEvents events = {}) {
+  int nodes = 0;
+  for (const NodeGroup& g : params.groups) nodes += g.nodes;
+  const Topology topo = build_topology(StarSpec{nodes, LinkSpec{Bandwidth{1e9}, Time::zero()}});
+  events.failure_candidates = topo.hosts();
   Engine engine;
-  ClusterSimulation sim(engine, std::move(params), std::move(source), seed);
+  FluidNetwork net(engine, topo, Sharing::kNone);
+  LinkConditions links(topo, net);
+  HostSpeeds speeds(topo.nodes().size());
+  NodeHealth health(topo.nodes().size());
+  EventScheduler scheduler(engine, PlatformState{links, speeds, health}, events,
+                           RandomStream(seed, "events.random_failures"));
+  ClusterSimulation sim(engine, std::move(params), std::move(source), seed, &health, topo.hosts());
   RunResult out;
   sim.set_observer([&](const JobRecord& r) { out.records.push_back(r); });
+  scheduler.start();
   sim.start();
   engine.run();
   sim.report(out.results);
   return out;
 }
 
-inline RunResult run(ClusterParams params, std::vector<JobSpec> jobs, std::uint64_t seed = 1) {
-  return run(std::move(params), std::make_unique<ListSource>(std::move(jobs)), seed);
+inline RunResult run(ClusterParams params, std::vector<JobSpec> jobs, std::uint64_t seed = 1,
+                     PlatformEvents events = {}) {
+  return run(std::move(params), std::make_unique<ListSource>(std::move(jobs)), seed,
+             std::move(events));
+}
+
+// Host `node` fails at `at` and is repaired `repair` later: the events section's
+// {"at": ..., "node": i, "up": false, "repair_after": ...}.
+inline void fail_node(PlatformEvents& events, NodeId node, Time at, Time repair) {
+  PlatformEvent e;
+  e.at = at;
+  e.change = EventChange::kNodeUp;
+  e.nodes = {node};
+  e.up = false;
+  events.events.push_back(e);
+  e.at = at + repair;
+  e.up = true;
+  events.events.push_back(e);
 }
 
 inline HardwareCatalog shipped_catalog() {

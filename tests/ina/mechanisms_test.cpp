@@ -110,10 +110,12 @@ TEST(InaMechanisms, DsaPreemptionCompletesAtThePsWithSelectiveRetransmission) {
   Engine engine;
   ClusterParams p = one_aggregator(PolicyKind::kDsa);
   JobSpec low = job(one_layer(1.0, 1.0, 62), 3, 1);
-  low.worker_slowdown = {1.0, 1.0, 2.0};
   p.jobs.push_back(low);
   p.jobs.push_back(job(one_layer(0.1, 0.1, 62), 2, 1, Time::us(2500)));
-  InaCluster cluster(engine, p);
+  // Worker 2 of L (host 2) at half speed: {"host": 2, "speed": 0.5} in the events section.
+  HostSpeeds speeds(8);
+  speeds.set_speed(2, 0.5);
+  InaCluster cluster(engine, p, nullptr, nullptr, &speeds);
   std::vector<PoolEvent> events;
   cluster.policy().pool().set_observer([&](const PoolEvent& e) { events.push_back(e); });
   cluster.start();
@@ -146,10 +148,12 @@ TEST(InaMechanisms, AtpKeepsTheLowPriorityPartial) {
   Engine engine;
   ClusterParams p = one_aggregator(PolicyKind::kAtp);
   JobSpec low = job(one_layer(1.0, 1.0, 62), 3, 1);
-  low.worker_slowdown = {1.0, 1.0, 2.0};
   p.jobs.push_back(low);
   p.jobs.push_back(job(one_layer(0.1, 0.1, 62), 2, 1, Time::us(2500)));
-  InaCluster cluster(engine, p);
+  // Worker 2 of L (host 2) at half speed: {"host": 2, "speed": 0.5} in the events section.
+  HostSpeeds speeds(8);
+  speeds.set_speed(2, 0.5);
+  InaCluster cluster(engine, p, nullptr, nullptr, &speeds);
   cluster.start();
   engine.run();
   ASSERT_TRUE(cluster.all_finished());

@@ -27,6 +27,7 @@ namespace {
 struct Workload {
   ClusterParams params;
   std::string label;
+  HostSpeeds speeds{256};  // per host: stragglers
 };
 
 // A few jobs of different sizes and compute/communication ratios arriving close together, with
@@ -42,6 +43,7 @@ Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values
   p.seed = seed;
   p.atp_timeout = Time::us(200 + 200 * static_cast<std::int64_t>(rng.below(5)));
   const int jobs = 2 + static_cast<int>(rng.below(3));
+  std::size_t host = 0;  // the job's first worker's host
   for (int j = 0; j < jobs; ++j) {
     const long values = 2000 + static_cast<long>(rng.below(20000));
     auto profile = rng.uniform() < 0.5
@@ -51,7 +53,9 @@ Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values
         job(profile, 2 + static_cast<int>(rng.below(4)), 2 + static_cast<int>(rng.below(3)),
             Time::us(static_cast<std::int64_t>(rng.below(300))));
     for (int k = 0; k < spec.workers; ++k)
-      spec.worker_slowdown.push_back(1.0 + rng.uniform() * 0.3);
+      w.speeds.set_speed(static_cast<NodeId>(host + static_cast<std::size_t>(k)),
+                         1 / (1.0 + rng.uniform() * 0.3));
+    host += static_cast<std::size_t>(spec.workers) + 1;  // and the job's PS
     p.jobs.push_back(spec);
   }
   // Scarce: room for a few dozen ATP aggregators (SwitchML gets the same bytes).
@@ -79,7 +83,7 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
         build_topology(StarSpec{hosts, LinkSpec{w.params.link_bandwidth, w.params.link_latency}});
     Engine engine;
     FluidNetwork flow(engine, topology, Sharing::kMaxMin);
-    InaCluster cluster(engine, w.params, &flow, &topology);
+    InaCluster cluster(engine, w.params, &flow, &topology, &w.speeds);
     std::map<std::size_t, std::pair<std::uint16_t, std::uint64_t>> owner;
     int ownership_violations = 0;
     cluster.policy().pool().set_observer([&](const PoolEvent& e) {

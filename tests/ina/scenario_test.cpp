@@ -74,9 +74,6 @@ TEST(InaScenario, DefaultsComeFromTheSwitchAndTopology) {
   EXPECT_GT(p.jobs[1].arrival, Time::zero());
   EXPECT_GT(p.jobs[2].arrival, p.jobs[1].arrival);
   EXPECT_EQ(p.jobs[0].profile, p.jobs[2].profile);  // read once
-  json d = minimal();
-  d["workload"]["jobs"][0]["worker_slowdown"] = {1.0, 1.5};
-  EXPECT_EQ(parse(d, star(9)).jobs[2].worker_slowdown, (std::vector<double>{1.0, 1.5}));
 }
 
 TEST(InaScenario, ErrorsNameThePath) {
@@ -106,8 +103,9 @@ TEST(InaScenario, ErrorsNameThePath) {
   expect_error(minimal(), star(8), "topology.hosts");  // 3 x (2 workers + PS) = 9
   expect_error(minimal(), star(9, "400Gbps"), "topology");
   d = minimal();
-  d["workload"]["jobs"][0]["worker_slowdown"] = {1.0, 1.1, 1.2};  // 2 workers
-  expect_error(d, star(9), "workload.jobs[0].worker_slowdown");
+  // Stragglers moved to the events section (host speeds); the old key says so.
+  d["workload"]["jobs"][0]["worker_slowdown"] = {1.0, 1.5};
+  expect_error(d, star(9), "workload.jobs[0].worker_slowdown: moved");
   d = minimal();
   d["system"]["loss_rate"] = 0.6;  // at most 0.5 per packet per hop
   expect_error(d, star(9), "system.loss_rate");
