@@ -8,9 +8,11 @@
 
 #include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_model.hpp"
+#include "models/ina/register.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/network/topology_spec.hpp"
+#include "tests/support/run_json.hpp"
 
 using namespace mlsim;
 using namespace mlsim::ina;
@@ -348,4 +350,26 @@ TEST(InaScenario, ShippedTwoRackScenarioParses) {
   EXPECT_EQ(p.switch_node, "leaf0");
   EXPECT_EQ(p.policy, PolicyKind::kDsa);
   EXPECT_EQ(p.jobs.size(), 6u);
+}
+
+// The events section through the runner: host speeds slow the workers that run on those hosts.
+TEST(InaScenario, HostSpeedsFromTheEventsSectionSlowTheirWorkers) {
+  // One AlexNet job of 2 workers (hosts 0, 1; its PS on host 2), 3 iterations. Compute dominates
+  // AlexNet on 100 Gbps (communication intensity 0.28), so worker 1 at half speed makes the job
+  // take more than 1.5x as long; a slow host that runs no worker (host 3) changes nothing.
+  const Registries registries = mlsim::test::registries_with(register_ina);
+  json doc = minimal();
+  doc["name"] = "ina_events";
+  doc["include"] = json::array({"../hardware/switches.json", "../hardware/gpus.json"});
+  doc["topology"] = {
+      {"kind", "star"}, {"hosts", 4}, {"link", {{"bandwidth", "100Gbps"}, {"latency", "500ns"}}}};
+  doc["system"]["model"] = "ina";
+  doc["workload"]["jobs"][0]["count"] = 1;
+  const double plain = mlsim::test::run_json(doc, registries).info.simulated_time.seconds();
+  doc["events"] = json::parse(R"({"list": [{"host": 1, "speed": 0.5}]})");
+  const double slowed = mlsim::test::run_json(doc, registries).info.simulated_time.seconds();
+  EXPECT_GT(slowed, 1.5 * plain) << plain;
+  doc["events"] = json::parse(R"({"list": [{"host": 3, "speed": 0.5}]})");
+  EXPECT_DOUBLE_EQ(mlsim::test::run_json(doc, registries).info.simulated_time.seconds(), plain);
+}
 }

@@ -179,3 +179,27 @@ INSTANTIATE_TEST_SUITE_P(Models, EveryBackend, ::testing::Range<std::size_t>(0, 
                          });
 
 }  // namespace
+
+// Every model that runs here honours the events section: a change that must slow it (every link at
+// 1 Gbps for the collectives, every host at a quarter speed for the models that compute) makes
+// its run longer, from time 0, on the flow backend. (ina and cluster: tests/ina, tests/cluster.)
+class EveryModelHonoursEvents : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(EveryModelHonoursEvents, ASlowingEventSlowsTheRun) {
+  const Registries registries = make_registries();
+  TempDir tmp;
+  Case c = cases(tmp).at(GetParam());
+  SCOPED_TRACE(c.name);
+  const Time plain = run_on(registries, c, "flow").info.simulated_time;
+  const bool collective = c.name.starts_with("collectives");
+  c.overrides.push_back(collective ? R"(events.list=[{"all_links":true,"bandwidth":"1Gbps"}])"
+                                   : R"(events.list=[{"hosts":"all","speed":0.25}])");
+  const Time slowed = run_on(registries, c, "flow").info.simulated_time;
+  EXPECT_GT(slowed.seconds(), plain.seconds() * 1.2) << plain.seconds() << " s before";
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, EveryModelHonoursEvents, ::testing::Range<std::size_t>(0, 9),
+                         [](const auto& info) {
+                           TempDir unused;
+                           return cases(unused).at(info.param).name;
+                         });
