@@ -35,9 +35,9 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
-#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/scenario/strict_json.hpp"
 
 using namespace mlsim;
