@@ -182,7 +182,8 @@ INSTANTIATE_TEST_SUITE_P(Models, EveryBackend, ::testing::Range<std::size_t>(0, 
 
 // Every model that runs here honours the events section: a change that must slow it (every link at
 // 1 Gbps for the collectives, every host at a quarter speed for the models that compute) makes
-// its run longer, from time 0, on the flow backend. (ina and cluster: tests/ina, tests/cluster.)
+// its run longer, from time 0, on the flow backend. (ina's packet path and cluster: tests/ina,
+// tests/cluster.)
 class EveryModelHonoursEvents : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(EveryModelHonoursEvents, ASlowingEventSlowsTheRun) {
@@ -198,7 +199,7 @@ TEST_P(EveryModelHonoursEvents, ASlowingEventSlowsTheRun) {
   EXPECT_GT(slowed.seconds(), plain.seconds() * 1.2) << plain.seconds() << " s before";
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, EveryModelHonoursEvents, ::testing::Range<std::size_t>(0, 9),
+INSTANTIATE_TEST_SUITE_P(Models, EveryModelHonoursEvents, ::testing::Range<std::size_t>(0, 10),
                          [](const auto& info) {
                            TempDir unused;
                            return cases(unused).at(info.param).name;
