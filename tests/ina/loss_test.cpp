@@ -216,12 +216,13 @@ TEST(InaLoss, SwitchMlRetransmissionAfterItsJobEndedIsDropped) {
   Engine engine;
   ClusterParams p = switchml_one_slot();
   JobSpec j = job(one_layer(1.0, 1.0, 62), 2, 1);
-  j.worker_slowdown = {1.0006, 1.0};
   p.jobs.push_back(j);
+  HostSpeeds speeds(8);  // worker 0 (host 0) 0.06% slower: {"host": 0, "speed": 1 / 1.0006}
+  speeds.set_speed(0, 1 / 1.0006);
   p.loss_rule = [](Hop hop, const Packet& q, std::uint16_t) {
     return hop == Hop::kWorkerToSwitch && !q.resend && q.worker == 1;
   };
-  InaCluster cluster(engine, p);
+  InaCluster cluster(engine, p, nullptr, nullptr, &speeds);
   cluster.start();
   engine.run();
   ASSERT_TRUE(cluster.all_finished());
