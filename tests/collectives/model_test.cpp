@@ -166,33 +166,25 @@ TEST(CollectivesModel, ShippedNcclCostsLoad) {
 // Issue 17, defect 8: a collective cut off by a partition reported `completed 0` beside a bus
 // bandwidth computed from the time the engine ran dry. It now reports no time or bandwidth.
 TEST(CollectivesModel, APartitionedCollectiveReportsNoBandwidth) {
-  ModelRegistry registry;
-  register_collectives(registry);
-  const Topology topo = build_topology(LeafSpineSpec{2, 2, 2, 1.0, kLink, Time::ns(100)});
-  HardwareCatalog hardware;
-  // Both uplinks of leaf1 fail at once: its two hosts can no longer reach leaf0's.
-  nlohmann::json scenario = {{"system",
-                              {{"model", "collectives"},
-                               {"algorithm", "ring"},
-                               {"bytes", "1MB"},
-                               {"link_changes",
-                                {{{"between", {"spine0", "leaf1"}}, {"up", false}},
-                                 {{"between", {"spine1", "leaf1"}}, {"up", false}}}}}}};
-  JsonReader root(scenario, "");
-  NodeHardware node_hardware;
-  CostModel costs;
-  const NetworkSpec network;
-  ModelSetup setup{root, topo, hardware, ".", 1, node_hardware, costs, network};
-  auto model = registry.find("collectives")->make(setup);
-  Engine engine;
-  FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  HostSpeeds speeds(topo.nodes().size());
-  Compute compute(engine, node_hardware, speeds, costs);
-  ModelEnv env{engine, net, topo, hardware, speeds, 1, ".", node_hardware, compute};
-  model->start(env);
-  engine.run();
-  Results out;
-  model->finish(env, out);
+  const Registries registries = test::registries_with(register_collectives);
+  // Both uplinks of leaf1 fail at once (events section, at time 0): its two hosts can no longer
+  // reach leaf0's.
+  const nlohmann::json scenario = {
+      {"name", "partitioned"},
+      {"topology",
+       {{"kind", "leaf_spine"},
+        {"leaves", 2},
+        {"hosts_per_leaf", 2},
+        {"spines", 2},
+        {"host_link", {{"bandwidth", "8Gbps"}, {"latency", "100ns"}}},
+        {"uplink_latency", "100ns"}}},
+      {"events",
+       {{"list",
+         {{{"at", "0s"}, {"link", {"spine0", "leaf1"}}, {"up", false}},
+          {{"at", "0s"}, {"link", {"spine1", "leaf1"}}, {"up", false}}}}}},
+      {"system", {{"model", "collectives"}, {"algorithm", "ring"}, {"bytes", "1MB"}}}};
+  const RunOutput run = test::run_json(scenario, registries);
+  const Results& out = run.results;
   EXPECT_DOUBLE_EQ(out.metrics().at("completed"), 0);
   EXPECT_GT(out.metrics().at("failed_transfers"), 0);
   EXPECT_TRUE(std::isnan(out.metrics().at("busbw_bytes_per_s")));
