@@ -32,8 +32,6 @@ std::vector<Layer> read_layers(JsonReader& workload, const HardwareCatalog& hard
                                const std::filesystem::path& scenario_dir, std::string& name) {
   const DnnProfile profile = read_pipedream_graph_field(workload, "profile", scenario_dir);
   name = profile.name;
-  // GPU speed as the ina model: a catalog "gpu" scales the profile by the FP32 peak ratio to the
-  // GPU it was profiled on; "compute_scale" multiplies on top (batch size, other effects).
   // Layer times move from the profiling GPU to this one through the platform
   // (profile_scaling.hpp); "compute_scale" multiplies them further.
   const GpuSpec* gpu = nullptr;
