@@ -168,7 +168,7 @@ std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
   for (const NodeGroup& g : params.cluster.groups) pool_nodes += g.nodes;
   check_events(setup.events, setup.topology, pool_nodes);
   return std::make_unique<SimulationModel<ClusterSimulation>>(
-      [params = std::move(params)](ModelEnv& env) {
+      setup.env, [params = std::move(params)](ModelEnv& env) {
         return std::make_unique<ClusterSimulation>(env.engine, params.cluster,
                                                    params.make_source(env.seed), env.seed,
                                                    &env.nodes, env.topology.hosts());

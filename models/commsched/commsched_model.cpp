@@ -312,7 +312,7 @@ std::unique_ptr<Model> make_commsched_model(ModelSetup& setup) {
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<CommschedRun>>(
-      [params = std::move(params)](ModelEnv& env) {
+      setup.env, [params = std::move(params)](ModelEnv& env) {
         return std::make_unique<CommschedRun>(env, params);
       });
 }

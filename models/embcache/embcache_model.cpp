@@ -69,7 +69,7 @@ std::unique_ptr<Model> make_embcache_model(ModelSetup& setup) {
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<EmbeddingTraining>>(
-      [params = std::move(params)](ModelEnv& env) {
+      setup.env, [params = std::move(params)](ModelEnv& env) {
         auto source = params.make_source(env.seed);
         TrainingParams t = params.training;
         t.cache_rows = static_cast<std::size_t>(

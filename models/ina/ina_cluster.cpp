@@ -48,7 +48,7 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
   if (switchml) {
     const int partitions = p.switchml_partitions > 0 ? p.switchml_partitions : jobs;
     if (partitions < jobs)
-      throw InputError("system.switchml_partitions",
+      throw InputError("system.switchml.partitions",
                        "fewer SwitchML partitions than jobs is not modelled");
     // Each slot has a shadow copy: 2 aggregators of one packet's payload.
     const std::int64_t slots = p.aggregator_memory.count / (2 * aggregator_bytes);

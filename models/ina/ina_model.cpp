@@ -111,6 +111,10 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   }
   if (p.aggregator_memory.count <= 0)
     throw InputError(system.path_of("aggregator_memory"), "must be positive");
+  // A bound far above any switch's SRAM [assumed], so that a typo is an input error here instead
+  // of an aggregator pool that exhausts the simulating host's memory.
+  if (p.aggregator_memory.count > (std::int64_t{1} << 30))
+    throw InputError(system.path_of("aggregator_memory"), "at most 1GiB");
   p.ecn_threshold_bytes = static_cast<double>(system.bytes_or("ecn_threshold", "100KB").count);
   p.burst_values = static_cast<int>(system.integer_or("burst_values", 1, 1, 1'000'000));
   p.header_bytes = system.bytes_or("header", "60B");
@@ -279,10 +283,11 @@ std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
                                               setup.network, setup.scenario_dir, setup.seed);
   system.finish();
   workload.finish();
-  return std::make_unique<SimulationModel<InaCluster>>([params = std::move(params)](ModelEnv& env) {
-    return std::make_unique<InaCluster>(env.engine, params, &env.network, &env.topology,
-                                        &env.host_speeds);
-  });
+  return std::make_unique<SimulationModel<InaCluster>>(
+      setup.env, [params = std::move(params)](ModelEnv& env) {
+        return std::make_unique<InaCluster>(env.engine, params, &env.network, &env.topology,
+                                            &env.host_speeds);
+      });
 }
 
 }  // namespace mlsim::ina

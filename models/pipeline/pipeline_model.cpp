@@ -81,7 +81,7 @@ std::unique_ptr<Model> make_pipeline_model(ModelSetup& setup) {
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<PipelineTraining>>(
-      [params = std::move(params)](ModelEnv& env) {
+      setup.env, [params = std::move(params)](ModelEnv& env) {
         return std::make_unique<PipelineTraining>(env.engine, env.network, env.host_speeds,
                                                   env.links, params);
       });

@@ -24,6 +24,7 @@ DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog,
                                  const std::string& name) {
   DeploymentConfig d;
   d.name = name;
+  d.where = r.path();
   d.model = catalog.get(r.string("model"), r.path_of("model"));
   d.tp = static_cast<int>(r.integer("tp", 1, 64));
   d.replicas = static_cast<int>(r.integer_or("replicas", 1, 1, 4096));
@@ -211,18 +212,25 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
 }
 
 std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std::uint64_t seed) {
-  if (w.kind == WorkloadParams::Kind::kTrace)
+  if (w.kind == WorkloadParams::Kind::kTrace) {
+    // The run streams the trace; reading it through once now makes a bad line an input error
+    // of the prepare step (and of `mlsim validate`), not of the middle of the run.
+    for (AzureTraceSource scan(w.trace, w.rate_scale, w.limit); scan.next();) {
+    }
     return std::make_unique<AzureTraceSource>(w.trace, w.rate_scale, w.limit);
+  }
   return std::make_unique<GeneratedSource>(w.generator, RandomStream(seed, "serving.arrivals"),
                                            RandomStream(seed, "serving.lengths"));
 }
 
-void ServingModel::start(ModelEnv& env) {
-  std::vector<NodeId> hosts = env.topology.hosts();
-  system_ = std::make_unique<ServingSystem>(
-      env.engine, &env.network, env.compute, std::move(hosts), scenario_.config,
-      make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
-      env.stream("serving.escalation"));
+ServingModel::ServingModel(ServingScenario scenario, ModelEnv& env)
+    : scenario_(std::move(scenario)),
+      system_(std::make_unique<ServingSystem>(
+          env.engine, &env.network, env.compute, env.topology.hosts(), scenario_.config,
+          make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
+          env.stream("serving.escalation"))) {}
+
+void ServingModel::start(ModelEnv&) {
   system_->start();
 }
 
@@ -231,7 +239,7 @@ void ServingModel::finish(ModelEnv&, Results& out) {
 }
 
 double ServingModel::progress(const ModelEnv&) const {
-  return system_ ? system_->progress() : -1;
+  return system_->progress();
 }
 
 }  // namespace mlsim::serving
@@ -245,9 +253,11 @@ void register_serving(ModelRegistry& registry) {
                 "routers, Azure traces or generators; MFS tiered serving vs separate models",
                 {"static", "continuous", "chunked_prefill", "mfs", "separate"},
                 [](ModelSetup& setup) -> std::unique_ptr<Model> {
-                  return std::make_unique<serving::ServingModel>(serving::parse_serving_scenario(
-                      setup.root, setup.hardware, setup.topology.hosts(), setup.node_hardware,
-                      setup.costs, setup.scenario_dir));
+                  return std::make_unique<serving::ServingModel>(
+                      serving::parse_serving_scenario(setup.root, setup.hardware,
+                                                      setup.topology.hosts(), setup.node_hardware,
+                                                      setup.costs, setup.scenario_dir),
+                      setup.env);
                 }});
 }
 

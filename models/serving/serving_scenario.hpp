@@ -52,7 +52,8 @@ std::int32_t tier_depth(const TransformerShape& member, const TransformerShape& 
 
 class ServingModel final : public Model {
  public:
-  explicit ServingModel(ServingScenario scenario) : scenario_(std::move(scenario)) {}
+  // Builds the serving system (replicas, KV pools) against the run's engine and network.
+  ServingModel(ServingScenario scenario, ModelEnv& env);
   void start(ModelEnv& env) override;
   void finish(ModelEnv& env, Results& out) override;
   double progress(const ModelEnv&) const override;

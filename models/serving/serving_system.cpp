@@ -69,7 +69,7 @@ ServingSystem::ServingSystem(Engine& engine, Network* network, Compute& compute,
     const auto blocks = static_cast<std::int64_t>(budget / block_bytes);
     if (blocks < d.model.layers)
       throw InputError(
-          "system.deployments." + d.name,
+          d.where,
           fmt::format("{} ({:.1f} GB of weights) leaves no room for a KV cache on {} x {} at "
                       "gpu_memory_utilization {}",
                       d.model.name, weights / 1e9, d.tp, config_.gpu.name,

@@ -28,6 +28,7 @@ namespace mlsim::serving {
 
 struct DeploymentConfig {
   std::string name;
+  std::string where;  // JSON path of its settings ("system.mfs", "system.separate[1]"), for errors
   TransformerShape model;
   int tp = 1;
   int replicas = 1;

@@ -3,9 +3,12 @@
 //
 // A model is registered by name with a factory. The factory reads the model's own sections of
 // the scenario (normally "system" and "workload") through JsonReader into typed parameters and
-// builds the model; it must not start simulating. The runner then calls start() (schedule the
-// first events), runs the engine until idle (or the scenario's time limit), and calls finish()
-// to collect metrics.
+// builds the whole model against the run's engine, network and topology (ModelSetup::env), so
+// every input error, including those only a built simulation finds (a KV cache that does not
+// fit, an aggregator smaller than a packet), is raised during prepare and `mlsim validate`
+// rejects what `mlsim run` would. It must not schedule events. The runner then calls start()
+// (schedule the first events), runs the engine until idle (or the scenario's time limit), and
+// calls finish() to collect metrics.
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -33,12 +36,13 @@ class CostModel;        // sim_core/hardware/cost_model.hpp
 class Compute;          // sim_core/hardware/compute.hpp
 struct PlatformEvents;  // sim_core/run/events.hpp
 
-// What a running model can use. Owned by the runner; valid from start() to finish().
+// What a model can use. Owned by the runner; valid from the factory call (at prepare) to finish().
 //
 // Dynamics come only from the platform, driven by the scenario's `events` section (applied by the
-// runner; those at time 0 before start()): link changes through `links` (which applies them to
-// `network`), compute speed through `host_speeds`, failures and repairs through `nodes`. A model
-// reads them when it times work and subscribes (on_change) where it must react.
+// runner; those at time 0 after the model is built and before start()): link changes through
+// `links` (which applies them to `network`), compute speed through `host_speeds`, failures and
+// repairs through `nodes`. A model reads them when it times work and subscribes (on_change) where
+// it must react.
 struct ModelEnv {
   Engine& engine;
   Network& network;
@@ -67,12 +71,28 @@ class Model {
 };
 
 // What a factory gets: the scenario root (read only the sections you own: "system", "workload"),
-// and the already-built topology and hardware, for validation (e.g. "the model does not fit").
+// the run's environment, already built (engine with no event run yet, network, topology,
+// hardware, compute), to build the model against, and the cost model to check work against.
+// topology, hardware, scenario_dir, seed and node_hardware are shorthands for env's.
 struct ModelSetup {
+  ModelSetup(JsonReader& root_reader, ModelEnv& run_env, const CostModel& cost_model,
+             const NetworkSpec& network_spec)
+      : root(root_reader),
+        env(run_env),
+        topology(run_env.topology),
+        hardware(run_env.hardware),
+        scenario_dir(run_env.scenario_dir),
+        seed(run_env.seed),
+        node_hardware(run_env.node_hardware),
+        costs(cost_model),
+        network(network_spec),
+        events(run_env.events) {}
+
   JsonReader& root;
+  ModelEnv& env;
   const Topology& topology;
   const HardwareCatalog& hardware;
-  std::filesystem::path scenario_dir;
+  const std::filesystem::path& scenario_dir;
   std::uint64_t seed;
   const NodeHardware& node_hardware;  // per-node hardware (topology.hardware)
   const CostModel& costs;             // the "compute" section's providers, to check at prepare

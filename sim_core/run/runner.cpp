@@ -23,21 +23,27 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
     events_ = resolve_events(scenario.events, topology_, *network_);
     links_ = std::make_unique<LinkConditions>(topology_, *network_);
     nodes_ = std::make_unique<NodeHealth>(topology_.nodes().size());
+    env_ = std::make_unique<ModelEnv>(ModelEnv{engine_, *network_, topology_, scenario.hardware,
+                                               *host_speeds_, scenario.seed, scenario.dir(),
+                                               node_hardware_, *compute_, *links_, *nodes_,
+                                               events_});
     const ModelInfo* info = registries.models.find(scenario.model);
     if (!info)
       throw InputError("system.model", "model \"" + scenario.model + "\" is not registered");
     JsonReader root(resolved_, "");
-    ModelSetup setup{root,          topology_,      scenario.hardware, scenario.dir(),
-                     scenario.seed, node_hardware_, *scenario.costs,   scenario.network,
-                     events_};
+    // The factory builds the whole model against the environment, so whatever the model
+    // rejects is rejected here, before the first event, and by `mlsim validate` too.
+    ModelSetup setup(root, *env_, *scenario.costs, scenario.network);
     model_ = info->make(setup);
     MLSIM_CHECK(model_ != nullptr, "model factory returned nothing");
+    // A model section the model never opened would be silently ignored.
+    for (const char* section : {"system", "workload"})
+      if (root.has(section) && !root.was_read(section))
+        throw InputError(section,
+                         "the " + scenario.model + " model reads no \"" + section + "\" section");
   } catch (const InputError& e) {
     throw scenario.provenance.attribute(e);
   }
-  env_ = std::make_unique<ModelEnv>(ModelEnv{engine_, *network_, topology_, scenario.hardware,
-                                             *host_speeds_, scenario.seed, scenario.dir(),
-                                             node_hardware_, *compute_, *links_, *nodes_, events_});
   scheduler_ = std::make_unique<EventScheduler>(
       engine_, PlatformState{*links_, *host_speeds_, *nodes_}, events_,
       RandomStream(scenario.seed, "events.random_failures"));

@@ -3,7 +3,8 @@
 // model (ModelRegistry), run the engine, collect the model's Results and what the run cost.
 //
 // Two steps so that every input error surfaces before the first event: PreparedRun's constructor
-// builds everything (the model's factory validates "system" and "workload"); run() simulates.
+// builds everything (the model's factory reads "system" and "workload" and builds the model
+// against the engine and network); run() simulates.
 // `mlsim validate` stops after the first step. Nothing here writes files (results_writer.hpp).
 #include <cstdint>
 #include <functional>
@@ -90,8 +91,8 @@ class PreparedRun {
   std::unique_ptr<LinkConditions> links_;
   std::unique_ptr<NodeHealth> nodes_;
   std::unique_ptr<EventScheduler> scheduler_;
-  std::unique_ptr<Model> model_;
   std::unique_ptr<ModelEnv> env_;
+  std::unique_ptr<Model> model_;  // built against env_; destroyed before it
   bool ran_ = false;
 };
 

@@ -41,6 +41,8 @@ class JsonReader {
   const std::string& path() const { return path_; }
   std::string path_of(std::string_view key) const;
   bool has(std::string_view key) const;
+  // Whether an accessor (or ignore()) has taken the key so far.
+  bool was_read(std::string_view key) const { return read_.contains(key); }
 
   JsonReader object(std::string_view key);
   std::optional<JsonReader> optional_object(std::string_view key);

@@ -97,7 +97,7 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
   expect_error({{"system.gpu", "A100-SXM4-80GB"}}, "system.gpu");  // moved to the topology
   expect_error({{"system.engine", "tgi"}}, "system.engine");       // not in the catalog
   expect_error({{"system.iteration_overhead", "1ms"}}, "system.iteration_overhead");  // and engine
-  expect_error({{"system.mfs.tp", 1}}, "system.deployments.mfs");  // 70B does not fit one GPU
+  expect_error({{"system.mfs.tp", 1}}, "system.mfs: ");  // 70B does not fit one GPU
   expect_error({{"system.family", nlohmann::json::array({"llama-2-7b", "llama-3"})}},
                "system.family[1]");
   expect_error({{"system.mfs.replicas", 2}}, "system.mode");  // 16 GPUs on an 8-host topology

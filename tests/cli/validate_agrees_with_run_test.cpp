@@ -1,0 +1,282 @@
+// `mlsim validate` rejects everything `mlsim run` would: every shipped scenario, its base and
+// each of its variants, with bad overrides for its model (zero, negative and huge quantities,
+// wrong types, unknown keys, impossible combinations). For each, validate must fail with an
+// InputError naming the expected JSON path (exit status 2 in the program), and run must fail
+// with the very same message before it simulates. In-process through the CLI's own commands;
+// one case goes through the built program to check the exit statuses and what it prints.
+//
+// The test fails when a model checks an input only once it runs (in start(), or mid-run): then
+// validate accepts what run rejects. It also fails when a scenario of a model without a list of
+// bad overrides below is shipped, so a new model gets its cases.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "cli/registry.hpp"
+#include "sim_core/base/error.hpp"
+#include "tests/support/program_runner.hpp"
+#include "tests/support/temp_dir.hpp"
+
+using namespace mlsim;
+using mlsim::testing::run_mlsim;
+using mlsim::testing::TempDir;
+
+namespace {
+
+const std::filesystem::path kScenarios =
+    std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios";
+
+// Overrides applied together, and a text the error message must contain (the JSON path).
+struct BadInput {
+  std::vector<std::string> sets;
+  std::string expected_in_message;
+};
+
+// For every scenario, whatever its model.
+const std::vector<BadInput> kAnyModel = {
+    {{"system.no_such_key=1"}, "system.no_such_key: unknown key"},
+    {{"workload.no_such_key=1"}, "workload"},  // unknown key, or a model without a workload
+    {{"system.model=no_such_model"}, "system.model"},
+    {{"network.backend=no_such_backend"}, "network.backend"},
+    {{"seed=-1"}, "seed"},
+    {{"seed=\"one\""}, "seed"},
+};
+
+const std::map<std::string, std::vector<BadInput>> kByModel = {
+    {"collectives",
+     {
+         {{"system.bytes=-1B"}, "system.bytes"},
+         {{"system.bytes=64"}, "system.bytes"},  // a number, not a size with a unit
+         {{"system.chunks=0"}, "system.chunks"},
+         {{"system.window=-1"}, "system.window"},
+         {{"system.algorithm=allgather"}, "system.algorithm"},
+         {{"system.participants=100000"}, "system.participants"},
+         {{"system.algorithm=tree", "system.arity=0"}, "system.arity"},
+         {{"system.participants=-1"}, "system.participants"},
+         {{"system.algorithm=ring",
+           "system.link_changes=[{\"between\": [\"h0\", \"h1\"], "
+           "\"up\": false}]"},
+          "system.link_changes[0].between"},  // not neighbours
+     }},
+    {"ina",
+     {
+         // Too small for one aggregator: only the built switch finds this (the case).
+         {{"system.aggregator_memory=100B"}, "system.aggregator_memory"},
+         {{"system.aggregator_memory=0B"}, "system.aggregator_memory"},
+         {{"system.aggregator_memory=-1KiB"}, "system.aggregator_memory"},
+         {{"system.aggregator_memory=1000000TB"}, "system.aggregator_memory"},
+         {{"system.policy=switchml", "system.aggregator_memory=1KiB"}, "system.aggregator_memory"},
+         {{"system.policy=switchml", "system.switchml.partitions=1"}, "system.switchml.partitions"},
+         {{"system.burst_values=1000000"}, "system.aggregator_memory"},
+         {{"system.burst_values=0"}, "system.burst_values"},
+         {{"system.policy=sharp"}, "system.policy"},
+         {{"system.switch=no-such-switch"}, "system.switch"},
+         {{"system.loss_rate=0.9"}, "system.loss_rate"},
+         {{"system.atp.timeout=0s"}, "system.atp.timeout"},
+         {{"workload.jobs[0].workers=0"}, "workload.jobs[0].workers"},
+         {{"workload.jobs[0].workers=33"}, "workload.jobs[0].workers"},
+         {{"workload.jobs[0].iterations=\"many\""}, "workload.jobs[0].iterations"},
+         {{"workload.jobs[0].profile=no_such_profile.txt"}, "workload.jobs[0].profile"},
+     }},
+    {"pipeline",
+     {
+         {{"system.stages=0"}, "system.stages"},
+         {{"system.stages=1000"}, "system.stages"},
+         {{"system.policy=gpipe"}, "system.policy"},
+         {{"system.min_gain=2"}, "system.min_gain"},
+         {{"workload.minibatches=0"}, "workload.minibatches"},
+         {{"workload.samples_per_minibatch=-1"}, "workload.samples_per_minibatch"},
+         {{"workload.gpu_speed=[1, 2]"}, "workload.gpu_speed"},
+         {{"workload.changes=[{\"at\": \"1s\", \"stage\": 7, \"gpu_speed\": 0.5}]"},
+          "workload.changes[0].stage"},
+         {{"workload.changes=[{\"at\": \"1s\", \"stage\": 0}]"}, "workload.changes[0]"},
+         {{"workload.profile=no_such_profile.txt"}, "workload.profile"},
+     }},
+    {"embcache",
+     {
+         {{"system.cache_ratio=-0.1"}, "system.cache_ratio"},
+         {{"system.cache_ratio=2"}, "system.cache_ratio"},
+         {{"system.embedding_dim=0"}, "system.embedding_dim"},
+         {{"system.policy=lfu"}, "system.policy"},
+         {{"workload.batch_per_worker=0"}, "workload.batch_per_worker"},
+         {{"workload.iterations=0"}, "workload.iterations"},
+         {{"workload.compute_per_sample=-1us"}, "workload.compute_per_sample"},
+         {{"workload.samples.fields=0"}, "workload.samples.fields"},
+         {{"topology.hosts=1"}, "topology"},  // workers and a parameter server need two hosts
+     }},
+    {"commsched",
+     {
+         {{"system.partition=0"}, "system.partition"},
+         {{"system.credit=-5"}, "system.credit"},
+         {{"system.workers=0"}, "system.workers"},
+         {{"system.servers=1000"}, "system.servers"},
+         {{"system.scheduler=fifo", "system.tuner=grid_best"}, "system.tuner"},
+         {{"system.mode=allreduce", "system.servers=2"}, "system.servers"},
+         {{"system.tuner=magic"}, "system.tuner"},
+         {{"system.message_overhead=-1us"}, "system.message_overhead"},
+         {{"workload.iterations=0"}, "workload.iterations"},
+         {{"workload.gpu=no-such-gpu"}, "workload.gpu"},
+         {{"workload.bandwidth_changes=[{\"at\": \"1s\", \"bandwidth\": \"0Gbps\"}]"},
+          "workload.bandwidth_changes[0].bandwidth"},
+     }},
+    {"cluster",
+     {
+         {{"system.reference_gpu=no-such-gpu"}, "system.reference_gpu"},
+         {{"system.nodes=[]"}, "system.nodes"},
+         {{"system.nodes[0].count=0"}, "system.nodes[0].count"},
+         {{"system.policy=sjf"}, "system.policy"},
+         {{"system.startup_warm=100h"}, "system.startup_warm"},
+         {{"system.series_interval=0s"}, "system.series_interval"},
+         {{"system.estimate_factor=0.5"}, "system.estimate_factor"},
+         {{"workload.jobs.file=no_such_trace.csv"}, "workload.jobs.file"},
+         {{"workload.jobs.gpus_column=no_such_column"}, "workload.jobs.file"},
+     }},
+    {"serving",
+     {
+         {{"system.gpu_memory_utilization=0"}, "system.gpu_memory_utilization"},
+         {{"system.scheduler=fastest"}, "system.scheduler"},
+         {{"system.router=random"}, "system.router"},
+         {{"system.block_tokens=0"}, "system.block_tokens"},
+         {{"system.max_batch_tokens=0"}, "system.max_batch_tokens"},
+         {{"system.family=[]"}, "system.family"},
+         {{"system.gpu=A100-SXM4-80GB"}, "system.gpu"},  // moved to topology.hardware
+         {{"topology.hardware.gpu=no-such-gpu"}, "topology.hardware.gpu"},
+         // Weights that leave no room for a KV cache: only the built replicas find this.
+         {{"system.gpu_memory_utilization=0.05"}, "leaves no room for a KV cache"},
+         {{"workload.escalation_probability=2"}, "workload.escalation_probability"},
+     }},
+};
+
+struct Outcome {
+  bool ok = false;
+  std::string message;  // the InputError, as the program prints it after "error: "
+};
+
+template <typename Command>
+Outcome outcome_of(Command&& command) {
+  try {
+    command();
+    return {true, ""};
+  } catch (const InputError& e) {
+    return {false, e.what()};
+  }
+}
+
+ScenarioArgs args_for(const std::filesystem::path& file, const std::optional<std::string>& variant,
+                      const std::vector<std::string>& sets) {
+  ScenarioArgs a;
+  a.scenario = file.string();
+  a.variant = variant;
+  a.sets = sets;
+  return a;
+}
+
+struct Shipped {
+  std::filesystem::path file;
+  std::string model;
+  std::vector<std::optional<std::string>> variants;  // nullopt: the base scenario
+  bool needs_shared_data = false;
+};
+
+std::vector<Shipped> shipped_scenarios() {
+  std::vector<Shipped> out;
+  for (const auto& e : std::filesystem::directory_iterator(kScenarios)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto doc = nlohmann::json::parse(text);
+    Shipped s{e.path(), doc.at("system").at("model").get<std::string>(), {std::nullopt}, false};
+    if (doc.contains("variants"))
+      for (const auto& [name, _] : doc["variants"].items()) s.variants.emplace_back(name);
+    s.needs_shared_data = text.find("shared/data") != std::string::npos;
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Shipped& a, const Shipped& b) { return a.file < b.file; });
+  return out;
+}
+
+bool shared_data_present() {
+  return std::filesystem::exists(std::filesystem::path(MLSIM_SHARED_DATA_DIR) / "llm_traces");
+}
+
+std::string describe(const Shipped& s, const std::optional<std::string>& variant,
+                     const std::vector<std::string>& sets) {
+  std::string d = s.file.filename().string();
+  if (variant) d += " --variant " + *variant;
+  for (const auto& set : sets) d += " --set '" + set + "'";
+  return d;
+}
+
+}  // namespace
+
+TEST(ValidateAgreesWithRun, EveryShippedScenarioAndVariantRejectsBadOverridesBeforeRunning) {
+  const Registries registries = make_registries();
+  const TempDir tmp;
+  const bool have_shared = shared_data_present();
+  int checked = 0, skipped = 0;
+  for (const Shipped& s : shipped_scenarios()) {
+    if (s.needs_shared_data && !have_shared) {
+      ++skipped;
+      continue;
+    }
+    const auto model_cases = kByModel.find(s.model);
+    ASSERT_NE(model_cases, kByModel.end())
+        << s.file << ": model \"" << s.model << "\" has no bad overrides in this test";
+    for (const auto& variant : s.variants) {
+      // The scenario itself is valid; then each bad input must be rejected by both commands.
+      const Outcome good =
+          outcome_of([&] { return validate_command(args_for(s.file, variant, {}), registries); });
+      ASSERT_TRUE(good.ok) << describe(s, variant, {}) << ": " << good.message;
+      std::vector<BadInput> cases = model_cases->second;
+      if (!variant) cases.insert(cases.end(), kAnyModel.begin(), kAnyModel.end());
+      for (const BadInput& bad : cases) {
+        const std::string what = describe(s, variant, bad.sets);
+        const Outcome validated = outcome_of(
+            [&] { return validate_command(args_for(s.file, variant, bad.sets), registries); });
+        // A bad input that validate accepts is the failure this test exists for; running it to
+        // see whether run agrees would cost a whole simulation, so stop here.
+        if (validated.ok) {
+          ADD_FAILURE() << what << ": validate accepts it";
+          continue;
+        }
+        EXPECT_NE(validated.message.find(bad.expected_in_message), std::string::npos)
+            << what << ": " << validated.message;
+        RunArgs run;
+        run.input = args_for(s.file, variant, bad.sets);
+        run.out = (tmp.path() / "out").string();
+        run.quiet = true;
+        const Outcome ran = outcome_of([&] { return run_command(run, registries); });
+        EXPECT_FALSE(ran.ok) << what << ": run accepts it";
+        EXPECT_EQ(ran.message, validated.message) << what;
+        EXPECT_FALSE(std::filesystem::exists(tmp.path() / "out")) << what << ": run wrote results";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+  if (skipped > 0) std::cout << "skipped " << skipped << " scenario(s) that need ../shared/data\n";
+}
+
+// The example through the program: same message, exit status 2 from both commands.
+TEST(ValidateAgreesWithRun, TheProgramExitsTwoForATooSmallAggregatorMemory) {
+  TempDir dir;
+  const std::string file = (kScenarios / "ina_dsa_study.json").string();
+  const std::string set = " --set system.aggregator_memory=100B";
+  const auto validated = run_mlsim(dir, "validate " + file + set);
+  const auto ran = run_mlsim(dir, "run " + file + set + " --out " + (dir.path() / "r").string());
+  EXPECT_EQ(validated.status, 2) << validated.out << validated.err;
+  EXPECT_EQ(ran.status, 2) << ran.out << ran.err;
+  EXPECT_EQ(validated.err,
+            "error: --set: system.aggregator_memory: too little memory for one "
+            "aggregator\n");
+  EXPECT_EQ(ran.err, validated.err);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));
+}
