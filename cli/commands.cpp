@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/progress_line.hpp"
+#include "models/serving/model_catalog.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/hardware.hpp"
 #include "sim_core/run/results_writer.hpp"
@@ -97,11 +98,14 @@ int validate_command(const ScenarioArgs& args, const Registries& registries) {
   return 0;
 }
 
-int list_command(const std::filesystem::path& catalog_dir, const Registries& registries) {
-  fmt::print("models:\n");
-  for (const auto& m : registries.models.all())
-    fmt::print("  {:<14} {}\n  {:<14} policies: {}\n", m.name, m.description, "",
-               m.policies.empty() ? "-" : fmt::format("{}", fmt::join(m.policies, ", ")));
+int list_command(const std::filesystem::path& catalog_dir,
+                 const std::filesystem::path& llm_catalog_dir, const Registries& registries) {
+  fmt::print("models (each with its registered policies):\n");
+  for (const auto& m : registries.models.all()) {
+    fmt::print("  {:<14} {}\n", m.name, m.description);
+    for (const PolicyInfo& p : m.policies)
+      fmt::print("    {:<10} {:<26} {}\n", p.kind, p.name, p.description);
+  }
   if (registries.models.all().empty()) fmt::print("  (none registered)\n");
   fmt::print("network backends:\n");
   for (const auto& b : registries.backends.all())
@@ -148,6 +152,21 @@ int list_command(const std::filesystem::path& catalog_dir, const Registries& reg
                s.aggregators ? fmt::format(", {} aggregators of {}", s.aggregators->count,
                                            to_string(s.aggregators->bytes_per_slot))
                              : "");
+
+  // Transformer shapes for the serving model, from every catalog file in the models folder.
+  std::vector<std::filesystem::path> model_files;
+  for (const auto& e : std::filesystem::directory_iterator(llm_catalog_dir, ec))
+    if (e.path().extension() == ".json") model_files.push_back(e.path());
+  if (ec)
+    throw InputError("--models",
+                     fmt::format("cannot read {}: {}", llm_catalog_dir.string(), ec.message()));
+  std::sort(model_files.begin(), model_files.end());
+  fmt::print("LLM models ({}):\n", llm_catalog_dir.string());
+  for (const auto& f : model_files)
+    for (const auto& [name, m] : serving::ModelCatalog::load(f).all())
+      fmt::print("  {:<16} {} layers, hidden {}, {} heads ({} KV), {:.1f} B parameters, {}\n", name,
+                 m.layers, m.hidden, m.heads, m.kv_heads, static_cast<double>(m.params()) / 1e9,
+                 f.filename().string());
   return 0;
 }
 

@@ -25,7 +25,9 @@ struct RunArgs {
 int run_command(const RunArgs& args, const Registries& registries);
 // Loads and builds the scenario without simulating; without --variant, also every variant.
 int validate_command(const ScenarioArgs& args, const Registries& registries);
-// Models with their policies, backends with their descriptions, hardware in the catalogs.
-int list_command(const std::filesystem::path& catalog_dir, const Registries& registries);
+// Models with their registered policies, backends with their descriptions, hardware in the
+// catalogs of `catalog_dir`, LLM shapes in the catalogs of `llm_catalog_dir`.
+int list_command(const std::filesystem::path& catalog_dir,
+                 const std::filesystem::path& llm_catalog_dir, const Registries& registries);
 
 }  // namespace mlsim

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   std::string catalog_dir = std::string(MLSIM_SOURCE_DIR) + "/workloads/hardware";
   auto* list_cmd = app.add_subcommand("list", "List models, network backends and hardware");
   list_cmd->add_option("--catalog", catalog_dir, "Folder of hardware catalog files");
+  std::string llm_catalog_dir = std::string(MLSIM_SOURCE_DIR) + "/workloads/models";
+  list_cmd->add_option("--models", llm_catalog_dir, "Folder of LLM model catalog files");
 
   mlsim::CompareArgs compare;
   auto* compare_cmd = mlsim::add_compare_command(app, compare);
@@ -67,7 +69,7 @@ int main(int argc, char** argv) {
     const auto registries = mlsim::make_registries();
     if (*run_cmd) return mlsim::run_command(run, registries);
     if (*validate_cmd) return mlsim::validate_command(validate, registries);
-    if (*list_cmd) return mlsim::list_command(catalog_dir, registries);
+    if (*list_cmd) return mlsim::list_command(catalog_dir, llm_catalog_dir, registries);
     if (*compare_cmd) return mlsim::compare_command(compare, registries);
     if (*sweep_cmd) return mlsim::sweep_command(sweep, registries);
     if (*check_cmd) return mlsim::check_command(check, registries);

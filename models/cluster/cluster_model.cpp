@@ -1,5 +1,6 @@
 #include "models/cluster/cluster_model.hpp"
 
+#include "models/cluster/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/run/events.hpp"
@@ -110,16 +111,12 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
                                 const std::filesystem::path& scenario_dir) {
   ModelParams p;
   ClusterParams& c = p.cluster;
-  // "sing" = EASY backfill with the SING-like options on; each can be set apart (ablations).
-  const std::string policy = system.choice("policy", {"fcfs", "easy_backfill", "sing"});
-  const bool sing = policy == "sing";
-  c.policy = policy == "fcfs" ? Policy::kFcfs : Policy::kEasyBackfill;
-  c.order = system.choice_or("order", {"submit", "fair_share"}, sing ? "fair_share" : "submit") ==
-                    "submit"
-                ? Order::kSubmit
-                : Order::kFairShare;
-  c.flexible_types = system.boolean_or("flexible_types", sing);
-  c.preinitialised = system.boolean_or("preinitialised", sing);
+  // A policy presets the scheduler's options; each can be set apart (ablations).
+  const SchedulingPreset& preset = cluster_policies().policies.choose(system, "policy").value;
+  c.policy = preset.policy;
+  c.order = cluster_policies().orders.choose_or(system, "order", preset.order).value;
+  c.flexible_types = system.boolean_or("flexible_types", preset.flexible_types);
+  c.preinitialised = system.boolean_or("preinitialised", preset.preinitialised);
   read_nodes(system, hardware, c);
   c.estimate_factor = system.number_or("estimate_factor", 1.0, 1.0, 1000.0);
   c.backfill_depth = static_cast<int>(system.integer_or("backfill_depth", 100, 1, 1'000'000));

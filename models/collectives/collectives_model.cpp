@@ -3,6 +3,7 @@
 #include <limits>
 #include <optional>
 
+#include "models/collectives/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/rat_plan.hpp"
 #include "sim_core/collectives/read_costs.hpp"
@@ -70,22 +71,16 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
   CollectiveSpec& s = p.spec;
   const std::size_t hosts = topology.hosts().size();
   system.ignore("model");  // chosen by the runner
-  const std::string operation = system.choice_or(
-      "operation",
-      {"all_reduce", "reduce_scatter", "all_gather", "broadcast", "send_recv", "all_to_all"},
-      "all_reduce");
-  for (Operation o : {Operation::kAllReduce, Operation::kReduceScatter, Operation::kAllGather,
-                      Operation::kBroadcast, Operation::kSendRecv, Operation::kAllToAll})
-    if (to_string(o) == operation) s.operation = o;
+  const CollectivesPolicies& policies = collectives_policies();
+  s.operation = policies.operations.choose_or(system, "operation", "all_reduce").value;
   // All-reduce names its algorithm; the other operations have one each, named by default.
-  const std::string algorithm =
-      s.operation == Operation::kAllReduce
-          ? system.choice("algorithm", {"ring", "ps", "tree", "rat", "nvls"})
-          : system.choice_or("algorithm", {"ring", "tree", "direct"},
-                             std::string(to_string(algorithms_for(s.operation).front())));
-  for (Algorithm a : {Algorithm::kRing, Algorithm::kParameterServer, Algorithm::kTree,
-                      Algorithm::kRat, Algorithm::kDirect, Algorithm::kNvls})
-    if (to_string(a) == algorithm) s.algorithm = a;
+  // validate() checks that the algorithm serves the operation.
+  s.algorithm = s.operation == Operation::kAllReduce
+                    ? policies.algorithms.choose(system, "algorithm").value
+                    : policies.algorithms
+                          .choose_or(system, "algorithm",
+                                     std::string(to_string(algorithms_for(s.operation).front())))
+                          .value;
   s.bytes = system.bytes("bytes");
   s.chunks = static_cast<int>(system.integer_or("chunks", 1, 1, 1 << 20));
   s.window = static_cast<int>(system.integer_or("window", 1, 0, 1 << 20));
@@ -94,11 +89,7 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
   if (p.participants == 0) p.participants = static_cast<int>(hosts);
   if (s.algorithm == Algorithm::kParameterServer) {
     s.servers = static_cast<int>(system.integer_or("servers", 1, 1, max_hosts));
-    const std::string placement =
-        system.choice_or("placement", {"dedicated", "colocated", "spread"}, "dedicated");
-    s.placement = placement == "dedicated"   ? Placement::kDedicated
-                  : placement == "colocated" ? Placement::kColocated
-                                             : Placement::kSpread;
+    s.placement = policies.placements.choose_or(system, "placement", "dedicated").value;
   }
   if (s.algorithm == Algorithm::kTree)
     s.arity = static_cast<int>(system.integer_or("arity", 2, 1, 1 << 16));

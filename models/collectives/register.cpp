@@ -1,6 +1,7 @@
 #include "models/collectives/register.hpp"
 
 #include "models/collectives/collectives_model.hpp"
+#include "models/collectives/policies.hpp"
 
 namespace mlsim {
 
@@ -10,8 +11,7 @@ void register_collectives(ModelRegistry& registry) {
       "one all-reduce (ring, parameter server, reduce-broadcast tree or RAT, the resilient "
       "allreduce tree over the topology's regions) with chunking and link failures, on any "
       "network backend; reports completion time, algorithm and bus bandwidth",
-      {"ring", "ps", "tree", "rat"},
-      [](ModelSetup& setup) {
+      collectives::collectives_policies().describe(), [](ModelSetup& setup) {
         JsonReader system = setup.root.object("system");
         return collectives::make_collectives_model(
             collectives::read_collectives_params(system, setup.topology));

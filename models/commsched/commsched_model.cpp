@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/commsched/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/stats.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
@@ -66,17 +67,11 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
                                       const std::filesystem::path& scenario_dir) {
   CommschedParams p;
   JobSpec& job = p.job;
-  const bool ps = system.choice_or("mode", {"ps", "allreduce"}, "ps") == "ps";
-  job.mode = ps ? Mode::kParameterServer : Mode::kAllReduce;
-  job.scheduler = system.choice("scheduler", {"fifo", "bytescheduler"}) == "fifo"
-                      ? SchedulerKind::kFifo
-                      : SchedulerKind::kByteScheduler;
-  const std::string tuner =
-      system.choice_or("tuner", {"static", "grid_best", "bo_like", "autobyte"}, "static");
-  p.tuner = tuner == "static"      ? Tuner::kStatic
-            : tuner == "grid_best" ? Tuner::kGridBest
-            : tuner == "bo_like"   ? Tuner::kBoLike
-                                   : Tuner::kAutoByte;
+  const CommschedPolicies& policies = commsched_policies();
+  job.mode = policies.modes.choose_or(system, "mode", "ps").value;
+  const bool ps = job.mode == Mode::kParameterServer;
+  job.scheduler = policies.schedulers.choose(system, "scheduler").value;
+  p.tuner = policies.tuners.choose_or(system, "tuner", "static").value;
   if (job.scheduler == SchedulerKind::kFifo && p.tuner != Tuner::kStatic)
     throw InputError(system.path_of("tuner"),
                      "the fifo scheduler has nothing to tune: use \"static\"");
@@ -103,9 +98,7 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   for (NodeId h : job.workers) host_links(topology, h);
   for (NodeId h : job.servers) host_links(topology, h);
   if (ps) {
-    job.credit_scope = system.choice_or("credit_scope", {"push", "push_pull"}, "push") == "push"
-                           ? CreditScope::kPush
-                           : CreditScope::kPushPull;
+    job.credit_scope = policies.credit_scopes.choose_or(system, "credit_scope", "push").value;
   } else if (system.has("credit_scope")) {
     throw InputError(system.path_of("credit_scope"), "only for PS mode");
   }

@@ -1,6 +1,7 @@
 #include "models/commsched/register.hpp"
 
 #include "models/commsched/commsched_model.hpp"
+#include "models/commsched/policies.hpp"
 
 namespace mlsim {
 
@@ -10,7 +11,7 @@ void register_commsched(ModelRegistry& registry) {
                 "its gradient communication scheduled: framework FIFO against ByteScheduler "
                 "(partition, priority, credit), tuned statically, by exhaustive grid, by a BO-like "
                 "search at the start, or online by AutoByte",
-                {"fifo", "bytescheduler", "static", "grid_best", "bo_like", "autobyte"},
+                commsched::commsched_policies().describe(),
                 [](ModelSetup& setup) { return commsched::make_commsched_model(setup); }});
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/embcache/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
@@ -10,15 +11,11 @@ ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const
                                  const std::filesystem::path& scenario_dir) {
   ModelParams p;
   TrainingParams& t = p.training;
-  const bool het = system.choice("policy", {"het", "herald"}) == "het";
   // The policy presets both choices; setting one apart is an ablation.
-  t.allocation = system.choice_or("allocation", {"sequential", "location_aware"},
-                                  het ? "sequential" : "location_aware") == "sequential"
-                     ? Allocation::kSequential
-                     : Allocation::kLocationAware;
-  t.sync = system.choice_or("sync", {"eager", "on_demand"}, het ? "eager" : "on_demand") == "eager"
-               ? Sync::kEager
-               : Sync::kOnDemand;
+  const EmbcachePolicies& policies = embcache_policies();
+  const SystemPreset& preset = policies.systems.choose(system, "policy").value;
+  t.allocation = policies.allocations.choose_or(system, "allocation", preset.allocation).value;
+  t.sync = policies.syncs.choose_or(system, "sync", preset.sync).value;
   p.cache_ratio = system.number_or("cache_ratio", 0.1, 0, 1);
   t.row_bytes = 4 * system.integer_or("embedding_dim", 128, 1, 1 << 20);
 

@@ -1,6 +1,7 @@
 #include "models/embcache/register.hpp"
 
 #include "models/embcache/embcache_model.hpp"
+#include "models/embcache/policies.hpp"
 
 namespace mlsim {
 
@@ -9,7 +10,7 @@ void register_embcache(ModelRegistry& registry) {
                 "Embedding-model training with GPU embedding caches and a parameter server: "
                 "HET-style cache with eager sync against Herald's location-aware input "
                 "allocation and on-demand sync",
-                {"het", "herald"},
+                embcache::embcache_policies().describe(),
                 [](ModelSetup& setup) { return embcache::make_embcache_model(setup); }});
 }
 

@@ -4,6 +4,7 @@
 
 #include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_cluster.hpp"
+#include "models/ina/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/engine/random.hpp"
@@ -13,12 +14,6 @@
 
 namespace mlsim::ina {
 namespace {
-
-PolicyKind parse_policy(const std::string& s) {
-  if (s == "switchml") return PolicyKind::kSwitchMl;
-  if (s == "atp") return PolicyKind::kAtp;
-  return PolicyKind::kDsa;
-}
 
 // The host links of a one-switch star: all equal, or the model cannot place its hosts.
 Link star_host_link(const Topology& topology) {
@@ -70,11 +65,9 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
                                    const NetworkSpec& network,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed) {
   ClusterParams p;
-  p.policy = parse_policy(system.choice("policy", {"switchml", "atp", "dsa"}));
+  p.policy = ina_policies().policies.choose(system, "policy").value;
   const SwitchSpec& sw = hardware.switch_spec(system.string("switch"), system.path_of("switch"));
-  p.data_path = system.choice_or("data_path", {"packet", "network"}, "packet") == "network"
-                    ? DataPathKind::kNetwork
-                    : DataPathKind::kPacket;
+  p.data_path = ina_policies().data_paths.choose_or(system, "data_path", "packet").value;
   Link host_link;
   if (p.data_path == DataPathKind::kPacket) {
     // The packet path's links are the model's own: a backend the scenario names would be

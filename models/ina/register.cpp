@@ -1,6 +1,7 @@
 #include "models/ina/register.hpp"
 
 #include "models/ina/ina_model.hpp"
+#include "models/ina/policies.hpp"
 
 namespace mlsim {
 
@@ -12,7 +13,7 @@ void register_ina(ModelRegistry& registry) {
        "switch program; system.data_path \"packet\" (default): the model's own "
        "packet-level star links, network.backend refused; \"network\": bursts are "
        "transfers of network.backend to the switch node hosting the program",
-       {"switchml", "atp", "dsa"},
+       ina::ina_policies().describe(),
        [](ModelSetup& setup) { return ina::make_ina_model(setup); }});
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "models/pipeline/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/run/events.hpp"
@@ -29,8 +30,7 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
                                     const Topology& topology,
                                     const std::filesystem::path& scenario_dir) {
   TrainingParams p;
-  p.policy = system.choice("policy", {"pipedream", "autopipe"}) == "pipedream" ? Policy::kPipeDream
-                                                                               : Policy::kAutoPipe;
+  p.policy = pipeline_policies().policies.choose(system, "policy").value;
   const auto hosts = static_cast<std::int64_t>(topology.hosts().size());
   const auto stages = static_cast<std::size_t>(
       system.integer_or("stages", hosts, 1, std::max<std::int64_t>(hosts, 1)));

@@ -47,11 +47,4 @@ class LeastOutstandingTokensRouter final : public Router {
   }
 };
 
-inline std::unique_ptr<Router> make_router(std::string_view name, const std::string& where) {
-  if (name == "round_robin") return std::make_unique<RoundRobinRouter>();
-  if (name == "least_outstanding_tokens") return std::make_unique<LeastOutstandingTokensRouter>();
-  throw InputError(where, "unknown router \"" + std::string(name) +
-                              "\"; expected \"round_robin\" or \"least_outstanding_tokens\"");
-}
-
 }  // namespace mlsim::serving

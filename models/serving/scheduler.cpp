@@ -2,9 +2,6 @@
 
 #include <algorithm>
 
-#include "models/serving/chunked_prefill.hpp"
-#include "models/serving/continuous_batching.hpp"
-#include "models/serving/static_batching.hpp"
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
@@ -118,14 +115,6 @@ void schedule_decodes(ReplicaState& s, Batch& batch) {
     s.add_decode(batch, *r);
     ++i;
   }
-}
-
-std::unique_ptr<BatchScheduler> make_scheduler(std::string_view name, const std::string& where) {
-  if (name == "static") return std::make_unique<StaticBatching>();
-  if (name == "continuous") return std::make_unique<ContinuousBatching>();
-  if (name == "chunked_prefill") return std::make_unique<ChunkedPrefill>();
-  throw InputError(where, "unknown scheduler \"" + std::string(name) +
-                              "\"; expected \"static\", \"continuous\" or \"chunked_prefill\"");
 }
 
 }  // namespace mlsim::serving

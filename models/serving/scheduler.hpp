@@ -96,8 +96,4 @@ class BatchScheduler {
 // token fits. Shared by the continuous and chunked-prefill schedulers.
 void schedule_decodes(ReplicaState& state, Batch& batch);
 
-// "static" | "continuous" | "chunked_prefill"; InputError at `where` otherwise.
-std::unique_ptr<BatchScheduler> make_scheduler(std::string_view name, const std::string& where);
-inline constexpr std::string_view kSchedulerNames[] = {"static", "continuous", "chunked_prefill"};
-
 }  // namespace mlsim::serving

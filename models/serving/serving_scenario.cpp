@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "models/serving/policies.hpp"
 #include "models/serving/register.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/input_file.hpp"
@@ -70,17 +71,17 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   for (std::size_t i = 0; i < family.size(); ++i)
     members.push_back(catalog.get(family[i], sys.path_of("family") + fmt::format("[{}]", i)));
   c.tiers = static_cast<std::int32_t>(members.size());
-  const auto mode = sys.choice("mode", {"mfs", "separate"});
+  const DeploymentMode mode = serving_policies().modes.choose(sys, "mode").value;
 
   BatchLimits limits;
   limits.max_requests =
       static_cast<std::int32_t>(sys.integer_or("max_batch_requests", 256, 1, 1 << 20));
   limits.max_tokens =
       static_cast<std::int32_t>(sys.integer_or("max_batch_tokens", 4096, 1, 1 << 24));
-  const auto scheduler =
-      sys.choice_or("scheduler", {"static", "continuous", "chunked_prefill"}, "continuous");
-  const auto router = sys.choice_or("router", {"round_robin", "least_outstanding_tokens"},
-                                    "least_outstanding_tokens");
+  const std::string scheduler =
+      serving_policies().schedulers.choose_or(sys, "scheduler", "continuous").name;
+  const std::string router =
+      serving_policies().routers.choose_or(sys, "router", "least_outstanding_tokens").name;
   c.block_tokens = static_cast<std::int32_t>(sys.integer_or("block_tokens", 16, 1, 4096));
   c.gpu_memory_utilization = sys.number_or("gpu_memory_utilization", 0.9, 0.01, 1.0);
   // The engine's per-iteration framework overhead: a catalog entry with its source, or a duration.
@@ -109,7 +110,7 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     d.limits = limits;
     d.router = router;
   };
-  if (mode == "mfs") {
+  if (mode == DeploymentMode::kMfs) {
     auto m = sys.object("mfs");
     DeploymentConfig d = read_deployment(m, catalog, "mfs");
     const auto rule =
@@ -247,18 +248,17 @@ double ServingModel::progress(const ModelEnv&) const {
 namespace mlsim {
 
 void register_serving(ModelRegistry& registry) {
-  registry.add({"serving",
-                "LLM serving: Llama-style transformers on GPU replicas (platform Compute), paged "
-                "KV cache, static / continuous (vLLM) / chunked-prefill (Sarathi) batching, "
-                "routers, Azure traces or generators; MFS tiered serving vs separate models",
-                {"static", "continuous", "chunked_prefill", "mfs", "separate"},
-                [](ModelSetup& setup) -> std::unique_ptr<Model> {
-                  return std::make_unique<serving::ServingModel>(
-                      serving::parse_serving_scenario(setup.root, setup.hardware,
-                                                      setup.topology.hosts(), setup.node_hardware,
-                                                      setup.costs, setup.scenario_dir),
-                      setup.env);
-                }});
+  registry.add(
+      {"serving",
+       "LLM serving: Llama-style transformers on GPU replicas (platform Compute), paged "
+       "KV cache, static / continuous (vLLM) / chunked-prefill (Sarathi) batching, "
+       "routers, Azure traces or generators; MFS tiered serving vs separate models",
+       serving::serving_policies().describe(), [](ModelSetup& setup) -> std::unique_ptr<Model> {
+         return std::make_unique<serving::ServingModel>(
+             serving::parse_serving_scenario(setup.root, setup.hardware, setup.topology.hosts(),
+                                             setup.node_hardware, setup.costs, setup.scenario_dir),
+             setup.env);
+       }});
 }
 
 }  // namespace mlsim

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "models/serving/policies.hpp"
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
@@ -81,7 +82,7 @@ ServingSystem::ServingSystem(Engine& engine, Network* network, Compute& compute,
               : 0;
     Deployment dep;
     dep.config = d;
-    dep.router = make_router(d.router, "system.deployments." + d.name + ".router");
+    dep.router = make_router(d.router, "system.router");
     for (int i = 0; i < d.replicas; ++i) {
       ReplicaConfig rc;
       rc.name = d.replicas == 1 ? d.name : fmt::format("{}.{}", d.name, i);
@@ -96,7 +97,7 @@ ServingSystem::ServingSystem(Engine& engine, Network* network, Compute& compute,
           engine_, network_, compute_, std::move(rc),
           std::make_unique<IterationCostModel>(d.model, d.tp, timer_, cost_exits(d)),
           KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
-          make_scheduler(d.scheduler, "system.deployments." + d.name + ".scheduler"), *this);
+          make_scheduler(d.scheduler, "system.scheduler"), *this);
       dep.replicas.push_back(replica.get());
       replica_deployment_.push_back(di);
       replicas_.push_back(std::move(replica));

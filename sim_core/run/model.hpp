@@ -24,6 +24,7 @@
 #include "sim_core/network/network.hpp"
 #include "sim_core/network/network_factory.hpp"
 #include "sim_core/network/topology.hpp"
+#include "sim_core/run/policy_registry.hpp"
 #include "sim_core/run/results.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
@@ -107,7 +108,8 @@ struct ModelSetup {
 struct ModelInfo {
   std::string name;
   std::string description;
-  std::vector<std::string> policies;  // listed by `mlsim list`
+  // Every registered policy of the model, from its PolicyRegistry objects (`mlsim list`).
+  std::vector<PolicyInfo> policies;
   std::function<std::unique_ptr<Model>(ModelSetup&)> make;
 };
 

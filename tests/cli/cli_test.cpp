@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "cli/registry.hpp"
 #include "tests/support/program_runner.hpp"
 
 using mlsim::testing::read_file;
@@ -104,6 +105,20 @@ TEST(Cli, ListShowsBackendsAndTheShippedHardware) {
   EXPECT_NE(o.out.find("analytic"), std::string::npos);
   EXPECT_NE(o.out.find("H100-SXM5-80GB"), std::string::npos);
   EXPECT_NE(o.out.find("tofino-32x100g-atp"), std::string::npos);
+  EXPECT_NE(o.out.find("llama-2-70b"), std::string::npos);  // the LLM model catalog
+}
+
+TEST(Cli, ListShowsEveryRegisteredPolicyWithItsDescription) {
+  TempDir dir;
+  auto o = run_mlsim(dir, "list");
+  ASSERT_EQ(o.status, 0) << o.err;
+  const mlsim::Registries registries = mlsim::make_registries();
+  ASSERT_FALSE(registries.models.all().empty());
+  for (const auto& m : registries.models.all())
+    for (const auto& p : m.policies) {
+      EXPECT_NE(o.out.find(p.name), std::string::npos) << m.name << " " << p.name;
+      EXPECT_NE(o.out.find(p.description), std::string::npos) << m.name << " " << p.name;
+    }
 }
 
 // Issue 17: the exact commands of its defects 1, 4, 6 and 8, as a user runs them.

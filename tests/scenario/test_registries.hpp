@@ -101,16 +101,16 @@ inline Registries make_test_registries() {
                                  };
                                }});
   }
-  r.models.add(ModelInfo{"probe", "test model", {"only"}, [](ModelSetup& setup) {
-                           auto system = setup.root.object("system");
-                           system.ignore("model");
-                           const auto bytes = system.bytes_or("bytes", "1MiB");
-                           const auto messages =
-                               static_cast<int>(system.integer_or("messages", 3, 1, 1'000'000));
-                           system.finish();
-                           setup.root.object_or_empty("workload").finish();
-                           return std::make_unique<ProbeModel>(bytes, messages);
-                         }});
+  r.models.add(ModelInfo{
+      "probe", "test model", {{"policy", "only", "the probe's behaviour"}}, [](ModelSetup& setup) {
+        auto system = setup.root.object("system");
+        system.ignore("model");
+        const auto bytes = system.bytes_or("bytes", "1MiB");
+        const auto messages = static_cast<int>(system.integer_or("messages", 3, 1, 1'000'000));
+        system.finish();
+        setup.root.object_or_empty("workload").finish();
+        return std::make_unique<ProbeModel>(bytes, messages);
+      }});
   return r;
 }
 

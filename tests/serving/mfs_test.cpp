@@ -2,6 +2,7 @@
 // escalation that reuses the lower tier's KV.
 #include <gtest/gtest.h>
 
+#include "models/serving/policies.hpp"
 #include "models/serving/replica.hpp"
 #include "models/serving/serving_scenario.hpp"
 #include "test_support.hpp"

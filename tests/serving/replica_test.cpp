@@ -2,6 +2,7 @@
 // KV exhaustion that preempts a request and later resumes it, static batching and chunked
 // prefill.
 #include "models/serving/replica.hpp"
+#include "models/serving/policies.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,30 @@
+#pragma once
+// The cluster model's registered policies (sim_core/run/policy_registry.hpp): scheduling
+// policies, each a preset of the scheduler's mechanisms (which the scenario may set apart, for
+// ablations), and queue orders. Adding one: one add() line in policies.cpp (a new mechanism also
+// needs its code in cluster_sim).
+#include <string>
+#include <vector>
+
+#include "models/cluster/cluster_sim.hpp"
+#include "sim_core/run/policy_registry.hpp"
+
+namespace mlsim::cluster {
+
+struct SchedulingPreset {
+  Policy policy = Policy::kFcfs;
+  std::string order;  // a name in ClusterPolicies::orders, the default of "order"
+  bool flexible_types = false;
+  bool preinitialised = false;
+};
+
+struct ClusterPolicies {
+  PolicyRegistry<SchedulingPreset> policies{"policy"};
+  PolicyRegistry<Order> orders{"order"};
+  std::vector<PolicyInfo> describe() const;
+};
+
+// Built on first use, never changed afterwards.
+const ClusterPolicies& cluster_policies();
+
+}  // namespace mlsim::cluster

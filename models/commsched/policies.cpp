@@ -1,0 +1,51 @@
+#include "models/commsched/policies.hpp"
+
+namespace mlsim::commsched {
+namespace {
+
+CommschedPolicies build() {
+  CommschedPolicies p;
+  p.modes
+      .add("ps", "workers push gradients to parameter servers and pull the parameters back",
+           Mode::kParameterServer)
+      .add("allreduce", "ring all-reduce among the workers (Horovod style)", Mode::kAllReduce);
+  p.schedulers
+      .add("fifo", "the framework's order: each gradient sent whole as soon as it is ready",
+           SchedulerKind::kFifo)
+      .add("bytescheduler",
+           "ByteScheduler: gradients cut into partitions, sent by layer priority within a "
+           "credit of bytes in flight",
+           SchedulerKind::kByteScheduler);
+  p.tuners.add("static", "ByteScheduler's partition and credit as given", Tuner::kStatic)
+      .add("grid_best", "every grid point run over the whole scenario; the best run for real",
+           Tuner::kGridBest)
+      .add("bo_like", "ByteScheduler's one-shot search during the run: random, then refined points",
+           Tuner::kBoLike)
+      .add("autobyte",
+           "AutoByte-like: re-selects the grid point online from measured bandwidth and slowdowns",
+           Tuner::kAutoByte);
+  p.credit_scopes
+      .add("push", "PS mode: a chunk holds its credit until its push has arrived",
+           CreditScope::kPush)
+      .add("push_pull", "PS mode: a chunk holds its credit until its pull is back",
+           CreditScope::kPushPull);
+  return p;
+}
+
+}  // namespace
+
+std::vector<PolicyInfo> CommschedPolicies::describe() const {
+  std::vector<PolicyInfo> out;
+  modes.describe(out);
+  schedulers.describe(out);
+  tuners.describe(out);
+  credit_scopes.describe(out);
+  return out;
+}
+
+const CommschedPolicies& commsched_policies() {
+  static const CommschedPolicies policies = build();
+  return policies;
+}
+
+}  // namespace mlsim::commsched

@@ -1,0 +1,23 @@
+#pragma once
+// The commsched model's registered policies (sim_core/run/policy_registry.hpp): communication
+// modes, gradient schedulers, tuners of ByteScheduler's knobs and credit scopes. Adding one: one
+// add() line in policies.cpp (a new mechanism also needs its code in training_job or tuners).
+#include <vector>
+
+#include "models/commsched/commsched_model.hpp"
+#include "sim_core/run/policy_registry.hpp"
+
+namespace mlsim::commsched {
+
+struct CommschedPolicies {
+  PolicyRegistry<Mode> modes{"mode"};
+  PolicyRegistry<SchedulerKind> schedulers{"scheduler"};
+  PolicyRegistry<Tuner> tuners{"tuner"};
+  PolicyRegistry<CreditScope> credit_scopes{"credit scope"};
+  std::vector<PolicyInfo> describe() const;
+};
+
+// Built on first use, never changed afterwards.
+const CommschedPolicies& commsched_policies();
+
+}  // namespace mlsim::commsched

@@ -1,0 +1,29 @@
+#pragma once
+// The embcache model's registered policies (sim_core/run/policy_registry.hpp): training systems,
+// each a preset of an input allocation and a cache sync (the scenario may set either apart, for
+// ablations), and the allocations and syncs themselves. Adding one: one add() line in
+// policies.cpp (a new mechanism also needs its code in embedding_training).
+#include <string>
+#include <vector>
+
+#include "models/embcache/embedding_training.hpp"
+#include "sim_core/run/policy_registry.hpp"
+
+namespace mlsim::embcache {
+
+struct SystemPreset {
+  std::string allocation;  // names in EmbcachePolicies::allocations / syncs: the defaults
+  std::string sync;
+};
+
+struct EmbcachePolicies {
+  PolicyRegistry<SystemPreset> systems{"policy"};
+  PolicyRegistry<Allocation> allocations{"allocation"};
+  PolicyRegistry<Sync> syncs{"sync"};
+  std::vector<PolicyInfo> describe() const;
+};
+
+// Built on first use, never changed afterwards.
+const EmbcachePolicies& embcache_policies();
+
+}  // namespace mlsim::embcache

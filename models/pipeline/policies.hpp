@@ -1,0 +1,20 @@
+#pragma once
+// The pipeline model's registered policies (sim_core/run/policy_registry.hpp): when the
+// partition of layers into stages is computed. Adding one: one add() line in policies.cpp (a
+// new planner also needs its code in pipeline_training).
+#include <vector>
+
+#include "models/pipeline/pipeline_training.hpp"
+#include "sim_core/run/policy_registry.hpp"
+
+namespace mlsim::pipeline {
+
+struct PipelinePolicies {
+  PolicyRegistry<Policy> policies{"policy"};
+  std::vector<PolicyInfo> describe() const;
+};
+
+// Built on first use, never changed afterwards.
+const PipelinePolicies& pipeline_policies();
+
+}  // namespace mlsim::pipeline

@@ -1,0 +1,67 @@
+#include "models/serving/policies.hpp"
+
+#include "models/serving/chunked_prefill.hpp"
+#include "models/serving/continuous_batching.hpp"
+#include "models/serving/static_batching.hpp"
+
+namespace mlsim::serving {
+namespace {
+
+template <typename T>
+auto make() {
+  return [] { return std::make_unique<T>(); };
+}
+
+ServingPolicies build() {
+  ServingPolicies p;
+  p.schedulers
+      .add("static",
+           "request-level batching: a batch forms only on an empty replica, reserves KV for its "
+           "whole length, and decodes until its last request ends",
+           make<StaticBatching>())
+      .add("continuous",
+           "vLLM: iteration-level batching; admits waiting prompts as a prefill batch while "
+           "their KV fits, else decodes every running request; preempts the newest on a full "
+           "pool",
+           make<ContinuousBatching>())
+      .add("chunked_prefill",
+           "Sarathi: decodes first, then prefill chunks filling the iteration's token budget",
+           make<ChunkedPrefill>());
+  p.routers
+      .add("least_outstanding_tokens",
+           "the replica with the fewest prefill and output tokens still to process",
+           make<LeastOutstandingTokensRouter>())
+      .add("round_robin", "replicas in turn", make<RoundRobinRouter>());
+  p.modes
+      .add("separate", "each family member served by its own deployment", DeploymentMode::kSeparate)
+      .add("mfs",
+           "model-family serving: one copy of the largest member, tiers leave at exit layers, "
+           "features shared, escalation in place",
+           DeploymentMode::kMfs);
+  return p;
+}
+
+}  // namespace
+
+std::vector<PolicyInfo> ServingPolicies::describe() const {
+  std::vector<PolicyInfo> out;
+  modes.describe(out);
+  schedulers.describe(out);
+  routers.describe(out);
+  return out;
+}
+
+const ServingPolicies& serving_policies() {
+  static const ServingPolicies policies = build();
+  return policies;
+}
+
+std::unique_ptr<BatchScheduler> make_scheduler(std::string_view name, const std::string& where) {
+  return serving_policies().schedulers.get(name, where).value();
+}
+
+std::unique_ptr<Router> make_router(std::string_view name, const std::string& where) {
+  return serving_policies().routers.get(name, where).value();
+}
+
+}  // namespace mlsim::serving
