@@ -104,7 +104,7 @@ int list_command(const std::filesystem::path& catalog_dir,
   for (const auto& m : registries.models.all()) {
     fmt::print("  {:<14} {}\n", m.name, m.description);
     for (const PolicyInfo& p : m.policies)
-      fmt::print("    {:<10} {:<26} {}\n", p.kind, p.name, p.description);
+      fmt::print("    {:<12} {:<26} {}\n", p.kind, p.name, p.description);
   }
   if (registries.models.all().empty()) fmt::print("  (none registered)\n");
   fmt::print("network backends:\n");
@@ -162,11 +162,13 @@ int list_command(const std::filesystem::path& catalog_dir,
                      fmt::format("cannot read {}: {}", llm_catalog_dir.string(), ec.message()));
   std::sort(model_files.begin(), model_files.end());
   fmt::print("LLM models ({}):\n", llm_catalog_dir.string());
-  for (const auto& f : model_files)
-    for (const auto& [name, m] : serving::ModelCatalog::load(f).all())
+  for (const auto& f : model_files) {
+    const serving::ModelCatalog models = serving::ModelCatalog::load(f);
+    for (const auto& [name, m] : models.all())
       fmt::print("  {:<16} {} layers, hidden {}, {} heads ({} KV), {:.1f} B parameters, {}\n", name,
                  m.layers, m.hidden, m.heads, m.kv_heads, static_cast<double>(m.params()) / 1e9,
                  f.filename().string());
+  }
   return 0;
 }
 

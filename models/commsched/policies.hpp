@@ -13,7 +13,7 @@ struct CommschedPolicies {
   PolicyRegistry<Mode> modes{"mode"};
   PolicyRegistry<SchedulerKind> schedulers{"scheduler"};
   PolicyRegistry<Tuner> tuners{"tuner"};
-  PolicyRegistry<CreditScope> credit_scopes{"credit scope"};
+  PolicyRegistry<CreditScope> credit_scopes{"credit_scope"};
   std::vector<PolicyInfo> describe() const;
 };
 
