@@ -29,8 +29,9 @@ using ShapeFactory = std::function<std::unique_ptr<Shape>()>;
 
 PolicyRegistry<ShapeFactory> shapes() {
   PolicyRegistry<ShapeFactory> r("shape");
-  r.add("triangle", "three sides", [] { return std::make_unique<Triangle>(); })
-      .add("square", "four sides", [] { return std::make_unique<Square>(); });
+  r.add("triangle", "three sides", [] {
+     return std::make_unique<Triangle>();
+   }).add("square", "four sides", [] { return std::make_unique<Square>(); });
   return r;
 }
 
@@ -71,8 +72,7 @@ TEST(PolicyRegistry, AnUnknownNameIsAnInputErrorListingTheRegisteredOnes) {
 
 TEST(PolicyRegistry, ANameRegisteredTwiceIsAProgrammingError) {
   auto r = shapes();
-  EXPECT_THROW(r.add("square", "again", [] { return std::make_unique<Square>(); }),
-               InvariantError);
+  EXPECT_THROW(r.add("square", "again", [] { return std::make_unique<Square>(); }), InvariantError);
 }
 
 TEST(PolicyRegistry, EveryModelListsItsPoliciesWithKindAndDescription) {
