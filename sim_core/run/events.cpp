@@ -45,6 +45,7 @@ EventSpec read_event(JsonReader& e) {
   if (changes.size() != 1)
     throw InputError(e.path(), "expected exactly one change: bandwidth, latency, up or speed");
   const std::string_view target = targets[0], change = changes[0];
+  x.target_where = e.path_of(target);
   if (target == "link") {
     x.target = EventSpec::Target::kLink;
     x.names = e.strings("link");
@@ -133,6 +134,7 @@ std::vector<EventSpec> read_events_trace(const std::filesystem::path& file,
     const std::string &change = cells[1], &target = cells[2], &value = cells[3];
     EventSpec x;
     x.where = where;
+    x.target_where = where;
     x.at = parse_time(cells[0], where + " (at)");
     if (x.at < Time::zero()) throw InputError(where, "the time must not be negative");
     const bool link_change = change == "bandwidth" || change == "latency" ||
@@ -309,22 +311,22 @@ PlatformEvents resolve_events(const EventsSpec& spec, const Topology& topology,
     e.up = x.up;
     switch (x.target) {
       case EventSpec::Target::kLink: {
-        const NodeId a = find_node(topology, x.names[0], x.where);
-        const NodeId b = find_node(topology, x.names[1], x.where);
+        const NodeId a = find_node(topology, x.names[0], x.target_where);
+        const NodeId b = find_node(topology, x.names[1], x.target_where);
         for (LinkId l : links_between(topology, a, b))
           if (!x.one_way || topology.link(l).src == a) e.links.push_back(l);
         if (e.links.empty())
-          throw InputError(x.where,
+          throw InputError(x.target_where,
                            "\"" + x.names[0] + "\" and \"" + x.names[1] + "\" are not linked");
         break;
       }
       case EventSpec::Target::kLinksOf:
       case EventSpec::Target::kUplinksOf: {
         const bool up = x.target == EventSpec::Target::kUplinksOf;
-        const NodeId n = find_node(topology, x.names[0], x.where);
+        const NodeId n = find_node(topology, x.names[0], x.target_where);
         e.links = links_of(topology, n, up);
         if (e.links.empty())
-          throw InputError(x.where,
+          throw InputError(x.target_where,
                            "\"" + x.names[0] + "\" has no " + (up ? "links to a switch" : "links"));
         break;
       }
@@ -336,9 +338,9 @@ PlatformEvents resolve_events(const EventsSpec& spec, const Topology& topology,
       case EventSpec::Target::kNodes:
         if (x.names.empty()) e.nodes = topology.hosts();
         for (const std::string& name : x.names) {
-          const NodeId n = find_node(topology, name, x.where);
+          const NodeId n = find_node(topology, name, x.target_where);
           if (x.target == EventSpec::Target::kHosts && topology.node(n).kind != NodeKind::kHost)
-            throw InputError(x.where, "\"" + name + "\" is a switch, not a host");
+            throw InputError(x.target_where, "\"" + name + "\" is a switch, not a host");
           e.nodes.push_back(n);
         }
         break;

@@ -32,7 +32,8 @@ enum class EventChange : std::uint8_t { kBandwidth, kLatency, kLinkUp, kSpeed, k
 
 // One event as written, names not yet looked up.
 struct EventSpec {
-  std::string where;  // JSON path or "file:line", for errors found when resolving
+  std::string where;         // JSON path or "file:line", for errors found when resolving
+  std::string target_where;  // the target's own JSON path (or "file:line"), for unknown names
   Time at;
   enum class Target : std::uint8_t { kLink, kLinksOf, kUplinksOf, kAllLinks, kHosts, kNodes };
   Target target = Target::kAllLinks;

@@ -23,10 +23,9 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
     events_ = resolve_events(scenario.events, topology_, *network_);
     links_ = std::make_unique<LinkConditions>(topology_, *network_);
     nodes_ = std::make_unique<NodeHealth>(topology_.nodes().size());
-    env_ = std::make_unique<ModelEnv>(ModelEnv{engine_, *network_, topology_, scenario.hardware,
-                                               *host_speeds_, scenario.seed, scenario.dir(),
-                                               node_hardware_, *compute_, *links_, *nodes_,
-                                               events_});
+    env_ = std::make_unique<ModelEnv>(
+        ModelEnv{engine_, *network_, topology_, scenario.hardware, *host_speeds_, scenario.seed,
+                 scenario.dir(), node_hardware_, *compute_, *links_, *nodes_, events_});
     const ModelInfo* info = registries.models.find(scenario.model);
     if (!info)
       throw InputError("system.model", "model \"" + scenario.model + "\" is not registered");

@@ -60,10 +60,8 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.participants=100000"}, "system.participants"},
          {{"system.algorithm=tree", "system.arity=0"}, "system.arity"},
          {{"system.participants=-1"}, "system.participants"},
-         {{"system.algorithm=ring",
-           "system.link_changes=[{\"between\": [\"h0\", \"h1\"], "
-           "\"up\": false}]"},
-          "system.link_changes[0].between"},  // not neighbours
+         {{"system.algorithm=ring", "events.list=[{\"link\": [\"h0\", \"h1\"], \"up\": false}]"},
+          "events.list[0].link"},  // not neighbours
      }},
     {"ina",
      {
@@ -94,9 +92,9 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"workload.minibatches=0"}, "workload.minibatches"},
          {{"workload.samples_per_minibatch=-1"}, "workload.samples_per_minibatch"},
          {{"workload.gpu_speed=[1, 2]"}, "workload.gpu_speed"},
-         {{"workload.changes=[{\"at\": \"1s\", \"stage\": 7, \"gpu_speed\": 0.5}]"},
-          "workload.changes[0].stage"},
-         {{"workload.changes=[{\"at\": \"1s\", \"stage\": 0}]"}, "workload.changes[0]"},
+         {{"events.list=[{\"at\": \"1s\", \"host\": 1000, \"speed\": 0.5}]"},
+          "events.list[0].host"},
+         {{"events.list=[{\"at\": \"1s\", \"host\": 0}]"}, "events.list[0]"},  // no change
          {{"workload.profile=no_such_profile.txt"}, "workload.profile"},
      }},
     {"embcache",
@@ -123,8 +121,8 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.message_overhead=-1us"}, "system.message_overhead"},
          {{"workload.iterations=0"}, "workload.iterations"},
          {{"workload.gpu=no-such-gpu"}, "workload.gpu"},
-         {{"workload.bandwidth_changes=[{\"at\": \"1s\", \"bandwidth\": \"0Gbps\"}]"},
-          "workload.bandwidth_changes[0].bandwidth"},
+         {{"events.list=[{\"at\": \"1s\", \"all_links\": true, \"bandwidth\": \"0Gbps\"}]"},
+          "events.list[0].bandwidth"},
      }},
     {"cluster",
      {

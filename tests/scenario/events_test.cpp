@@ -236,9 +236,9 @@ TEST(Events, ErrorsNameThePath) {
     EXPECT_NE(e.find(part), std::string::npos) << events << " -> " << e;
   };
   expect(R"({"list": [{"link": ["h0", "nowhere"], "up": false}]})",
-         "events.list[0]: no node named \"nowhere\"");
+         "events.list[0].link: no node named \"nowhere\"");
   expect(R"({"list": [{"link": ["h0", "h1"], "up": false}]})", "are not linked");
-  expect(R"({"list": [{"host": "sw0", "speed": 2}]})", "events.list[0]: \"sw0\" is a switch");
+  expect(R"({"list": [{"host": "sw0", "speed": 2}]})", "events.list[0].host: \"sw0\" is a switch");
   expect(R"({"list": [{"host": 2, "speed": 2}]})", "host index 2 is not in 0..1");
   expect(R"({"list": [{"host": 0, "speed": 0}]})", "events.list[0].speed");
   expect(R"({"list": [{"host": 0}]})", "events.list[0]: expected exactly one change");
