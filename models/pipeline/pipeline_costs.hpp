@@ -1,6 +1,7 @@
 #pragma once
 // What a pipeline partitioner and schedule need to know: per-layer costs of one minibatch and
-// the conditions (GPU speeds, links between consecutive stages) they run under.
+// the conditions (each stage host's layer times and speed, links between consecutive stages) they
+// run under.
 #include <cstddef>
 #include <vector>
 
@@ -8,7 +9,8 @@
 
 namespace mlsim::pipeline {
 
-// One layer's cost per minibatch on the reference GPU (speed 1).
+// One layer of the profile: its per-minibatch times as profiled (on the profile's GPU, at speed 1)
+// and its sizes.
 struct LayerCost {
   double forward_s = 0;
   double backward_s = 0;
@@ -20,12 +22,25 @@ struct LayerCost {
 // the host, not on a pipeline stage).
 std::vector<LayerCost> layer_costs(const DnnProfile& profile);
 
-// Conditions at one moment. Stage s runs on GPU s; link s joins stage s to stage s + 1.
+// What running each layer on one stage's host takes: every layer's time on the host's GPU at
+// speed 1 (the profile moved to that GPU by the platform's Compute), and the host's speed now.
+// Its layer time now is nominal / speed: what PipeDream's profiler would measure if it profiled
+// the model on that host at this moment (PipeDream profiles once, on one GPU, and assumes every
+// stage's GPU is that one; the partitioner here sees each host as it is).
+struct StageHost {
+  std::vector<double> forward_s, backward_s;  // per layer, at speed 1 on the host's GPU
+  double speed = 1;                           // HostSpeeds of the host
+};
+
+// The profiling GPU's own times (a host of the profile's GPU type) at `speed`.
+StageHost profiled_host(const std::vector<LayerCost>& layers, double speed = 1);
+
+// Conditions at one moment. Stage s runs on hosts[s]; link s joins stage s to stage s + 1.
 struct Conditions {
-  std::vector<double> gpu_speed;       // multiplies the reference GPU's speed (0.5 = half as fast)
+  std::vector<StageHost> hosts;
   std::vector<double> link_bandwidth;  // bytes/s, one per pair of consecutive stages
   std::vector<double> link_latency;    // seconds
-  std::size_t stages() const { return gpu_speed.size(); }
+  std::size_t stages() const { return hosts.size(); }
 };
 
 // Stage s owns layers [first[s], first[s + 1]); first[0] = 0 and first[stages] = layer count.

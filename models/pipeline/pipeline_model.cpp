@@ -4,6 +4,7 @@
 
 #include "models/pipeline/policies.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
@@ -27,7 +28,7 @@ std::pair<LinkId, LinkId> host_links(const Topology& t, NodeId h, std::size_t st
 }  // namespace
 
 TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
-                                    const Topology& topology,
+                                    const Topology& topology, const HardwareCatalog& hardware,
                                     const std::filesystem::path& scenario_dir) {
   TrainingParams p;
   p.policy = pipeline_policies().policies.choose(system, "policy").value;
@@ -43,6 +44,10 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
     throw InputError(workload.path_of("profile"),
                      "the profile has " + std::to_string(p.layers.size()) +
                          " layers, fewer than the " + std::to_string(stages) + " stages");
+  // Which GPU measured PipeDream's profiles is not recorded in the files or their repository
+  // (workloads/dnn/pipedream/README.md), so the scenario must say which catalog GPU it takes
+  // them to be from: no default.
+  p.profiled_on = &hardware.gpu(workload.string("profiled_on"), workload.path_of("profiled_on"));
   p.samples_per_minibatch = workload.number("samples_per_minibatch", 1, 1e9);
   p.minibatches = static_cast<std::size_t>(workload.integer("minibatches", 1, 100'000'000));
 
@@ -72,18 +77,29 @@ void place_stages(TrainingParams& p, const Topology& topology, std::size_t stage
   }
 }
 
+void check_stage_gpus(const TrainingParams& p, const NodeHardware& hardware,
+                      const std::string& profiled_on_where) {
+  for (std::size_t s = 0; s < p.hosts.size(); ++s) {
+    const std::string where = "topology.hardware (stage " + std::to_string(s) + ")";
+    const GpuSpec& gpu = hardware.gpu(p.hosts[s], where);
+    // Throws at the GPU lacking an FP32 rate, before any layer is priced.
+    scale_profiled_time(1, 0, Dtype::kFp32, *p.profiled_on, gpu, profiled_on_where, where);
+  }
+}
+
 std::unique_ptr<Model> make_pipeline_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
   TrainingParams params =
-      read_training_params(system, workload, setup.topology, setup.scenario_dir);
+      read_training_params(system, workload, setup.topology, setup.hardware, setup.scenario_dir);
+  check_stage_gpus(params, setup.node_hardware, workload.path_of("profiled_on"));
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<PipelineTraining>>(
       setup.env, [params = std::move(params)](ModelEnv& env) {
-        return std::make_unique<PipelineTraining>(env.engine, env.network, env.host_speeds,
-                                                  env.links, params);
+        return std::make_unique<PipelineTraining>(env.engine, env.network, env.compute,
+                                                  env.host_speeds, env.links, params);
       });
 }
 

@@ -3,14 +3,22 @@
 #include <memory>
 
 #include "models/pipeline/pipeline_training.hpp"
+#include "sim_core/hardware/hardware.hpp"
+#include "sim_core/hardware/node_hardware.hpp"
 #include "sim_core/run/model.hpp"
 
 namespace mlsim::pipeline {
 
-// Reads "system" and "workload"; errors name the JSON path.
+// Reads "system" and "workload" (`profiled_on` from `hardware`, which must outlive the params);
+// errors name the JSON path.
 TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
-                                    const Topology& topology,
+                                    const Topology& topology, const HardwareCatalog& hardware,
                                     const std::filesystem::path& scenario_dir);
+
+// InputError unless every stage host has a GPU (topology.hardware) with an FP32 rate, as the
+// profile's GPU (named at `profiled_on_where`) must have: the profile is FP32 training.
+void check_stage_gpus(const TrainingParams& p, const NodeHardware& hardware,
+                      const std::string& profiled_on_where);
 
 // Stage s on host s of the topology: fills hosts, host_links and link_latency. InputError when a
 // host has not exactly one link to the network.

@@ -6,13 +6,15 @@
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/hardware/profile_scaling.hpp"
 
 namespace mlsim::pipeline {
 
-PipelineTraining::PipelineTraining(Engine& engine, Network& network, HostSpeeds& speeds,
-                                   LinkConditions& links, TrainingParams params)
+PipelineTraining::PipelineTraining(Engine& engine, Network& network, Compute& compute,
+                                   HostSpeeds& speeds, LinkConditions& links, TrainingParams params)
     : engine_(engine),
       network_(network),
+      compute_(compute),
       speeds_(speeds),
       links_(links),
       params_(std::move(params)),
@@ -21,6 +23,19 @@ PipelineTraining::PipelineTraining(Engine& engine, Network& network, HostSpeeds&
                   params_.link_latency.size() + 1 == params_.hosts.size() &&
                   params_.minibatches > 0,
               "pipeline needs a host per stage and at least one minibatch");
+  MLSIM_CHECK(params_.profiled_on != nullptr, "pipeline needs the GPU its profile was measured on");
+  // Every layer's nominal time on every stage host's GPU: a re-partition may move any layer to
+  // any stage.
+  for (NodeId host : params_.hosts) {
+    StageHost h;
+    for (const LayerCost& l : params_.layers) {
+      const LayerWork w = layer_work(l.forward_s, l.backward_s, l.parameter_bytes,
+                                     l.activation_bytes, *params_.profiled_on);
+      h.forward_s.push_back(compute_.nominal_seconds(host, w.forward));
+      h.backward_s.push_back(compute_.nominal_seconds(host, w.backward));
+    }
+    now_.hosts.push_back(std::move(h));
+  }
   speeds_.on_change([this](NodeId host, double, double speed) { speed_changed(host, speed); });
   links_.on_change([this](std::span<const LinkId> changed) { links_changed(changed); });
 }
@@ -33,7 +48,7 @@ double PipelineTraining::host_bandwidth(std::size_t s) const {
 void PipelineTraining::start() {
   started_ = true;
   const std::size_t n = params_.hosts.size();
-  for (std::size_t s = 0; s < n; ++s) now_.gpu_speed.push_back(speeds_.speed(params_.hosts[s]));
+  for (std::size_t s = 0; s < n; ++s) now_.hosts[s].speed = speeds_.speed(params_.hosts[s]);
   for (std::size_t b = 0; b + 1 < n; ++b)
     now_.link_bandwidth.push_back(std::min(host_bandwidth(b), host_bandwidth(b + 1)));
   now_.link_latency = params_.link_latency;
@@ -52,7 +67,7 @@ void PipelineTraining::begin_segment(const Partition& p) {
   partition_ = p;
   history_.emplace_back(engine_.now(), p);
   Conditions unit = now_;
-  std::fill(unit.gpu_speed.begin(), unit.gpu_speed.end(), 1.0);
+  for (StageHost& h : unit.hosts) h.speed = 1;
   base_costs_ = stage_costs(params_.layers, p, unit);
   segment_limit_ = params_.minibatches - completed_;
   for (Stage& s : stages_) s = Stage{};
@@ -73,10 +88,10 @@ void PipelineTraining::try_start(std::size_t s) {
   }
   st.busy = true;
   st.running_forward = forward;
-  const double seconds =
-      (forward ? base_costs_.forward_s[s] : base_costs_.backward_s[s]) / now_.gpu_speed[s];
-  engine_.schedule_in(Time::from_seconds_ceil(seconds),
-                      [this, s, forward, m] { op_done(s, forward, m); });
+  const double nominal = forward ? base_costs_.forward_s[s] : base_costs_.backward_s[s];
+  compute_.run_for(std::span<const NodeId>(&params_.hosts[s], 1),
+                   std::span<const double>(&nominal, 1),
+                   [this, s, forward, m] { op_done(s, forward, m); });
 }
 
 void PipelineTraining::op_done(std::size_t s, bool forward, std::size_t m) {
@@ -123,7 +138,7 @@ void PipelineTraining::speed_changed(NodeId host, double speed) {
   bool mine = false;
   for (std::size_t s = 0; s < params_.hosts.size(); ++s)
     if (params_.hosts[s] == host) {
-      now_.gpu_speed[s] = speed;
+      now_.hosts[s].speed = speed;
       mine = true;
     }
   if (mine) conditions_changed();

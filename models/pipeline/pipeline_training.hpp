@@ -1,9 +1,12 @@
 #pragma once
 // One pipeline-parallel training job run on the engine: stages on hosts, 1F1B on each stage's
 // GPU (one_f_one_b.hpp for the order), activations and gradients as network transfers between the
-// stages' hosts. GPU speeds come from the platform's HostSpeeds and the stage hosts' link
-// bandwidths from its LinkConditions, both read at the start (after the scenario's events at time
-// 0) and followed through their listeners: the scenario's `events` section drives them.
+// stages' hosts. Every forward and backward is work on the platform's Compute: the profile's layer
+// times, measured on the profile's GPU, moved to the stage host's GPU type by the catalog scaling
+// (profile_scaling.hpp) and divided by the host's speed (HostSpeeds), which Compute follows while
+// the op runs. The stage hosts' link bandwidths come from LinkConditions. Speeds and bandwidths
+// are read at the start (after the scenario's events at time 0) and followed through their
+// listeners: the scenario's `events` section drives them.
 //
 // Policies:
 //   - pipedream: PipeDream's partition for the initial conditions, never changed.
@@ -20,7 +23,7 @@
 // avoid, so the switching cost here is an upper bound. Changes during a switch are evaluated when
 // it ends.
 //
-// An op's duration is fixed when it starts: a GPU speed change affects ops started after it. A
+// A GPU speed change stretches or shrinks what remains of the op in progress (Compute). A
 // stage host's link bandwidth is the smaller of its link to the network and the link back; a
 // boundary's is the smaller of its two hosts' (estimates assume the host links are the bottleneck).
 #include <cstdint>
@@ -31,6 +34,7 @@
 
 #include "models/pipeline/pipeline_costs.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/host_speeds.hpp"
 #include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/network.hpp"
@@ -43,6 +47,9 @@ enum class Policy { kPipeDream, kAutoPipe };
 
 struct TrainingParams {
   std::vector<LayerCost> layers;
+  // The GPU the profile was measured on (a catalog entry that outlives the job); every stage
+  // host needs a GPU (topology.hardware).
+  const GpuSpec* profiled_on = nullptr;
   std::vector<NodeId> hosts;  // stage s runs on hosts[s]
   // Each stage host's link to the network and the link back.
   std::vector<std::pair<LinkId, LinkId>> host_links;
@@ -58,9 +65,10 @@ struct TrainingParams {
 
 class PipelineTraining {
  public:
-  // `speeds` and `links` must outlive the job; the job subscribes to both.
-  PipelineTraining(Engine& engine, Network& network, HostSpeeds& speeds, LinkConditions& links,
-                   TrainingParams params);
+  // `compute`, `speeds` and `links` must outlive the job; the job subscribes to the speeds and
+  // links. Prices every layer on every stage host now (at prepare time).
+  PipelineTraining(Engine& engine, Network& network, Compute& compute, HostSpeeds& speeds,
+                   LinkConditions& links, TrainingParams params);
   void start();
   bool finished() const { return completed_ == params_.minibatches; }
   double progress() const {
@@ -88,13 +96,14 @@ class PipelineTraining {
 
   Engine& engine_;
   Network& network_;
+  Compute& compute_;
   HostSpeeds& speeds_;
   LinkConditions& links_;
   TrainingParams params_;
-  Conditions now_;
+  Conditions now_;  // stage hosts' layer times at speed 1 (from the constructor), speeds, links
   bool started_ = false;
   Partition partition_;
-  StageCosts base_costs_;  // of the current partition at speed 1, seconds
+  StageCosts base_costs_;  // of the current partition at speed 1 on each host's GPU, seconds
   std::vector<Stage> stages_;
   std::size_t segment_limit_ = 0;  // minibatches of the current segment
   std::size_t completed_ = 0;      // minibatches finished in earlier segments and this one

@@ -96,6 +96,7 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
           "events.list[0].host"},
          {{"events.list=[{\"at\": \"1s\", \"host\": 0}]"}, "events.list[0]"},  // no change
          {{"workload.profile=no_such_profile.txt"}, "workload.profile"},
+         {{"workload.profiled_on=K80"}, "workload.profiled_on"},
      }},
     {"embcache",
      {

@@ -4,11 +4,14 @@
 
 #include <vector>
 
+#include "tests/hardware/gpu_fixtures.hpp"
+
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
 #include "models/pipeline/pipeline_model.hpp"
 #include "models/pipeline/pipeline_training.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/run/events.hpp"
@@ -26,9 +29,11 @@ std::vector<LayerCost> layers(std::vector<std::pair<double, double>> fb, double 
   return out;
 }
 
-Conditions conditions(std::vector<double> speeds, double bandwidth = 1e12, double latency = 0) {
+// Stage hosts of the profile's GPU type at `speeds` (their layer times are the profile's).
+Conditions conditions(const std::vector<LayerCost>& l, std::vector<double> speeds,
+                      double bandwidth = 1e12, double latency = 0) {
   Conditions c;
-  c.gpu_speed = speeds;
+  for (double s : speeds) c.hosts.push_back(profiled_host(l, s));
   c.link_bandwidth.assign(speeds.size() - 1, bandwidth);
   c.link_latency.assign(speeds.size() - 1, latency);
   return c;
@@ -50,12 +55,27 @@ TEST(PipeDreamPartition, BalancesStageTimes) {
   // f + b per layer: 1, 1, 1, 3. Two stages: cut after 1 -> max(1, 5) = 5; after 2 -> 4;
   // after 3 -> max(3, 3) = 3. Best: layers 0-2 | 3.
   const auto l = layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {1, 2}});
-  EXPECT_EQ(pipedream_partition(l, conditions({1, 1})).first, (std::vector<std::size_t>{0, 3, 4}));
-  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 3, 4}}, conditions({1, 1})), 3);
+  EXPECT_EQ(pipedream_partition(l, conditions(l, {1, 1})).first,
+            (std::vector<std::size_t>{0, 3, 4}));
+  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 3, 4}}, conditions(l, {1, 1})), 3);
   // GPU 0 at half speed: cut after 1 -> max(2, 5) = 5; after 2 -> max(4, 4) = 4; after 3 ->
   // max(6, 3) = 6. Best: 0-1 | 2-3.
-  EXPECT_EQ(pipedream_partition(l, conditions({0.5, 1})).first,
+  EXPECT_EQ(pipedream_partition(l, conditions(l, {0.5, 1})).first,
             (std::vector<std::size_t>{0, 2, 4}));
+}
+
+TEST(PipeDreamPartition, TimesEachStageOnItsOwnHost) {
+  // Four layers of 1 s (f + b) as profiled. Stage 1's host has a GPU twice as fast (0.5 s a
+  // layer): 1 | 3 -> max(1, 1.5) = 1.5; 2 | 2 -> max(2, 1) = 2; 3 | 1 -> 3. Best: 0 | 1-3.
+  const auto l = layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}});
+  Conditions c = conditions(l, {1, 1});
+  for (double& f : c.hosts[1].forward_s) f /= 2;
+  for (double& b : c.hosts[1].backward_s) b /= 2;
+  EXPECT_EQ(pipedream_partition(l, c).first, (std::vector<std::size_t>{0, 1, 4}));
+  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 1, 4}}, c), 1.5);
+  // The same host at half speed is back to 1 s a layer: 2 | 2 (tie with nothing: 1 | 3 -> 3).
+  c.hosts[1].speed = 0.5;
+  EXPECT_EQ(pipedream_partition(l, c).first, (std::vector<std::size_t>{0, 2, 4}));
 }
 
 TEST(PipeDreamPartition, CountsTwiceTheActivationOnTheCut) {
@@ -63,7 +83,7 @@ TEST(PipeDreamPartition, CountsTwiceTheActivationOnTheCut) {
   // 2 x 2.5 = 5 s, so the 3 s split loses to cutting after layer 1 (4 s).
   auto l = layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {1, 2}});
   l[2].activation_bytes = 2.5e9;
-  EXPECT_EQ(pipedream_partition(l, conditions({1, 1}, 1e9)).first,
+  EXPECT_EQ(pipedream_partition(l, conditions(l, {1, 1}, 1e9)).first,
             (std::vector<std::size_t>{0, 2, 4}));
 }
 
@@ -85,9 +105,9 @@ TEST(OneFOneB, WarmUpThenAlternate) {
 //   B2 [9.8,11.8] -> 12.4; s0 B2 [12.4,14.4]: 14.4 s.
 TEST(OneFOneB, TimingModelMatchesHandSchedule) {
   StageCosts costs{{1, 1}, {2, 2}, {0}};
-  EXPECT_DOUBLE_EQ(estimate_1f1b(costs, conditions({1, 1}), 3), 12);
+  EXPECT_DOUBLE_EQ(estimate_1f1b(costs, conditions({}, {1, 1}), 3), 12);
   costs.boundary_bytes = {0.5e9};
-  EXPECT_NEAR(estimate_1f1b(costs, conditions({1, 1}, 1e9, 0.1), 3), 14.4, 1e-9);
+  EXPECT_NEAR(estimate_1f1b(costs, conditions({}, {1, 1}, 1e9, 0.1), 3), 14.4, 1e-9);
 }
 
 namespace {
@@ -97,22 +117,37 @@ struct Outcome {
   NetworkTotals totals;
 };
 
+// The profile's GPU: every stage host has one unless a test says otherwise, so layer times are the
+// profile's own.
+const GpuSpec& profile_gpu() {
+  static const GpuSpec gpu = test::make_gpu("profiled", 0, 10, 1000);
+  return gpu;
+}
+
 // Stage s on host s of a star whose links have `bandwidth` and `hop_latency` each way, with
-// platform `events` (host speeds, link changes) played as the runner plays them.
+// platform `events` (host speeds, link changes) played as the runner plays them; the job's work
+// runs on the platform's Compute.
 Outcome simulate(TrainingParams p, std::size_t stages, double bandwidth, Time hop_latency,
                  std::vector<PlatformEvent> events = {}) {
   const Topology topo = build_topology(
       StarSpec{static_cast<int>(stages), LinkSpec{Bandwidth{bandwidth}, hop_latency}});
   place_stages(p, topo, stages);
+  p.profiled_on = &profile_gpu();
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   LinkConditions links(topo, net);
   HostSpeeds speeds(topo.nodes().size());
   NodeHealth health(topo.nodes().size());
+  NodeHardware hardware(topo.nodes().size());
+  for (NodeId h : topo.hosts())
+    hardware.set_host(
+        h, HostHardware{.gpu = &profile_gpu(), .gpus = 1, .nic = nullptr, .intra_node = {}});
+  CostModel costs;
+  Compute compute(engine, hardware, speeds, costs);
   PlatformEvents platform;
   platform.events = std::move(events);
   EventScheduler scheduler(engine, PlatformState{links, speeds, health}, platform, RandomStream(1));
-  PipelineTraining training(engine, net, speeds, links, std::move(p));
+  PipelineTraining training(engine, net, compute, speeds, links, std::move(p));
   scheduler.start();
   training.start();
   engine.run();
@@ -148,7 +183,7 @@ TEST(PipelineTraining, SimulatedSteadyStateMatchesTheTimingModel) {
   // Without contention on any link, the run and the timing model agree for any length.
   for (std::size_t m : {1u, 2u, 7u, 40u}) {
     TrainingParams p = two_stage_params(m);
-    const Conditions c = conditions({1, 1}, 1e9, 0.1);
+    const Conditions c = conditions(p.layers, {1, 1}, 1e9, 0.1);
     const StageCosts costs = stage_costs(p.layers, Partition{{0, 1, 2}}, c);
     const double model = estimate_1f1b(costs, c, m);
     EXPECT_NEAR(simulate(p, 2, 1e9, Time::ms(50)).results.metrics().at("time_s"), model, 1e-8) << m;
@@ -193,7 +228,7 @@ TEST(AutoPipe, PlanIsNeverWorseThanPipeDreamUnderItsOwnModel) {
   // The search starts from PipeDream's partition and only takes improving moves.
   auto l = layers({{0.2, 0.4}, {1, 2}, {0.3, 0.6}, {0.5, 1}, {0.1, 0.2}, {0.7, 1.4}}, 4e8);
   for (double bw : {1e8, 1e9, 1e10}) {
-    const Conditions c = conditions({1, 0.7, 1.3}, bw, 1e-5);
+    const Conditions c = conditions(l, {1, 0.7, 1.3}, bw, 1e-5);
     const Plan plan = autopipe_plan(l, c);
     EXPECT_LE(plan.seconds_per_minibatch,
               steady_state_seconds(l, pipedream_partition(l, c), c) * (1 + 1e-12));

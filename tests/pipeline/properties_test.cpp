@@ -6,8 +6,11 @@
 
 #include <random>
 
+#include "tests/hardware/gpu_fixtures.hpp"
+
 #include "models/pipeline/pipeline_model.hpp"
 #include "models/pipeline/pipeline_training.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/run/events.hpp"
@@ -61,7 +64,15 @@ Outcome run(std::uint32_t seed, Policy policy) {
   HostSpeeds speeds(topo.nodes().size());
   NodeHealth health(topo.nodes().size());
   EventScheduler scheduler(engine, PlatformState{links, speeds, health}, events, RandomStream(1));
-  PipelineTraining training(engine, net, speeds, links, p);
+  // Every stage host has the profile's GPU: layer times are the profile's.
+  static const GpuSpec gpu = test::make_gpu("profiled", 0, 10, 1000);
+  p.profiled_on = &gpu;
+  NodeHardware hardware(topo.nodes().size());
+  for (NodeId h : topo.hosts())
+    hardware.set_host(h, HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
+  CostModel costs;
+  Compute compute(engine, hardware, speeds, costs);
+  PipelineTraining training(engine, net, compute, speeds, links, p);
   scheduler.start();
   training.start();
   engine.run();

@@ -5,6 +5,7 @@
 #include "models/pipeline/pipeline_model.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "tests/hardware/gpu_fixtures.hpp"
 
 using namespace mlsim;
 using namespace mlsim::pipeline;
@@ -15,11 +16,20 @@ namespace {
 const std::filesystem::path kScenarios =
     std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios";
 
+const HardwareCatalog& catalog() {
+  static const HardwareCatalog c = [] {
+    HardwareCatalog h;
+    h.add_gpu(test::make_gpu("P", 0, 10, 1000));
+    return h;
+  }();
+  return c;
+}
+
 TrainingParams parse(json doc, int hosts = 4) {
   const Topology topo = build_topology(StarSpec{hosts, LinkSpec{Bandwidth{12.5e9}, Time::ns(500)}});
   JsonReader system(doc["system"], "system");
   JsonReader workload(doc["workload"], "workload");
-  TrainingParams p = read_training_params(system, workload, topo, kScenarios);
+  TrainingParams p = read_training_params(system, workload, topo, catalog(), kScenarios);
   system.finish();
   workload.finish();
   return p;
@@ -28,7 +38,8 @@ TrainingParams parse(json doc, int hosts = 4) {
 json base() {
   return json::parse(R"({
     "system": {"policy": "autopipe"},
-    "workload": {"profile": "../dnn/pipedream/vgg16/graph.txt", "samples_per_minibatch": 128,
+    "workload": {"profile": "../dnn/pipedream/vgg16/graph.txt", "profiled_on": "P",
+                 "samples_per_minibatch": 128,
                  "minibatches": 100}})");
 }
 
@@ -51,6 +62,7 @@ TEST(PipelineScenario, DefaultsFromTheTopology) {
   EXPECT_DOUBLE_EQ(p.link_latency[0], 1e-6);  // two 500 ns hops
   EXPECT_DOUBLE_EQ(p.min_gain, 0.05);
   EXPECT_GT(p.layers.size(), 30u);  // VGG16's layers without the input node
+  EXPECT_EQ(p.profiled_on, catalog().find_gpu("P"));
 }
 
 TEST(PipelineScenario, ErrorsNameThePath) {
@@ -71,6 +83,9 @@ TEST(PipelineScenario, ErrorsNameThePath) {
   d = base();
   d["workload"]["minibatchs"] = 3;
   EXPECT_NE(error_of(d).find("workload.minibatchs"), std::string::npos) << error_of(d);
+  d = base();
+  d["workload"]["profiled_on"] = "Q";  // not in the catalog
+  EXPECT_NE(error_of(d).find("workload.profiled_on"), std::string::npos) << error_of(d);
   d = base();
   d["system"]["policy"] = "gpipe";
   EXPECT_NE(error_of(d).find("system.policy"), std::string::npos) << error_of(d);
