@@ -22,13 +22,17 @@ void OperatorTimer::check(const CostModel& costs, const GpuSpec& gpu, const std:
 }
 
 IterationCostModel::IterationCostModel(const TransformerShape& model, int tp,
-                                       const OperatorTimer& timer, std::vector<std::int32_t> exits)
+                                       const OperatorTimer& timer, std::vector<std::int32_t> exits,
+                                       TpAllReduce allreduce)
     : model_(model),
       tp_(tp),
       shape_{model.hidden, model.heads, model.kv_heads, model.ffn, tp},
       timer_(timer),
-      exits_(std::move(exits)) {
+      exits_(std::move(exits)),
+      allreduce_(std::move(allreduce)) {
   MLSIM_CHECK(tp_ >= 1, "tensor-parallel degree must be >= 1");
+  MLSIM_CHECK(tp_ == 1 || allreduce_.bandwidth.bytes_per_s > 0,
+              "tensor parallelism needs the GPUs' link bandwidth");
   MLSIM_CHECK(!exits_.empty() && std::is_sorted(exits_.begin(), exits_.end()) &&
                   exits_.front() > 0 && exits_.back() == model_.layers,
               "exits must be ascending layer counts ending at the model depth");
@@ -94,8 +98,10 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items) const {
                        seg.attention.decode_tokens, shape_);
     t += layers * per_layer;
     if (tp_ > 1) {
+      const std::int64_t payload = allreduce_bytes(model_, seg.tokens);
       out.allreduces += kAllReducesPerLayer * layers;
-      out.allreduce_bytes += kAllReducesPerLayer * layers * allreduce_bytes(model_, seg.tokens);
+      out.allreduce_bytes += kAllReducesPerLayer * layers * payload;
+      out.allreduce += allreduce_.time(tp_, Bytes{payload}) * (kAllReducesPerLayer * layers);
     }
   }
   for (std::size_t s = 0; s < sampled_.size(); ++s) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "models/serving/model_catalog.hpp"
+#include "models/serving/tp_allreduce.hpp"
 #include "models/serving/transformer_cost.hpp"
 #include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/hardware/hardware.hpp"
@@ -49,17 +50,19 @@ struct IterationCost {
   double compute_s = 0;
   std::int64_t allreduce_bytes = 0;  // sum over all all-reduces of their payload
   std::int32_t allreduces = 0;       // how many all-reduces run, in sequence
+  Time allreduce;                    // their time, one after another (each costed on its own)
   std::int32_t exits_sampled = 0;    // distinct exit heads that sampled a token
   std::int64_t tokens = 0;           // tokens entering the model (embedding lookups)
 };
 
 // Cost of an iteration on one replica (one model, tensor-parallel degree tp). `exits` are the
 // layer counts after which a head can sample (ascending; the last is the model depth); a plain
-// model has one exit.
+// model has one exit. At tp > 1 every layer pass runs two all-reduces of the tokens'
+// activations, each costed by `allreduce` (the collective layer) for its own size.
 class IterationCostModel {
  public:
   IterationCostModel(const TransformerShape& model, int tp, const OperatorTimer& timer,
-                     std::vector<std::int32_t> exits);
+                     std::vector<std::int32_t> exits, TpAllReduce allreduce = {});
   IterationCost cost(std::span<const WorkItem> items) const;
   // Time of the token-parallel operators of one layer for `tokens` tokens (memoised).
   double token_ops_seconds(std::int64_t tokens) const;
@@ -76,6 +79,7 @@ class IterationCostModel {
   OperatorShape shape_;
   const OperatorTimer& timer_;
   std::vector<std::int32_t> exits_;
+  TpAllReduce allreduce_;
   std::vector<std::int32_t> bounds_;  // 0, exits...
   mutable std::vector<double> token_ops_cache_;
   // Scratch reused between calls (cost() runs once per iteration).

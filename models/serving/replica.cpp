@@ -6,13 +6,12 @@
 
 namespace mlsim::serving {
 
-Replica::Replica(Engine& engine, Network* network, Compute& compute, ReplicaConfig config,
+Replica::Replica(Engine& engine, Compute& compute, ReplicaConfig config,
                  std::unique_ptr<IterationCostModel> cost, KvBlockPool kv,
                  std::vector<std::int32_t> exit_layers, std::int32_t feature_layers,
                  BatchLimits limits, std::unique_ptr<BatchScheduler> scheduler,
                  ReplicaObserver& observer)
     : engine_(engine),
-      network_(network),
       compute_(compute),
       config_(std::move(config)),
       nominal_(config_.gpus.size()),
@@ -24,7 +23,6 @@ Replica::Replica(Engine& engine, Network* network, Compute& compute, ReplicaConf
   MLSIM_CHECK(config_.tp == cost_->tp(), "replica and cost model disagree on tp");
   MLSIM_CHECK(static_cast<int>(config_.gpus.size()) == config_.tp,
               "a replica needs one host per GPU");
-  MLSIM_CHECK(config_.tp == 1 || network_, "a tensor-parallel replica needs a network");
   kv_usage_.set(engine_.now(), 0);
 }
 
@@ -74,27 +72,13 @@ void Replica::try_start() {
 }
 
 void Replica::on_compute_done() {
-  if (config_.tp == 1 || batch_cost_.allreduces == 0) {
+  // The iteration's tensor-parallel all-reduces, one after another after the compute (Megatron
+  // TP puts them on the critical path), each costed by the collective layer for its size.
+  if (batch_cost_.allreduce == Time::zero()) {
     complete_iteration();
     return;
   }
-  // Ring all-reduce: every GPU sends 2(t-1)/t of each payload to its ring successor. All the
-  // iteration's all-reduces are carried as one transfer per ring link; their number times the
-  // fixed per-all-reduce latency is added once the bytes are delivered.
-  const int t = config_.tp;
-  const auto per_gpu = static_cast<std::int64_t>(static_cast<double>(batch_cost_.allreduce_bytes) *
-                                                 2.0 * (t - 1) / t);
-  transfers_left_ = t;
-  for (int i = 0; i < t; ++i) {
-    network_->start_transfer(config_.gpus[static_cast<std::size_t>(i)],
-                             config_.gpus[static_cast<std::size_t>((i + 1) % t)], Bytes{per_gpu},
-                             [this](const TransferResult&) {
-                               if (--transfers_left_ > 0) return;
-                               engine_.schedule_in(
-                                   config_.allreduce_latency * batch_cost_.allreduces,
-                                   [this] { complete_iteration(); });
-                             });
-  }
+  engine_.schedule_in(batch_cost_.allreduce, [this] { complete_iteration(); });
 }
 
 void Replica::complete_iteration() {

@@ -1,10 +1,10 @@
 #pragma once
 // One model replica: tp GPUs running iterations back to back. Each iteration asks the scheduler
 // for a batch, costs it through the platform's cost providers and runs it on the replica's GPUs
-// through Compute (lock-step, so a slowed GPU slows the iteration), then runs the tensor-parallel
-// all-reduces through the network (one ring per iteration carrying every layer's all-reduce volume
-// between neighbouring GPUs, plus a fixed latency per all-reduce), then applies the batch's
-// progress.
+// through Compute (lock-step, so a slowed GPU slows the iteration), then waits for the
+// tensor-parallel all-reduces (their time from the cost model: the collective layer's cost of a
+// ring all-reduce over the replica's GPUs, per all-reduce; tp_allreduce.hpp), then applies the
+// batch's progress.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -16,7 +16,6 @@
 #include "sim_core/base/stats.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
-#include "sim_core/network/network.hpp"
 
 namespace mlsim::serving {
 
@@ -41,11 +40,10 @@ class ReplicaObserver {
 struct ReplicaConfig {
   std::string name;
   int tp = 1;
-  std::vector<NodeId> gpus;  // tp hosts of the topology, in ring order
+  std::vector<NodeId> gpus;  // tp hosts of the topology
   // Serving-engine framework overhead per iteration (CPU-side scheduling, input preparation,
   // sampling), not scaled by the GPUs' speed.
   Time iteration_overhead;
-  Time allreduce_latency;  // fixed cost of one all-reduce (launch, synchronisation)
   // MFS: tokens of several tiers sampled in one pass. When off, each extra exit head sampled in
   // an iteration adds a separate sampling pass costing `sampling_pass_overhead`.
   bool multi_level_sampling = true;
@@ -56,7 +54,7 @@ struct ReplicaConfig {
 
 class Replica {
  public:
-  Replica(Engine& engine, Network* network, Compute& compute, ReplicaConfig config,
+  Replica(Engine& engine, Compute& compute, ReplicaConfig config,
           std::unique_ptr<IterationCostModel> cost, KvBlockPool kv,
           std::vector<std::int32_t> exit_layers, std::int32_t feature_layers, BatchLimits limits,
           std::unique_ptr<BatchScheduler> scheduler, ReplicaObserver& observer);
@@ -94,7 +92,6 @@ class Replica {
   void finish_answer(Request& r);
 
   Engine& engine_;
-  Network* network_;
   Compute& compute_;
   ReplicaConfig config_;
   std::vector<double> nominal_;  // this iteration's GPU seconds per GPU (scratch)
@@ -109,7 +106,6 @@ class Replica {
   bool busy_ = false;
   bool start_pending_ = false;
   Time iteration_start_;
-  int transfers_left_ = 0;
 
   double busy_s_ = 0;
   std::uint64_t iterations_ = 0;

@@ -10,6 +10,7 @@
 #include "models/serving/register.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/input_file.hpp"
+#include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::serving {
@@ -95,7 +96,15 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   } else {
     c.iteration_overhead = sys.duration_or("iteration_overhead", "0s");
   }
-  c.allreduce_latency = sys.duration_or("allreduce_latency", "10us");
+  if (sys.has("allreduce_latency"))
+    throw InputError(sys.path_of("allreduce_latency"),
+                     "moved: a tensor-parallel all-reduce is costed by the collective layer, from "
+                     "\"system.costs\" (launch, per-step latency, protocols; include "
+                     "workloads/collectives/nccl_a100.json for the A100-fitted values) and the "
+                     "GPUs' intra_node link of topology.hardware (docs/serving.md, \"Tensor "
+                     "parallelism\")");
+  if (auto costs = sys.optional_object("costs"))
+    c.tp_allreduce.costs = collectives::read_cost_model(*costs);
   c.sampling_pass_overhead = sys.duration_or("sampling_pass_overhead", "0s");
   c.series_interval = sys.duration_or("series_interval", "1s");
   if (c.series_interval <= Time::zero())
@@ -165,6 +174,33 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
                                    i, g.name, c.gpu.name));
     }
   }
+  // The link between a replica's GPUs: the hosts' intra_node link (the GPU catalog's, or the
+  // scenario's override), one for all, needed as soon as a deployment is tensor-parallel.
+  const bool tensor_parallel = std::any_of(c.deployments.begin(), c.deployments.end(),
+                                           [](const DeploymentConfig& d) { return d.tp > 1; });
+  if (tensor_parallel) {
+    std::optional<IntraNodeLink> link;
+    for (int i = 0; i < s.gpus; ++i) {
+      const HostHardware* h = node_hardware.host(hosts[static_cast<std::size_t>(i)]);
+      if (h == nullptr || !h->intra_node)
+        throw InputError("topology.hardware",
+                         fmt::format("tensor parallelism needs the link between the GPUs, but "
+                                     "GPU \"{}\" has no intra_node entry in the catalog: set "
+                                     "topology.hardware.intra_node",
+                                     c.gpu.name));
+      if (!link) {
+        link = h->intra_node;
+      } else if (h->intra_node->bandwidth.bytes_per_s != link->bandwidth.bytes_per_s ||
+                 h->intra_node->latency != link->latency) {
+        throw InputError("topology.hardware",
+                         fmt::format("the serving model runs one intra_node link, but host {} "
+                                     "differs from host 0",
+                                     i));
+      }
+    }
+    c.tp_allreduce.bandwidth = link->bandwidth;
+    c.tp_allreduce.route_latency = link->latency;
+  }
   OperatorTimer::check(costs, c.gpu, "compute");
   sys.finish();
 
@@ -227,7 +263,7 @@ std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std:
 ServingModel::ServingModel(ServingScenario scenario, ModelEnv& env)
     : scenario_(std::move(scenario)),
       system_(std::make_unique<ServingSystem>(
-          env.engine, &env.network, env.compute, env.topology.hosts(), scenario_.config,
+          env.engine, env.compute, env.topology.hosts(), scenario_.config,
           make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
           env.stream("serving.escalation"))) {}
 

@@ -40,12 +40,10 @@ int ServingSystem::gpus_needed(const ServingConfig& config) {
   return n;
 }
 
-ServingSystem::ServingSystem(Engine& engine, Network* network, Compute& compute,
-                             std::vector<NodeId> hosts, ServingConfig config,
-                             std::unique_ptr<RequestSource> source, RandomStream tier_stream,
-                             RandomStream escalation_stream)
+ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeId> hosts,
+                             ServingConfig config, std::unique_ptr<RequestSource> source,
+                             RandomStream tier_stream, RandomStream escalation_stream)
     : engine_(engine),
-      network_(network),
       compute_(compute),
       config_(std::move(config)),
       source_(std::move(source)),
@@ -89,13 +87,13 @@ ServingSystem::ServingSystem(Engine& engine, Network* network, Compute& compute,
       rc.tp = d.tp;
       for (int g = 0; g < d.tp; ++g) rc.gpus.push_back(hosts[next_host++]);
       rc.iteration_overhead = config_.iteration_overhead;
-      rc.allreduce_latency = config_.allreduce_latency;
       rc.multi_level_sampling = d.multi_level_sampling;
       rc.sampling_pass_overhead = config_.sampling_pass_overhead;
       rc.reuse_across_tiers = d.mfs;
       auto replica = std::make_unique<Replica>(
-          engine_, network_, compute_, std::move(rc),
-          std::make_unique<IterationCostModel>(d.model, d.tp, timer_, cost_exits(d)),
+          engine_, compute_, std::move(rc),
+          std::make_unique<IterationCostModel>(d.model, d.tp, timer_, cost_exits(d),
+                                               config_.tp_allreduce),
           KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
           make_scheduler(d.scheduler, "system.scheduler"), *this);
       dep.replicas.push_back(replica.get());

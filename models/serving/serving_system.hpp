@@ -22,7 +22,6 @@
 #include "sim_core/engine/random.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/hardware.hpp"
-#include "sim_core/network/network.hpp"
 
 namespace mlsim::serving {
 
@@ -50,7 +49,9 @@ struct ServingConfig {
   std::int32_t block_tokens = 16;       // vLLM default block size
   double gpu_memory_utilization = 0.9;  // vLLM default: fraction of HBM for weights + KV
   Time iteration_overhead;
-  Time allreduce_latency;
+  // A tensor-parallel all-reduce among the GPUs of one host: the collective layer's costs
+  // (system.costs) over the GPUs' intra_node link (topology.hardware).
+  TpAllReduce tp_allreduce;
   Time sampling_pass_overhead;
   SloTargets slo;
   Time series_interval = Time::s(1);
@@ -59,11 +60,11 @@ struct ServingConfig {
 class ServingSystem final : public ReplicaObserver {
  public:
   // `hosts` are the topology hosts the GPUs map to, in order: deployment by deployment, replica by
-  // replica, tp GPUs each. `network` may be null only when every deployment has tp == 1. GPU
-  // time is priced by `compute`'s cost model and runs on `compute` (per-host speed).
-  ServingSystem(Engine& engine, Network* network, Compute& compute, std::vector<NodeId> hosts,
-                ServingConfig config, std::unique_ptr<RequestSource> source,
-                RandomStream tier_stream, RandomStream escalation_stream);
+  // replica, tp GPUs each. GPU time is priced by `compute`'s cost model and runs on `compute`
+  // (per-host speed); tensor-parallel all-reduces are costed by config.tp_allreduce.
+  ServingSystem(Engine& engine, Compute& compute, std::vector<NodeId> hosts, ServingConfig config,
+                std::unique_ptr<RequestSource> source, RandomStream tier_stream,
+                RandomStream escalation_stream);
   ~ServingSystem() override;
 
   // Number of GPUs the configuration uses.
@@ -96,7 +97,6 @@ class ServingSystem final : public ReplicaObserver {
   void retire(Request& r);
 
   Engine& engine_;
-  Network* network_;
   Compute& compute_;
   ServingConfig config_;
   std::unique_ptr<RequestSource> source_;

@@ -68,6 +68,17 @@ int critical_steps(Operation op, Algorithm a, int n, int arity) {
   return 1;
 }
 
+namespace {
+// The protocol-dependent part of a call's time, in seconds: the per-step latency of every
+// message on a piece's critical path, and the bytes on the wire over the bandwidth. The one
+// formula both the protocol choice and collective_cost use.
+double protocol_seconds(const ProtocolCost& c, double steps, double bus_bytes,
+                        Bandwidth bandwidth) {
+  return steps * c.hop_latency.seconds() +
+         (bandwidth.bytes_per_s > 0 ? bus_bytes / (c.efficiency * bandwidth.bytes_per_s) : 0);
+}
+}  // namespace
+
 Protocol choose_protocol(const CostModel& model, Operation op, Algorithm a, int n, int arity,
                          Bytes bytes, Bandwidth bandwidth) {
   MLSIM_CHECK(model.has_protocols(), "choose_protocol without an enabled protocol");
@@ -78,15 +89,30 @@ Protocol choose_protocol(const CostModel& model, Operation op, Algorithm a, int 
   for (Protocol p : kProtocols) {
     const ProtocolCost& c = model.of(p);
     if (!c.enabled) continue;
-    const double seconds =
-        steps * c.hop_latency.seconds() +
-        (bandwidth.bytes_per_s > 0 ? wire / (c.efficiency * bandwidth.bytes_per_s) : 0);
+    const double seconds = protocol_seconds(c, steps, wire, bandwidth);
     if (seconds <= best_time) {
       best_time = seconds;
       best = p;
     }
   }
   return best;
+}
+
+CollectiveCost collective_cost(const CostModel& model, Operation op, Algorithm a, int n, int arity,
+                               Bytes bytes, Bandwidth bandwidth, Time route_latency) {
+  MLSIM_CHECK(bandwidth.bytes_per_s > 0, "collective_cost needs a bandwidth > 0");
+  const int steps = critical_steps(op, a, n, arity);
+  const double wire = bus_factor(op, n) * static_cast<double>(bytes.count);
+  CollectiveCost out;
+  ProtocolCost none;  // no protocols: no hop latency, efficiency 1
+  const ProtocolCost* used = &none;
+  if (model.has_protocols()) {
+    out.protocol = choose_protocol(model, op, a, n, arity, bytes, bandwidth);
+    used = &model.of(*out.protocol);
+  }
+  out.time = model.launch + route_latency * steps +
+             Time::from_seconds(protocol_seconds(*used, steps, wire, bandwidth));
+  return out;
 }
 
 }  // namespace mlsim::collectives

@@ -13,6 +13,7 @@
 // bandwidth comes from the links the bytes cross, contention included.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "sim_core/base/time.hpp"
@@ -64,5 +65,22 @@ int critical_steps(Operation op, Algorithm a, int participants, int arity);
 // later protocol (Simple over LL128 over LL). Requires model.has_protocols().
 Protocol choose_protocol(const CostModel& model, Operation op, Algorithm a, int participants,
                          int arity, Bytes bytes, Bandwidth bandwidth);
+
+// The closed-form time of one collective whose participants are joined by routes of
+// `bandwidth` and `route_latency` (one message's latency through the links, e.g. GPU ->
+// NVSwitch -> GPU), uncontended, one piece (chunks 1, channels 1):
+//   launch + critical_steps x (hop_latency + route_latency)
+//          + bus_factor x S / (efficiency x bandwidth)
+// with the protocol choose_protocol picks (none when the model has no protocols: hop latency 0,
+// efficiency 1). For a ring all-reduce this is what the event-driven Collective takes on such
+// routes (tests/collectives/cost_query_test.cpp compares the two); a model that does not need
+// bytes to cross its network event by event (an intra-node tensor-parallel all-reduce) calls
+// this instead. Bandwidth must be > 0.
+struct CollectiveCost {
+  Time time;
+  std::optional<Protocol> protocol;
+};
+CollectiveCost collective_cost(const CostModel& model, Operation op, Algorithm a, int participants,
+                               int arity, Bytes bytes, Bandwidth bandwidth, Time route_latency);
 
 }  // namespace mlsim::collectives

@@ -90,6 +90,60 @@ TEST(Costs, ProtocolFollowsTheSizeLikeNccl) {
             Protocol::kLL);
 }
 
+TEST(Costs, ClosedFormOfARingAllReduceByHand) {
+  // collective_cost, n = 4, launch 5 us, LL/LL128/Simple as in three_protocols(), 1 GB/s and a
+  // 200 ns route (two 100 ns links through a switch):
+  //   S = 1 kB:  LL (see ProtocolFollowsTheSizeLikeNccl): 5 us + 6 x (0.5 + 0.2) us
+  //              + 1.5 x 1,000 / (0.5 x 1 GB/s) = 5,000 + 4,200 + 3,000 = 12,200 ns.
+  //   S = 10 MB: Simple: 5 us + 6 x (5 + 0.2) us + 15,000,000 ns = 15,036,200 ns.
+  CostModel m = three_protocols();
+  m.launch = Time::us(5);
+  auto c = collective_cost(m, Operation::kAllReduce, Algorithm::kRing, 4, 2, Bytes{1'000},
+                           Bandwidth{1e9}, Time::ns(200));
+  EXPECT_EQ(c.protocol, Protocol::kLL);
+  EXPECT_EQ(c.time, Time::ns(12'200));
+  c = collective_cost(m, Operation::kAllReduce, Algorithm::kRing, 4, 2, Bytes{10'000'000},
+                      Bandwidth{1e9}, Time::ns(200));
+  EXPECT_EQ(c.protocol, Protocol::kSimple);
+  EXPECT_EQ(c.time, Time::ns(15'036'200));
+  // Without protocols: no hop latency, efficiency 1: 5 us + 6 x 0.2 us + 15 ms.
+  c = collective_cost(CostModel{Time::us(5), {}}, Operation::kAllReduce, Algorithm::kRing, 4, 2,
+                      Bytes{10'000'000}, Bandwidth{1e9}, Time::ns(200));
+  EXPECT_EQ(c.protocol, std::nullopt);
+  EXPECT_EQ(c.time, Time::ns(15'006'200));
+}
+
+TEST(Costs, ClosedFormIsWhatTheEventDrivenRingTakesOnAStar) {
+  // One formula: the closed form equals the simulated ring (chunks 1, channels 1, window 1) on
+  // an NVSwitch-like star, where every message crosses two links (route latency 2 x 100 ns),
+  // for 2, 4 and 8 participants, sizes from the latency-bound to the bandwidth-bound, with and
+  // without protocols, on both backends. The simulated ring cuts S into n segments of whole
+  // bytes, so the two may differ by the rounding of S/n (under a ns per byte here, per step).
+  for (int n : {2, 4, 8}) {
+    const Topology topo = build_topology(StarSpec{n, kLink});
+    for (std::int64_t bytes : {800LL, 96'000LL, 8'000'000LL}) {
+      for (bool protocols : {false, true}) {
+        CollectiveSpec spec = ring(bytes);
+        spec.costs.launch = Time::us(5);
+        if (protocols) {
+          spec.costs = three_protocols();
+          spec.costs.launch = Time::us(5);
+        }
+        const auto c = collective_cost(spec.costs, Operation::kAllReduce, Algorithm::kRing, n, 2,
+                                       Bytes{bytes}, kLink.bandwidth, kLink.latency * 2);
+        for (Sharing sharing : {Sharing::kNone, Sharing::kMaxMin}) {
+          const auto r = run(topo, sharing, spec);
+          ASSERT_TRUE(r.completed);
+          EXPECT_EQ(r.protocol, c.protocol) << n << " GPUs, " << bytes << " B";
+          EXPECT_NEAR(static_cast<double>(r.finished.count_ns()),
+                      static_cast<double>(c.time.count_ns()), 2.0 * 2 * (n - 1))
+              << n << " GPUs, " << bytes << " B, protocols " << protocols;
+        }
+      }
+    }
+  }
+}
+
 TEST(Costs, SendRecvPaysLaunchAndOneHop) {
   // 1 MB over two links: 2 us launch + 1,000,000 + 200 ns + 1 us hop.
   const Topology topo = build_topology(StarSpec{2, kLink});

@@ -53,7 +53,7 @@ struct MfsHarness {
     cfg.gpus = {0};
     const auto m = four_layers();
     replica = std::make_unique<Replica>(
-        engine, nullptr, *platform.compute, cfg,
+        engine, *platform.compute, cfg,
         std::make_unique<IterationCostModel>(m, 1, timer, std::vector<std::int32_t>{1, 4}),
         KvBlockPool(kv_blocks, 2), std::vector<std::int32_t>{1, 4}, /*feature_layers=*/1,
         BatchLimits{}, make_scheduler("continuous", "test"), log);

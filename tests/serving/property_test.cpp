@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include "models/serving/serving_system.hpp"
-#include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "test_support.hpp"
 
@@ -57,7 +56,10 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   c.tier_mix = {0.5, 0.5};
   c.escalation_probability = p.escalation;
   c.gpu_memory_utilization = p.utilisation;
-  c.allreduce_latency = Time::us(10);
+  // TP all-reduces over a 300 GB/s link, 1 us per message, 10 us launch, no protocols.
+  c.tp_allreduce.bandwidth = Bandwidth{300e9};
+  c.tp_allreduce.route_latency = Time::us(1);
+  c.tp_allreduce.costs.launch = Time::us(10);
   const auto &m7 = catalog.get("llama-2-7b", ""), m13 = catalog.get("llama-2-13b", "");
   auto deployment = [&](const TransformerShape& m, int tp, int replicas,
                         std::vector<std::int32_t> exits, bool mfs) {
@@ -81,10 +83,9 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   }
   Engine engine;
   const Topology topo = build_topology(StarSpec{8, {Bandwidth{300e9}, Time::us(1)}});
-  FluidNetwork net(engine, topo, Sharing::kMaxMin);
   fixtures::Platform platform(engine, c.gpu, topo.nodes().size(), topo.hosts());
   const int n = 120;
-  ServingSystem sys(engine, &net, *platform.compute, topo.hosts(), c,
+  ServingSystem sys(engine, *platform.compute, topo.hosts(), c,
                     std::make_unique<RandomSource>(7, n, 1500, 300), RandomStream(1, "tiers"),
                     RandomStream(1, "esc"));
   // KV budget checked after every scheduling decision of every replica.

@@ -62,7 +62,7 @@ struct Harness {
     cfg.name = "r0";
     cfg.gpus = {0};
     replica = std::make_unique<Replica>(
-        engine, nullptr, *platform.compute, cfg,
+        engine, *platform.compute, cfg,
         std::make_unique<IterationCostModel>(m, 1, timer, std::vector<std::int32_t>{m.layers}),
         KvBlockPool(kv_blocks, block_tokens), std::vector<std::int32_t>{m.layers}, 0, limits,
         make_scheduler(scheduler, "test"), rec);

@@ -69,7 +69,9 @@ TEST(ServingScenarios, AzureTraceScenarioRunsAPrefix) {
                   out.results.metrics().at("serving_requests_dropped"),
               200)
         << variant;
-    EXPECT_GT(out.info.network.transfers_delivered, 0u) << "TP all-reduces go through the network";
+    // TP all-reduces are costed by the collective layer's closed form (intra-node NVSwitch, no
+    // other traffic), not moved through the network.
+    EXPECT_EQ(out.info.network.transfers_delivered, 0u) << variant;
   }
 }
 
@@ -95,7 +97,10 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
                  nlohmann::json::parse(R"([{"hosts": [7], "gpu": "H100-SXM5-80GB"}])")}},
                "topology.hardware");
   expect_error({{"system.gpu", "A100-SXM4-80GB"}}, "system.gpu");  // moved to the topology
-  expect_error({{"system.engine", "tgi"}}, "system.engine");       // not in the catalog
+  // The fixed per-all-reduce latency moved to the collective layer's costs.
+  expect_error({{"system.allreduce_latency", "10us"}}, "system.allreduce_latency: moved");
+  expect_error({{"system.costs.lunch", "1us"}}, "system.costs");  // strict, like the layer's
+  expect_error({{"system.engine", "tgi"}}, "system.engine");      // not in the catalog
   expect_error({{"system.iteration_overhead", "1ms"}}, "system.iteration_overhead");  // and engine
   expect_error({{"system.mfs.tp", 1}}, "system.mfs: ");  // 70B does not fit one GPU
   expect_error({{"system.family", nlohmann::json::array({"llama-2-7b", "llama-3"})}},

@@ -1,0 +1,15 @@
+#include "models/serving/tp_allreduce.hpp"
+
+#include "sim_core/collectives/collective.hpp"
+
+namespace mlsim::serving {
+
+Time TpAllReduce::time(int tp, Bytes payload) const {
+  if (tp <= 1) return Time::zero();
+  return collectives::collective_cost(costs, collectives::Operation::kAllReduce,
+                                      collectives::Algorithm::kRing, tp, /*arity=*/2, payload,
+                                      bandwidth, route_latency)
+      .time;
+}
+
+}  // namespace mlsim::serving
