@@ -146,6 +146,7 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.max_batch_tokens=0"}, "system.max_batch_tokens"},
          {{"system.family=[]"}, "system.family"},
          {{"system.gpu=A100-SXM4-80GB"}, "system.gpu"},  // moved to topology.hardware
+         {{"system.allreduce_latency=10us"}, "system.allreduce_latency"},  // to system.costs
          {{"topology.hardware.gpu=no-such-gpu"}, "topology.hardware.gpu"},
          // Weights that leave no room for a KV cache: only the built replicas find this.
          {{"system.gpu_memory_utilization=0.05"}, "leaves no room for a KV cache"},
