@@ -187,7 +187,7 @@ class CommschedRun {
       grid_ = run_grid(params_.job, env_.topology, sharing_, env_.events, params_.grid);
       initial = best_of(grid_);
     }
-    job_.emplace(env_.engine, env_.network, env_.host_speeds, params_.job, initial);
+    job_.emplace(env_.engine, env_.network, env_.compute, params_.job, initial);
     if (params_.tuner == Tuner::kBoLike) {
       bo_like_.emplace(params_.bo_like, params_.job.mode, initial, env_.stream("bo_like"));
       job_->set_controller(&*bo_like_);

@@ -10,13 +10,17 @@ OfflineRun run_offline(const JobSpec& spec, const Topology& topology, Sharing sh
   LinkConditions links(topology, network);
   HostSpeeds speeds(topology.nodes().size());
   NodeHealth nodes(topology.nodes().size());
+  // Layer times are already on the job's GPU (FixedWork): no host hardware or cost provider.
+  const NodeHardware hardware(topology.nodes().size());
+  const CostModel costs;
+  Compute compute(engine, hardware, speeds, costs);
   for (const auto& [host, speed] : initial_speeds) speeds.set_speed(host, speed);
   // Random failures are not replayed (none of the tuners' scenarios has them): their own stream.
   EventScheduler scheduler(engine, PlatformState{links, speeds, nodes}, events,
                            RandomStream(0, "commsched.offline_failures"));
   JobSpec quiet = spec;
   quiet.record_trace = false;
-  TrainingJob job(engine, network, speeds, std::move(quiet), config);
+  TrainingJob job(engine, network, compute, std::move(quiet), config);
   scheduler.start();
   job.start();
   engine.run();

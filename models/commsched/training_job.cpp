@@ -24,11 +24,11 @@ TrainingJob::Worker::Worker(Order order, std::int64_t credit, std::size_t layers
       pulls_left(layers),
       scheduler(order, credit) {}
 
-TrainingJob::TrainingJob(Engine& engine, Network& network, const HostSpeeds& speeds, JobSpec spec,
+TrainingJob::TrainingJob(Engine& engine, Network& network, Compute& compute, JobSpec spec,
                          SchedulerConfig initial)
     : engine_(engine),
       network_(network),
-      speeds_(speeds),
+      compute_(compute),
       spec_(std::move(spec)),
       config_(spec_.scheduler == SchedulerKind::kFifo ? fifo_config(spec_.mode) : initial),
       shared_scheduler_(order_of(spec_.scheduler), config_.credit) {
@@ -88,18 +88,18 @@ void TrainingJob::try_start(std::size_t w) {
     layer = layers - 1 - wk.position;
     nominal = spec_.layers[layer].backward;
   }
-  const double v = speed(w);
-  const Time took = v == 1.0 ? nominal : Time::from_seconds(nominal.seconds() / v);
   wk.nominal_s += nominal.seconds();
-  wk.actual_s += took.seconds();
+  wk.op_started = engine_.now();
   wk.busy = true;
   const bool forward = wk.forward;
-  engine_.schedule_in(took, [this, w, layer, forward] { op_done(w, layer, forward); });
+  compute_.run(spec_.workers[w], FixedWork{nominal},
+               [this, w, layer, forward] { op_done(w, layer, forward); });
 }
 
 void TrainingJob::op_done(std::size_t w, std::size_t layer, bool forward) {
   Worker& wk = workers_[w];
   wk.busy = false;
+  wk.actual_s += (engine_.now() - wk.op_started).seconds();
   const std::size_t layers = spec_.layers.size();
   if (forward) {
     if (++wk.position == layers) {

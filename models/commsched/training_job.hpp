@@ -30,8 +30,9 @@
 // communication has drained, then the job pauses for the decision's `pause` and resumes with the
 // new configuration.
 //
-// Compute time of an op is fixed when it starts: profile time / the worker's host speed then
-// (HostSpeeds, changed by the scenario's `events` section: stragglers, heterogeneous GPUs).
+// Every op runs on the platform's Compute on the worker's host: its profile time (already on the
+// job's GPU) divided by the host's speed (HostSpeeds, changed by the scenario's `events` section:
+// stragglers), and a speed change stretches or shrinks what remains of the op in progress.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -41,7 +42,7 @@
 
 #include "models/commsched/credit_scheduler.hpp"
 #include "sim_core/engine/engine.hpp"
-#include "sim_core/hardware/host_speeds.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/network/network.hpp"
 #include "sim_core/network/topology.hpp"
 
@@ -114,8 +115,9 @@ struct ConfigChange {
 
 class TrainingJob {
  public:
-  // `speeds` (of the workers' hosts) must outlive the job.
-  TrainingJob(Engine& engine, Network& network, const HostSpeeds& speeds, JobSpec spec,
+  // `compute` must outlive the job: every forward and backward runs on it, on the worker's host
+  // (its speed divides the layer's time, and a change stretches the op in progress).
+  TrainingJob(Engine& engine, Network& network, Compute& compute, JobSpec spec,
               SchedulerConfig initial);
   TrainingJob(const TrainingJob&) = delete;
   TrainingJob& operator=(const TrainingJob&) = delete;
@@ -161,9 +163,9 @@ class TrainingJob {
     std::vector<std::vector<std::uint32_t>> pushes_left, pulls_left;
     CreditScheduler scheduler;  // PS
     double nominal_s = 0, actual_s = 0;
+    Time op_started;
   };
 
-  double speed(std::size_t w) const { return speeds_.speed(spec_.workers[w]); }
   void try_start(std::size_t w);
   void op_done(std::size_t w, std::size_t layer, bool forward);
   void gradient_ready(std::size_t w, std::size_t layer);
@@ -193,7 +195,7 @@ class TrainingJob {
 
   Engine& engine_;
   Network& network_;
-  const HostSpeeds& speeds_;
+  Compute& compute_;
   JobSpec spec_;
   SchedulerConfig config_;
   Controller* controller_ = nullptr;

@@ -266,17 +266,17 @@ TEST(HandComputed, MessageOverheadDelaysEachMessage) {
 }
 
 TEST(HandComputed, StragglerSlowsItsOpsInItsWindow) {
-  // Worker 1 is 3x slower during [0, 1.5): its forward [0,3] (started inside the window), its
-  // backward [3,4] at speed 1. Worker 0 pushes [2,3], worker 1 [4,5]; the server answers when both
-  // are in.
+  // Worker 1 is 3x slower during [0, 1.5): its forward does 0.5 s of its 1 s of work by 1.5,
+  // the rest at speed 1 [1.5,2]; its backward [2,3]. Worker 0 pushes [2,3], worker 1 [3,4]; the
+  // server answers when both are in.
   Bench b(3);
   JobSpec s =
       b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, M)}, 2, 1, 1);
   b.straggle(1, 3.0, Time::zero(), Time::ms(1500));
   TrainingJob& job = b.run(std::move(s), {M, 4 * M});
-  // The server's downlink receives worker 0's push alone [2,3], worker 1's [4,5]; its uplink then
-  // sends both pulls at once, each at half rate: [5,7].
-  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 7);
+  // The server's downlink receives worker 0's push alone [2,3], worker 1's [3,4]; its uplink then
+  // sends both pulls at once, each at half rate: [4,6].
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 6);
 }
 
 TEST(HandComputed, CreditHeldThroughThePullDeadlocksWithAStraggler) {

@@ -23,7 +23,9 @@ struct Bench {
         network(engine, topology, sharing),
         links(topology, network),
         speeds(topology.nodes().size()),
-        health(topology.nodes().size()) {}
+        health(topology.nodes().size()),
+        hardware(topology.nodes().size()),
+        compute(engine, hardware, speeds, costs) {}
 
   // Host i computes `slowdown` times slower during [from, to): two platform speed events, as the
   // scenario's `events` section gives them.
@@ -58,7 +60,7 @@ struct Bench {
   TrainingJob& run(JobSpec s, SchedulerConfig config, Controller* controller = nullptr) {
     scheduler = std::make_unique<EventScheduler>(engine, PlatformState{links, speeds, health},
                                                  events, RandomStream(1));
-    job = std::make_unique<TrainingJob>(engine, network, speeds, std::move(s), config);
+    job = std::make_unique<TrainingJob>(engine, network, compute, std::move(s), config);
     job->set_controller(controller);
     scheduler->start();
     job->start();
@@ -72,6 +74,9 @@ struct Bench {
   LinkConditions links;
   HostSpeeds speeds;
   NodeHealth health;
+  NodeHardware hardware;  // none: layer times are given on the job's GPU
+  CostModel costs;
+  Compute compute;
   PlatformEvents events;
   std::unique_ptr<EventScheduler> scheduler;
   std::unique_ptr<TrainingJob> job;
