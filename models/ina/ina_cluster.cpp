@@ -32,7 +32,7 @@ double JobOutcome::mean_iteration_s() const {
 }
 
 InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
-                       const Topology* topology, const HostSpeeds* speeds)
+                       const Topology* topology, Compute* compute)
     : engine_(engine),
       params_(std::move(params)),
       loss_(params_.loss_rate, params_.seed, params_.loss_rule) {
@@ -125,7 +125,7 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     jobs_.push_back(std::make_unique<TrainingJob>(
         engine_, id, job_plans[static_cast<std::size_t>(j)], spec.workers, spec.iterations, rank, s,
         counters_, [this](const Packet& q) { send_from_worker(q); },
-        [this](TrainingJob& done) { job_finished(done); }, speeds, std::move(worker_nodes)));
+        [this](TrainingJob& done) { job_finished(done); }, compute, std::move(worker_nodes)));
     servers_.push_back(std::make_unique<ParameterServer>(
         id, spec.workers, p.policy == PolicyKind::kDsa && p.selective_retransmission,
         // A result can go missing only under loss or, on the network path, when a failed link

@@ -17,7 +17,7 @@
 #include "models/ina/policy.hpp"
 #include "models/ina/training_job.hpp"
 #include "sim_core/engine/engine.hpp"
-#include "sim_core/hardware/host_speeds.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/network/network.hpp"
 #include "sim_core/run/results.hpp"
 
@@ -40,11 +40,11 @@ class InaCluster : public SwitchPorts, public HostEnds {
  public:
   // The network path (params.data_path) needs the scenario's `network` and `topology`; the
   // packet path builds its own links and needs neither. Worker w of job j runs on host (hosts of
-  // jobs 0..j-1, one PS each) + w: topology host i (node i without a topology); its compute time
-  // is divided by that host's speed in `speeds` when an op starts (null: all 1). `speeds` must
-  // outlive the cluster.
+  // jobs 0..j-1, one PS each) + w: topology host i (node i without a topology); its ops run on
+  // `compute` on that host (its speed applies, also to the op in progress; null: the profile's
+  // times as they are, for tests of the aggregation alone). `compute` must outlive the cluster.
   InaCluster(Engine& engine, ClusterParams params, Network* network = nullptr,
-             const Topology* topology = nullptr, const HostSpeeds* speeds = nullptr);
+             const Topology* topology = nullptr, Compute* compute = nullptr);
   ~InaCluster() override;
 
   // Schedules the job arrivals; run the engine afterwards.

@@ -279,7 +279,7 @@ std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
   return std::make_unique<SimulationModel<InaCluster>>(
       setup.env, [params = std::move(params)](ModelEnv& env) {
         return std::make_unique<InaCluster>(env.engine, params, &env.network, &env.topology,
-                                            &env.host_speeds);
+                                            &env.compute);
       });
 }
 

@@ -6,10 +6,10 @@
 
 namespace mlsim::ina {
 
-Worker::Worker(TrainingJob& job, std::uint16_t index, const HostSpeeds* speeds, NodeId node)
+Worker::Worker(TrainingJob& job, std::uint16_t index, Compute* compute, NodeId node)
     : job_(job),
       index_(index),
-      speeds_(speeds),
+      compute_(compute),
       node_(node),
       layer_ready_(job.plan().layers.size(), -1),
       received_(job.plan().layers.size(), 0),
@@ -24,9 +24,12 @@ void Worker::start() {
   forward(0);
 }
 
-Time Worker::scaled(Time t) const {
-  const double speed = speeds_ ? speeds_->speed(node_) : 1.0;
-  return speed == 1.0 ? t : Time::from_seconds(t.seconds() / speed);
+void Worker::run_op(Time t, Engine::Callback done) {
+  if (compute_) {
+    compute_->run(node_, FixedWork{t}, std::move(done));
+  } else {
+    job_.engine_.schedule_in(t, std::move(done));
+  }
 }
 
 void Worker::forward(std::uint32_t layer) {
@@ -37,7 +40,7 @@ void Worker::forward(std::uint32_t layer) {
   }
   waiting_layer_ = kNone;
   if (layer == 0 && index_ == 0) job_.marks_.push_back(job_.engine_.now());
-  job_.engine_.schedule_in(scaled(l.forward), [this, layer] {
+  run_op(l.forward, [this, layer] {
     if (layer + 1 < job_.plan().layers.size())
       forward(layer + 1);
     else
@@ -46,7 +49,7 @@ void Worker::forward(std::uint32_t layer) {
 }
 
 void Worker::backward(std::uint32_t layer) {
-  job_.engine_.schedule_in(scaled(job_.plan().layers[layer].backward), [this, layer] {
+  run_op(job_.plan().layers[layer].backward, [this, layer] {
     produce(layer);
     if (layer > 0) {
       backward(layer - 1);
@@ -223,8 +226,8 @@ void Worker::on_resend_request(const Packet& p) {
 
 TrainingJob::TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const JobPlan> plan,
                          int workers, int iterations, std::uint8_t priority, SenderConfig sender,
-                         InaCounters& counters, Send send, Finished finished,
-                         const HostSpeeds* speeds, std::vector<NodeId> worker_nodes)
+                         InaCounters& counters, Send send, Finished finished, Compute* compute,
+                         std::vector<NodeId> worker_nodes)
     : engine_(engine),
       id_(id),
       plan_(std::move(plan)),
@@ -239,11 +242,11 @@ TrainingJob::TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const
   for (const auto& l : plan_->layers)
     if (l.units > 0) ++layers_with_gradient_;
   MLSIM_CHECK(layers_with_gradient_ > 0, "a job without gradients");
-  MLSIM_CHECK(!speeds || static_cast<int>(worker_nodes.size()) == workers, "one host per worker");
+  MLSIM_CHECK(!compute || static_cast<int>(worker_nodes.size()) == workers, "one host per worker");
   for (int w = 0; w < workers; ++w)
     workers_.push_back(
-        std::make_unique<Worker>(*this, static_cast<std::uint16_t>(w), speeds,
-                                 speeds ? worker_nodes[static_cast<std::size_t>(w)] : NodeId{0}));
+        std::make_unique<Worker>(*this, static_cast<std::uint16_t>(w), compute,
+                                 compute ? worker_nodes[static_cast<std::size_t>(w)] : NodeId{0}));
 }
 
 void TrainingJob::start() {

@@ -20,7 +20,7 @@
 #include "models/ina/job_plan.hpp"
 #include "models/ina/packet.hpp"
 #include "sim_core/engine/engine.hpp"
-#include "sim_core/hardware/host_speeds.hpp"
+#include "sim_core/hardware/compute.hpp"
 
 namespace mlsim::ina {
 
@@ -37,9 +37,9 @@ class TrainingJob;
 
 class Worker {
  public:
-  // Every compute time of this worker is divided by the speed of its host `node` in `speeds`
-  // when the op starts (null: as profiled).
-  Worker(TrainingJob& job, std::uint16_t index, const HostSpeeds* speeds, NodeId node);
+  // Every forward and backward of this worker runs on `compute` on its host `node` (null: as
+  // profiled, on the engine).
+  Worker(TrainingJob& job, std::uint16_t index, Compute* compute, NodeId node);
   void start();
   void on_result(const Packet& p);
   void on_resend_request(const Packet& p);
@@ -50,7 +50,8 @@ class Worker {
  private:
   enum class UnitState : std::uint8_t { kIdle, kQueued, kInFlight, kDone };
   static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
-  Time scaled(Time t) const;
+  // Runs an op of `t` (at speed 1) on the worker's GPU, then `done`.
+  void run_op(Time t, Engine::Callback done);
   void forward(std::uint32_t layer);
   void backward(std::uint32_t layer);
   void produce(std::uint32_t layer);
@@ -62,7 +63,7 @@ class Worker {
 
   TrainingJob& job_;
   std::uint16_t index_;
-  const HostSpeeds* speeds_;
+  Compute* compute_;
   NodeId node_;
   int iteration_ = 0;  // the iteration being computed
   std::uint32_t waiting_layer_ = kNone;
@@ -99,7 +100,7 @@ class TrainingJob {
 
   TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const JobPlan> plan, int workers,
               int iterations, std::uint8_t priority, SenderConfig sender, InaCounters& counters,
-              Send send, Finished finished, const HostSpeeds* speeds = nullptr,
+              Send send, Finished finished, Compute* compute = nullptr,
               std::vector<NodeId> worker_nodes = {});
   TrainingJob(const TrainingJob&) = delete;
   TrainingJob& operator=(const TrainingJob&) = delete;

@@ -222,7 +222,8 @@ TEST(InaLoss, SwitchMlRetransmissionAfterItsJobEndedIsDropped) {
   p.loss_rule = [](Hop hop, const Packet& q, std::uint16_t) {
     return hop == Hop::kWorkerToSwitch && !q.resend && q.worker == 1;
   };
-  InaCluster cluster(engine, p, nullptr, nullptr, &speeds);
+  ComputeOn platform(engine, speeds);
+  InaCluster cluster(engine, p, nullptr, nullptr, &platform.compute);
   cluster.start();
   engine.run();
   ASSERT_TRUE(cluster.all_finished());

@@ -115,7 +115,8 @@ TEST(InaMechanisms, DsaPreemptionCompletesAtThePsWithSelectiveRetransmission) {
   // Worker 2 of L (host 2) at half speed: {"host": 2, "speed": 0.5} in the events section.
   HostSpeeds speeds(8);
   speeds.set_speed(2, 0.5);
-  InaCluster cluster(engine, p, nullptr, nullptr, &speeds);
+  ComputeOn platform(engine, speeds);
+  InaCluster cluster(engine, p, nullptr, nullptr, &platform.compute);
   std::vector<PoolEvent> events;
   cluster.policy().pool().set_observer([&](const PoolEvent& e) { events.push_back(e); });
   cluster.start();
@@ -153,7 +154,8 @@ TEST(InaMechanisms, AtpKeepsTheLowPriorityPartial) {
   // Worker 2 of L (host 2) at half speed: {"host": 2, "speed": 0.5} in the events section.
   HostSpeeds speeds(8);
   speeds.set_speed(2, 0.5);
-  InaCluster cluster(engine, p, nullptr, nullptr, &speeds);
+  ComputeOn platform(engine, speeds);
+  InaCluster cluster(engine, p, nullptr, nullptr, &platform.compute);
   cluster.start();
   engine.run();
   ASSERT_TRUE(cluster.all_finished());

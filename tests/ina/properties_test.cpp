@@ -83,7 +83,8 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
         build_topology(StarSpec{hosts, LinkSpec{w.params.link_bandwidth, w.params.link_latency}});
     Engine engine;
     FluidNetwork flow(engine, topology, Sharing::kMaxMin);
-    InaCluster cluster(engine, w.params, &flow, &topology, &w.speeds);
+    ComputeOn platform(engine, w.speeds);
+    InaCluster cluster(engine, w.params, &flow, &topology, &platform.compute);
     std::map<std::size_t, std::pair<std::uint16_t, std::uint64_t>> owner;
     int ownership_violations = 0;
     cluster.policy().pool().set_observer([&](const PoolEvent& e) {

@@ -5,9 +5,20 @@
 #include <string>
 
 #include "models/ina/cluster_params.hpp"
+#include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 
 namespace mlsim::ina::testing {
+
+// The platform's Compute over `speeds`, with no host hardware: ina's layer times are already on
+// the job's GPU (FixedWork).
+struct ComputeOn {
+  ComputeOn(Engine& engine, HostSpeeds& speeds)
+      : hardware(speeds.size()), compute(engine, hardware, speeds, costs) {}
+  NodeHardware hardware;
+  CostModel costs;
+  Compute compute;
+};
 
 // A one-layer network: `forward_ms`/`backward_ms` per minibatch, `values` fp32 gradients.
 inline std::shared_ptr<const DnnProfile> one_layer(double forward_ms, double backward_ms,
