@@ -7,6 +7,7 @@
 #include "sim_core/base/stats.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
+#include "sim_core/network/host_access_links.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
@@ -15,19 +16,6 @@ namespace {
 
 constexpr std::int64_t kMillion = 1'000'000;
 constexpr std::int64_t kMaxParameters = 1'000'000'000'000;
-
-// A host's one link to the network and the link back to it.
-std::pair<LinkId, LinkId> host_links(const Topology& t, NodeId h) {
-  const auto& out = t.out_links(h);
-  if (out.size() != 1)
-    throw InputError("topology", "host " + t.node(h).name +
-                                     " needs exactly one link to the network for the commsched "
-                                     "model");
-  const LinkId up = out[0];
-  for (LinkId l : t.out_links(t.link(up).dst))
-    if (t.link(l).dst == h) return {up, l};
-  throw InputError("topology", "host " + t.node(h).name + " has no link back from the network");
-}
 
 std::vector<Layer> read_layers(JsonReader& workload, const HardwareCatalog& hardware,
                                const std::filesystem::path& scenario_dir, std::string& name) {
@@ -95,8 +83,8 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   const std::int64_t workers = system.integer_or("workers", hosts - servers, 1, hosts - servers);
   for (std::int64_t w = 0; w < workers; ++w) job.workers.push_back(topology.hosts()[w]);
   for (std::int64_t s = 0; s < servers; ++s) job.servers.push_back(topology.hosts()[workers + s]);
-  for (NodeId h : job.workers) host_links(topology, h);
-  for (NodeId h : job.servers) host_links(topology, h);
+  for (NodeId h : job.workers) host_access_links(topology, h, "a commsched worker");
+  for (NodeId h : job.servers) host_access_links(topology, h, "a commsched parameter server");
   if (ps) {
     job.credit_scope = policies.credit_scopes.choose_or(system, "credit_scope", "push").value;
   } else if (system.has("credit_scope")) {
@@ -156,7 +144,7 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   } else {
     system.ignore("autobyte");
   }
-  const auto [up, down] = host_links(topology, job.workers[0]);
+  const auto [up, down] = host_access_links(topology, job.workers[0], "a commsched worker");
   p.probe = Probe{up, down, topology.link(up).latency};
 
   job.layers = read_layers(workload, hardware, scenario_dir, p.model_name);

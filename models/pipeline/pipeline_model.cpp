@@ -10,22 +10,6 @@
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::pipeline {
-namespace {
-
-// A host's one link to the network and the link back to it.
-std::pair<LinkId, LinkId> host_links(const Topology& t, NodeId h, std::size_t stage) {
-  const auto& out = t.out_links(h);
-  if (out.size() != 1)
-    throw InputError("topology", "pipeline stage " + std::to_string(stage) + " runs on host " +
-                                     t.node(h).name +
-                                     ", which needs exactly one link to the network");
-  const LinkId up = out[0];
-  for (LinkId l : t.out_links(t.link(up).dst))
-    if (t.link(l).dst == h) return {up, l};
-  throw InputError("topology", "host " + t.node(h).name + " has no link back from the network");
-}
-
-}  // namespace
 
 TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
                                     const Topology& topology, const HardwareCatalog& hardware,
@@ -67,12 +51,12 @@ void place_stages(TrainingParams& p, const Topology& topology, std::size_t stage
   for (std::size_t s = 0; s < stages; ++s) {
     const NodeId h = topology.hosts()[s];
     p.hosts.push_back(h);
-    const auto [up, down] = host_links(topology, h, s);
-    p.host_links.emplace_back(up, down);
+    const AccessLinks links = host_access_links(topology, h, "pipeline stage " + std::to_string(s));
+    p.host_links.push_back(links);
     if (s > 0) {
-      const LinkId prev_up = p.host_links[s - 1].first;
+      const LinkId prev_up = p.host_links[s - 1].up;
       p.link_latency.push_back(
-          (topology.link(prev_up).latency + topology.link(down).latency).seconds());
+          (topology.link(prev_up).latency + topology.link(links.down).latency).seconds());
     }
   }
 }

@@ -36,6 +36,7 @@
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/host_speeds.hpp"
+#include "sim_core/network/host_access_links.hpp"
 #include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/network.hpp"
 #include "sim_core/network/topology.hpp"
@@ -52,7 +53,7 @@ struct TrainingParams {
   const GpuSpec* profiled_on = nullptr;
   std::vector<NodeId> hosts;  // stage s runs on hosts[s]
   // Each stage host's link to the network and the link back.
-  std::vector<std::pair<LinkId, LinkId>> host_links;
+  std::vector<AccessLinks> host_links;
   // Link latencies between consecutive stages (speeds and bandwidths come from the platform at
   // the start).
   std::vector<double> link_latency;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/network/host_access_links.hpp"
 
 using namespace mlsim;
 
@@ -107,4 +108,26 @@ TEST(TopologyBuilders, ImpossibleSpecsNameThePath) {
   EXPECT_EQ(message(e), "topology.links[0].b: unknown node \"zz\"");
   e.nodes.push_back({"a", NodeKind::kSwitch});
   EXPECT_EQ(message(e), "topology.nodes[1].name: duplicate node name \"a\"");
+}
+
+TEST(HostAccessLinks, AStarHostsCableBothWays) {
+  // Star of 3: cable h -> sw0 is link 2h, sw0 -> h link 2h + 1 (duplex links are consecutive).
+  const Topology t = build_topology(StarSpec{3, kLink});
+  const AccessLinks a = host_access_links(t, 2, "stage 2");
+  EXPECT_EQ(a.up, 4u);
+  EXPECT_EQ(a.down, 5u);
+  EXPECT_EQ(t.link(a.up).src, 2u);
+  EXPECT_EQ(t.link(a.down).dst, 2u);
+}
+
+TEST(HostAccessLinks, ARingHostHasTwoAndTheErrorNamesTheRole) {
+  const Topology t = build_topology(RingSpec{4, kLink});
+  try {
+    host_access_links(t, 1, "pipeline stage 1");
+    FAIL() << "a ring host has two links";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("pipeline stage 1 runs on host"), std::string::npos) << what;
+    EXPECT_NE(what.find("exactly one link"), std::string::npos) << what;
+  }
 }
