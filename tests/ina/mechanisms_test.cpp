@@ -56,6 +56,28 @@ TEST(InaMechanisms, TwoWorkersAggregateThroughOneAggregator) {
   EXPECT_NEAR(cluster.policy().pool().mean_idle_reserved(engine.now()), 1450.0 / 2'002'900, 1e-9);
 }
 
+// The same job with both workers' hosts halved 0.5 ms into the forward (host speed, as the events
+// section sets it): the op in progress runs on the platform's Compute, so only what remains of it
+// slows. Forward: 0.5 ms done, 0.5 ms left at half speed = 1 ms, ends at 1.5 ms; backward 1 ms
+// at half speed ends at 3.5 ms, 1.5 ms later than above, and so does everything after it:
+// 2,002,900 + 1,500,000 = 3,502,900. (Had the forward kept the speed it started with: 3,002,900.)
+TEST(InaMechanisms, ASpeedChangeMidOpSlowsOnlyWhatRemains) {
+  Engine engine;
+  ClusterParams p = one_aggregator(PolicyKind::kAtp);
+  p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
+  HostSpeeds speeds(8);
+  ComputeOn platform(engine, speeds);
+  InaCluster cluster(engine, p, nullptr, nullptr, &platform.compute);
+  engine.schedule_at(Time::us(500), [&] {
+    speeds.set_speed(0, 0.5);
+    speeds.set_speed(1, 0.5);
+  });
+  cluster.start();
+  engine.run();
+  ASSERT_TRUE(cluster.all_finished());
+  EXPECT_EQ(cluster.job(0).finished_at(), Time::ns(3'502'900));
+}
+
 // SwitchML: no PS; a 1084-byte packet takes 86.72 ns. Switch at 2,000,086.72 -> 2,000,087 + 900
 // = 2,000,987; multicast 2,001,073.72 -> 2,001,074 + 500 = 2,001,574.
 TEST(InaMechanisms, SwitchMlMulticastsFromTheSwitch) {
