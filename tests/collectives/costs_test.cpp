@@ -144,6 +144,44 @@ TEST(Costs, ClosedFormIsWhatTheEventDrivenRingTakesOnAStar) {
   }
 }
 
+TEST(Costs, ClosedFormAgreesWithTheRingForRandomCalls) {
+  // Property: for random participant counts (2-8), sizes (1 B to 10 MB), launch, per-protocol
+  // latencies and efficiencies, and link speeds, the closed form equals the simulated ring on a
+  // star (flow backend) within the rounding of S/n to whole bytes (at most one byte, i.e.
+  // 1 / efficiency / bandwidth, per step), and never decreases when S grows.
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 80; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 7);
+    const LinkSpec link{Bandwidth{1e9 * static_cast<double>(1 + rng() % 300)},
+                        Time::ns(static_cast<std::int64_t>(rng() % 2'000))};
+    const Topology topo = build_topology(StarSpec{n, link});
+    CollectiveSpec spec = ring(1 + static_cast<std::int64_t>(rng() % 10'000'000));
+    spec.costs.launch = Time::ns(static_cast<std::int64_t>(rng() % 50'000));
+    if (rng() % 4 != 0) {
+      for (Protocol p : kProtocols) {
+        if (rng() % 3 == 0) continue;
+        spec.costs.of(p) = {true, Time::ns(static_cast<std::int64_t>(rng() % 20'000)),
+                            0.25 + 0.75 * static_cast<double>(rng() % 1'000) / 1'000.0};
+      }
+    }
+    const auto c = collective_cost(spec.costs, Operation::kAllReduce, Algorithm::kRing, n, 2,
+                                   spec.bytes, link.bandwidth, link.latency * 2);
+    const auto r = run(topo, Sharing::kMaxMin, spec);
+    ASSERT_TRUE(r.completed);
+    EXPECT_EQ(r.protocol, c.protocol) << "trial " << trial;
+    double worst_byte_ns = 1e9 / link.bandwidth.bytes_per_s;
+    for (Protocol p : kProtocols)
+      if (spec.costs.of(p).enabled) worst_byte_ns /= std::min(1.0, spec.costs.of(p).efficiency);
+    EXPECT_NEAR(static_cast<double>(r.finished.count_ns()), static_cast<double>(c.time.count_ns()),
+                2 * (n - 1) * (worst_byte_ns + 1) + 1)
+        << "trial " << trial << ": " << n << " participants, " << spec.bytes.count << " B";
+    const auto larger =
+        collective_cost(spec.costs, Operation::kAllReduce, Algorithm::kRing, n, 2,
+                        Bytes{spec.bytes.count * 2}, link.bandwidth, link.latency * 2);
+    EXPECT_GE(larger.time, c.time) << "trial " << trial;
+  }
+}
+
 TEST(Costs, SendRecvPaysLaunchAndOneHop) {
   // 1 MB over two links: 2 us launch + 1,000,000 + 200 ns + 1 us hop.
   const Topology topo = build_topology(StarSpec{2, kLink});
