@@ -26,6 +26,20 @@ ScenarioRequest request_of(const ScenarioArgs& a) {
   return r;
 }
 
+RunBudget budget_of(const ScenarioArgs& a) {
+  RunBudget b;
+  if (a.max_events) {
+    if (*a.max_events == 0) throw InputError("--max-events", "expected at least 1 event");
+    b.max_events = *a.max_events;
+  }
+  if (a.max_memory) {
+    const Bytes bytes = parse_bytes(*a.max_memory, "--max-memory");
+    if (bytes.count <= 0) throw InputError("--max-memory", "expected a size above 0, e.g. 8GiB");
+    b.max_memory_bytes = bytes.count;
+  }
+  return b;
+}
+
 void print_summary(const RunOutput& out, const std::filesystem::path& dir,
                    const std::vector<std::filesystem::path>& files) {
   const auto& info = out.info;
@@ -53,7 +67,7 @@ int run_command(const RunArgs& args, const Registries& registries) {
       args.out ? std::filesystem::path(*args.out) : scenario.output.dir;
   // Created and checked writable before anything is simulated; removed again if the run fails.
   OutputFolder folder(dir, args.out ? "--out" : "output.dir");
-  PreparedRun prepared(scenario, registries);
+  PreparedRun prepared(scenario, registries, budget_of(args.input));
 
   ProgressLine progress(!args.quiet && ProgressLine::stderr_is_terminal());
   RunOptions options;
@@ -70,7 +84,8 @@ int run_command(const RunArgs& args, const Registries& registries) {
 
 int validate_command(const ScenarioArgs& args, const Registries& registries) {
   const auto base = load_scenario(request_of(args), registries);
-  { PreparedRun prepared(base, registries); }
+  const RunBudget budget = budget_of(args);
+  { PreparedRun prepared(base, registries, budget); }
   std::vector<std::string> checked;
   // Each variant is a whole load: many variants of a large document would take hours.
   constexpr std::uintmax_t kMaxValidateBytes = std::uintmax_t{1} << 30;  // [assumed] ~1 min
@@ -87,7 +102,7 @@ int validate_command(const ScenarioArgs& args, const Registries& registries) {
       auto req = request_of(args);
       req.variant = v;
       const auto loaded = load_scenario(req, registries);
-      PreparedRun prepared(loaded, registries);
+      PreparedRun prepared(loaded, registries, budget);
       checked.push_back(v);
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 // The subcommands of `mlsim`. Each returns the process exit status or throws: InputError for
 // bad input (main maps it to status 2), anything else for internal errors (status 1).
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -14,6 +15,8 @@ struct ScenarioArgs {
   std::string scenario;
   std::vector<std::string> sets;  // "path=value"
   std::optional<std::string> variant;
+  std::optional<std::uint64_t> max_events;  // --max-events: the run's event budget
+  std::optional<std::string> max_memory;    // --max-memory: its memory budget, a size ("8GiB")
 };
 
 struct RunArgs {

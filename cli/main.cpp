@@ -23,6 +23,12 @@ void add_scenario_options(CLI::App& cmd, mlsim::ScenarioArgs& a) {
                  "Override a field: PATH=VALUE (VALUE is JSON, or a plain string), repeatable")
       ->allow_extra_args(false);
   cmd.add_option("--variant", a.variant, "Apply one of the scenario's named variants first");
+  cmd.add_option("--max-events", a.max_events,
+                 "Event budget: refuse a run estimated above it, stop one that passes it "
+                 "(default 1e10)");
+  cmd.add_option("--max-memory", a.max_memory,
+                 "Memory budget (a size, e.g. 8GiB): refuse a run estimated above it, stop one "
+                 "whose resident memory passes it (default 4GiB)");
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "models/commsched/commsched_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 
 #include "models/commsched/policies.hpp"
 #include "sim_core/base/error.hpp"
@@ -282,6 +285,28 @@ void CommschedRun::report(Results& out) const {
            {"switched", a.switched}});
 }
 
+void estimate_work(const CommschedParams& p, WorkEstimate& estimate) {
+  // Lower bounds (budget.hpp): with partition P, a layer of N parameters is ceil(N / P) chunks;
+  // each chunk crosses the network at least twice per worker and iteration (PS: push and pull;
+  // all-reduce: 2(W-1) ring steps per worker), and the job keeps an 8-byte size per chunk plus an
+  // in-flight counter per chunk and worker. The tuners' private runs come on top.
+  double chunks = 0;
+  for (const Layer& layer : p.job.layers)
+    chunks += std::ceil(static_cast<double>(layer.parameters) /
+                        static_cast<double>(std::max<std::int64_t>(p.config.partition, 1)));
+  const auto workers = static_cast<double>(p.job.workers.size());
+  const double per_chunk =
+      p.job.mode == Mode::kParameterServer ? 2 * workers : 2 * (workers - 1) * workers;
+  const double iterations = static_cast<double>(p.job.iterations);
+  estimate.transfers.push_back(
+      {chunks * per_chunk * iterations,
+       fmt::format("{:.3g} gradient chunks x {:.3g} transfers each x {} iterations", chunks,
+                   per_chunk, p.job.iterations),
+       "system.partition"});
+  estimate.memory.push_back({chunks * (8 + 8 * workers),
+                             fmt::format("{:.3g} gradient chunks", chunks), "system.partition"});
+}
+
 }  // namespace
 
 std::unique_ptr<Model> make_commsched_model(ModelSetup& setup) {
@@ -292,6 +317,7 @@ std::unique_ptr<Model> make_commsched_model(ModelSetup& setup) {
       read_commsched_params(system, workload, setup.topology, setup.hardware, setup.scenario_dir);
   system.finish();
   workload.finish();
+  estimate_work(params, setup.estimate);
   return std::make_unique<SimulationModel<CommschedRun>>(
       setup.env, [params = std::move(params)](ModelEnv& env) {
         return std::make_unique<CommschedRun>(env, params);

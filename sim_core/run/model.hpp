@@ -24,6 +24,7 @@
 #include "sim_core/network/network.hpp"
 #include "sim_core/network/network_factory.hpp"
 #include "sim_core/network/topology.hpp"
+#include "sim_core/run/budget.hpp"
 #include "sim_core/run/policy_registry.hpp"
 #include "sim_core/run/results.hpp"
 #include "sim_core/scenario/json_reader.hpp"
@@ -103,6 +104,9 @@ struct ModelSetup {
   // The scenario's events, resolved against the topology (a model may reject what it cannot
   // honour, or keep them to replay privately).
   const PlatformEvents& events;
+  // Filled by the factory where its parameters can ask for unbounded work (budget.hpp): the
+  // runner refuses the run before it starts when the estimate passes the run's budget.
+  WorkEstimate estimate;
 };
 
 struct ModelInfo {

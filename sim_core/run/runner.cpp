@@ -1,5 +1,8 @@
 #include "sim_core/run/runner.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 
 #include "sim_core/base/error.hpp"
@@ -9,8 +12,30 @@
 
 namespace mlsim {
 
-PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& registries)
-    : scenario_(scenario), resolved_(scenario.resolved) {
+namespace {
+
+// What the run will certainly cost beyond the model's own estimate: the scenario document held in
+// memory, and the random failures (each a failure and a repair event per host).
+void add_platform_estimate(WorkEstimate& estimate, const nlohmann::json& document,
+                           const PlatformEvents& events) {
+  estimate.memory.push_back({json_memory_bytes(document), "the scenario document", ""});
+  if (events.random_failures) {
+    const auto& rf = *events.random_failures;
+    const double failures = static_cast<double>(events.failure_candidates.size()) *
+                            rf.until.seconds() / rf.mtbf.seconds();
+    estimate.events.push_back(
+        {2 * failures,
+         fmt::format("random failures and repairs: {} hosts x {} / mtbf {}",
+                     events.failure_candidates.size(), to_string(rf.until), to_string(rf.mtbf)),
+         "events.random_failures.mtbf"});
+  }
+}
+
+}  // namespace
+
+PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& registries,
+                         const RunBudget& budget)
+    : scenario_(scenario), resolved_(scenario.resolved), budget_(budget) {
   try {
     topology_ = build_topology(scenario.topology);
     host_speeds_ = std::make_unique<HostSpeeds>(topology_.nodes().size());
@@ -40,6 +65,8 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
       if (root.has(section) && !root.was_read(section))
         throw InputError(section,
                          "the " + scenario.model + " model reads no \"" + section + "\" section");
+    add_platform_estimate(setup.estimate, scenario.resolved, events_);
+    check_budget(setup.estimate, budget_);
   } catch (const InputError& e) {
     throw scenario.provenance.attribute(e);
   }
@@ -59,6 +86,34 @@ struct ProgressProbe {
   const ModelEnv& env;
   std::optional<Time> limit;
   std::chrono::steady_clock::time_point start;
+  RunBudget budget;
+  std::uint64_t next_report = 0;
+  std::string over_budget;  // why the run was stopped, empty while within budget
+
+  // Called every kWatchEvery events: stops the engine past the budget, reports progress when due.
+  void watch(Engine& engine) {
+    const std::uint64_t events = engine.events_processed();
+    if (events > budget.max_events) {
+      over_budget = fmt::format(
+          "stopped after {} events, more than the run's budget of {}; raise it with "
+          "--max-events, or shorten the run (run.time_limit, fewer iterations or requests)",
+          events, budget.max_events);
+    } else if (const std::int64_t held = resident_bytes(); held > budget.max_memory_bytes) {
+      over_budget = fmt::format(
+          "stopped after {} events holding {:.3g} GiB, more than the run's budget of {:.3g} GiB; "
+          "raise it with --max-memory, or make the scenario smaller",
+          events, static_cast<double>(held) / (1u << 30),
+          static_cast<double>(budget.max_memory_bytes) / (1u << 30));
+    }
+    if (!over_budget.empty()) {
+      engine.stop();
+      return;
+    }
+    if (options.progress_every > 0 && options.on_progress && events >= next_report) {
+      report(engine);
+      next_report = events + options.progress_every;
+    }
+  }
 
   void report(Engine& engine) const {
     ProgressReport r;
@@ -83,9 +138,14 @@ RunOutput PreparedRun::run(const RunOptions& options) {
   MLSIM_CHECK(!ran_, "PreparedRun::run called twice");
   ran_ = true;
   const auto start = std::chrono::steady_clock::now();
-  ProgressProbe probe{options, *model_, *env_, scenario_.run.time_limit, start};
-  if (options.progress_every > 0 && options.on_progress)
-    engine_.set_periodic_hook(options.progress_every, [p = &probe](Engine& e) { p->report(e); });
+  ProgressProbe probe{
+      options, *model_, *env_, scenario_.run.time_limit, start, budget_, options.progress_every,
+      {}};
+  // The budget is watched every 2^16 events (a /proc read each time: under 0.2% of a run).
+  constexpr std::uint64_t kWatchEvery = std::uint64_t{1} << 16;
+  const std::uint64_t every =
+      options.progress_every > 0 ? std::min(options.progress_every, kWatchEvery) : kWatchEvery;
+  engine_.set_periodic_hook(every, [p = &probe](Engine& e) { p->watch(e); });
 
   // Platform events first: those at time 0 apply before the model starts, and later ones run
   // before the model's events at the same time.
@@ -99,6 +159,7 @@ RunOutput PreparedRun::run(const RunOptions& options) {
     engine_.run();
   }
   engine_.set_periodic_hook(0, nullptr);
+  if (!probe.over_budget.empty()) throw LimitError(probe.over_budget);
   model_->finish(*env_, out.results);
   out.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -118,8 +179,8 @@ RunOutput PreparedRun::run(const RunOptions& options) {
 }
 
 RunOutput run_scenario(const LoadedScenario& scenario, const Registries& registries,
-                       const RunOptions& options) {
-  PreparedRun prepared(scenario, registries);
+                       const RunOptions& options, const RunBudget& budget) {
+  PreparedRun prepared(scenario, registries, budget);
   return prepared.run(options);
 }
 

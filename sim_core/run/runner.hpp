@@ -18,6 +18,7 @@
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/host_speeds.hpp"
 #include "sim_core/hardware/node_hardware.hpp"
+#include "sim_core/run/budget.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/model.hpp"
 #include "sim_core/run/results.hpp"
@@ -65,13 +66,16 @@ struct RunOutput {
 
 class PreparedRun {
  public:
-  // Throws InputError (attributed to the scenario file that holds the bad value).
-  PreparedRun(const LoadedScenario& scenario, const Registries& registries);
+  // Throws InputError (attributed to the scenario file that holds the bad value), also when the
+  // model's estimate of its work passes `budget` (budget.hpp).
+  PreparedRun(const LoadedScenario& scenario, const Registries& registries,
+              const RunBudget& budget = {});
   ~PreparedRun();
   PreparedRun(const PreparedRun&) = delete;
   PreparedRun& operator=(const PreparedRun&) = delete;
 
-  // Runs once; a second call is an InvariantError.
+  // Runs once; a second call is an InvariantError. Throws LimitError when the run passes its
+  // budget's events or resident memory (checked every 2^16 events).
   RunOutput run(const RunOptions& options = {});
 
   const Topology& topology() const { return topology_; }
@@ -81,6 +85,7 @@ class PreparedRun {
  private:
   const LoadedScenario& scenario_;
   nlohmann::json resolved_;
+  RunBudget budget_;
   Engine engine_;
   Topology topology_;
   std::unique_ptr<HostSpeeds> host_speeds_;
@@ -98,6 +103,6 @@ class PreparedRun {
 
 // Prepare and run in one call.
 RunOutput run_scenario(const LoadedScenario& scenario, const Registries& registries,
-                       const RunOptions& options = {});
+                       const RunOptions& options = {}, const RunBudget& budget = {});
 
 }  // namespace mlsim

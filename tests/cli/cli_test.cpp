@@ -178,3 +178,30 @@ TEST(Cli, AVariantsErrorNamesTheVariant) {
   EXPECT_EQ(o.status, 2) << o.err;
   EXPECT_NE(o.err.find("(with variant \"ps\")"), std::string::npos) << o.err;
 }
+
+TEST(Cli, BudgetsRefuseUpFrontOrStopTheRunWithNothingWritten) {
+  TempDir dir;
+  const std::string q =
+      (std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios/quickstart.json").string();
+  const auto out_dir = dir.path() / "results";
+  // A run that passes its event budget mid-way: status 1, a message naming the option, no folder.
+  auto o = run_mlsim(
+      dir, "run " + q + " --set system.chunks=1024 --max-events 1000 --out " + out_dir.string());
+  EXPECT_EQ(o.status, 1) << o.err;
+  EXPECT_NE(o.err.find("--max-events"), std::string::npos) << o.err;
+  EXPECT_FALSE(std::filesystem::exists(out_dir));
+  // An estimate above the budget is bad input, refused by validate as by run.
+  const std::string failures =
+      R"( --set 'events={"random_failures": {"mtbf": "1ns", "repair": "1ns", "until": "10s"}}')";
+  auto v = run_mlsim(dir, "validate " + q + failures);
+  EXPECT_EQ(v.status, 2) << v.err;
+  EXPECT_NE(v.err.find("events.random_failures.mtbf"), std::string::npos) << v.err;
+  auto r = run_mlsim(dir, "run " + q + failures + " --out " + out_dir.string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out_dir));
+  // Malformed budgets.
+  EXPECT_EQ(run_mlsim(dir, "validate " + q + " --max-events 0").status, 2);
+  auto m = run_mlsim(dir, "validate " + q + " --max-memory lots");
+  EXPECT_EQ(m.status, 2);
+  EXPECT_NE(m.err.find("--max-memory"), std::string::npos) << m.err;
+}
