@@ -58,6 +58,12 @@ struct ClusterParams {
   Time switchml_timeout = Time::ms(10);  // SwitchML client default
   int switchml_partitions = 0;           // 0 = number of jobs [inferred]
   bool selective_retransmission = true;  // DSA
+  // A job in which nothing happens for this long (no compute op ends, no worker receives a new
+  // result: e.g. its hosts are cut off from the switch by failed links) is aborted and reported
+  // failed, as a training framework's collective watchdog kills a hung job. Default 10 min:
+  // PyTorch ProcessGroupNCCL's default collective timeout (pytorch/pytorch PR 110947). The
+  // systems' own senders never give up (SwitchML's client doubles its timeout, ATP resends).
+  Time stall_timeout = Time::s(600);
   // Bytes of gradient payload per second a PS sums, one packet after another (the collective
   // layer's host.ps_aggregation, docs/collectives.md); 0 = summing is free (the default: no
   // source gives ATP's PS rate, so the shipped study keeps a free PS).

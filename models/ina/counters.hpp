@@ -32,6 +32,8 @@ struct InaCounters {
   std::uint64_t result_reanswers = 0;  // results a PS sent again for a resent, finished chunk
   // Links.
   std::uint64_t lost_packets = 0;  // wire packets dropped by the loss model
+  // Aborted jobs (stall watchdog): wire packets that reached the switch or a host afterwards.
+  std::uint64_t packets_after_abort = 0;
 };
 
 }  // namespace mlsim::ina

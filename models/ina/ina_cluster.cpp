@@ -79,6 +79,7 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
   sender.initial_window_packets = sender.max_window_packets;
   sender.increase_bytes_per_ack = p.window_increase_bytes;
   sender.retransmission_timeout = switchml ? p.switchml_timeout : p.atp_timeout;
+  sender.stall_timeout = p.stall_timeout;
 
   // Plans, shared between jobs of the same profile; communication intensity for DSA's priority.
   std::map<const DnnProfile*, std::shared_ptr<const JobPlan>> plans;
@@ -178,7 +179,7 @@ double InaCluster::progress() const {
   double done = 0, total = 0;
   for (const auto& j : jobs_) {
     total += j->iterations();
-    done += j->finished()
+    done += j->finished() || j->failed()
                 ? j->iterations()
                 : static_cast<double>(std::max<std::size_t>(j->iteration_marks().size(), 1) - 1);
   }
@@ -227,6 +228,10 @@ void InaCluster::to_worker(const Packet& p, std::uint16_t w) {
 void InaCluster::at_host(std::size_t host, const Packet& p) {
   const HostRole role = host_role_[host];
   TrainingJob& job = *jobs_[role.job];
+  if (job.failed()) {
+    counters_.packets_after_abort += p.packets;  // in flight when the job was aborted
+    return;
+  }
   if (role.index == job.workers()) {
     ParameterServer* ps = servers_[role.job].get();
     if (params_.ps_aggregation.bytes_per_s <= 0) {
@@ -247,7 +252,10 @@ void InaCluster::at_host(std::size_t host, const Packet& p) {
 }
 
 void InaCluster::job_finished(TrainingJob& job) {
-  policy_->job_finished(job.id());
+  if (job.failed())
+    policy_->job_aborted(job.id());
+  else
+    policy_->job_finished(job.id());
   JobOutcome o;
   const JobSpec& spec = params_.jobs[job.id()];
   o.model = spec.model;
@@ -260,7 +268,12 @@ void InaCluster::job_finished(TrainingJob& job) {
   o.arrival = spec.arrival;
   o.finish = job.finished_at();
   o.iteration_marks = job.iteration_marks();
+  o.failed = job.failed();
   outcomes_.push_back(std::move(o));
+  if (job.failed()) {
+    ++failed_jobs_;
+    return;
+  }
   ++finished_jobs_;
   last_finish_ = std::max(last_finish_, job.finished_at());
 }
@@ -270,10 +283,13 @@ void InaCluster::report(Results& out) const {
   ExactQuantiles jct, iteration;
   nlohmann::json table = nlohmann::json::array();
   for (const JobOutcome& o : outcomes_) {
-    jct.add(o.jct().seconds());
+    // A failed job has no completion time; its iterations before the abort still count.
+    if (!o.failed) jct.add(o.jct().seconds());
+    // (A failed job's marks are its iteration starts, without the finish.)
     for (std::size_t i = 1; i < o.iteration_marks.size(); ++i)
       iteration.add((o.iteration_marks[i] - o.iteration_marks[i - 1]).seconds());
     table.push_back({{"model", o.model},
+                     {"status", o.failed ? "failed" : "finished"},
                      {"workers", o.workers},
                      {"iterations", o.iterations},
                      {"priority", o.priority},
@@ -282,12 +298,13 @@ void InaCluster::report(Results& out) const {
                      {"compute_scale", o.compute_scale},
                      {"arrival_s", o.arrival.seconds()},
                      {"finish_s", o.finish.seconds()},
-                     {"jct_s", o.jct().seconds()},
+                     {"jct_s", o.failed ? nlohmann::json() : nlohmann::json(o.jct().seconds())},
                      {"mean_iteration_s", o.mean_iteration_s()}});
   }
   out.set_summary("jct", jct.summary(), "_s");
   out.set_summary("iteration_time", iteration.summary(), "_s");
-  out.set_metric("jobs_finished", static_cast<double>(outcomes_.size()));
+  out.set_metric("jobs_finished", static_cast<double>(finished_jobs_));
+  out.set_metric("jobs_failed", static_cast<double>(failed_jobs_));
   out.set_metric("jobs_total", static_cast<double>(jobs_.size()));
   out.set_metric("makespan_s", last_finish_.seconds());
   const AggregatorSlots& pool = policy_->pool();
@@ -311,6 +328,7 @@ void InaCluster::report(Results& out) const {
   out.set_metric("wrong_sums", static_cast<double>(c.wrong_sums));
   out.set_metric("duplicate_results", static_cast<double>(c.duplicate_results));
   out.set_metric("lost_packets", static_cast<double>(c.lost_packets));
+  out.set_metric("packets_after_abort", static_cast<double>(c.packets_after_abort));
   if (params_.data_path == DataPathKind::kNetwork) {
     out.set_metric("undelivered_packets", static_cast<double>(path_->undelivered_packets()));
     out.details()["data_path"] = "network";

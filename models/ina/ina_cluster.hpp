@@ -30,7 +30,8 @@ struct JobOutcome {
   double communication_intensity = 0;  // ideal comm time / compute time per iteration
   std::string gpu;                     // catalog GPU the compute scale came from, if any
   double compute_scale = 1;
-  Time arrival, finish;
+  Time arrival, finish;  // finish: when it finished, or was aborted (failed)
+  bool failed = false;   // aborted by its stall watchdog (cluster_params.hpp)
   std::vector<Time> iteration_marks;
   Time jct() const { return finish - arrival; }
   double mean_iteration_s() const;
@@ -49,7 +50,11 @@ class InaCluster : public SwitchPorts, public HostEnds {
 
   // Schedules the job arrivals; run the engine afterwards.
   void start();
+  // Every job completed.
   bool all_finished() const { return finished_jobs_ == jobs_.size(); }
+  // Every job completed or was aborted (reported failed).
+  bool all_ended() const { return finished_jobs_ + failed_jobs_ == jobs_.size(); }
+  std::size_t failed_jobs() const { return failed_jobs_; }
   double progress() const;
 
   const InaCounters& stats() const { return counters_; }
@@ -103,7 +108,7 @@ class InaCluster : public SwitchPorts, public HostEnds {
   std::vector<HostRole> host_role_;
   std::unique_ptr<DataPath> path_;
   std::vector<JobOutcome> outcomes_;
-  std::size_t finished_jobs_ = 0;
+  std::size_t finished_jobs_ = 0, failed_jobs_ = 0;
   Time last_finish_;
 };
 

@@ -148,6 +148,11 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     p.ps_aggregation = costs.ps_aggregation;
   }
 
+  // PyTorch ProcessGroupNCCL's default collective timeout, 10 min (pytorch/pytorch PR 110947).
+  p.stall_timeout = system.duration_or("stall_timeout", "600s");
+  if (p.stall_timeout <= Time::zero())
+    throw InputError(system.path_of("stall_timeout"), "must be positive");
+
   JsonReader dsa = system.object_or_empty("dsa");
   p.selective_retransmission = dsa.boolean_or("selective_retransmission", true);
   dsa.finish();

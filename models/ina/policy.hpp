@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "models/ina/counters.hpp"
 #include "models/ina/packet.hpp"
@@ -57,6 +58,16 @@ class AggregationPolicy : public SwitchProgram<Packet> {
   virtual std::uint32_t slot_window(std::uint16_t /*job*/) const { return 0; }
   virtual void job_started(std::uint16_t /*job*/) {}
   virtual void job_finished(std::uint16_t /*job*/) {}
+  // The job was aborted (its watchdog fired): the control plane frees every aggregator it holds
+  // and the program drops whatever of it still arrives (counted in packets_after_abort). Then
+  // job_finished runs as for a job that ended.
+  void job_aborted(std::uint16_t job) {
+    if (aborted_.size() <= job) aborted_.resize(job + 1u, false);
+    aborted_[job] = true;
+    for (std::size_t i = 0; i < pool_.size(); ++i)
+      if (pool_.at(i).held && pool_.at(i).job == job) pool_.release(i, ports_.now());
+    job_finished(job);
+  }
 
   // A worker's gradient burst reached the switch pipeline.
   virtual void on_gradient(const Packet& p) = 0;
@@ -68,6 +79,10 @@ class AggregationPolicy : public SwitchProgram<Packet> {
   // requests, and re-answers to one worker's retransmission, whose aggregator was released by
   // the first result or flushed by the retransmission), which the switch forwards.
   void on_message(const Packet& p, NodeId /*from*/) final {
+    if (p.job < aborted_.size() && aborted_[p.job]) {
+      ports_.counters().packets_after_abort += p.packets;
+      return;
+    }
     if (p.kind == PacketKind::kGradient)
       on_gradient(p);
     else if (p.kind == PacketKind::kResult && !p.resend)
@@ -85,6 +100,9 @@ class AggregationPolicy : public SwitchProgram<Packet> {
   SwitchPorts& ports_;
   AggregatorSlots pool_;
   Time pipeline_latency_ = Time::zero();
+
+ private:
+  std::vector<bool> aborted_;  // by job; empty until a job is aborted
 };
 
 }  // namespace mlsim::ina

@@ -41,6 +41,8 @@ void Worker::forward(std::uint32_t layer) {
   waiting_layer_ = kNone;
   if (layer == 0 && index_ == 0) job_.marks_.push_back(job_.engine_.now());
   run_op(l.forward, [this, layer] {
+    if (job_.failed_) return;
+    job_.last_progress_ = job_.engine_.now();
     if (layer + 1 < job_.plan().layers.size())
       forward(layer + 1);
     else
@@ -50,6 +52,8 @@ void Worker::forward(std::uint32_t layer) {
 
 void Worker::backward(std::uint32_t layer) {
   run_op(job_.plan().layers[layer].backward, [this, layer] {
+    if (job_.failed_) return;
+    job_.last_progress_ = job_.engine_.now();
     produce(layer);
     if (layer > 0) {
       backward(layer - 1);
@@ -164,6 +168,8 @@ void Worker::on_result(const Packet& p) {
   if (p.bitmap != full || p.sum != full) ++c.wrong_sums;
   ++c.results_received;
   c.elements_delivered += job_.plan().unit_elements[u];
+  job_.elements_delivered_ += job_.plan().unit_elements[u];
+  job_.last_progress_ = job_.engine_.now();
   unit_state_[u] = UnitState::kDone;
   const double packets = job_.plan().unit_packets[u];
   in_flight_ -= packets;
@@ -196,6 +202,12 @@ void Worker::on_result(const Packet& p) {
     if (waiting_layer_ == layer) forward(layer);
   }
   try_send();
+}
+
+void Worker::abort() {
+  job_.engine_.cancel(timer_);
+  sent_log_.clear();
+  queue_.clear();
 }
 
 void Worker::on_resend_request(const Packet& p) {
@@ -251,11 +263,33 @@ TrainingJob::TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const
 
 void TrainingJob::start() {
   started_ = engine_.now();
+  last_progress_ = started_;
+  arm_watchdog();
   for (auto& w : workers_) w->start();
+}
+
+void TrainingJob::arm_watchdog() {
+  if (sender_.stall_timeout <= Time::zero()) return;
+  watchdog_ =
+      engine_.schedule_at(last_progress_ + sender_.stall_timeout, [this] { on_watchdog(); });
+}
+
+// Fires at the earliest time the job can have stalled for the whole timeout; if something
+// happened since, it looks again from the last progress (one event per timeout per job).
+void TrainingJob::on_watchdog() {
+  if (engine_.now() - last_progress_ < sender_.stall_timeout) {
+    arm_watchdog();
+    return;
+  }
+  failed_ = true;
+  finished_at_ = engine_.now();
+  for (auto& w : workers_) w->abort();
+  on_finished_(*this);
 }
 
 void TrainingJob::worker_finished() {
   if (++done_workers_ < workers()) return;
+  engine_.cancel(watchdog_);
   finished_at_ = engine_.now();
   marks_.push_back(finished_at_);
   on_finished_(*this);

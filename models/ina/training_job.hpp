@@ -31,6 +31,9 @@ struct SenderConfig {
   double increase_bytes_per_ack = 1500;
   std::uint32_t slot_window = 0;  // > 0: slot-bound sender (SwitchML), in chunks
   Time retransmission_timeout = Time::ms(1);
+  // The job's watchdog (cluster_params.hpp): nothing happening for this long aborts the job;
+  // zero = never.
+  Time stall_timeout = Time::zero();
 };
 
 class TrainingJob;
@@ -41,6 +44,9 @@ class Worker {
   // profiled, on the engine).
   Worker(TrainingJob& job, std::uint16_t index, Compute* compute, NodeId node);
   void start();
+  // The job was aborted: stop sending and retransmitting (compute ops already scheduled end
+  // without effect).
+  void abort();
   void on_result(const Packet& p);
   void on_resend_request(const Packet& p);
   bool finished() const { return finished_; }
@@ -114,8 +120,13 @@ class TrainingJob {
   int iterations() const { return iterations_; }
   std::uint8_t priority() const { return priority_; }
   Time started_at() const { return started_; }
+  // When the job finished, or was aborted (failed()).
   Time finished_at() const { return finished_at_; }
   bool finished() const { return done_workers_ == workers(); }
+  // Aborted by its watchdog (SenderConfig::stall_timeout): it will not finish.
+  bool failed() const { return failed_; }
+  // Gradient values its workers received in results (every worker, every iteration).
+  std::int64_t elements_delivered() const { return elements_delivered_; }
   // Start of each iteration's first forward layer on worker 0; the last entry is the finish.
   const std::vector<Time>& iteration_marks() const { return marks_; }
 
@@ -125,6 +136,8 @@ class TrainingJob {
     return static_cast<std::uint64_t>(iteration) * plan_->units() + unit;
   }
   void worker_finished();
+  void arm_watchdog();
+  void on_watchdog();
 
   Engine& engine_;
   std::uint16_t id_;
@@ -140,6 +153,10 @@ class TrainingJob {
   Time started_, finished_at_;
   std::vector<Time> marks_;
   std::uint32_t layers_with_gradient_ = 0;
+  bool failed_ = false;
+  Time last_progress_;  // a compute op ended or a worker received a new result
+  EventHandle watchdog_;
+  std::int64_t elements_delivered_ = 0;
 };
 
 }  // namespace mlsim::ina

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Decomposes the two-rack INA scenario's JCTs against the one-switch star (docs/ina.md,
+"Two racks"): the same six jobs on the star over the packet path, on the star over the flow
+backend, and on the two-rack leaf-spine over flow with the leaf-spine bandwidth swept
+(topology.oversubscription) and the uplink latency varied, per policy. Then the scenario itself
+with and without its link failure (events section).
+
+usage: ina_two_racks.py MLSIM [OUT_DIR] [--iterations N] [--headline] [--policies a,b]
+  --iterations N: every job runs N iterations (default 3; the shipped scenario has 20)
+  --headline: also run the shipped scenario as is, each policy with and without the failure
+
+Writes OUT_DIR/sweep.csv (simulated quantities only, so a rerun reproduces it byte for byte)
+and prints wall times (machine-dependent, not written).
+"""
+import argparse
+import csv
+import json
+import os
+import subprocess
+import time
+
+STUDY = "workloads/scenarios/ina_dsa_study.json"
+RACKS = "workloads/scenarios/ina_dsa_two_racks.json"
+NO_FAILURE = ["--set", "events.list=[]"]
+
+
+def points(policies):
+    star_flow = ["--set", "system.data_path=network", "--set", "network.backend=flow"]
+    for p in policies:
+        yield ("star_packet", p, STUDY, [])
+        yield ("star_flow", p, STUDY, star_flow)
+        for os_ in ["0.25", "1", "2", "4", "8", "16"]:
+            yield (f"racks_oversub_{os_}", p, RACKS,
+                   NO_FAILURE + ["--set", f"topology.oversubscription={os_}"])
+        for lat in ["0ns", "2us"]:
+            yield (f"racks_uplink_latency_{lat}", p, RACKS,
+                   NO_FAILURE + ["--set", f"topology.uplink_latency={lat}"])
+        yield ("racks_oversub_0.25_uplink_latency_0ns", p, RACKS,
+               NO_FAILURE + ["--set", "topology.oversubscription=0.25",
+                             "--set", "topology.uplink_latency=0ns"])
+
+
+def run(mlsim, out_dir, name, policy, scenario, sets, iterations):
+    folder = os.path.join(out_dir, "runs", f"{name}_{policy}")
+    cmd = [mlsim, "run", scenario, "--quiet", "--out", folder,
+           "--set", f"system.policy={policy}"] + sets
+    if iterations:
+        for i in range(6):
+            cmd += ["--set", f"workload.jobs[{i}].iterations={iterations}"]
+    t0 = time.time()
+    subprocess.run(cmd, check=True)
+    wall = time.time() - t0
+    d = json.load(open(os.path.join(folder, "summary.json")))
+    m = d["metrics"]
+    row = {"point": name, "policy": policy, "iterations": iterations or 20,
+           "jct_mean_s": m.get("jct_mean_s", float("nan")),
+           "jobs_finished": m["jobs_finished"], "jobs_failed": m.get("jobs_failed", 0),
+           "makespan_s": m["makespan_s"], "fallback_packets": m["fallback_packets"],
+           "collision_packets": m["collision_packets"], "preemptions": m["preemptions"],
+           "occupancy_mean": m["aggregator_occupancy_mean"],
+           "idle_reserved_mean": m["aggregator_idle_reserved_mean"],
+           "timeouts": m["timeouts"], "undelivered_packets": m.get("undelivered_packets", 0),
+           "wrong_sums": m["wrong_sums"]}
+    for k, j in enumerate(d["details"]["jobs"]):
+        row[f"jct_{j['model']}_{j['arrival_s']:.3f}"] = j["jct_s"]
+    print(f"{name:>40} {policy:>8}: mean JCT {row['jct_mean_s']:.4f} s, "
+          f"fallback {row['fallback_packets']:.4g}, {wall:.0f} s wall", flush=True)
+    return row
+
+
+def main():
+    a = argparse.ArgumentParser()
+    a.add_argument("mlsim")
+    a.add_argument("out_dir", nargs="?", default="results/ina_two_racks")
+    a.add_argument("--iterations", type=int, default=3)
+    a.add_argument("--headline", action="store_true")
+    a.add_argument("--policies", default="atp,dsa,switchml")
+    args = a.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    policies = args.policies.split(",")
+    rows = []
+    if args.headline:
+        for p in policies:
+            rows.append(run(args.mlsim, args.out_dir, "two_racks_failure", p, RACKS, [], 0))
+            rows.append(run(args.mlsim, args.out_dir, "two_racks_no_failure", p, RACKS,
+                            NO_FAILURE, 0))
+        name = "headline.csv"
+    else:
+        for point in points(policies):
+            rows.append(run(args.mlsim, args.out_dir, *point, args.iterations))
+        name = "sweep.csv"
+    keys = list(rows[0])
+    for r in rows:
+        keys += [k for k in r if k not in keys]
+    with open(os.path.join(args.out_dir, name), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main()
