@@ -6,7 +6,9 @@ backend, and on the two-rack leaf-spine over flow with the leaf-spine bandwidth 
 with and without its link failure (events section).
 
 usage: ina_two_racks.py MLSIM [OUT_DIR] [--iterations N] [--headline] [--policies a,b]
-  --iterations N: every job runs N iterations (default 3; the shipped scenario has 20)
+                        [--points REGEX]
+  --iterations N: every job runs N iterations (default 3; 0 = as shipped, 20)
+  --points REGEX: only the sweep points whose name matches
   --headline: also run the shipped scenario as is, each policy with and without the failure
 
 Writes OUT_DIR/sweep.csv (simulated quantities only, so a rerun reproduces it byte for byte)
@@ -16,6 +18,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import time
 
@@ -44,7 +47,7 @@ def run(mlsim, out_dir, name, policy, scenario, sets, iterations):
     folder = os.path.join(out_dir, "runs", f"{name}_{policy}")
     cmd = [mlsim, "run", scenario, "--quiet", "--out", folder,
            "--set", f"system.policy={policy}"] + sets
-    if iterations:
+    if iterations > 0:
         for i in range(6):
             cmd += ["--set", f"workload.jobs[{i}].iterations={iterations}"]
     t0 = time.time()
@@ -75,27 +78,35 @@ def main():
     a.add_argument("--iterations", type=int, default=3)
     a.add_argument("--headline", action="store_true")
     a.add_argument("--policies", default="atp,dsa,switchml")
+    a.add_argument("--points", default="")
     args = a.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     policies = args.policies.split(",")
     rows = []
+    name = "headline.csv" if args.headline else f"sweep_{args.iterations or 20}_iterations.csv"
+
+    def write():  # after every run, so that a stopped sweep keeps what it measured
+        keys = list(rows[0])
+        for r in rows:
+            keys += [k for k in r if k not in keys]
+        with open(os.path.join(args.out_dir, name), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys)
+            w.writeheader()
+            w.writerows(rows)
+
     if args.headline:
         for p in policies:
             rows.append(run(args.mlsim, args.out_dir, "two_racks_failure", p, RACKS, [], 0))
+            write()
             rows.append(run(args.mlsim, args.out_dir, "two_racks_no_failure", p, RACKS,
                             NO_FAILURE, 0))
-        name = "headline.csv"
+            write()
     else:
         for point in points(policies):
+            if args.points and not re.search(args.points, point[0]):
+                continue
             rows.append(run(args.mlsim, args.out_dir, *point, args.iterations))
-        name = "sweep.csv"
-    keys = list(rows[0])
-    for r in rows:
-        keys += [k for k in r if k not in keys]
-    with open(os.path.join(args.out_dir, name), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+            write()
 
 
 if __name__ == "__main__":
