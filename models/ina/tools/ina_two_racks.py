@@ -9,7 +9,8 @@ usage: ina_two_racks.py MLSIM [OUT_DIR] [--iterations N] [--headline] [--policie
                         [--points REGEX]
   --iterations N: every job runs N iterations (default 3; 0 = as shipped, 20)
   --points REGEX: only the sweep points whose name matches
-  --headline: also run the shipped scenario as is, each policy with and without the failure
+  --headline: instead, the scenario itself (with --iterations N), each policy with and without
+              its link failures
 
 Writes OUT_DIR/sweep.csv (simulated quantities only, so a rerun reproduces it byte for byte)
 and prints wall times (machine-dependent, not written).
@@ -83,7 +84,8 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
     policies = args.policies.split(",")
     rows = []
-    name = "headline.csv" if args.headline else f"sweep_{args.iterations or 20}_iterations.csv"
+    kind = "headline" if args.headline else "sweep"
+    name = f"{kind}_{args.iterations or 20}_iterations.csv"
 
     def write():  # after every run, so that a stopped sweep keeps what it measured
         keys = list(rows[0])
@@ -96,10 +98,11 @@ def main():
 
     if args.headline:
         for p in policies:
-            rows.append(run(args.mlsim, args.out_dir, "two_racks_failure", p, RACKS, [], 0))
+            rows.append(run(args.mlsim, args.out_dir, "two_racks_failure", p, RACKS, [],
+                            args.iterations))
             write()
             rows.append(run(args.mlsim, args.out_dir, "two_racks_no_failure", p, RACKS,
-                            NO_FAILURE, 0))
+                            NO_FAILURE, args.iterations))
             write()
     else:
         for point in points(policies):
