@@ -6,9 +6,10 @@ backend, and on the two-rack leaf-spine over flow with the leaf-spine bandwidth 
 with and without its link failure (events section).
 
 usage: ina_two_racks.py MLSIM [OUT_DIR] [--iterations N] [--headline] [--policies a,b]
-                        [--points REGEX]
+                        [--points REGEX] [--resume]
   --iterations N: every job runs N iterations (default 3; 0 = as shipped, 20)
   --points REGEX: only the sweep points whose name matches
+  --resume: a point whose OUT_DIR/runs/<point>_<policy>/summary.json exists is read, not rerun
   --headline: instead, the scenario itself (with --iterations N), each policy with and without
               its link failures
 
@@ -44,7 +45,7 @@ def points(policies):
                              "--set", "topology.uplink_latency=0ns"])
 
 
-def run(mlsim, out_dir, name, policy, scenario, sets, iterations):
+def run(mlsim, out_dir, name, policy, scenario, sets, iterations, resume=False):
     folder = os.path.join(out_dir, "runs", f"{name}_{policy}")
     cmd = [mlsim, "run", scenario, "--quiet", "--out", folder,
            "--set", f"system.policy={policy}"] + sets
@@ -52,7 +53,8 @@ def run(mlsim, out_dir, name, policy, scenario, sets, iterations):
         for i in range(6):
             cmd += ["--set", f"workload.jobs[{i}].iterations={iterations}"]
     t0 = time.time()
-    subprocess.run(cmd, check=True)
+    if not (resume and os.path.exists(os.path.join(folder, "summary.json"))):
+        subprocess.run(cmd, check=True)
     wall = time.time() - t0
     d = json.load(open(os.path.join(folder, "summary.json")))
     m = d["metrics"]
@@ -80,6 +82,7 @@ def main():
     a.add_argument("--headline", action="store_true")
     a.add_argument("--policies", default="atp,dsa,switchml")
     a.add_argument("--points", default="")
+    a.add_argument("--resume", action="store_true")
     args = a.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
     policies = args.policies.split(",")
@@ -99,16 +102,16 @@ def main():
     if args.headline:
         for p in policies:
             rows.append(run(args.mlsim, args.out_dir, "two_racks_failure", p, RACKS, [],
-                            args.iterations))
+                            args.iterations, args.resume))
             write()
             rows.append(run(args.mlsim, args.out_dir, "two_racks_no_failure", p, RACKS,
-                            NO_FAILURE, args.iterations))
+                            NO_FAILURE, args.iterations, args.resume))
             write()
     else:
         for point in points(policies):
             if args.points and not re.search(args.points, point[0]):
                 continue
-            rows.append(run(args.mlsim, args.out_dir, *point, args.iterations))
+            rows.append(run(args.mlsim, args.out_dir, *point, args.iterations, args.resume))
             write()
 
 
