@@ -85,6 +85,15 @@ TEST(TimeArithmetic, ConversionsFromSecondsAreChecked) {
   EXPECT_EQ(Time::from_seconds(-1.6e-9), Time::ns(-2));
   EXPECT_EQ(Time::from_seconds(2.5), Time::ns(2'500'000'000));
   EXPECT_EQ(Time::from_seconds_ceil(1.001e-9), Time::ns(2));
+  // Rounding up (truncate, then step up past a cut-off fraction): whole nanoseconds stay, a
+  // negative time rounds towards zero, and 1e-6 ns of floating-point noise is forgiven.
+  EXPECT_EQ(Time::from_seconds_ceil(2e-9), Time::ns(2));
+  EXPECT_EQ(Time::from_seconds_ceil(0), Time::ns(0));
+  EXPECT_EQ(Time::from_seconds_ceil(1e-16), Time::ns(0));
+  EXPECT_EQ(Time::from_seconds_ceil(-1.5e-9), Time::ns(-1));
+  EXPECT_EQ(Time::from_seconds_ceil(-2.5e-9), Time::ns(-2));
+  EXPECT_EQ(Time::from_seconds_ceil(9.2e9), Time::ns(9'200'000'000'000'000'000));
+  EXPECT_THROW(Time::from_seconds_ceil(9.3e9), ClockOverflow);
   // 2^63 ns = 9.223372036854775808e9 s does not fit; 9.2e9 s does.
   EXPECT_EQ(Time::from_seconds(9.2e9), Time::ns(9'200'000'000'000'000'000));
   EXPECT_THROW(Time::from_seconds(9.3e9), ClockOverflow);
