@@ -1,4 +1,5 @@
-// libFuzzer target: arbitrary bytes into the scenario loader must only ever produce InputError.
+// libFuzzer target: arbitrary bytes into the scenario loader, the prepare step and a short run
+// must only ever produce InputError (or LimitError from the run's budget: fuzz_input.hpp).
 // Build: CXX=clang++ cmake -DMLSIM_BUILD_FUZZ=ON ..; make mlsim_scenario_fuzz
 // Run:   ./fuzz/mlsim_scenario_fuzz -dict=../fuzz/scenario.dict -max_total_time=60 CORPUS_DIR
 #include <cstddef>
@@ -12,8 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // Built once: registries are immutable after construction, so inputs cannot affect each other.
   static const mlsim::Registries registries = mlsim::make_registries();
   try {
-    mlsim::fuzz::load_fuzz_input(std::string_view(reinterpret_cast<const char*>(data), size),
-                                 registries, MLSIM_SOURCE_DIR);
+    mlsim::fuzz::run_fuzz_input(std::string_view(reinterpret_cast<const char*>(data), size),
+                                registries, MLSIM_SOURCE_DIR);
   } catch (const mlsim::InputError&) {
     // Expected for almost every input. Any other exception escapes and is reported as a crash.
   }
