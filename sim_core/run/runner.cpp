@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/version.hpp"
@@ -174,7 +175,7 @@ RunOutput PreparedRun::run(const RunOptions& options) {
   info.events_processed = engine_.events_processed();
   info.simulated_time = engine_.now();
   info.network = network_->totals();
-  out.resolved_scenario = resolved_;
+  out.resolved_scenario = std::move(resolved_);  // run() runs once: no copy of a large document
   return out;
 }
 

@@ -80,7 +80,6 @@ class PreparedRun {
 
   const Topology& topology() const { return topology_; }
   const NodeHardware& node_hardware() const { return node_hardware_; }
-  const nlohmann::json& resolved_scenario() const { return resolved_; }
 
  private:
   const LoadedScenario& scenario_;
