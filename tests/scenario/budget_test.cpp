@@ -106,6 +106,20 @@ TEST(Budget, RandomFailuresAboveTheBudgetAreRefusedAtTheirMtbf) {
   EXPECT_NE(m.find("events.random_failures.mtbf"), std::string::npos) << m;
 }
 
+TEST(Budget, ALargeDocumentAboveTheMemoryBudgetIsRefusedBeforeTheRun) {
+  // 100 000 numbers under an annotation key: 16 B each in the tree, held three times = 4.8 MB,
+  // above a 4 MiB budget (4.19 MB); the shipped quickstart alone is a few tens of KB.
+  auto s = load("quickstart.json", {});
+  s.resolved["_numbers"] = std::vector<int>(100'000, 1);
+  RunBudget budget;
+  budget.max_memory_bytes = 4 << 20;
+  const std::string m = prepare_error(s, budget);
+  EXPECT_NE(m.find("the scenario document"), std::string::npos) << m;
+  EXPECT_NE(m.find("--max-memory"), std::string::npos) << m;
+  s.resolved.erase("_numbers");
+  EXPECT_EQ(prepare_error(s, budget), "no error");
+}
+
 TEST(Budget, ARunPastItsEventBudgetStopsWithALimitError) {
   // The quickstart's ring in 1024 chunks processes about 190 000 events; the budget is
   // checked every 2^16 events, so a budget of 1000 stops the run at the first check.
