@@ -71,19 +71,8 @@ Outcome run_checked(ClusterParams p, Failure failure, Time fail_at, const std::s
   Engine engine;
   FluidNetwork flow(engine, topology, Sharing::kMaxMin);
   InaCluster cluster(engine, p, &flow, &topology);
-  std::map<std::size_t, std::pair<std::uint16_t, std::uint64_t>> owner;
-  int ownership_violations = 0;
-  cluster.policy().pool().set_observer([&](const PoolEvent& e) {
-    if (e.kind == PoolEvent::kClaim) {
-      if (!owner.emplace(e.index, std::make_pair(e.job, e.seq)).second) ++ownership_violations;
-    } else {
-      auto it = owner.find(e.index);
-      if (it == owner.end() || it->second != std::make_pair(e.job, e.seq))
-        ++ownership_violations;
-      else
-        owner.erase(it);
-    }
-  });
+  OwnershipTracker ownership;
+  cluster.policy().pool().set_observer([&](const PoolEvent& e) { ownership(e); });
   engine.schedule_at(fail_at, [&] {
     set_cable(flow, topology, "leaf1", "spine0", false);
     if (failure != Failure::kOneUplink) set_cable(flow, topology, "leaf1", "spine1", false);
@@ -102,8 +91,8 @@ Outcome run_checked(ClusterParams p, Failure failure, Time fail_at, const std::s
   engine.run_until(Time::s(10));
   EXPECT_EQ(engine.pending_events(), 0u) << "the run did not end by itself";
   EXPECT_TRUE(cluster.all_ended());
-  EXPECT_EQ(ownership_violations, 0);
-  EXPECT_TRUE(owner.empty()) << owner.size() << " aggregators left held";
+  EXPECT_EQ(ownership.violations, 0);
+  EXPECT_TRUE(ownership.held.empty()) << ownership.held.size() << " aggregators left held";
   const InaCounters& c = cluster.stats();
   EXPECT_EQ(c.wrong_sums, 0u);
   EXPECT_EQ(c.duplicate_results, 0u);

@@ -85,25 +85,14 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
     FluidNetwork flow(engine, topology, Sharing::kMaxMin);
     ComputeOn platform(engine, w.speeds);
     InaCluster cluster(engine, w.params, &flow, &topology, &platform.compute);
-    std::map<std::size_t, std::pair<std::uint16_t, std::uint64_t>> owner;
-    int ownership_violations = 0;
-    cluster.policy().pool().set_observer([&](const PoolEvent& e) {
-      if (e.kind == PoolEvent::kClaim) {
-        if (!owner.emplace(e.index, std::make_pair(e.job, e.seq)).second) ++ownership_violations;
-      } else {
-        auto it = owner.find(e.index);
-        if (it == owner.end() || it->second != std::make_pair(e.job, e.seq))
-          ++ownership_violations;
-        else
-          owner.erase(it);
-      }
-    });
+    OwnershipTracker ownership;
+    cluster.policy().pool().set_observer([&](const PoolEvent& e) { ownership(e); });
     cluster.start();
     // Bounded: under loss, a recovery bug would retry forever; it must fail here, not hang.
     engine.run_until(Time::s(1000));
     const InaCounters& c = cluster.stats();
     EXPECT_TRUE(cluster.all_finished());  // no job starves
-    EXPECT_EQ(ownership_violations, 0);
+    EXPECT_EQ(ownership.violations, 0);
     EXPECT_EQ(c.wrong_sums, 0u);
     EXPECT_EQ(c.duplicate_results, 0u);
     EXPECT_EQ(c.elements_delivered, cluster.expected_elements());

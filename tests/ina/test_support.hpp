@@ -1,12 +1,16 @@
 #pragma once
 // Small hand-made profiles and cluster set-ups shared by the INA tests.
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "models/ina/cluster_params.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
+#include "sim_core/network/aggregator_slots.hpp"
 
 namespace mlsim::ina::testing {
 
@@ -18,6 +22,26 @@ struct ComputeOn {
   NodeHardware hardware;
   CostModel costs;
   Compute compute;
+};
+
+// Watches an aggregator pool (set_observer) for the "no aggregator held twice" property: a claim
+// of a held aggregator, or a release by anyone but its holder, is a violation; `held` is what is
+// still claimed.
+struct OwnershipTracker {
+  std::map<std::size_t, std::pair<std::uint16_t, std::uint64_t>> held;  // index -> (job, seq)
+  int violations = 0;
+
+  void operator()(const PoolEvent& e) {
+    if (e.kind == PoolEvent::kClaim) {
+      if (!held.emplace(e.index, std::make_pair(e.job, e.seq)).second) ++violations;
+      return;
+    }
+    auto it = held.find(e.index);
+    if (it == held.end() || it->second != std::make_pair(e.job, e.seq))
+      ++violations;
+    else
+      held.erase(it);
+  }
 };
 
 // A one-layer network: `forward_ms`/`backward_ms` per minibatch, `values` fp32 gradients.
