@@ -95,15 +95,23 @@ struct ProgressProbe {
   std::uint64_t next_report = 0;
   std::string over_budget;  // why the run was stopped, empty while within budget
 
-  // Called every kWatchEvery events: stops the engine past the budget, reports progress when due.
+  // The resident memory is read (from /proc) at most every 2^16 events: under 0.2% of a run.
+  static constexpr std::uint64_t kMemoryCheckEvery = std::uint64_t{1} << 16;
+  std::uint64_t next_memory_check = 0;
+
+  // Called by the engine's periodic hook: stops the engine past the budget, reports progress
+  // when due.
   void watch(Engine& engine) {
     const std::uint64_t events = engine.events_processed();
+    const bool check_memory = events >= next_memory_check;
+    if (check_memory) next_memory_check = events + kMemoryCheckEvery;
     if (events > budget.max_events) {
       over_budget = fmt::format(
           "stopped after {} events, more than the run's budget of {}; raise it with "
           "--max-events, or shorten the run (run.time_limit, fewer iterations or requests)",
           events, budget.max_events);
-    } else if (const std::int64_t held = resident_bytes(); held > budget.max_memory_bytes) {
+    } else if (const std::int64_t held = check_memory ? resident_bytes() : 0;
+               held > budget.max_memory_bytes) {
       over_budget = fmt::format(
           "stopped after {} events holding {:.3g} GiB, more than the run's budget of {:.3g} GiB; "
           "raise it with --max-memory, or make the scenario smaller",
@@ -143,13 +151,20 @@ RunOutput PreparedRun::run(const RunOptions& options) {
   MLSIM_CHECK(!ran_, "PreparedRun::run called twice");
   ran_ = true;
   const auto start = std::chrono::steady_clock::now();
-  ProgressProbe probe{
-      options, *model_, *env_, scenario_.run.time_limit, start, budget_, options.progress_every,
-      {}};
-  // The budget is watched every 2^16 events (a /proc read each time: under 0.2% of a run).
-  constexpr std::uint64_t kWatchEvery = std::uint64_t{1} << 16;
+  ProgressProbe probe{.options = options,
+                      .model = *model_,
+                      .env = *env_,
+                      .limit = scenario_.run.time_limit,
+                      .start = start,
+                      .budget = budget_,
+                      .next_report = options.progress_every,
+                      .over_budget = {},
+                      .next_memory_check = ProgressProbe::kMemoryCheckEvery};
+  // The budget is watched every 2^16 events, or at every progress report if those come more often.
   const std::uint64_t every =
-      options.progress_every > 0 ? std::min(options.progress_every, kWatchEvery) : kWatchEvery;
+      options.progress_every > 0
+          ? std::min(options.progress_every, ProgressProbe::kMemoryCheckEvery)
+          : ProgressProbe::kMemoryCheckEvery;
   engine_.set_periodic_hook(every, [p = &probe](Engine& e) { p->watch(e); });
 
   // Platform events first: those at time 0 apply before the model starts, and later ones run
