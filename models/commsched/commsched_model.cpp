@@ -11,6 +11,7 @@
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
 #include "sim_core/network/host_access_links.hpp"
+#include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
@@ -20,41 +21,47 @@ namespace {
 constexpr std::int64_t kMillion = 1'000'000;
 constexpr std::int64_t kMaxParameters = 1'000'000'000'000;
 
-std::vector<Layer> read_layers(JsonReader& workload, const HardwareCatalog& hardware,
-                               const std::filesystem::path& scenario_dir, std::string& name) {
+// The profile's layers; each worker's layer times are the profile's moved from the GPU it was
+// measured on (`profiled_on`) to the GPU of the worker's host (topology.hardware) by the
+// platform's scaling (profile_scaling.hpp).
+void read_layers(JsonReader& workload, const HardwareCatalog& hardware,
+                 const NodeHardware& node_hardware, const std::filesystem::path& scenario_dir,
+                 JobSpec& job, std::string& name) {
+  reject_moved_to_topology_hardware(workload, "gpu", "the workers' GPU");
+  reject_moved_to_topology_hardware(
+      workload, "compute_scale",
+      "a GPU speed factor (for a slower or faster worker, a host speed change at \"0s\" in "
+      "\"events\"); the workers' GPU");
   const DnnProfile profile = read_pipedream_graph_field(workload, "profile", scenario_dir);
   name = profile.name;
-  // Layer times move from the profiling GPU to this one through the platform
-  // (profile_scaling.hpp); "compute_scale" multiplies them further.
-  const GpuSpec* gpu = nullptr;
-  const GpuSpec* profiled = nullptr;
-  if (workload.has("gpu")) {
-    if (!workload.has("profiled_on"))
-      throw InputError(workload.path_of("gpu"),
-                       "needs 'profiled_on': the GPU the profile was measured on, from the "
-                       "hardware catalog");
-    gpu = &hardware.gpu(workload.string("gpu"), workload.path_of("gpu"));
-    profiled = &hardware.gpu(workload.string("profiled_on"), workload.path_of("profiled_on"));
-  }
-  const double scale = workload.number_or("compute_scale", 1.0, 1e-6, 1e6);
-  std::vector<Layer> layers;
+  // Which GPU measured PipeDream's profiles is not recorded (workloads/dnn/pipedream/README.md):
+  // the scenario names it, no default.
+  const GpuSpec& profiled =
+      hardware.gpu(workload.string("profiled_on"), workload.path_of("profiled_on"));
+  const auto times = profile_seconds_on_hosts(
+      profile, false, profiled, workload.path_of("profiled_on"), node_hardware, job.workers,
+      [](std::size_t w) {
+        return "topology.hardware (commsched worker " + std::to_string(w) + ")";
+      });
   for (const LayerProfile& l : profile.layers) {
     if (l.is_input) continue;  // data loading runs on the host, not the GPU
-    LayerSeconds s{l.forward_ms * 1e-3, l.backward_ms * 1e-3};
-    if (gpu)
-      s = layer_seconds_on(l, *profiled, *gpu, workload.path_of("profiled_on"),
-                           workload.path_of("gpu"));
-    layers.push_back({Time::from_seconds(s.forward * scale), Time::from_seconds(s.backward * scale),
-                      (l.parameters.count + 3) / 4});  // fp32 values
+    job.layers.push_back({{}, {}, (l.parameters.count + 3) / 4});  // fp32; times per worker
   }
-  if (layers.empty()) throw InputError(workload.path_of("profile"), "the profile has no layers");
-  return layers;
+  if (job.layers.empty())
+    throw InputError(workload.path_of("profile"), "the profile has no layers");
+  for (const auto& table : times) {
+    std::vector<LayerTimes> worker;
+    for (const LayerSeconds& s : *table)
+      worker.push_back({Time::from_seconds(s.forward), Time::from_seconds(s.backward)});
+    job.worker_times.push_back(std::move(worker));
+  }
 }
 
 }  // namespace
 
 CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
                                       const Topology& topology, const HardwareCatalog& hardware,
+                                      const NodeHardware& node_hardware,
                                       const std::filesystem::path& scenario_dir) {
   CommschedParams p;
   JobSpec& job = p.job;
@@ -150,7 +157,7 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   const auto [up, down] = host_access_links(topology, job.workers[0], "a commsched worker");
   p.probe = Probe{up, down, topology.link(up).latency};
 
-  job.layers = read_layers(workload, hardware, scenario_dir, p.model_name);
+  read_layers(workload, hardware, node_hardware, scenario_dir, job, p.model_name);
   job.samples_per_iteration = workload.number("samples_per_iteration", 1e-9, 1e12);
   job.iterations = static_cast<std::size_t>(workload.integer("iterations", 1, 10'000'000));
   // Bandwidth steps and stragglers are platform events now (every link: "all_links"; a worker:
@@ -313,8 +320,8 @@ std::unique_ptr<Model> make_commsched_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
-  CommschedParams params =
-      read_commsched_params(system, workload, setup.topology, setup.hardware, setup.scenario_dir);
+  CommschedParams params = read_commsched_params(system, workload, setup.topology, setup.hardware,
+                                                 setup.node_hardware, setup.scenario_dir);
   system.finish();
   workload.finish();
   estimate_work(params, setup.estimate);

@@ -28,9 +28,12 @@ struct CommschedParams {
 };
 
 // Reads "system" and "workload"; errors name the JSON path. The topology must give every host
-// one link to the network: workers are its first hosts, parameter servers the next ones.
+// one link to the network: workers are its first hosts, parameter servers the next ones. Each
+// worker's layer times are the profile's (measured on `workload.profiled_on`) moved to the GPU
+// `node_hardware` (topology.hardware) puts on its host.
 CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
                                       const Topology& topology, const HardwareCatalog& hardware,
+                                      const NodeHardware& node_hardware,
                                       const std::filesystem::path& scenario_dir);
 
 std::unique_ptr<Model> make_commsched_model(ModelSetup& setup);

@@ -34,6 +34,11 @@ TrainingJob::TrainingJob(Engine& engine, Network& network, Compute& compute, Job
       shared_scheduler_(order_of(spec_.scheduler), config_.credit) {
   MLSIM_CHECK(!spec_.layers.empty() && !spec_.workers.empty() && spec_.iterations > 0,
               "a job needs layers, workers and iterations");
+  MLSIM_CHECK(spec_.worker_times.empty() ||
+                  (spec_.worker_times.size() == spec_.workers.size() &&
+                   std::all_of(spec_.worker_times.begin(), spec_.worker_times.end(),
+                               [&](const auto& t) { return t.size() == spec_.layers.size(); })),
+              "worker times need one entry per worker and layer");
   MLSIM_CHECK(spec_.mode == Mode::kAllReduce || !spec_.servers.empty(), "PS mode needs a server");
   const std::size_t layers = spec_.layers.size();
   for (std::size_t w = 0; w < spec_.workers.size(); ++w)
@@ -83,10 +88,12 @@ void TrainingJob::try_start(std::size_t w) {
     layer = wk.position;
     if (wk.updated[layer] < wk.iteration) return;  // its parameters are not back yet
     if (w == 0 && layer == 0) iteration_starts_.push_back(engine_.now());
-    nominal = spec_.layers[layer].forward;
+    nominal = spec_.worker_times.empty() ? spec_.layers[layer].forward
+                                         : spec_.worker_times[w][layer].forward;
   } else {
     layer = layers - 1 - wk.position;
-    nominal = spec_.layers[layer].backward;
+    nominal = spec_.worker_times.empty() ? spec_.layers[layer].backward
+                                         : spec_.worker_times[w][layer].backward;
   }
   wk.nominal_s += nominal.seconds();
   wk.op_started = engine_.now();

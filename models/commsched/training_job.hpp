@@ -31,8 +31,9 @@
 // new configuration.
 //
 // Every op runs on the platform's Compute on the worker's host: its profile time (already on the
-// job's GPU) divided by the host's speed (HostSpeeds, changed by the scenario's `events` section:
-// stragglers), and a speed change stretches or shrinks what remains of the op in progress.
+// worker's GPU: JobSpec::worker_times) divided by the host's speed (HostSpeeds, changed by the
+// scenario's `events` section: stragglers), and a speed change stretches or shrinks what remains of
+// the op in progress.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -58,8 +59,13 @@ enum class SchedulerKind { kFifo, kByteScheduler };
 enum class CreditScope { kPush, kPushPull };
 
 struct Layer {
-  Time forward, backward;       // per iteration, on the job's GPU at speed 1
+  Time forward, backward;       // at speed 1, when JobSpec::worker_times is empty
   std::int64_t parameters = 0;  // gradient values
+};
+
+struct LayerTimes {
+  Time forward, backward;
+  friend bool operator==(const LayerTimes&, const LayerTimes&) = default;
 };
 
 struct JobSpec {
@@ -67,6 +73,9 @@ struct JobSpec {
   SchedulerKind scheduler = SchedulerKind::kByteScheduler;
   std::vector<Layer> layers;             // forward order
   std::vector<NodeId> workers, servers;  // hosts; servers only in PS mode
+  // Per worker (as `workers`), each layer's times on the GPU of the worker's host at speed 1 (the
+  // workers' GPUs may differ). Empty: every worker takes `layers`' times.
+  std::vector<std::vector<LayerTimes>> worker_times;
   std::size_t iterations = 1;
   double samples_per_iteration = 1;  // per worker
   std::int64_t bytes_per_parameter = 4;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "models/ina/data_path.hpp"
+#include "models/ina/job_plan.hpp"
 #include "models/ina/packet_loss.hpp"
 #include "sim_core/base/time.hpp"
 #include "sim_core/base/units.hpp"
@@ -23,8 +24,10 @@ struct JobSpec {
   int workers = 4;
   int iterations = 10;
   Time arrival;
-  std::string gpu;             // catalog name when the scale comes from it (for output)
-  double compute_scale = 1.0;  // profile time -> simulated time
+  // Per worker, its layer times (the plan's layers) on the GPU topology.hardware puts on its host;
+  // empty: the profile's times as measured (tests of the aggregation alone).
+  std::vector<std::shared_ptr<const LayerTimes>> worker_times;
+  std::string gpus;  // the workers' GPU types, for output
 };
 
 struct ClusterParams {

@@ -86,17 +86,23 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
   std::vector<std::shared_ptr<const JobPlan>> job_plans;
   for (const JobSpec& spec : p.jobs) {
     PlanOptions o;
-    o.compute_scale = spec.compute_scale;
     o.values_per_packet = values_per_packet_;
     o.burst_packets = burst_packets_;
     o.include_input_layers = p.include_input_layers;
     auto& plan = plans[spec.profile.get()];
-    if (!plan || spec.compute_scale != 1.0)
-      plan = std::make_shared<const JobPlan>(make_job_plan(*spec.profile, o));
+    if (!plan) plan = std::make_shared<const JobPlan>(make_job_plan(*spec.profile, o));
     job_plans.push_back(plan);
     const double comm = static_cast<double>(plan->packets()) *
                         static_cast<double>(packet_bytes_.count) / p.link_bandwidth.bytes_per_s;
-    intensity_.push_back(comm / std::max(1e-12, plan->compute().seconds()));
+    // Synchronous training: an iteration's compute is its slowest worker's (their GPUs may
+    // differ).
+    double compute_s = spec.worker_times.empty() ? plan->compute().seconds() : 0;
+    for (const auto& times : spec.worker_times) {
+      Time t;
+      for (const OpTimes& op : *times) t += op.forward + op.backward;
+      compute_s = std::max(compute_s, t.seconds());
+    }
+    intensity_.push_back(comm / std::max(1e-12, compute_s));
   }
   // Control-plane priority (DSA) [inferred]: jobs ranked by communication intensity, the most
   // communication-intensive highest; equal intensities share a rank.
@@ -126,7 +132,8 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     jobs_.push_back(std::make_unique<TrainingJob>(
         engine_, id, job_plans[static_cast<std::size_t>(j)], spec.workers, spec.iterations, rank, s,
         counters_, [this](const Packet& q) { send_from_worker(q); },
-        [this](TrainingJob& done) { job_finished(done); }, compute, std::move(worker_nodes)));
+        [this](TrainingJob& done) { job_finished(done); }, compute, std::move(worker_nodes),
+        spec.worker_times));
     servers_.push_back(std::make_unique<ParameterServer>(
         id, spec.workers, p.policy == PolicyKind::kDsa && p.selective_retransmission,
         // A result can go missing only under loss or, on the network path, when a failed link
@@ -263,8 +270,7 @@ void InaCluster::job_finished(TrainingJob& job) {
   o.iterations = job.iterations();
   o.priority = job.priority();
   o.communication_intensity = intensity_[job.id()];
-  o.gpu = spec.gpu;
-  o.compute_scale = spec.compute_scale;
+  o.gpus = spec.gpus;
   o.arrival = spec.arrival;
   o.finish = job.finished_at();
   o.iteration_marks = job.iteration_marks();
@@ -294,8 +300,7 @@ void InaCluster::report(Results& out) const {
                      {"iterations", o.iterations},
                      {"priority", o.priority},
                      {"communication_intensity", o.communication_intensity},
-                     {"gpu", o.gpu},
-                     {"compute_scale", o.compute_scale},
+                     {"gpus", o.gpus},
                      {"arrival_s", o.arrival.seconds()},
                      {"finish_s", o.finish.seconds()},
                      {"jct_s", o.failed ? nlohmann::json() : nlohmann::json(o.jct().seconds())},

@@ -28,10 +28,9 @@ struct JobOutcome {
   int workers = 0, iterations = 0;
   std::uint8_t priority = 0;
   double communication_intensity = 0;  // ideal comm time / compute time per iteration
-  std::string gpu;                     // catalog GPU the compute scale came from, if any
-  double compute_scale = 1;
-  Time arrival, finish;  // finish: when it finished, or was aborted (failed)
-  bool failed = false;   // aborted by its stall watchdog (cluster_params.hpp)
+  std::string gpus;                    // its workers' GPU types (topology.hardware)
+  Time arrival, finish;                // finish: when it finished, or was aborted (failed)
+  bool failed = false;                 // aborted by its stall watchdog (cluster_params.hpp)
   std::vector<Time> iteration_marks;
   Time jct() const { return finish - arrival; }
   double mean_iteration_s() const;

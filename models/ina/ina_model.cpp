@@ -1,6 +1,13 @@
 #include "models/ina/ina_model.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <tuple>
 
 #include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_cluster.hpp"
@@ -9,6 +16,7 @@
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/engine/random.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
+#include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
@@ -62,7 +70,7 @@ Link network_host_link(const Topology& topology, JsonReader& system, ClusterPara
 
 ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
                                    const HardwareCatalog& hardware, const Topology& topology,
-                                   const NetworkSpec& network,
+                                   const NodeHardware& node_hardware, const NetworkSpec& network,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed) {
   ClusterParams p;
   p.policy = ina_policies().policies.choose(system, "policy").value;
@@ -158,11 +166,18 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   dsa.finish();
 
   // Workload: job templates expanded by count, in order; arrivals explicit, Poisson or a trace.
-  // GPU speed: a job naming a catalog "gpu" runs its profile's times scaled from the profiling
-  // GPU by the platform (profile_scaling.hpp: memory-bound part by HBM bandwidth, the rest by
-  // FP32 peak); "compute_scale" overrides.
-  const std::string default_profiled_on =
-      workload.has("profiled_on") ? workload.string("profiled_on") : "";
+  // Which GPU measured a profile (workload.profiled_on, or a job's own) is not recorded in
+  // PipeDream's files (workloads/dnn/pipedream/README.md): the scenario names it, no default.
+  struct ProfiledOn {
+    const GpuSpec* gpu = nullptr;
+    std::string where;
+  };
+  std::optional<ProfiledOn> default_profiled_on;
+  if (workload.has("profiled_on"))
+    default_profiled_on =
+        ProfiledOn{&hardware.gpu(workload.string("profiled_on"), workload.path_of("profiled_on")),
+                   workload.path_of("profiled_on")};
+  std::vector<ProfiledOn> profiled_on;  // per expanded job
   std::map<std::filesystem::path, std::shared_ptr<const DnnProfile>> profiles;
   std::vector<bool> explicit_arrival;
   for (JsonReader& j : workload.objects("jobs")) {
@@ -181,23 +196,23 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     spec.profile = profile;
     spec.workers = static_cast<int>(j.integer("workers", 1, 32));
     spec.iterations = static_cast<int>(j.integer("iterations", 1, 1'000'000));
-    const bool has_gpu = j.has("gpu");
-    if (has_gpu) {
-      spec.gpu = j.string("gpu");
-      const GpuSpec& gpu = hardware.gpu(spec.gpu, j.path_of("gpu"));
-      const std::string profiled_on =
-          j.has("profiled_on") ? j.string("profiled_on") : default_profiled_on;
-      if (profiled_on.empty())
-        throw InputError(j.path_of("gpu"),
-                         "needs 'profiled_on' (here or in workload): the GPU the profile was "
-                         "measured on, from the hardware catalog");
-      const std::string where =
-          j.has("profiled_on") ? j.path_of("profiled_on") : workload.path_of("profiled_on");
-      const GpuSpec& profiling = hardware.gpu(profiled_on, where);
-      spec.compute_scale = profile_time_ratio(*profile, profiling, gpu, where, j.path_of("gpu"));
+    // The workers' GPU is their hosts' (topology.hardware), no longer the job's.
+    reject_moved_to_topology_hardware(j, "gpu", "a job's GPU");
+    reject_moved_to_topology_hardware(
+        j, "compute_scale",
+        "a GPU speed factor (for slower or faster workers, host speed changes at \"0s\" in "
+        "\"events\"); a job's GPU");
+    ProfiledOn job_profiled_on;
+    if (j.has("profiled_on")) {
+      job_profiled_on = {&hardware.gpu(j.string("profiled_on"), j.path_of("profiled_on")),
+                         j.path_of("profiled_on")};
+    } else if (default_profiled_on) {
+      job_profiled_on = *default_profiled_on;
+    } else {
+      throw InputError(workload.path_of("profiled_on"),
+                       "needed (here or in each job): the catalog GPU the profiles were measured "
+                       "on, from which the platform moves their times to the workers' GPUs");
     }
-    if (j.has("compute_scale") || !has_gpu)
-      spec.compute_scale = j.number_or("compute_scale", 1.0, 1e-6, 1e6);
     // Stragglers are host speed changes now: worker w of the job runs on the host after the
     // hosts of the jobs before it (docs/ina.md).
     reject_moved_key(j, "worker_slowdown", "worker slowdowns (host speed changes)");
@@ -208,6 +223,7 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     for (std::int64_t c = 0; c < count; ++c) {
       p.jobs.push_back(spec);
       explicit_arrival.push_back(has_arrival);
+      profiled_on.push_back(job_profiled_on);
     }
   }
   if (p.jobs.empty()) throw InputError(workload.path_of("jobs"), "needs at least one job");
@@ -270,6 +286,39 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     throw InputError(system.path_of("switch"), "the jobs need " + std::to_string(hosts) +
                                                    " switch ports, the switch has " +
                                                    std::to_string(sw.ports));
+
+  // Each worker's layer times on the GPU of its host (worker w of job j runs on the host after
+  // the hosts of the jobs before it, one PS each), moved from the profiling GPU by the platform
+  // (profile_scaling.hpp); one table per (profile, profiling GPU, GPU) for all jobs.
+  std::map<std::tuple<const DnnProfile*, const GpuSpec*, const GpuSpec*>,
+           std::shared_ptr<const LayerTimes>>
+      tables;
+  std::size_t next_host = 0;
+  for (std::size_t j = 0; j < p.jobs.size(); ++j) {
+    JobSpec& job = p.jobs[j];
+    std::set<std::string> gpu_names;
+    for (int w = 0; w < job.workers; ++w) {
+      const NodeId host = topology.hosts()[next_host + static_cast<std::size_t>(w)];
+      auto where = [&](std::size_t) {
+        return fmt::format("topology.hardware (ina job {} worker {})", j, w);
+      };
+      const GpuSpec& gpu = node_hardware.gpu(host, where(0));
+      gpu_names.insert(gpu.name);
+      auto& table = tables[{job.profile.get(), profiled_on[j].gpu, &gpu}];
+      if (!table) {
+        const auto seconds = profile_seconds_on_hosts(
+            *job.profile, p.include_input_layers, *profiled_on[j].gpu, profiled_on[j].where,
+            node_hardware, std::span<const NodeId>(&host, 1), where);
+        LayerTimes times;
+        for (const LayerSeconds& s : *seconds.front())
+          times.push_back({Time::from_seconds(s.forward), Time::from_seconds(s.backward)});
+        table = std::make_shared<const LayerTimes>(std::move(times));
+      }
+      job.worker_times.push_back(table);
+    }
+    job.gpus = fmt::format("{}", fmt::join(gpu_names, "+"));
+    next_host += static_cast<std::size_t>(job.workers) + 1;
+  }
   return p;
 }
 
@@ -277,8 +326,9 @@ std::unique_ptr<Model> make_ina_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
-  ClusterParams params = parse_cluster_params(system, workload, setup.hardware, setup.topology,
-                                              setup.network, setup.scenario_dir, setup.seed);
+  ClusterParams params =
+      parse_cluster_params(system, workload, setup.hardware, setup.topology, setup.node_hardware,
+                           setup.network, setup.scenario_dir, setup.seed);
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<InaCluster>>(

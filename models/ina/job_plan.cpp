@@ -27,14 +27,13 @@ Time JobPlan::compute() const {
 JobPlan make_job_plan(const DnnProfile& profile, const PlanOptions& o) {
   MLSIM_CHECK(o.values_per_packet > 0 && o.burst_packets > 0 && o.burst_packets < 65536,
               "bad packet format");
-  MLSIM_CHECK(o.compute_scale > 0, "compute scale must be positive");
   JobPlan plan;
   plan.model = profile.name;
   for (const auto& layer : profile.layers) {
     if (layer.is_input && !o.include_input_layers) continue;
     LayerPlan lp;
-    lp.forward = Time::from_seconds(layer.forward_ms * 1e-3 * o.compute_scale);
-    lp.backward = Time::from_seconds(layer.backward_ms * 1e-3 * o.compute_scale);
+    lp.forward = Time::from_seconds(layer.forward_ms * 1e-3);
+    lp.backward = Time::from_seconds(layer.backward_ms * 1e-3);
     lp.elements = (layer.parameters.count + 3) / 4;
     plan.layers.push_back(lp);
   }

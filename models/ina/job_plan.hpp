@@ -15,7 +15,7 @@
 namespace mlsim::ina {
 
 struct LayerPlan {
-  Time forward, backward;
+  Time forward, backward;  // as profiled (on the profiling GPU)
   std::uint32_t first_unit = 0, units = 0;
   std::int64_t elements = 0;  // gradient values (fp32)
 };
@@ -33,8 +33,13 @@ struct JobPlan {
   Time compute() const;  // forward + backward of one iteration
 };
 
+// A worker's forward and backward time per layer of its job's plan, on its host's GPU at speed 1.
+struct OpTimes {
+  Time forward, backward;
+};
+using LayerTimes = std::vector<OpTimes>;
+
 struct PlanOptions {
-  double compute_scale = 1.0;  // profile time -> simulated time (GPU speed, batch size)
   int values_per_packet = 62;
   int burst_packets = 1;
   bool include_input_layers = false;  // PipeDream's Input node times data loading

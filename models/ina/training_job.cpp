@@ -6,11 +6,13 @@
 
 namespace mlsim::ina {
 
-Worker::Worker(TrainingJob& job, std::uint16_t index, Compute* compute, NodeId node)
+Worker::Worker(TrainingJob& job, std::uint16_t index, Compute* compute, NodeId node,
+               std::shared_ptr<const LayerTimes> times)
     : job_(job),
       index_(index),
       compute_(compute),
       node_(node),
+      times_(std::move(times)),
       layer_ready_(job.plan().layers.size(), -1),
       received_(job.plan().layers.size(), 0),
       unit_iteration_(job.plan().units(), -1),
@@ -40,7 +42,7 @@ void Worker::forward(std::uint32_t layer) {
   }
   waiting_layer_ = kNone;
   if (layer == 0 && index_ == 0) job_.marks_.push_back(job_.engine_.now());
-  run_op(l.forward, [this, layer] {
+  run_op(times_ ? (*times_)[layer].forward : l.forward, [this, layer] {
     if (job_.failed_) return;
     job_.last_progress_ = job_.engine_.now();
     if (layer + 1 < job_.plan().layers.size())
@@ -51,7 +53,7 @@ void Worker::forward(std::uint32_t layer) {
 }
 
 void Worker::backward(std::uint32_t layer) {
-  run_op(job_.plan().layers[layer].backward, [this, layer] {
+  run_op(times_ ? (*times_)[layer].backward : job_.plan().layers[layer].backward, [this, layer] {
     if (job_.failed_) return;
     job_.last_progress_ = job_.engine_.now();
     produce(layer);
@@ -239,7 +241,8 @@ void Worker::on_resend_request(const Packet& p) {
 TrainingJob::TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const JobPlan> plan,
                          int workers, int iterations, std::uint8_t priority, SenderConfig sender,
                          InaCounters& counters, Send send, Finished finished, Compute* compute,
-                         std::vector<NodeId> worker_nodes)
+                         std::vector<NodeId> worker_nodes,
+                         std::vector<std::shared_ptr<const LayerTimes>> worker_times)
     : engine_(engine),
       id_(id),
       plan_(std::move(plan)),
@@ -255,10 +258,16 @@ TrainingJob::TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const
     if (l.units > 0) ++layers_with_gradient_;
   MLSIM_CHECK(layers_with_gradient_ > 0, "a job without gradients");
   MLSIM_CHECK(!compute || static_cast<int>(worker_nodes.size()) == workers, "one host per worker");
-  for (int w = 0; w < workers; ++w)
-    workers_.push_back(
-        std::make_unique<Worker>(*this, static_cast<std::uint16_t>(w), compute,
-                                 compute ? worker_nodes[static_cast<std::size_t>(w)] : NodeId{0}));
+  MLSIM_CHECK(worker_times.empty() || static_cast<int>(worker_times.size()) == workers,
+              "one layer-time table per worker");
+  for (const auto& t : worker_times)
+    MLSIM_CHECK(t && t->size() == plan_->layers.size(), "a time per layer of the plan");
+  for (int w = 0; w < workers; ++w) {
+    const auto i = static_cast<std::size_t>(w);
+    workers_.push_back(std::make_unique<Worker>(*this, static_cast<std::uint16_t>(w), compute,
+                                                compute ? worker_nodes[i] : NodeId{0},
+                                                worker_times.empty() ? nullptr : worker_times[i]));
+  }
 }
 
 void TrainingJob::start() {

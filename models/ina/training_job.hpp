@@ -40,9 +40,10 @@ class TrainingJob;
 
 class Worker {
  public:
-  // Every forward and backward of this worker runs on `compute` on its host `node` (null: as
-  // profiled, on the engine).
-  Worker(TrainingJob& job, std::uint16_t index, Compute* compute, NodeId node);
+  // Every forward and backward of this worker runs on `compute` on its host `node` (null: on the
+  // engine), taking `times` (on its host's GPU; null: the plan's times, as profiled).
+  Worker(TrainingJob& job, std::uint16_t index, Compute* compute, NodeId node,
+         std::shared_ptr<const LayerTimes> times);
   void start();
   // The job was aborted: stop sending and retransmitting (compute ops already scheduled end
   // without effect).
@@ -71,6 +72,7 @@ class Worker {
   std::uint16_t index_;
   Compute* compute_;
   NodeId node_;
+  std::shared_ptr<const LayerTimes> times_;
   int iteration_ = 0;  // the iteration being computed
   std::uint32_t waiting_layer_ = kNone;
   bool finished_ = false;
@@ -107,7 +109,8 @@ class TrainingJob {
   TrainingJob(Engine& engine, std::uint16_t id, std::shared_ptr<const JobPlan> plan, int workers,
               int iterations, std::uint8_t priority, SenderConfig sender, InaCounters& counters,
               Send send, Finished finished, Compute* compute = nullptr,
-              std::vector<NodeId> worker_nodes = {});
+              std::vector<NodeId> worker_nodes = {},
+              std::vector<std::shared_ptr<const LayerTimes>> worker_times = {});
   TrainingJob(const TrainingJob&) = delete;
   TrainingJob& operator=(const TrainingJob&) = delete;
 

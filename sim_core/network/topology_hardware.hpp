@@ -14,6 +14,7 @@
 // switch ports, intra-node links for multi-GPU hosts). Both happen before the first event.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim_core/hardware/hardware.hpp"
@@ -57,5 +58,11 @@ TopologyHardwareSpec parse_topology_hardware(JsonReader& topology, const Topolog
 // topology.hardware) for what only the built topology shows.
 NodeHardware build_node_hardware(const Topology& topology, const TopologySpec& spec,
                                  const TopologyHardwareSpec& hw, const HardwareCatalog& catalog);
+
+// A model key that named its GPUs before they moved onto the topology (e.g. commsched's
+// `workload.gpu`): InputError at the key's path saying that `what` is now declared in
+// topology.hardware. Does nothing when the key is absent.
+void reject_moved_to_topology_hardware(JsonReader& section, std::string_view key,
+                                       std::string_view what);
 
 }  // namespace mlsim

@@ -194,6 +194,21 @@ TEST(HandComputed, RingAllReduce) {
   EXPECT_EQ(job.messages(), 2u * 2u * 2u);  // 2 iterations x 2 steps x 2 senders
 }
 
+TEST(HandComputed, WorkersOnDifferentGpusRunTheirOwnLayerTimes) {
+  // One 2M layer, two workers on different GPUs: worker 0 takes 1 s forward and 1 s backward,
+  // worker 1 (a GPU half as fast) 2 s and 2 s. Worker 1: F [0,2] B [2,4]; the layer is ready when
+  // both produced it (4), its all-reduce takes 2 steps of 4 MB, 1 s each [4,6]; both workers'
+  // next forward waits for it: iteration 1 starts at 6, worker 1 F [6,8] B [8,10], all-reduce
+  // [10,12]. (With both workers at worker 0's times it is 0, 4 and 8: the same test above.)
+  Bench b(2);
+  JobSpec s =
+      b.spec(Mode::kAllReduce, SchedulerKind::kByteScheduler, {layer(1, 1, 2 * M)}, 2, 0, 2);
+  s.worker_times = {{{Time::s(1), Time::s(1)}}, {{Time::s(2), Time::s(2)}}};
+  TrainingJob& job = b.run(std::move(s), {8 * M, 16 * M});
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 6}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 12);
+}
+
 TEST(HandComputed, FifoAllReduceRunsOneTensorAtATime) {
   // Two 1M layers, two workers: each all-reduce takes 1 s (2 steps of 2 MB). F0 [0,1] F1 [1,2]
   // B1 [2,3] B0 [3,3.5]. FIFO all-reduces layer 1 [3,4], then layer 0 [4,5]: layer 0 waits for

@@ -31,12 +31,21 @@ HardwareCatalog shipped_gpus() {
   return catalog;
 }
 
-CommschedParams parse(json doc, int hosts = 4) {
+// `gpus[i]` on host i (the last one on the hosts after it), as topology.hardware would put them.
+CommschedParams parse(json doc, int hosts = 4,
+                      const std::vector<std::string>& gpus = {"V100-SXM2-32GB"}) {
   const Topology topo = build_topology(StarSpec{hosts, LinkSpec{Bandwidth{1.25e9}, Time::us(2)}});
-  const HardwareCatalog gpus = shipped_gpus();
+  const HardwareCatalog catalog = shipped_gpus();
+  NodeHardware node_hardware(topo.nodes().size());
+  for (std::size_t h = 0; h < topo.hosts().size(); ++h) {
+    const GpuSpec& gpu = catalog.gpu(gpus[std::min(h, gpus.size() - 1)], "test");
+    node_hardware.set_host(topo.hosts()[h],
+                           HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
+  }
   JsonReader system(doc["system"], "system");
   JsonReader workload(doc["workload"], "workload");
-  CommschedParams p = read_commsched_params(system, workload, topo, gpus, kScenarios);
+  CommschedParams p =
+      read_commsched_params(system, workload, topo, catalog, node_hardware, kScenarios);
   system.finish();
   workload.finish();
   return p;
@@ -46,7 +55,7 @@ json base() {
   return json::parse(R"({
     "system": {"scheduler": "bytescheduler"},
     "workload": {"profile": "../dnn/pipedream/resnet50/graph.txt", "samples_per_iteration": 128,
-                 "iterations": 5}})");
+                 "profiled_on": "V100-SXM2-32GB", "iterations": 5}})");
 }
 
 std::string error_of(json doc, int hosts = 4) {
@@ -84,35 +93,87 @@ TEST(CommschedScenario, DefaultsByMode) {
   EXPECT_TRUE(p.job.servers.empty());
 }
 
-TEST(CommschedScenario, GpuScalesTheProfileThroughThePlatform) {
-  json d = base();
-  const auto plain = parse(d).job.layers;
-  d["workload"]["gpu"] = "V100-PCIE-32GB";
-  d["workload"]["profiled_on"] = "V100-SXM2-32GB";
-  const auto scaled = parse(d).job.layers;
-  ASSERT_EQ(plain.size(), scaled.size());
+// Node75's index among ResNet-50's GPU layers (input node left out).
+static std::size_t resnet50_node75() {
+  const DnnProfile profile = read_pipedream_graph(std::string(MLSIM_SOURCE_DIR) +
+                                                  "/workloads/dnn/pipedream/resnet50/graph.txt");
+  std::size_t index = 0;
+  for (const auto& l : profile.layers) {
+    if (l.is_input) continue;
+    if (l.id == "node75") return index;
+    ++index;
+  }
+  return index;
+}
+
+TEST(CommschedScenario, WorkersTakeTheGpuOfTheirHostFromTheTopology) {
+  // Profiled on V100 SXM2, run on it: the measured times.
+  const CommschedParams plain = parse(base());
+  const auto& on_v100 = plain.job.worker_times.at(0);
+  // Every host a V100 PCIe.
+  const CommschedParams pcie = parse(base(), 4, {"V100-PCIE-32GB"});
+  const auto& on_pcie = pcie.job.worker_times.at(0);
+  ASSERT_EQ(on_v100.size(), on_pcie.size());
+  ASSERT_EQ(on_v100.size(), plain.job.layers.size());
   // Same HBM bandwidth (900 GB/s), FP32 peak 15.7 vs 14 TFLOP/s: a layer's memory-bound share
   // (its parameters and output activation at 900 GB/s, over its time) keeps its time, the rest
   // takes 15.7/14 = 1.12143x as long; so every layer's ratio lies in [1, 1.12143].
-  for (std::size_t i = 0; i < plain.size(); ++i) {
-    if (plain[i].forward == Time::zero()) continue;
-    const double r = scaled[i].forward.seconds() / plain[i].forward.seconds();
+  for (std::size_t i = 0; i < on_v100.size(); ++i) {
+    if (on_v100[i].forward == Time::zero()) continue;
+    const double r = on_pcie[i].forward.seconds() / on_v100[i].forward.seconds();
     EXPECT_GE(r, 1 - 1e-6) << i;
     EXPECT_LE(r, 15.7 / 14 + 1e-6) << i;
   }
   // By hand for ResNet-50's node75 (ReLU, forward 0.361 ms, output activation 51,380,224 B, no
   // parameters): 51.38e6 B at 900 GB/s = 0.057089 ms, 15.814% of its time; ratio 0.15814 x 1 +
   // 0.84186 x 1.12143 = 1.10222.
-  const DnnProfile profile = read_pipedream_graph(std::string(MLSIM_SOURCE_DIR) +
-                                                  "/workloads/dnn/pipedream/resnet50/graph.txt");
-  std::size_t index = 0, found = plain.size();
-  for (const auto& l : profile.layers) {
-    if (l.is_input) continue;
-    if (l.id == "node75") found = index;
-    ++index;
+  const std::size_t n75 = resnet50_node75();
+  ASSERT_LT(n75, on_v100.size());
+  EXPECT_NEAR(on_v100[n75].forward.seconds(), 0.361e-3, 1e-12);
+  EXPECT_NEAR(on_pcie[n75].forward.seconds() / on_v100[n75].forward.seconds(), 1.10222, 1e-5);
+}
+
+TEST(CommschedScenario, HeterogeneousWorkersEachRunTheirOwnGpu) {
+  // All-reduce over 4 workers: hosts 0-1 V100 SXM2 (the profiling GPU), hosts 2-3 A100 40GB.
+  json d = base();
+  d["system"]["mode"] = "allreduce";
+  const CommschedParams p = parse(d, 4, {"V100-SXM2-32GB", "V100-SXM2-32GB", "A100-SXM4-40GB"});
+  ASSERT_EQ(p.job.worker_times.size(), 4u);
+  const std::size_t n75 = resnet50_node75();
+  // Node75 on the A100 40GB: the 15.814% memory-bound share at 900/1555 = 0.578778, the rest at
+  // the FP32 ratio 15.7/19.5 = 0.805128: 0.15814 x 0.578778 + 0.84186 x 0.805128 = 0.769334,
+  // 0.361 ms x 0.769334 = 0.277730 ms.
+  for (std::size_t w : {0u, 1u})
+    EXPECT_NEAR(p.job.worker_times[w][n75].forward.seconds(), 0.361e-3, 1e-12) << w;
+  for (std::size_t w : {2u, 3u})
+    EXPECT_NEAR(p.job.worker_times[w][n75].forward.seconds(), 0.277730e-3, 2e-9) << w;
+  EXPECT_EQ(p.job.worker_times[2], p.job.worker_times[3]);
+}
+
+TEST(CommschedScenario, TheOldGpuKeysNameWhereTheGpuIsDeclaredNow) {
+  json d = base();
+  d["workload"]["gpu"] = "V100-PCIE-32GB";
+  EXPECT_NE(error_of(d).find("workload.gpu: moved"), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("topology.hardware"), std::string::npos) << error_of(d);
+  d = base();
+  d["workload"]["compute_scale"] = 1.12;
+  EXPECT_NE(error_of(d).find("workload.compute_scale: moved"), std::string::npos) << error_of(d);
+  // No hardware on the hosts: the workers have no GPU.
+  d = base();
+  const Topology topo = build_topology(StarSpec{4, LinkSpec{Bandwidth{1.25e9}, Time::us(2)}});
+  JsonReader system(d["system"], "system");
+  JsonReader workload(d["workload"], "workload");
+  try {
+    read_commsched_params(system, workload, topo, shipped_gpus(), NodeHardware{}, kScenarios);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("topology.hardware (commsched worker 0)"),
+              std::string::npos)
+        << e.what();
   }
-  ASSERT_LT(found, plain.size());
-  EXPECT_NEAR(scaled[found].forward.seconds() / plain[found].forward.seconds(), 1.10222, 1e-5);
+  d = base();
+  d["workload"].erase("profiled_on");
+  EXPECT_NE(error_of(d).find("workload.profiled_on"), std::string::npos) << error_of(d);
 }
 
 TEST(CommschedScenario, ErrorsNameThePath) {
@@ -145,10 +206,6 @@ TEST(CommschedScenario, ErrorsNameThePath) {
   d["system"]["tuner"] = "grid_best";
   d["system"]["grid"] = json::parse(R"({"partitions": []})");
   EXPECT_NE(error_of(d).find("system.grid.partitions"), std::string::npos) << error_of(d);
-
-  d = base();
-  d["workload"]["gpu"] = "V100-PCIE-32GB";
-  EXPECT_NE(error_of(d).find("workload.gpu"), std::string::npos) << error_of(d);
 
   d = base();
   d["workload"]["profile"] = "no/such/graph.txt";

@@ -37,13 +37,21 @@ Topology star(int hosts, const char* bw = "100Gbps") {
   return build_topology(StarSpec{hosts, LinkSpec{parse_bandwidth(bw), Time::ns(500)}});
 }
 
+// `gpus[i]` on host i (the last one on the hosts after it), as topology.hardware would put them.
 ClusterParams parse(json doc, const Topology& topology,
-                    const NetworkSpec& network = NetworkSpec{}) {  // default: backend not named
+                    const NetworkSpec& network = NetworkSpec{},  // default: backend not named
+                    const std::vector<std::string>& gpus = {"V100-SXM2-32GB"}) {
   HardwareCatalog hw = shipped_hardware();
+  NodeHardware node_hardware(topology.nodes().size());
+  for (std::size_t h = 0; h < topology.hosts().size(); ++h) {
+    const GpuSpec& gpu = hw.gpu(gpus[std::min(h, gpus.size() - 1)], "test");
+    node_hardware.set_host(topology.hosts()[h],
+                           HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
+  }
   JsonReader system(doc["system"], "system");
   system.ignore("model");  // the runner's key
   JsonReader workload(doc["workload"], "workload");
-  ClusterParams p = parse_cluster_params(system, workload, hw, topology, network,
+  ClusterParams p = parse_cluster_params(system, workload, hw, topology, node_hardware, network,
                                          kSource / "workloads/scenarios", 7);
   system.finish();
   workload.finish();
@@ -53,7 +61,8 @@ ClusterParams parse(json doc, const Topology& topology,
 json minimal() {
   return json::parse(R"({
     "system": {"policy": "atp", "switch": "tofino-32x100g-atp"},
-    "workload": {"jobs": [{"model": "alexnet", "profile": "../dnn/pipedream/alexnet/graph.txt",
+    "workload": {"profiled_on": "V100-SXM2-32GB",
+                 "jobs": [{"model": "alexnet", "profile": "../dnn/pipedream/alexnet/graph.txt",
                            "workers": 2, "iterations": 3, "count": 3}],
                  "arrivals": {"process": "poisson", "mean_interarrival": "10ms"}}})");
 }
@@ -127,39 +136,73 @@ void expect_error(json doc, const Topology& t, const std::string& path,
   }
 }
 
-// GPU speed from the catalog through the platform (sim_core/hardware/profile_scaling.hpp):
-// V100-SXM2 FP32 15.7 TFLOPS and 900 GB/s, A100-SXM4-40GB 19.5 TFLOPS and 1555 GB/s (datasheets,
-// in workloads/hardware/gpus.json). Each layer's memory-bound share scales by 900 / 1555 =
-// 0.57878, the rest by 15.7 / 19.5 = 0.80513, so the job's factor lies between the two, below
-// the FP32 ratio because AlexNet's layers move bytes.
-TEST(InaScenario, GpuFromTheCatalogScalesCompute) {
+// The workers' GPU is their host's (topology.hardware), moved from the profiling GPU by the
+// platform (sim_core/hardware/profile_scaling.hpp): V100-SXM2 FP32 15.7 TFLOPS and 900 GB/s,
+// A100-SXM4-40GB 19.5 TFLOPS and 1555 GB/s (datasheets, workloads/hardware/gpus.json). By hand
+// for AlexNet's node10 (Conv2d, forward 4.423 ms, backward 7.197 ms, output activation
+// 44,302,336 B, parameters 3,539,968 B): forward moves 47,842,304 B, 0.0531581 ms at 900 GB/s,
+// 1.20186% of its time, so on the A100 4.423 x (0.0120186 x 900/1555 + 0.9879814 x 15.7/19.5)
+// = 3.549050 ms; backward moves twice the bytes, 0.1063162 ms, 1.47723% of 7.197 ms: 5.770443 ms.
+TEST(InaScenario, HeterogeneousWorkersTakeTheirHostsGpu) {
+  // 3 jobs x (2 workers + PS) on 9 hosts: hosts 0-3 V100 SXM2 (the profiling GPU), 4-8 A100.
+  // Job 0: hosts 0, 1 (V100); job 1: hosts 3 (V100) and 4 (A100); job 2: hosts 6, 7 (A100).
+  const std::vector<std::string> gpus = {"V100-SXM2-32GB", "V100-SXM2-32GB", "V100-SXM2-32GB",
+                                         "V100-SXM2-32GB", "A100-SXM4-40GB"};
+  const ClusterParams p = parse(minimal(), star(9), NetworkSpec{}, gpus);
+  const DnnProfile profile =
+      read_pipedream_graph(kSource / "workloads/dnn/pipedream/alexnet/graph.txt");
+  std::size_t node10 = 0, index = 0;
+  for (const auto& l : profile.layers) {
+    if (l.is_input) continue;  // not in the plan (include_input_layers false)
+    if (l.id == "node10") node10 = index;
+    ++index;
+  }
+  ASSERT_EQ(p.jobs.size(), 3u);
+  for (const JobSpec& j : p.jobs) ASSERT_EQ(j.worker_times.size(), 2u);
+  auto ms = [](Time t) { return t.seconds() * 1e3; };
+  const OpTimes v100 = (*p.jobs[0].worker_times[0])[node10];
+  EXPECT_NEAR(ms(v100.forward), 4.423, 1e-9);  // as profiled
+  EXPECT_NEAR(ms(v100.backward), 7.197, 1e-9);
+  const OpTimes a100 = (*p.jobs[1].worker_times[1])[node10];
+  EXPECT_NEAR(ms(a100.forward), 3.549050, 1e-6);
+  EXPECT_NEAR(ms(a100.backward), 5.770443, 1e-6);
+  EXPECT_EQ(p.jobs[1].worker_times[0], p.jobs[0].worker_times[0]);  // one table per GPU type
+  EXPECT_EQ(p.jobs[2].worker_times[0], p.jobs[1].worker_times[1]);
+  EXPECT_EQ(p.jobs[0].gpus, "V100-SXM2-32GB");
+  EXPECT_EQ(p.jobs[1].gpus, "A100-SXM4-40GB+V100-SXM2-32GB");
+}
+
+TEST(InaScenario, TheOldGpuKeysNameWhereTheGpuIsDeclaredNow) {
   json d = minimal();
-  d["workload"]["profiled_on"] = "V100-SXM2-32GB";
   d["workload"]["jobs"][0]["gpu"] = "A100-SXM4-40GB";
-  ClusterParams p = parse(d, star(9));
-  EXPECT_GT(p.jobs[0].compute_scale, 900.0 / 1555.0);
-  EXPECT_LT(p.jobs[0].compute_scale, 15.7 / 19.5 - 1e-3);
-  EXPECT_EQ(p.jobs[0].gpu, "A100-SXM4-40GB");
-  // Per job profiling GPU (the other way round: between 1555 / 900 and 19.5 / 15.7), and the
-  // explicit compute_scale as an override.
+  expect_error(d, star(9), "workload.jobs[0].gpu", "topology.hardware");
   d = minimal();
-  d["workload"]["jobs"][0]["gpu"] = "V100-SXM2-32GB";
-  d["workload"]["jobs"][0]["profiled_on"] = "A100-SXM4-40GB";
-  const double back = parse(d, star(9)).jobs[0].compute_scale;
-  EXPECT_GT(back, 19.5 / 15.7 + 1e-3);
-  EXPECT_LT(back, 1555.0 / 900.0);
   d["workload"]["jobs"][0]["compute_scale"] = 0.5;
-  EXPECT_EQ(parse(d, star(9)).jobs[0].compute_scale, 0.5);
-  EXPECT_EQ(parse(minimal(), star(9)).jobs[0].compute_scale, 1.0);  // no GPU: as profiled
+  expect_error(d, star(9), "workload.jobs[0].compute_scale", "topology.hardware");
   // The profiling GPU is never guessed.
   d = minimal();
-  d["workload"]["jobs"][0]["gpu"] = "A100-SXM4-40GB";
-  expect_error(d, star(9), "workload.jobs[0].gpu", "profiled_on");
-  d["workload"]["jobs"][0]["gpu"] = "Z80";
-  expect_error(d, star(9), "workload.jobs[0].gpu");
-  d["workload"]["jobs"][0]["gpu"] = "A100-SXM4-40GB";
+  d["workload"].erase("profiled_on");
+  expect_error(d, star(9), "workload.profiled_on");
+  d = minimal();
   d["workload"]["profiled_on"] = "Z80";
   expect_error(d, star(9), "workload.profiled_on");
+  // A job's own profiling GPU.
+  d = minimal();
+  d["workload"]["jobs"][0]["profiled_on"] = "Z80";
+  expect_error(d, star(9), "workload.jobs[0].profiled_on");
+  // Hosts without a GPU: the worker's place is named.
+  HardwareCatalog hw = shipped_hardware();
+  d = minimal();
+  JsonReader system(d["system"], "system");
+  system.ignore("model");
+  JsonReader workload(d["workload"], "workload");
+  try {
+    parse_cluster_params(system, workload, hw, star(9), NodeHardware{}, NetworkSpec{},
+                         kSource / "workloads/scenarios", 7);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("ina job 0 worker 0"), std::string::npos) << e.what();
+  }
 }
 
 // Arrivals from the committed Philly excerpt (workloads/traces/philly_first12.csv), as seconds
@@ -361,8 +404,10 @@ TEST(InaScenario, HostSpeedsFromTheEventsSectionSlowTheirWorkers) {
   json doc = minimal();
   doc["name"] = "ina_events";
   doc["include"] = json::array({"../hardware/switches.json", "../hardware/gpus.json"});
-  doc["topology"] = {
-      {"kind", "star"}, {"hosts", 4}, {"link", {{"bandwidth", "100Gbps"}, {"latency", "500ns"}}}};
+  doc["topology"] = {{"kind", "star"},
+                     {"hosts", 4},
+                     {"link", {{"bandwidth", "100Gbps"}, {"latency", "500ns"}}},
+                     {"hardware", {{"gpu", "V100-SXM2-32GB"}}}};
   doc["system"]["model"] = "ina";
   doc["workload"]["jobs"][0]["count"] = 1;
   doc["workload"]["jobs"][0]["iterations"] = 1;
