@@ -19,11 +19,15 @@ void write_scenario(const TempDir& dir) {
   const std::string src = MLSIM_SOURCE_DIR;
   dir.write("small.json", R"({
     "name": "ina_small",
-    "include": [")" + src + R"(/workloads/hardware/switches.json"],
-    "topology": {"kind": "star", "hosts": 6, "link": {"bandwidth": "100Gbps", "latency": "500ns"}},
+    "include": [")" + src + R"(/workloads/hardware/switches.json", ")" +
+                              src +
+                              R"(/workloads/hardware/gpus.json"],
+    "topology": {"kind": "star", "hosts": 6, "link": {"bandwidth": "100Gbps", "latency": "500ns"},
+                 "hardware": {"gpu": "V100-SXM2-32GB"}},
     "system": {"model": "ina", "policy": "dsa", "switch": "tofino-32x100g-atp",
                "aggregator_memory": "256KiB", "burst_values": 9920},
-    "workload": {"jobs": [{"model": "resnet50", "workers": 2, "iterations": 2, "count": 2,
+    "workload": {"profiled_on": "V100-SXM2-32GB",
+                 "jobs": [{"model": "resnet50", "workers": 2, "iterations": 2, "count": 2,
                            "profile": ")" +
                               src + R"(/workloads/dnn/pipedream/resnet50/graph.txt"}],
                  "arrivals": {"process": "poisson", "mean_interarrival": "10ms"}},

@@ -16,6 +16,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/network/topology_spec.hpp"
 
 namespace {
@@ -95,7 +96,12 @@ int main(int argc, char** argv) {
     system.ignore("model");
     mlsim::JsonReader workload(doc["workload"], "workload");
     mlsim::JsonReader topo(doc["topology"], "topology");
-    const mlsim::Topology topology = mlsim::build_topology(mlsim::parse_topology_spec(topo));
+    const mlsim::TopologySpec topology_spec = mlsim::parse_topology_spec(topo);
+    const mlsim::Topology topology = mlsim::build_topology(topology_spec);
+    // The workers' GPUs (topology.hardware), as `mlsim run` builds them.
+    const mlsim::NodeHardware node_hardware = mlsim::build_node_hardware(
+        topology, topology_spec, mlsim::parse_topology_hardware(topo, topology_spec, hardware),
+        hardware);
     // This runner has the flow backend only (for system.data_path "network"); `mlsim run` has
     // every backend.
     mlsim::NetworkSpec network;
@@ -107,8 +113,8 @@ int main(int argc, char** argv) {
         throw mlsim::InputError("network.backend", "mlsim_ina_run has the flow backend only");
       net.finish();
     }
-    auto params = mlsim::ina::parse_cluster_params(system, workload, hardware, topology, network,
-                                                   file.parent_path(), seed);
+    auto params = mlsim::ina::parse_cluster_params(
+        system, workload, hardware, topology, node_hardware, network, file.parent_path(), seed);
     system.finish();
     workload.finish();
 
