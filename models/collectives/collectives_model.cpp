@@ -12,19 +12,21 @@
 namespace mlsim::collectives {
 namespace {
 
+// The collective is built at prepare time, so `mlsim validate` sees every error building it can
+// raise; what depends on the links' state (rat's plan, the protocol) is decided when it starts,
+// after the events at "0s" have applied.
 class CollectivesModel final : public Model {
  public:
-  explicit CollectivesModel(const CollectivesParams& params) : params_(params) {}
+  CollectivesModel(ModelEnv& env, const CollectivesParams& params)
+      : params_(params),
+        participants_(env.topology.hosts().begin(),
+                      env.topology.hosts().begin() + params_.participants),
+        collective_(env.engine, env.network, participants_, params_.spec, nullptr, &env.links) {}
 
-  void start(ModelEnv& env) override {
-    const auto& hosts = env.topology.hosts();
-    participants_.assign(hosts.begin(), hosts.begin() + params_.participants);
-    collective_.emplace(env.engine, env.network, participants_, params_.spec, nullptr, &env.links);
-    collective_->start();
-  }
+  void start(ModelEnv&) override { collective_.start(); }
 
   void finish(ModelEnv& env, Results& out) override {
-    const CollectiveResult r = collective_->result();
+    const CollectiveResult r = collective_.result();
     out.set_metric("completed", r.completed ? 1 : 0);
     // A collective that never completed (a partition) has no completion time or bandwidth:
     // NaN ("nan" in summary.json and CSVs), not the time at which the engine ran dry.
@@ -54,14 +56,12 @@ class CollectivesModel final : public Model {
     }
   }
 
-  double progress(const ModelEnv&) const override {
-    return collective_ ? collective_->progress() : 0;
-  }
+  double progress(const ModelEnv&) const override { return collective_.progress(); }
 
  private:
   CollectivesParams params_;
   std::vector<NodeId> participants_;
-  std::optional<Collective> collective_;
+  Collective collective_;
 };
 
 }  // namespace
@@ -112,8 +112,8 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
   return p;
 }
 
-std::unique_ptr<Model> make_collectives_model(const CollectivesParams& params) {
-  return std::make_unique<CollectivesModel>(params);
+std::unique_ptr<Model> make_collectives_model(ModelEnv& env, const CollectivesParams& params) {
+  return std::make_unique<CollectivesModel>(env, params);
 }
 
 }  // namespace mlsim::collectives

@@ -29,6 +29,7 @@ struct CollectivesParams {
 // Reads and validates the "system" object (strict: unknown keys are errors).
 CollectivesParams read_collectives_params(JsonReader& system, const Topology& topology);
 
-std::unique_ptr<Model> make_collectives_model(const CollectivesParams& params);
+// Builds the collective now, on `env` (prepare time); it starts with the run.
+std::unique_ptr<Model> make_collectives_model(ModelEnv& env, const CollectivesParams& params);
 
 }  // namespace mlsim::collectives

@@ -14,7 +14,7 @@ void register_collectives(ModelRegistry& registry) {
       collectives::collectives_policies().describe(), [](ModelSetup& setup) {
         JsonReader system = setup.root.object("system");
         return collectives::make_collectives_model(
-            collectives::read_collectives_params(system, setup.topology));
+            setup.env, collectives::read_collectives_params(system, setup.topology));
       }});
 }
 

@@ -144,22 +144,17 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
     : engine_(engine),
       spec_(spec),
       participants_(std::move(participants)),
+      links_(links),
       on_done_(std::move(on_done)) {
   validate(spec_, participants_.size(), "collective");
-  ProtocolCost protocol;  // none: no protocol costs
   if (spec_.costs.has_protocols()) {
     int enabled = 0;
     for (Protocol p : kProtocols) enabled += spec_.costs.of(p).enabled ? 1 : 0;
-    Bandwidth narrowest;
-    if (enabled > 1) {
-      MLSIM_CHECK(links != nullptr, "choosing a protocol needs the link conditions");
-      narrowest = ring_bottleneck(*links, participants_, spec_.flow_label);
-    }
-    protocol_ = choose_protocol(spec_.costs, spec_.operation, spec_.algorithm,
-                                static_cast<int>(participants_.size()), spec_.arity, spec_.bytes,
-                                narrowest);
-    protocol = spec_.costs.of(*protocol_);
+    choose_by_links_ = enabled > 1;
+    MLSIM_CHECK(!choose_by_links_ || links != nullptr,
+                "choosing a protocol needs the link conditions");
   }
+  const ProtocolCost protocol = choose();
   // nvls sends to and from the switch, an extra sender (index n) outside the ranks.
   std::vector<NodeId> nodes = participants_;
   if (spec_.algorithm == Algorithm::kNvls) {
@@ -198,7 +193,20 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
 
 Collective::~Collective() = default;
 
+ProtocolCost Collective::choose() {
+  if (!spec_.costs.has_protocols()) return {};  // no protocol costs
+  const Bandwidth narrowest =
+      choose_by_links_ ? ring_bottleneck(*links_, participants_, spec_.flow_label) : Bandwidth{};
+  protocol_ =
+      choose_protocol(spec_.costs, spec_.operation, spec_.algorithm,
+                      static_cast<int>(participants_.size()), spec_.arity, spec_.bytes, narrowest);
+  return spec_.costs.of(*protocol_);
+}
+
 void Collective::start() {
+  // The links may have changed since the collective was built (a model builds it at prepare
+  // time, before the events at "0s" apply): choose the protocol from the links as they are now.
+  if (choose_by_links_) sender_->set_protocol(choose());
   started_ = engine_.now();
   if (spec_.costs.launch > Time::zero()) {
     engine_.schedule_in(spec_.costs.launch, [this] { algorithm_->start(); });

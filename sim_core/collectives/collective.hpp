@@ -121,9 +121,10 @@ class Collective {
   using DoneCallback = InlineFunction<void(const CollectiveResult&), 32>;
   // `participants` are node ids (usually hosts); engine and network must outlive the collective.
   // `links` (the topology and the links' current state) is required by rat, which plans with
-  // it, and by a cost model with more than one protocol, which chooses one from the narrowest
-  // route between consecutive participants when the collective is built; it must then outlive
-  // the collective too.
+  // it when it starts, and by a cost model with more than one protocol, which chooses one from
+  // the narrowest route between consecutive participants when the collective starts; it must
+  // then outlive the collective too. Everything else (the algorithm, its regions, the senders)
+  // is built here, so a model can build its collectives at prepare time.
   Collective(Engine& engine, Network& network, std::vector<NodeId> participants,
              const CollectiveSpec& spec, DoneCallback on_done = nullptr,
              const LinkConditions* links = nullptr);
@@ -144,10 +145,14 @@ class Collective {
  private:
   friend class CollectiveAlgorithm;
   void finish();
+  // The protocol for the links as they are now (sets protocol_); none without protocol costs.
+  ProtocolCost choose();
 
   Engine& engine_;
   CollectiveSpec spec_;
   std::vector<NodeId> participants_;
+  const LinkConditions* links_ = nullptr;
+  bool choose_by_links_ = false;  // several protocols enabled: the narrowest route decides
   std::unique_ptr<Sender> sender_;
   std::unique_ptr<CollectiveAlgorithm> algorithm_;
   std::optional<Protocol> protocol_;

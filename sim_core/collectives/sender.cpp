@@ -32,6 +32,14 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
   if (message_overhead_ > Time::zero()) host_free_.assign(nodes_.size(), Time::zero());
 }
 
+void Sender::set_protocol(const ProtocolCost& protocol) {
+  MLSIM_CHECK(protocol.efficiency > 0 && protocol.efficiency <= 1,
+              "protocol efficiency outside (0, 1]");
+  MLSIM_CHECK(transfers_ == 0, "the protocol is chosen before the first message");
+  hop_latency_ = protocol.hop_latency;
+  efficiency_ = protocol.efficiency;
+}
+
 void Sender::send(const Message& m) {
   MLSIM_CHECK(m.from < nodes_.size() && m.to < nodes_.size() && m.from != m.to,
               "collective message between bad participants");

@@ -46,6 +46,8 @@ class Sender {
          Time message_overhead = Time::zero(),
          std::uint32_t hosts = std::numeric_limits<std::uint32_t>::max());
   void set_sink(MessageSink* sink) { sink_ = sink; }
+  // The protocol's costs for messages handed over from now on (before the first one).
+  void set_protocol(const ProtocolCost& protocol);
 
   void send(const Message& m);
 

@@ -62,6 +62,10 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.participants=-1"}, "system.participants"},
          {{"system.algorithm=ring", "events.list=[{\"link\": [\"h0\", \"h1\"], \"up\": false}]"},
           "events.list[0].link"},  // not neighbours
+         {{"system.channels=0"}, "system.channels"},
+         {{"system.costs.launch=-1us"}, "system.costs.launch"},
+         {{"system.costs.protocols.LL.efficiency=0"}, "system.costs.protocols.LL.efficiency"},
+         {{"system.host.message_overhead=-1us"}, "system.host.message_overhead"},
      }},
     {"ina",
      {
@@ -82,6 +86,9 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"workload.jobs[0].workers=33"}, "workload.jobs[0].workers"},
          {{"workload.jobs[0].iterations=\"many\""}, "workload.jobs[0].iterations"},
          {{"workload.jobs[0].profile=no_such_profile.txt"}, "workload.jobs[0].profile"},
+         {{"workload.jobs[0].gpu=A100-SXM4-40GB"}, "workload.jobs[0].gpu"},  // topology.hardware
+         {{"workload.profiled_on=K80"}, "workload.profiled_on"},
+         {{"topology.hardware.gpu=no-such-gpu"}, "topology.hardware.gpu"},
      }},
     {"pipeline",
      {
@@ -121,7 +128,10 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.tuner=magic"}, "system.tuner"},
          {{"system.message_overhead=-1us"}, "system.message_overhead"},
          {{"workload.iterations=0"}, "workload.iterations"},
-         {{"workload.gpu=no-such-gpu"}, "workload.gpu"},
+         {{"workload.gpu=no-such-gpu"}, "workload.gpu"},  // moved to topology.hardware
+         {{"workload.compute_scale=2"}, "workload.compute_scale"},
+         {{"workload.profiled_on=K80"}, "workload.profiled_on"},
+         {{"topology.hardware.gpu=no-such-gpu"}, "topology.hardware.gpu"},
          {{"events.list=[{\"at\": \"1s\", \"all_links\": true, \"bandwidth\": \"0Gbps\"}]"},
           "events.list[0].bandwidth"},
      }},

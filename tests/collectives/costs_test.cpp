@@ -90,6 +90,31 @@ TEST(Costs, ProtocolFollowsTheSizeLikeNccl) {
             Protocol::kLL);
 }
 
+TEST(Costs, ProtocolIsChosenFromTheLinksWhenTheCollectiveStarts) {
+  // Built on a ring of 4 at 100 GB/s, where 100 kB is latency-bound (LL, above); the links drop
+  // to 1 GB/s before it starts (a model builds its collective at prepare time, then the events
+  // at "0s" apply): it runs LL128, the choice for 1 GB/s. Each of the 6 steps moves 25,000 B as
+  // ceil(25,000 / 0.9375) = 26,667 wire bytes at 1 byte/ns, plus the link's 100 ns and LL128's
+  // 1 us hop: 6 x 27,767 = 166,602 ns. (Chosen at build time it would be LL: 6 x (50,000 + 100 +
+  // 500) = 303,600 ns.)
+  const Topology topo = build_topology(RingSpec{4, LinkSpec{Bandwidth{1e11}, Time::ns(100)}});
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  LinkConditions links(topo, net);
+  CollectiveSpec spec = ring(100'000);
+  spec.costs = three_protocols();
+  Collective c(engine, net, topo.hosts(), spec, nullptr, &links);
+  std::vector<LinkId> all(topo.links().size());
+  for (LinkId l = 0; l < all.size(); ++l) all[l] = l;
+  links.set_bandwidth(all, Bandwidth{1e9});
+  c.start();
+  engine.run();
+  const CollectiveResult r = c.result();
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.protocol, Protocol::kLL128);
+  EXPECT_EQ(r.finished, Time::ns(166'602));
+}
+
 TEST(Costs, ClosedFormOfARingAllReduceByHand) {
   // collective_cost, n = 4, launch 5 us, LL/LL128/Simple as in three_protocols(), 1 GB/s and a
   // 200 ns route (two 100 ns links through a switch):
