@@ -2,47 +2,53 @@
 
 #include "models/cluster/policies.hpp"
 #include "sim_core/base/error.hpp"
-#include "sim_core/hardware/cost_model.hpp"
+#include "sim_core/hardware/profile_scaling.hpp"
+#include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::cluster {
 namespace {
 
-// Node groups, their GPU types (catalog names, in order of first use) and each type's speed
-// relative to the reference GPU the trace's durations were measured on: the platform's scaling of a
-// profiled time (cost_model.hpp: scale_profiled_time; with no HBM traffic known, the ratio of the
-// two peaks in `speed_dtype`).
-void read_nodes(JsonReader& system, const HardwareCatalog& hardware, ClusterParams& c) {
+// The node pool is the topology's hosts: pool node i is topology host i, with the GPU type and
+// count topology.hardware gives it (consecutive hosts alike form one group). GPU types are in
+// order of first use; each type's speed relative to the reference GPU the trace's durations were
+// measured on is how the platform's Compute prices a time measured there
+// (profile_scaling.hpp: profiled_time_factor; with no HBM traffic known, the ratio of the two
+// GPUs' peaks in `speed_dtype`).
+void read_nodes(JsonReader& system, const HardwareCatalog& hardware, const Topology& topology,
+                const NodeHardware& node_hardware, ClusterParams& c) {
+  reject_moved_to_topology_hardware(
+      system, "nodes",
+      "the node pool is the topology's hosts (host i is pool node i), each with the GPU type and "
+      "gpus_per_host that topology.hardware gives it");
   const std::string ref_where = system.path_of("reference_gpu");
   const GpuSpec& reference = hardware.gpu(system.string("reference_gpu"), ref_where);
   const std::string dtype_where = system.path_of("speed_dtype");
   const Dtype dtype = parse_dtype(system.string_or("speed_dtype", "fp32"), dtype_where);
   (void)reference.peak_for(dtype, ref_where);  // the reference must have the format
-  std::vector<JsonReader> groups = system.objects("nodes");
-  if (groups.empty()) throw InputError(system.path_of("nodes"), "expected at least one node group");
-  int total_nodes = 0;
-  for (JsonReader& g : groups) {
-    const std::string gpu_where = g.path_of("gpu");
-    const std::string name = g.string("gpu");
-    const GpuSpec& spec = hardware.gpu(name, gpu_where);
-    NodeGroup group;
-    group.type = -1;
+  if (topology.hosts().empty()) throw InputError("topology", "the node pool needs hosts");
+  if (topology.hosts().size() > 100'000)
+    throw InputError("topology", "more than 100000 pool nodes");
+  for (std::size_t i = 0; i < topology.hosts().size(); ++i) {
+    const NodeId host = topology.hosts()[i];
+    const std::string where = "topology.hardware (pool node " + std::to_string(i) + ", host " +
+                              topology.node(host).name + ")";
+    const GpuSpec& gpu = node_hardware.gpu(host, where);
+    const int gpus = node_hardware.host(host)->gpus;
+    int type = -1;
     for (std::size_t t = 0; t < c.types.size(); ++t)
-      if (c.types[t].name == name) group.type = static_cast<int>(t);
-    if (group.type < 0) {
+      if (c.types[t].name == gpu.name) type = static_cast<int>(t);
+    if (type < 0) {
       if (c.types.size() == kMaxGpuTypes)
-        throw InputError(gpu_where, "at most 32 GPU types in one pool");
-      group.type = static_cast<int>(c.types.size());
-      c.types.push_back(
-          {name, scale_profiled_time(1.0, 0, dtype, reference, spec, ref_where, gpu_where)});
+        throw InputError(where, "at most 32 GPU types in one pool");
+      type = static_cast<int>(c.types.size());
+      c.types.push_back({gpu.name, profiled_time_factor(reference, gpu, dtype, ref_where, where)});
     }
-    group.nodes = static_cast<int>(g.integer("count", 1, 100'000));
-    group.gpus_per_node = static_cast<int>(g.integer("gpus_per_node", 1, 1024));
-    total_nodes += group.nodes;
-    if (total_nodes > 100'000) throw InputError(g.path_of("count"), "more than 100000 nodes");
-    g.finish();
-    c.groups.push_back(group);
+    if (!c.groups.empty() && c.groups.back().type == type && c.groups.back().gpus_per_node == gpus)
+      ++c.groups.back().nodes;
+    else
+      c.groups.push_back({type, 1, gpus});
   }
 }
 
@@ -107,7 +113,8 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_jobs(
 }  // namespace
 
 ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
-                                const HardwareCatalog& hardware,
+                                const HardwareCatalog& hardware, const Topology& topology,
+                                const NodeHardware& node_hardware,
                                 const std::filesystem::path& scenario_dir) {
   ModelParams p;
   ClusterParams& c = p.cluster;
@@ -117,7 +124,7 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
   c.order = cluster_policies().orders.choose_or(system, "order", preset.order).value;
   c.flexible_types = system.boolean_or("flexible_types", preset.flexible_types);
   c.preinitialised = system.boolean_or("preinitialised", preset.preinitialised);
-  read_nodes(system, hardware, c);
+  read_nodes(system, hardware, topology, node_hardware, c);
   c.estimate_factor = system.number_or("estimate_factor", 1.0, 1.0, 1000.0);
   c.backfill_depth = static_cast<int>(system.integer_or("backfill_depth", 100, 1, 1'000'000));
   c.fair_share_half_life = system.duration_or("fair_share_half_life", "0s");
@@ -137,19 +144,12 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
 
 namespace {
 
-void check_events(const PlatformEvents& events, const Topology& topology, int pool_nodes) {
+void check_events(const PlatformEvents& events) {
   // Job runtimes come from the trace (scaled per GPU type); a host speed is not modelled.
   if (events.has(EventChange::kSpeed))
     throw InputError("events",
                      "the cluster model does not model host speed changes (job "
                      "runtimes come from the trace and the GPU type)");
-  if (events.has(EventChange::kNodeUp) &&
-      topology.hosts().size() != static_cast<std::size_t>(pool_nodes))
-    throw InputError("topology",
-                     "node failures fail pool node i as topology host i: the "
-                     "topology needs one host per pool node (" +
-                         std::to_string(pool_nodes) + "), it has " +
-                         std::to_string(topology.hosts().size()));
 }
 
 }  // namespace
@@ -158,12 +158,11 @@ std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
-  ModelParams params = read_cluster_params(system, workload, setup.hardware, setup.scenario_dir);
+  ModelParams params = read_cluster_params(system, workload, setup.hardware, setup.topology,
+                                           setup.node_hardware, setup.scenario_dir);
   system.finish();
   workload.finish();
-  int pool_nodes = 0;
-  for (const NodeGroup& g : params.cluster.groups) pool_nodes += g.nodes;
-  check_events(setup.events, setup.topology, pool_nodes);
+  check_events(setup.events);
   return std::make_unique<SimulationModel<ClusterSimulation>>(
       setup.env, [params = std::move(params)](ModelEnv& env) {
         return std::make_unique<ClusterSimulation>(env.engine, params.cluster,

@@ -5,6 +5,8 @@
 
 #include "models/cluster/cluster_sim.hpp"
 #include "sim_core/hardware/hardware.hpp"
+#include "sim_core/hardware/node_hardware.hpp"
+#include "sim_core/network/topology.hpp"
 #include "sim_core/run/model.hpp"
 
 namespace mlsim::cluster {
@@ -15,9 +17,12 @@ struct ModelParams {
   std::function<std::unique_ptr<JobSource>(std::uint64_t seed)> make_source;
 };
 
-// Reads "system" and "workload"; errors name the JSON path. GPU types come from `hardware`.
+// Reads "system" and "workload"; errors name the JSON path. The node pool is the topology's
+// hosts (pool node i is host i) with the GPUs `node_hardware` (topology.hardware) gives them;
+// the reference GPU comes from `hardware`.
 ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
-                                const HardwareCatalog& hardware,
+                                const HardwareCatalog& hardware, const Topology& topology,
+                                const NodeHardware& node_hardware,
                                 const std::filesystem::path& scenario_dir);
 
 std::unique_ptr<Model> make_cluster_model(ModelSetup& setup);

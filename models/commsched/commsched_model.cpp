@@ -27,11 +27,12 @@ constexpr std::int64_t kMaxParameters = 1'000'000'000'000;
 void read_layers(JsonReader& workload, const HardwareCatalog& hardware,
                  const NodeHardware& node_hardware, const std::filesystem::path& scenario_dir,
                  JobSpec& job, std::string& name) {
-  reject_moved_to_topology_hardware(workload, "gpu", "the workers' GPU");
+  reject_moved_to_topology_hardware(
+      workload, "gpu", "the workers' GPU is the one topology.hardware puts on their hosts");
   reject_moved_to_topology_hardware(
       workload, "compute_scale",
-      "a GPU speed factor (for a slower or faster worker, a host speed change at \"0s\" in "
-      "\"events\"); the workers' GPU");
+      "a worker's speed is its host's GPU from topology.hardware, and a slower or faster worker "
+      "a host speed change at \"0s\" in \"events\"");
   const DnnProfile profile = read_pipedream_graph_field(workload, "profile", scenario_dir);
   name = profile.name;
   // Which GPU measured PipeDream's profiles is not recorded (workloads/dnn/pipedream/README.md):

@@ -197,11 +197,12 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     spec.workers = static_cast<int>(j.integer("workers", 1, 32));
     spec.iterations = static_cast<int>(j.integer("iterations", 1, 1'000'000));
     // The workers' GPU is their hosts' (topology.hardware), no longer the job's.
-    reject_moved_to_topology_hardware(j, "gpu", "a job's GPU");
+    reject_moved_to_topology_hardware(
+        j, "gpu", "a job's workers run on the GPU topology.hardware puts on their hosts");
     reject_moved_to_topology_hardware(
         j, "compute_scale",
-        "a GPU speed factor (for slower or faster workers, host speed changes at \"0s\" in "
-        "\"events\"); a job's GPU");
+        "a worker's speed is its host's GPU from topology.hardware, and slower or faster "
+        "workers host speed changes at \"0s\" in \"events\"");
     ProfiledOn job_profiled_on;
     if (j.has("profiled_on")) {
       job_profiled_on = {&hardware.gpu(j.string("profiled_on"), j.path_of("profiled_on")),

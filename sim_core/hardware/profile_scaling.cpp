@@ -29,6 +29,13 @@ LayerSeconds layer_seconds_on(const LayerProfile& layer, const GpuSpec& from, co
   return {on_to(w.forward), on_to(w.backward)};
 }
 
+double profiled_time_factor(const GpuSpec& from, const GpuSpec& to, Dtype dtype,
+                            const std::string& from_where, const std::string& to_where) {
+  (void)from.peak_for(dtype, from_where);  // the measuring GPU must have the format too
+  if (from.name == to.name) return 1.0;
+  return scale_profiled_time(1.0, 0, dtype, from, to, from_where, to_where);
+}
+
 std::vector<std::shared_ptr<const ProfileSeconds>> profile_seconds_on_hosts(
     const DnnProfile& profile, bool include_input, const GpuSpec& profiled_on,
     const std::string& profiled_on_where, const NodeHardware& hardware,

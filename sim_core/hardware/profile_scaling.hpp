@@ -39,6 +39,14 @@ LayerWork layer_work(const LayerProfile& layer, const GpuSpec& measured_on);
 LayerSeconds layer_seconds_on(const LayerProfile& layer, const GpuSpec& from, const GpuSpec& to,
                               const std::string& from_where, const std::string& to_where);
 
+// What one second of work measured on `from`, of unknown HBM traffic, takes on `to`: how
+// Compute prices such ProfiledWork (cost_model.hpp: scale_profiled_time without bytes, the ratio
+// of the two GPUs' peaks for `dtype`; exactly 1 on the same GPU). For a time measured on one GPU
+// with nothing known of its kernels (a job's duration in a cluster trace). InputError at
+// `from_where` / `to_where` when a GPU has no rate for `dtype`.
+double profiled_time_factor(const GpuSpec& from, const GpuSpec& to, Dtype dtype,
+                            const std::string& from_where, const std::string& to_where);
+
 // A profile's layer times on one GPU, in forward order: the GPU layers, and the data-loading
 // (input) layers when `include_input`, which keep their measured time (they run on the host's
 // CPU, not the GPU [assumed]).

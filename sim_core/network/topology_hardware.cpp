@@ -230,10 +230,9 @@ void reject_moved_to_topology_hardware(JsonReader& section, std::string_view key
                                        std::string_view what) {
   if (!section.has(key)) return;
   throw InputError(section.path_of(key),
-                   fmt::format("moved: {} is the GPU that topology.hardware puts on the hosts "
-                               "(\"hardware\": {{\"gpu\": ...}} in the topology, groups for "
-                               "hosts with other GPUs; docs/scenario.md, \"Hardware on the "
-                               "topology\")",
+                   fmt::format("moved: {} (the topology's \"hardware\": {{\"gpu\": ...}}, with "
+                               "groups for hosts with other GPUs; docs/scenario.md, "
+                               "\"topology.hardware\")",
                                what));
 }
 

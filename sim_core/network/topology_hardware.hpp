@@ -60,8 +60,8 @@ NodeHardware build_node_hardware(const Topology& topology, const TopologySpec& s
                                  const TopologyHardwareSpec& hw, const HardwareCatalog& catalog);
 
 // A model key that named its GPUs before they moved onto the topology (e.g. commsched's
-// `workload.gpu`): InputError at the key's path saying that `what` is now declared in
-// topology.hardware. Does nothing when the key is absent.
+// `workload.gpu`): InputError at the key's path, "moved: " and `what`, which says where
+// topology.hardware declares it now. Does nothing when the key is absent.
 void reject_moved_to_topology_hardware(JsonReader& section, std::string_view key,
                                        std::string_view what);
 

@@ -138,8 +138,10 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
     {"cluster",
      {
          {{"system.reference_gpu=no-such-gpu"}, "system.reference_gpu"},
-         {{"system.nodes=[]"}, "system.nodes"},
-         {{"system.nodes[0].count=0"}, "system.nodes[0].count"},
+         {{"system.nodes=[]"}, "system.nodes"},  // moved to topology.hardware
+         {{"topology.hardware.gpus_per_host=0"}, "topology.hardware.gpus_per_host"},
+         {{"topology.hardware.gpu=no-such-gpu"}, "topology.hardware.gpu"},
+         {{"system.speed_dtype=fp8"}, "system.reference_gpu"},  // the reference V100 has no FP8
          {{"system.policy=sjf"}, "system.policy"},
          {{"system.startup_warm=100h"}, "system.startup_warm"},
          {{"system.series_interval=0s"}, "system.series_interval"},

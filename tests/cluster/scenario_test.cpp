@@ -9,6 +9,7 @@
 #include "models/cluster/cluster_model.hpp"
 #include "models/cluster/register.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/network/topology_builders.hpp"
 #include "test_support.hpp"
 #include "tests/support/run_json.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -23,11 +24,26 @@ namespace {
 const std::filesystem::path kSource = MLSIM_SOURCE_DIR;
 const std::filesystem::path kShared = MLSIM_SHARED_DATA_DIR;
 
+// `doc["pool"]` (test only) lists node groups {gpu, count, gpus_per_node}: a star of that many
+// hosts whose hardware is what topology.hardware would give them, in order.
 ModelParams parse(json doc, const std::filesystem::path& dir = kSource / "workloads/scenarios") {
   static const HardwareCatalog catalog = shipped_catalog();
+  int hosts = 0;
+  for (const json& g : doc["pool"]) hosts += g["count"].get<int>();
+  const Topology topology =
+      build_topology(StarSpec{hosts, LinkSpec{Bandwidth{1.25e10}, Time::us(1)}});
+  NodeHardware node_hardware(topology.nodes().size());
+  std::size_t h = 0;
+  for (const json& g : doc["pool"])
+    for (int n = 0; n < g["count"].get<int>(); ++n)
+      node_hardware.set_host(topology.hosts()[h++],
+                             HostHardware{.gpu = &catalog.gpu(g["gpu"].get<std::string>(), "pool"),
+                                          .gpus = g["gpus_per_node"].get<int>(),
+                                          .nic = nullptr,
+                                          .intra_node = {}});
   JsonReader system(doc["system"], "system");
   JsonReader workload(doc["workload"], "workload");
-  ModelParams p = read_cluster_params(system, workload, catalog, dir);
+  ModelParams p = read_cluster_params(system, workload, catalog, topology, node_hardware, dir);
   system.finish();
   workload.finish();
   return p;
@@ -35,9 +51,9 @@ ModelParams parse(json doc, const std::filesystem::path& dir = kSource / "worklo
 
 json base() {
   return json::parse(R"({
-    "system": {"policy": "easy_backfill", "reference_gpu": "V100-SXM2-32GB",
-               "nodes": [{"gpu": "V100-SXM2-32GB", "count": 2, "gpus_per_node": 8},
-                         {"gpu": "A100-SXM4-40GB", "count": 1, "gpus_per_node": 4}]},
+    "pool": [{"gpu": "V100-SXM2-32GB", "count": 2, "gpus_per_node": 8},
+             {"gpu": "A100-SXM4-40GB", "count": 1, "gpus_per_node": 4}],
+    "system": {"policy": "easy_backfill", "reference_gpu": "V100-SXM2-32GB"},
     "workload": {"jobs": {"source": "poisson", "jobs": 50, "mean_interarrival": "60s",
                           "mean_duration": "1h", "gpus": [1, 2, 4]}}})");
 }
@@ -69,6 +85,14 @@ TEST(ClusterScenario, PoliciesPresetTheOptionsAndSpeedsComeFromTheCatalog) {
   EXPECT_EQ(p.cluster.order, Order::kSubmit);
   EXPECT_FALSE(p.cluster.flexible_types);
   ASSERT_EQ(p.cluster.types.size(), 2u);
+  // The pool from the hosts' hardware: hosts 0-1 one group of 2 V100 nodes, host 2 an A100 node.
+  ASSERT_EQ(p.cluster.groups.size(), 2u);
+  EXPECT_EQ(p.cluster.groups[0].type, 0);
+  EXPECT_EQ(p.cluster.groups[0].nodes, 2);
+  EXPECT_EQ(p.cluster.groups[0].gpus_per_node, 8);
+  EXPECT_EQ(p.cluster.groups[1].type, 1);
+  EXPECT_EQ(p.cluster.groups[1].nodes, 1);
+  EXPECT_EQ(p.cluster.groups[1].gpus_per_node, 4);
   EXPECT_DOUBLE_EQ(p.cluster.types[0].time_factor, 1.0);
   EXPECT_DOUBLE_EQ(p.cluster.types[1].time_factor, 15.7 / 19.5);  // catalog FP32 peaks
   json d = base();
@@ -92,14 +116,13 @@ TEST(ClusterScenario, ErrorsNameThePath) {
   d["system"]["policy"] = "slurm";
   expect_path(d, "system.policy");
   d = base();
-  d["system"]["nodes"][1]["gpu"] = "K80";
-  expect_path(d, "system.nodes[1].gpu");
+  // The pool moved to the topology's hosts; the old key says where.
+  d["system"]["nodes"] = json::parse(R"([{"gpu": "V100-SXM2-32GB", "count": 2}])");
+  expect_path(d, "system.nodes: moved: the node pool is the topology's hosts");
+  expect_path(d, "topology.hardware");
   d = base();
-  d["system"]["nodes"][0]["gpus_per_node"] = 0;
-  expect_path(d, "system.nodes[0].gpus_per_node");
-  d = base();
-  d["system"]["nodes"][0]["speed"] = 2;
-  expect_path(d, "system.nodes[0].speed");
+  d["system"]["reference_gpu"] = "K80";
+  expect_path(d, "system.reference_gpu");
   d = base();
   d["system"]["estimate_factor"] = 0.5;
   expect_path(d, "system.estimate_factor");
@@ -182,13 +205,13 @@ TEST(ClusterScenario, TraceColumnsGiveUsersAndTypes) {
 TEST(ClusterScenario, CommittedPhillyExcerptRunsUnderEveryPolicy) {
   std::ifstream in(kSource / "workloads/scenarios/cluster_sing.json");
   const json scenario = json::parse(in);
+  const Registries registries = mlsim::test::registries_with(register_cluster);
   std::map<std::string, double> wait;
   for (const std::string policy : {"fcfs", "easy_backfill", "sing"}) {
     json d = scenario;
-    d["system"].erase("model");
     d["system"]["policy"] = policy;
-    const RunResult r = run_params(parse(d));
-    const auto m = r.metrics();
+    const RunOutput r = mlsim::test::run_json(d, registries);
+    const auto& m = r.results.metrics();
     EXPECT_EQ(m.at("jobs_submitted"), 1353) << policy;
     EXPECT_EQ(m.at("jobs_finished") + m.at("jobs_dropped"), 1353) << policy;
     EXPECT_EQ(m.at("reservations_missed"), 0) << policy;
@@ -216,8 +239,7 @@ TEST(ClusterScenario, FullPhillyTraceWeekRuns) {
   std::string text = header + "\n";
   for (const auto& r : rows) text += r + "\n";
   json d = base();
-  d["system"]["nodes"] =
-      json::parse(R"([{"gpu": "V100-SXM2-32GB", "count": 40, "gpus_per_node": 8}])");
+  d["pool"] = json::parse(R"([{"gpu": "V100-SXM2-32GB", "count": 40, "gpus_per_node": 8}])");
   d["workload"]["jobs"] = {{"source", "trace"},
                            {"file", write_temp("cluster_philly_week.csv", text).string()},
                            {"user_column", "cluster"}};
@@ -237,10 +259,10 @@ TEST(ClusterScenario, NodeFailuresComeFromTheEventsSection) {
   json doc = json::parse(R"({
     "name": "cluster_events",
     "include": ["../hardware/gpus.json"],
-    "topology": {"kind": "star", "hosts": 1, "link": {"bandwidth": "1Gbps", "latency": "1us"}},
+    "topology": {"kind": "star", "hosts": 1, "link": {"bandwidth": "1Gbps", "latency": "1us"},
+                 "hardware": {"gpu": "V100-SXM2-32GB", "gpus_per_host": 2}},
     "network": {"backend": "analytic"},
-    "system": {"model": "cluster", "policy": "fcfs", "reference_gpu": "V100-SXM2-32GB",
-               "nodes": [{"gpu": "V100-SXM2-32GB", "count": 1, "gpus_per_node": 2}]},
+    "system": {"model": "cluster", "policy": "fcfs", "reference_gpu": "V100-SXM2-32GB"},
     "workload": {"jobs": {"source": "trace", "file": "JOBS", "submit_format": "seconds",
                           "submit_column": "submit", "duration_column": "duration",
                           "gpus_column": "gpus"}},
@@ -253,14 +275,44 @@ TEST(ClusterScenario, NodeFailuresComeFromTheEventsSection) {
   EXPECT_DOUBLE_EQ(r.results.metrics().at("job_restarts"), 1);
   EXPECT_DOUBLE_EQ(r.results.metrics().at("lost_gpu_hours"), 80.0 / 3600);
   EXPECT_DOUBLE_EQ(r.results.metrics().at("makespan_s"), 170);
-  // Host speeds are not modelled by this model, and failures need one host per pool node.
+  // Host speeds are not modelled by this model.
   json speed = doc;
   speed["events"] = json::parse(R"({"list": [{"host": 0, "speed": 0.5}]})");
   EXPECT_NE(mlsim::test::prepare_error(speed, registries).find("events: the cluster model"),
             std::string::npos);
-  json hosts = doc;
-  hosts["topology"]["hosts"] = 2;
-  EXPECT_NE(mlsim::test::prepare_error(hosts, registries).find("one host per pool node (1)"),
-            std::string::npos)
-      << mlsim::test::prepare_error(hosts, registries);
+}
+
+// A heterogeneous pool is one topology: host h0 a V100 node, h1 an A100 node (2 GPUs each,
+// topology.hardware). Two 2-GPU jobs of 100 s (on the reference V100) at time 0, pinned by the
+// trace to one type each: the V100 job takes 100 s, the A100 job 100 x 15.7 / 19.5 = 80.51282 s
+// (the FP32 peaks, datasheets in workloads/hardware/gpus.json). Mean JCT (100 + 80.51282) / 2 =
+// 90.25641 s, makespan 100 s. Without the group every host is a V100 and the A100 job cannot run.
+TEST(ClusterScenario, HeterogeneousPoolIsOneTopology) {
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  json doc = json::parse(R"({
+    "name": "cluster_two_types",
+    "include": ["../hardware/gpus.json"],
+    "topology": {"kind": "star", "hosts": 2, "link": {"bandwidth": "1Gbps", "latency": "1us"},
+                 "hardware": {"gpu": "V100-SXM2-32GB", "gpus_per_host": 2,
+                              "groups": [{"hosts": [1], "gpu": "A100-SXM4-40GB"}]}},
+    "network": {"backend": "analytic"},
+    "system": {"model": "cluster", "policy": "fcfs", "reference_gpu": "V100-SXM2-32GB"},
+    "workload": {"jobs": {"source": "trace", "file": "JOBS", "submit_format": "seconds",
+                          "submit_column": "submit", "duration_column": "duration",
+                          "gpus_column": "gpus", "gpu_type_column": "type"}}})");
+  mlsim::testing::TempDir dir;
+  doc["workload"]["jobs"]["file"] = dir.write("jobs.csv",
+                                              "submit,duration,gpus,type\n0,100,2,V100-SXM2-32GB\n"
+                                              "0,100,2,A100-SXM4-40GB\n")
+                                        .string();
+  const RunOutput r = mlsim::test::run_json(doc, registries);
+  const auto& m = r.results.metrics();
+  EXPECT_DOUBLE_EQ(m.at("jobs_finished"), 2);
+  EXPECT_DOUBLE_EQ(m.at("installed_gpus"), 4);
+  EXPECT_NEAR(m.at("jct_mean_s"), (100 + 100 * 15.7 / 19.5) / 2, 1e-9);
+  EXPECT_NEAR(m.at("jct_mean_s"), 90.25641, 1e-5);
+  EXPECT_NEAR(m.at("makespan_s"), 100, 1e-9);
+  doc["topology"]["hardware"].erase("groups");
+  EXPECT_NE(mlsim::test::prepare_error(doc, registries).find("A100-SXM4-40GB"), std::string::npos)
+      << mlsim::test::prepare_error(doc, registries);
 }
