@@ -251,25 +251,36 @@ TEST(ClusterScenario, FullPhillyTraceWeekRuns) {
   EXPECT_GT(m.at("users"), 1);
 }
 
+// A cluster scenario on `topology` fed with `csv` (columns submit, duration, gpus, and a GPU type
+// column "type" when the header has one), for runs through the runner.
+json trace_scenario(json topology, const mlsim::testing::TempDir& dir, const std::string& csv) {
+  json doc = json::parse(R"({
+    "name": "cluster_small",
+    "include": ["../hardware/gpus.json"],
+    "network": {"backend": "analytic"},
+    "system": {"model": "cluster", "policy": "fcfs", "reference_gpu": "V100-SXM2-32GB"},
+    "workload": {"jobs": {"source": "trace", "submit_format": "seconds",
+                          "submit_column": "submit", "duration_column": "duration",
+                          "gpus_column": "gpus"}}})");
+  doc["topology"] = std::move(topology);
+  doc["workload"]["jobs"]["file"] = dir.write("jobs.csv", csv).string();
+  if (csv.starts_with("submit,duration,gpus,type"))
+    doc["workload"]["jobs"]["gpu_type_column"] = "type";
+  return doc;
+}
+
 // The events section through the runner: pool node i is topology host i.
 TEST(ClusterScenario, NodeFailuresComeFromTheEventsSection) {
   // One node of 2 GPUs (host h0); a 2-GPU job of 100 s from 0. h0 fails at 40 s for 30 s: the job
   // restarts at 70 s and ends at 170 s; 2 x 40 GPU-seconds are lost.
   const Registries registries = mlsim::test::registries_with(register_cluster);
-  json doc = json::parse(R"({
-    "name": "cluster_events",
-    "include": ["../hardware/gpus.json"],
-    "topology": {"kind": "star", "hosts": 1, "link": {"bandwidth": "1Gbps", "latency": "1us"},
-                 "hardware": {"gpu": "V100-SXM2-32GB", "gpus_per_host": 2}},
-    "network": {"backend": "analytic"},
-    "system": {"model": "cluster", "policy": "fcfs", "reference_gpu": "V100-SXM2-32GB"},
-    "workload": {"jobs": {"source": "trace", "file": "JOBS", "submit_format": "seconds",
-                          "submit_column": "submit", "duration_column": "duration",
-                          "gpus_column": "gpus"}},
-    "events": {"list": [{"at": "40s", "node": "h0", "up": false, "repair_after": "30s"}]}})");
   mlsim::testing::TempDir dir;
-  doc["workload"]["jobs"]["file"] =
-      dir.write("jobs.csv", "submit,duration,gpus\n0,100,2\n").string();
+  json doc = trace_scenario(json::parse(R"({"kind": "star", "hosts": 1,
+      "link": {"bandwidth": "1Gbps", "latency": "1us"},
+      "hardware": {"gpu": "V100-SXM2-32GB", "gpus_per_host": 2}})"),
+                            dir, "submit,duration,gpus\n0,100,2\n");
+  doc["events"] =
+      json::parse(R"({"list": [{"at": "40s", "node": "h0", "up": false, "repair_after": "30s"}]})");
   const RunOutput r = mlsim::test::run_json(doc, registries);
   EXPECT_DOUBLE_EQ(r.results.metrics().at("node_failures"), 1);
   EXPECT_DOUBLE_EQ(r.results.metrics().at("job_restarts"), 1);
@@ -289,22 +300,14 @@ TEST(ClusterScenario, NodeFailuresComeFromTheEventsSection) {
 // 90.25641 s, makespan 100 s. Without the group every host is a V100 and the A100 job cannot run.
 TEST(ClusterScenario, HeterogeneousPoolIsOneTopology) {
   const Registries registries = mlsim::test::registries_with(register_cluster);
-  json doc = json::parse(R"({
-    "name": "cluster_two_types",
-    "include": ["../hardware/gpus.json"],
-    "topology": {"kind": "star", "hosts": 2, "link": {"bandwidth": "1Gbps", "latency": "1us"},
-                 "hardware": {"gpu": "V100-SXM2-32GB", "gpus_per_host": 2,
-                              "groups": [{"hosts": [1], "gpu": "A100-SXM4-40GB"}]}},
-    "network": {"backend": "analytic"},
-    "system": {"model": "cluster", "policy": "fcfs", "reference_gpu": "V100-SXM2-32GB"},
-    "workload": {"jobs": {"source": "trace", "file": "JOBS", "submit_format": "seconds",
-                          "submit_column": "submit", "duration_column": "duration",
-                          "gpus_column": "gpus", "gpu_type_column": "type"}}})");
   mlsim::testing::TempDir dir;
-  doc["workload"]["jobs"]["file"] = dir.write("jobs.csv",
-                                              "submit,duration,gpus,type\n0,100,2,V100-SXM2-32GB\n"
-                                              "0,100,2,A100-SXM4-40GB\n")
-                                        .string();
+  json doc = trace_scenario(json::parse(R"({"kind": "star", "hosts": 2,
+      "link": {"bandwidth": "1Gbps", "latency": "1us"},
+      "hardware": {"gpu": "V100-SXM2-32GB", "gpus_per_host": 2,
+                   "groups": [{"hosts": [1], "gpu": "A100-SXM4-40GB"}]}})"),
+                            dir,
+                            "submit,duration,gpus,type\n0,100,2,V100-SXM2-32GB\n"
+                            "0,100,2,A100-SXM4-40GB\n");
   const RunOutput r = mlsim::test::run_json(doc, registries);
   const auto& m = r.results.metrics();
   EXPECT_DOUBLE_EQ(m.at("jobs_finished"), 2);

@@ -12,6 +12,7 @@
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/run/runner.hpp"
 #include "sim_core/run/scenario.hpp"
+#include "tests/support/host_gpus.hpp"
 
 using namespace mlsim;
 using namespace mlsim::commsched;
@@ -36,12 +37,7 @@ CommschedParams parse(json doc, int hosts = 4,
                       const std::vector<std::string>& gpus = {"V100-SXM2-32GB"}) {
   const Topology topo = build_topology(StarSpec{hosts, LinkSpec{Bandwidth{1.25e9}, Time::us(2)}});
   const HardwareCatalog catalog = shipped_gpus();
-  NodeHardware node_hardware(topo.nodes().size());
-  for (std::size_t h = 0; h < topo.hosts().size(); ++h) {
-    const GpuSpec& gpu = catalog.gpu(gpus[std::min(h, gpus.size() - 1)], "test");
-    node_hardware.set_host(topo.hosts()[h],
-                           HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
-  }
+  const NodeHardware node_hardware = mlsim::test::host_gpus(topo, catalog, gpus);
   JsonReader system(doc["system"], "system");
   JsonReader workload(doc["workload"], "workload");
   CommschedParams p =

@@ -6,17 +6,24 @@
 #include "gpu_fixtures.hpp"
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/hardware/cost_model.hpp"
 
 namespace mlsim {
 namespace {
 
-TEST(ProfileScaling, MemoryBoundShareByBandwidthTheRestByFp32Peak) {
-  const GpuSpec v = test::make_gpu("V", 0, 15.7, 900), a = test::make_gpu("A", 0, 19.5, 2039);
+// Forward 10 ms and backward 20 ms, moving 4.5e9 bytes forward (parameters and activation).
+LayerProfile layer_10_20() {
   LayerProfile l;
   l.forward_ms = 10;
   l.backward_ms = 20;
   l.parameters = Bytes{2'250'000'000};
   l.activation = Bytes{2'250'000'000};
+  return l;
+}
+
+TEST(ProfileScaling, MemoryBoundShareByBandwidthTheRestByFp32Peak) {
+  const GpuSpec v = test::make_gpu("V", 0, 15.7, 900), a = test::make_gpu("A", 0, 19.5, 2039);
+  const LayerProfile l = layer_10_20();
   // Forward: 4.5e9 bytes take 5 ms at 900 GB/s, half of 10 ms: 10 ms x (0.5 x 900/2039 + 0.5 x
   // 15.7/19.5) = 6.23261 ms. Backward: twice the bytes, 10 ms of 20: the same halves, 12.46522 ms.
   const auto s = layer_seconds_on(l, v, a, "v", "a");
@@ -36,11 +43,7 @@ TEST(ProfileScaling, MemoryBoundShareByBandwidthTheRestByFp32Peak) {
 
 TEST(ProfileScaling, EachHostGetsItsOwnGpusTimesOneTablePerGpuType) {
   const GpuSpec v = test::make_gpu("V", 0, 15.7, 900), a = test::make_gpu("A", 0, 19.5, 2039);
-  LayerProfile l;
-  l.forward_ms = 10;
-  l.backward_ms = 20;
-  l.parameters = Bytes{2'250'000'000};
-  l.activation = Bytes{2'250'000'000};
+  const LayerProfile l = layer_10_20();
   LayerProfile input;
   input.is_input = true;
   input.forward_ms = 100;
@@ -74,6 +77,27 @@ TEST(ProfileScaling, EachHostGetsItsOwnGpusTimesOneTablePerGpuType) {
     ADD_FAILURE() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("worker 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ProfileScaling, ATimeOfUnknownTrafficMovesByThePeakRatio) {
+  // A cluster trace's duration measured on V (FP32 15.7 TFLOPS): on A (19.5) it takes
+  // 15.7 / 19.5 = 0.805128 of the time, whatever the HBM bandwidths; on V itself exactly 1.
+  const GpuSpec v = test::make_gpu("V", 125, 15.7, 900), a = test::make_gpu("A", 312, 19.5, 2039);
+  EXPECT_DOUBLE_EQ(profiled_time_factor(v, a, Dtype::kFp32, "v", "a"), 15.7 / 19.5);
+  EXPECT_NEAR(profiled_time_factor(v, a, Dtype::kFp32, "v", "a"), 0.805128, 1e-6);
+  EXPECT_DOUBLE_EQ(profiled_time_factor(v, a, Dtype::kFp16, "v", "a"), 125.0 / 312.0);
+  EXPECT_DOUBLE_EQ(profiled_time_factor(v, v, Dtype::kFp32, "v", "v"), 1.0);
+  // As Compute prices ProfiledWork of one second measured on V without bytes.
+  CostModel costs;
+  EXPECT_DOUBLE_EQ(profiled_time_factor(v, a, Dtype::kFp32, "v", "a"),
+                   costs.seconds(ProfiledWork{1.0, &v, Dtype::kFp32, 0}, a));
+  // A format the measuring GPU lacks: InputError at its place, even toward itself.
+  try {
+    profiled_time_factor(v, v, Dtype::kFp8, "system.reference_gpu", "v");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("system.reference_gpu"), std::string::npos) << e.what();
   }
 }
 

@@ -12,6 +12,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/network/topology_spec.hpp"
+#include "tests/support/host_gpus.hpp"
 #include "tests/support/run_json.hpp"
 
 using namespace mlsim;
@@ -42,12 +43,7 @@ ClusterParams parse(json doc, const Topology& topology,
                     const NetworkSpec& network = NetworkSpec{},  // default: backend not named
                     const std::vector<std::string>& gpus = {"V100-SXM2-32GB"}) {
   HardwareCatalog hw = shipped_hardware();
-  NodeHardware node_hardware(topology.nodes().size());
-  for (std::size_t h = 0; h < topology.hosts().size(); ++h) {
-    const GpuSpec& gpu = hw.gpu(gpus[std::min(h, gpus.size() - 1)], "test");
-    node_hardware.set_host(topology.hosts()[h],
-                           HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
-  }
+  const NodeHardware node_hardware = mlsim::test::host_gpus(topology, hw, gpus);
   JsonReader system(doc["system"], "system");
   system.ignore("model");  // the runner's key
   JsonReader workload(doc["workload"], "workload");
