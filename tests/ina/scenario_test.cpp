@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 
 #include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_model.hpp"
@@ -444,4 +445,53 @@ TEST(InaScenario, ShippedTwoRackScenarioRunsThroughItsLinkFailures) {
   doc["workload"]["jobs"] = json::array({doc["workload"]["jobs"][0]});  // one job suffices
   const RunOutput plain = mlsim::test::run_json(doc, registries);
   EXPECT_EQ(plain.results.metrics().at("undelivered_packets"), 0);
+}
+
+// A synchronous job waits for its slowest worker, so DSA ranks a job by the slowest worker's
+// compute. Three AlexNet jobs, one after another (arrivals 0, 1 and 2 s; one iteration takes
+// well under 1 s): job 0 on two V100 hosts, job 1 on an A100 (its worker 0) and a V100, job 2 on
+// two A100s.
+// Their communication is the same (one profile), so job 1's intensity equals job 0's (its V100
+// is the slowest), and job 2's is job 0's times (compute on the V100 / compute on the A100), the
+// sums of their layer tables; the A100 being faster, job 2 is the more communication-intensive.
+TEST(InaScenario, AJobsIntensityIsItsSlowestWorkers) {
+  const Registries registries = mlsim::test::registries_with(register_ina);
+  json doc = json::parse(R"({
+    "name": "ina_mixed",
+    "include": ["../hardware/switches.json", "../hardware/gpus.json"],
+    "topology": {"kind": "star", "hosts": 9, "link": {"bandwidth": "100Gbps", "latency": "500ns"},
+                 "hardware": {"gpu": "V100-SXM2-32GB",
+                              "groups": [{"hosts": [3, 5, 6, 7, 8], "gpu": "A100-SXM4-40GB"}]}},
+    "system": {"model": "ina", "policy": "dsa", "switch": "tofino-32x100g-atp",
+               "burst_values": 992},
+    "workload": {"profiled_on": "V100-SXM2-32GB",
+                 "jobs": [{"model": "a", "profile": "../dnn/pipedream/alexnet/graph.txt",
+                           "workers": 2, "iterations": 1, "arrival": "0s"},
+                          {"model": "b", "profile": "../dnn/pipedream/alexnet/graph.txt",
+                           "workers": 2, "iterations": 1, "arrival": "1s"},
+                          {"model": "c", "profile": "../dnn/pipedream/alexnet/graph.txt",
+                           "workers": 2, "iterations": 1, "arrival": "2s"}]}})");
+  const RunOutput r = mlsim::test::run_json(doc, registries);
+  std::map<std::string, double> intensity;
+  std::map<std::string, std::string> gpus;
+  for (const json& j : r.results.details()["jobs"]) {
+    intensity[j["model"].get<std::string>()] = j["communication_intensity"].get<double>();
+    gpus[j["model"].get<std::string>()] = j["gpus"].get<std::string>();
+  }
+  ASSERT_EQ(intensity.size(), 3u);
+  EXPECT_EQ(gpus["b"], "A100-SXM4-40GB+V100-SXM2-32GB");
+  EXPECT_DOUBLE_EQ(intensity["b"], intensity["a"]);
+  // The two GPUs' iteration compute, from the tables the workers run.
+  const ClusterParams p = parse(
+      minimal(), star(9), NetworkSpec{},
+      {"V100-SXM2-32GB", "V100-SXM2-32GB", "V100-SXM2-32GB", "V100-SXM2-32GB", "A100-SXM4-40GB"});
+  auto compute = [](const LayerTimes& t) {
+    Time sum;
+    for (const OpTimes& op : t) sum += op.forward + op.backward;
+    return sum.seconds();
+  };
+  const double v100 = compute(*p.jobs[0].worker_times[0]);
+  const double a100 = compute(*p.jobs[2].worker_times[0]);
+  EXPECT_LT(a100, v100);
+  EXPECT_NEAR(intensity["c"] / intensity["a"], v100 / a100, 1e-12);
 }
