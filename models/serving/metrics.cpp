@@ -12,16 +12,28 @@ void ServingMetrics::on_dropped(const Request& r) {
   (void)r;
 }
 
+void ServingMetrics::on_rejected_context(const Request& r) {
+  ++rejected_context_;
+  on_dropped(r);
+}
+
+void ServingMetrics::on_output_capped(const Request& r, std::int32_t allowed) {
+  ++output_capped_;
+  output_tokens_cut_ += static_cast<std::uint64_t>(r.spec.output_tokens - allowed);
+}
+
 void ServingMetrics::on_completed(const Request& r, Time now) {
   ++completed_;
   const double ttft = (r.first_token - r.spec.arrival).seconds();
   const double e2e = (now - r.spec.arrival).seconds();
-  // Time per output token of the final answer (after its first token).
+  // Time per output token of the final answer (after its first token). Undefined for a one-token
+  // answer (no token follows the first): such requests are left out of the TPOT statistics and
+  // judged on the TTFT SLO alone, and counted (serving_requests_tpot_undefined).
   const Time answer_first = r.escalated ? r.answer_start : r.first_token;
-  const double tpot =
-      r.spec.output_tokens > 1 ? (now - answer_first).seconds() / (r.spec.output_tokens - 1) : 0.0;
+  const bool has_tpot = r.spec.output_tokens > 1;
+  const double tpot = has_tpot ? (now - answer_first).seconds() / (r.spec.output_tokens - 1) : 0.0;
   ttft_.add(ttft);
-  tpot_.add(tpot);
+  if (has_tpot) tpot_.add(tpot);
   e2e_.add(e2e);
   e2e_per_token_.add(e2e / r.spec.output_tokens);
   e2e_by_tier_.at(static_cast<std::size_t>(r.spec.tier)).add(e2e);
@@ -29,7 +41,12 @@ void ServingMetrics::on_completed(const Request& r, Time now) {
   tokens_generated_ += static_cast<std::uint64_t>(r.generated);
   preemptions_ += static_cast<std::uint64_t>(r.preemptions);
   if (r.escalated) ++escalated_;
-  if (ttft <= slo_.ttft.seconds() && tpot <= slo_.tpot.seconds()) ++slo_met_;
+  const bool ttft_ok = ttft <= slo_.ttft.seconds();
+  const bool tpot_ok = has_tpot && tpot <= slo_.tpot.seconds();
+  if (ttft_ok) ++ttft_met_;
+  if (tpot_ok) ++tpot_met_;
+  if (!has_tpot) ++tpot_undefined_;
+  if (ttft_ok && (tpot_ok || !has_tpot)) ++slo_met_;
 }
 
 void ServingMetrics::maybe_sample(Time now, std::int64_t in_system, std::int64_t waiting) {
@@ -44,6 +61,9 @@ void ServingMetrics::write(Results& out, Time makespan) const {
   out.set_metric("serving_requests_arrived", static_cast<double>(arrived_));
   out.set_metric("serving_requests_completed", static_cast<double>(completed_));
   out.set_metric("serving_requests_dropped", static_cast<double>(dropped_));
+  out.set_metric("serving_requests_rejected_context", static_cast<double>(rejected_context_));
+  out.set_metric("serving_requests_output_capped", static_cast<double>(output_capped_));
+  out.set_metric("serving_tokens_cut_by_context", static_cast<double>(output_tokens_cut_));
   out.set_metric("serving_requests_escalated", static_cast<double>(escalated_));
   out.set_metric("serving_preemptions", static_cast<double>(preemptions_));
   out.set_metric("serving_tokens_requested", static_cast<double>(tokens_requested_));
@@ -58,6 +78,14 @@ void ServingMetrics::write(Results& out, Time makespan) const {
   out.set_metric("serving_slo_attainment",
                  arrived_ ? static_cast<double>(slo_met_) / static_cast<double>(arrived_) : 0);
   out.set_summary("serving_ttft", ttft_.summary(), "_s");
+  // Like serving_slo_attainment, over every arrival (a dropped request meets no SLO).
+  out.set_metric("serving_slo_ttft_attainment",
+                 arrived_ ? static_cast<double>(ttft_met_) / static_cast<double>(arrived_) : 0);
+  // Over the requests whose TPOT is defined (two output tokens or more).
+  out.set_metric(
+      "serving_slo_tpot_attainment",
+      tpot_.count() ? static_cast<double>(tpot_met_) / static_cast<double>(tpot_.count()) : 0);
+  out.set_metric("serving_requests_tpot_undefined", static_cast<double>(tpot_undefined_));
   out.set_summary("serving_tpot", tpot_.summary(), "_s");
   out.set_summary("serving_e2e", e2e_.summary(), "_s");
   out.set_summary("serving_e2e_per_token", e2e_per_token_.summary(), "_s");

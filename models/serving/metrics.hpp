@@ -24,6 +24,10 @@ class ServingMetrics {
 
   void on_arrival() { ++arrived_; }
   void on_dropped(const Request& r);
+  // The prompt reaches the model's context limit: refused, reported dropped and counted apart.
+  void on_rejected_context(const Request& r);
+  // The output is cut to `allowed` tokens by the context limit (before it is served).
+  void on_output_capped(const Request& r, std::int32_t allowed);
   // The request's final answer is complete at `now`.
   void on_completed(const Request& r, Time now);
   // Total KV (and feature) bytes in use across replicas changed.
@@ -35,10 +39,16 @@ class ServingMetrics {
   std::uint64_t arrived() const { return arrived_; }
   std::uint64_t completed() const { return completed_; }
   std::uint64_t dropped() const { return dropped_; }
+  std::uint64_t rejected_context() const { return rejected_context_; }
+  std::uint64_t output_capped() const { return output_capped_; }
   std::uint64_t tokens_requested() const { return tokens_requested_; }
   std::uint64_t tokens_generated() const { return tokens_generated_; }
   const ExactQuantiles& e2e() const { return e2e_; }
   const ExactQuantiles& ttft() const { return ttft_; }
+  // Over requests with two output tokens or more (TPOT is undefined for one).
+  const ExactQuantiles& tpot() const { return tpot_; }
+  std::uint64_t slo_met() const { return slo_met_; }
+  std::uint64_t tpot_undefined() const { return tpot_undefined_; }
   double weight_bytes() const { return weight_bytes_; }
   const TimeAverage& kv_bytes() const { return kv_bytes_; }
 
@@ -51,6 +61,8 @@ class ServingMetrics {
   Time series_interval_;
   Time next_sample_ = Time::zero();
   std::uint64_t arrived_ = 0, completed_ = 0, dropped_ = 0, slo_met_ = 0, escalated_ = 0;
+  std::uint64_t ttft_met_ = 0, tpot_met_ = 0, tpot_undefined_ = 0;
+  std::uint64_t rejected_context_ = 0, output_capped_ = 0, output_tokens_cut_ = 0;
   std::uint64_t tokens_requested_ = 0, tokens_generated_ = 0, preemptions_ = 0;
   ExactQuantiles ttft_, tpot_, e2e_, e2e_per_token_;
   std::vector<ExactQuantiles> e2e_by_tier_;

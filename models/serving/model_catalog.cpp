@@ -48,6 +48,7 @@ TransformerShape parse_transformer_shape(JsonReader& r, const std::string& name)
   s.kv_heads = static_cast<int>(r.integer("kv_heads", 1, 1 << 12));
   s.ffn = static_cast<int>(r.integer("ffn", 1, 1 << 22));
   s.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
+  s.context = static_cast<std::int32_t>(r.integer("context", 1, 1 << 30));
   s.dtype = parse_dtype(r.string_or("dtype", "fp16"), r.path_of("dtype"));
   if (s.hidden % s.heads != 0)
     throw InputError(r.path_of("heads"), fmt::format("hidden ({}) must be a multiple of heads ({})",

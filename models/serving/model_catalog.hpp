@@ -7,6 +7,7 @@
 // cost model, the KV cache and the memory metrics all agree.
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -27,6 +28,9 @@ struct TransformerShape {
   int kv_heads = 0;  // == heads for multi-head attention, fewer for grouped-query attention
   int ffn = 0;       // intermediate size of the gated MLP
   int vocab = 0;
+  // Longest sequence (prompt plus output tokens) the model serves: config.json's
+  // max_position_embeddings. Catalog entries must give it; shapes built in code have no limit.
+  std::int32_t context = std::numeric_limits<std::int32_t>::max();
   Dtype dtype = Dtype::kFp16;
   std::string source;
 

@@ -36,6 +36,7 @@ void Replica::submit(Request& r) {
   r.generated = 0;
   r.answer_start = engine_.now();
   state_.waiting().push_back(&r);
+  state_.add_outstanding_tokens(r.outstanding_tokens());
   // Start on an event of its own at the current time, so that requests arriving at the same
   // instant join the same batch.
   if (!busy_ && !start_pending_) {
@@ -45,13 +46,6 @@ void Replica::submit(Request& r) {
       try_start();
     });
   }
-}
-
-std::int64_t Replica::outstanding_tokens() const {
-  std::int64_t n = 0;
-  for (const Request* r : state_.waiting()) n += r->outstanding_tokens();
-  for (const Request* r : state_.running()) n += r->outstanding_tokens();
-  return n;
 }
 
 void Replica::try_start() {
@@ -90,9 +84,11 @@ void Replica::complete_iteration() {
   bool any_done = false;
   for (auto& e : batch_.entries) {
     Request& r = *e.request;
+    const std::int64_t before = r.outstanding_tokens();
     r.cached += e.work.tokens;
+    if (e.work.samples) r.generated += 1;
+    state_.add_outstanding_tokens(r.outstanding_tokens() - before);
     if (!e.work.samples) continue;
-    r.generated += 1;
     if (r.first_token == Time::max()) {
       r.first_token = now;
       observer_.on_first_token(*this, r);
@@ -125,6 +121,7 @@ void Replica::finish_answer(Request& r) {
     probe.tier = r.spec.escalate_to;
     escalate_here = state_.fits_at_all(probe);
   }
+  state_.add_outstanding_tokens(-r.outstanding_tokens());  // zero: the answer is complete
   if (!escalate_here) {
     state_.release(r);
     observer_.on_answer_done(*this, r);
@@ -143,6 +140,7 @@ void Replica::finish_answer(Request& r) {
   r.generated = 0;
   r.answer_start = engine_.now();
   state_.waiting().push_front(&r);
+  state_.add_outstanding_tokens(r.outstanding_tokens());
 }
 
 }  // namespace mlsim::serving

@@ -72,8 +72,8 @@ class Replica {
   const ReplicaState& state() const { return state_; }
   const KvBlockPool& kv() const { return kv_; }
   // Prefill and output tokens still to process for the requests queued or running here (what the
-  // least-outstanding-tokens router balances). Linear in the queue length.
-  std::int64_t outstanding_tokens() const;
+  // least-outstanding-tokens router balances): a running total, O(1).
+  std::int64_t outstanding_tokens() const { return state_.outstanding_tokens(); }
   bool busy() const { return busy_; }
   // The batch of the iteration that just completed (valid inside on_iteration).
   const Batch& last_batch() const { return batch_; }

@@ -4,6 +4,7 @@
 // tokens and samples the first output token; each decode step feeds the last sampled token (its
 // KV is written) and samples the next. Preemption by recompute drops the KV and re-prefills the
 // prompt plus the tokens generated so far, then samples the next token.
+#include <algorithm>
 #include <cstdint>
 
 #include "sim_core/base/time.hpp"
@@ -42,8 +43,10 @@ struct Request {
   bool in_prefill() const { return cached < prefill_target; }
   bool done() const { return generated >= spec.output_tokens; }
   // Tokens still to produce, counting the prefill left: what "least outstanding tokens" routes on.
+  // Decode steps write KV past the prefill target, so the prefill part stops at zero (it once went
+  // negative and counted every decode step twice).
   std::int64_t outstanding_tokens() const {
-    return std::int64_t{prefill_target - cached} + (spec.output_tokens - generated);
+    return std::int64_t{std::max(0, prefill_target - cached)} + (spec.output_tokens - generated);
   }
 };
 

@@ -125,6 +125,8 @@ GeneratedSource::GeneratedSource(GeneratorParams params, RandomStream arrivals,
                                  RandomStream lengths)
     : params_(std::move(params)), arrivals_(arrivals), lengths_(lengths) {
   MLSIM_CHECK(params_.rate_per_s > 0 && params_.arrival_cv > 0, "bad generator parameters");
+  MLSIM_CHECK((params_.fixed_prompt > 0) == (params_.fixed_output > 0),
+              "fixed lengths: both or none");
 }
 
 std::optional<RequestSpec> GeneratedSource::next() {
@@ -139,8 +141,9 @@ std::optional<RequestSpec> GeneratedSource::next() {
                     : arrivals_.gamma(shape, 1.0 / (params_.rate_per_s * shape));
   }
   r.arrival = Time::from_seconds(clock_s_);
-  r.prompt_tokens = params_.lengths.prompt.draw(lengths_);
-  r.output_tokens = params_.lengths.output.draw(lengths_);
+  const bool fixed = params_.fixed_prompt > 0;
+  r.prompt_tokens = fixed ? params_.fixed_prompt : params_.lengths.prompt.draw(lengths_);
+  r.output_tokens = fixed ? params_.fixed_output : params_.lengths.output.draw(lengths_);
   ++produced_;
   return r;
 }

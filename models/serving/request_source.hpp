@@ -5,7 +5,7 @@
 //    ISCA'24; CSV TIMESTAMP, ContextTokens, GeneratedTokens) and turns the wall-clock timestamps
 //    (100 ns resolution) into offsets from the first request.
 //  - GeneratedSource draws Poisson or gamma inter-arrival times and log-normal prompt and output
-//    lengths (fitted to a trace with fit_lengths, or given).
+//    lengths (fitted to a trace with fit_lengths, or given), or fixed lengths.
 // Tiers are assigned afterwards by the serving system, so every source serves every study.
 #include <cstdint>
 #include <filesystem>
@@ -75,6 +75,9 @@ struct GeneratorParams {
   double arrival_cv = 1;
   std::int64_t count = 0;  // requests to generate
   LengthFit lengths;
+  // Fixed lengths for controlled studies: when > 0, every request has this many prompt (output)
+  // tokens and `lengths` is not used (no length draw is made).
+  std::int32_t fixed_prompt = 0, fixed_output = 0;
 };
 
 class GeneratedSource final : public RequestSource {

@@ -48,12 +48,14 @@ void ReplicaState::release(Request& r) {
 }
 
 void ReplicaState::preempt(Request& r) {
+  const std::int64_t before = r.outstanding_tokens();
   release(r);
   r.prefill_target = r.spec.prompt_tokens + r.generated;
   r.cached = 0;
   r.reused_layers = 0;  // the kept lower-tier KV is gone too
   r.preemptions += 1;
   ++preemptions_;
+  outstanding_tokens_ += r.outstanding_tokens() - before;
   auto it = std::find(running_.begin(), running_.end(), &r);
   MLSIM_CHECK(it != running_.end(), "preempting a request that is not running");
   running_.erase(it);

@@ -70,6 +70,15 @@ class ReplicaState {
   void add_decode(Batch& batch, Request& r) const;
 
   std::uint64_t preemptions() const { return preemptions_; }
+  // Static batches closed by max_batch_tokens with requests still waiting.
+  std::uint64_t batches_cut_by_token_limit() const { return token_limit_cuts_; }
+  void note_batch_cut_by_token_limit() { ++token_limit_cuts_; }
+
+  // Sum of outstanding_tokens() over the waiting and running requests, kept up to date by whoever
+  // changes a queued request's progress (the replica, and preempt() here), so that a router reads
+  // it in O(1) instead of walking the queues on every arrival.
+  std::int64_t outstanding_tokens() const { return outstanding_tokens_; }
+  void add_outstanding_tokens(std::int64_t delta) { outstanding_tokens_ += delta; }
 
  private:
   KvBlockPool& kv_;
@@ -80,6 +89,8 @@ class ReplicaState {
   std::deque<Request*> waiting_;
   std::vector<Request*> running_;
   std::uint64_t preemptions_ = 0;
+  std::uint64_t token_limit_cuts_ = 0;
+  std::int64_t outstanding_tokens_ = 0;
 };
 
 class BatchScheduler {

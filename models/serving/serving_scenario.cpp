@@ -218,14 +218,26 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   } else {
     s.workload.kind = WorkloadParams::Kind::kGenerator;
     auto g = w.object("generator");
+    g.only_keys({"rate", "arrival_cv", "count", "lengths_from", "prompt_tokens", "output_tokens"});
     auto& p = s.workload.generator;
     p.rate_per_s = g.number("rate", 1e-9, 1e9);
     p.arrival_cv = g.number_or("arrival_cv", 1.0, 1e-3, 100);
     p.count = g.integer("count", 1, std::int64_t{1} << 40);
-    const auto lengths = resolve(dir, g.string("lengths_from"));
-    if (!std::filesystem::exists(lengths))
-      throw InputError(g.path_of("lengths_from"), "no such file: " + lengths.string());
-    p.lengths = fit_lengths(lengths);
+    // Lengths: log-normal fitted to a trace, or fixed (controlled studies).
+    const bool fixed = g.has("prompt_tokens") || g.has("output_tokens");
+    if (fixed && g.has("lengths_from"))
+      throw InputError(g.path_of("lengths_from"),
+                       "give either \"lengths_from\" (a trace to fit) or \"prompt_tokens\" and "
+                       "\"output_tokens\" (fixed lengths), not both");
+    if (fixed) {
+      p.fixed_prompt = static_cast<std::int32_t>(g.integer("prompt_tokens", 1, 1 << 30));
+      p.fixed_output = static_cast<std::int32_t>(g.integer("output_tokens", 1, 1 << 30));
+    } else {
+      const auto lengths = resolve(dir, g.string("lengths_from"));
+      if (!std::filesystem::exists(lengths))
+        throw InputError(g.path_of("lengths_from"), "no such file: " + lengths.string());
+      p.lengths = fit_lengths(lengths);
+    }
     g.finish();
     w.ignore("trace");
     w.ignore("rate_scale");

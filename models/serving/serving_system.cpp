@@ -108,10 +108,8 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
     int serving = 0;
     for (const auto& dep : deployments_)
       if (dep.config.exit_layers[static_cast<std::size_t>(t)] > 0) ++serving;
-    if (serving != 1)
-      throw InputError(
-          "system.deployments",
-          fmt::format("tier {} must be served by exactly one deployment, found {}", t, serving));
+    // The scenario parser builds one deployment per tier (separate) or one for all (MFS).
+    MLSIM_CHECK(serving == 1, "every tier must be served by exactly one deployment");
   }
 }
 
@@ -122,9 +120,9 @@ void ServingSystem::start() {
   schedule_next_arrival();
 }
 
-void ServingSystem::schedule_next_arrival() {
+std::optional<RequestSpec> ServingSystem::pull_next_arrival() {
   auto spec = source_->next();
-  if (!spec) return;
+  if (!spec) return spec;
   ++consumed_;
   // Both draws are made for every request, so the tier of request i and whether it escalates do
   // not depend on anything but the seed (the same workload for every variant).
@@ -141,14 +139,33 @@ void ServingSystem::schedule_next_arrival() {
   }
   spec->escalate_to =
       spec->tier + 1 < config_.tiers && e < config_.escalation_probability ? spec->tier + 1 : -1;
+  return spec;
+}
+
+void ServingSystem::schedule_next_arrival() {
+  auto spec = pull_next_arrival();
+  if (!spec) return;
   const Time at = std::max(spec->arrival, engine_.now());
-  engine_.schedule_at(at, [this, s = *spec] {
-    Request& r = new_request(s);
+  engine_.schedule_at(at, [this, s = *spec] { arrive(s); });
+}
+
+void ServingSystem::arrive(const RequestSpec& first) {
+  // Every request arriving at this instant is dispatched in this one event, before the start
+  // event a replica schedules for the current time runs: a burst is batched together. (With one
+  // event per arrival the first request of a burst started alone, since the next arrival's event
+  // was scheduled only after the replica's start.)
+  std::optional<RequestSpec> spec = first;
+  while (spec) {
+    Request& r = new_request(*spec);
     metrics_.on_arrival();
     ++in_system_;
     dispatch(r);
-    schedule_next_arrival();
-  });
+    spec = pull_next_arrival();
+    if (spec && spec->arrival > engine_.now()) {
+      engine_.schedule_at(spec->arrival, [this, s = *spec] { arrive(s); });
+      return;
+    }
+  }
 }
 
 Request& ServingSystem::new_request(const RequestSpec& spec) {
@@ -174,6 +191,19 @@ void ServingSystem::retire(Request& r) {
 void ServingSystem::dispatch(Request& r) {
   for (auto& dep : deployments_) {
     if (dep.config.exit_layers[static_cast<std::size_t>(r.tier)] == 0) continue;
+    // The model's context limit, as vLLM applies max_model_len: a prompt that leaves no room for
+    // one output token is refused (reported dropped, counted apart); an output that would run
+    // past the limit stops there (counted).
+    const std::int32_t context = dep.config.model.context;
+    if (r.spec.prompt_tokens >= context) {
+      metrics_.on_rejected_context(r);
+      retire(r);
+      return;
+    }
+    if (r.spec.output_tokens > context - r.spec.prompt_tokens) {
+      metrics_.on_output_capped(r, context - r.spec.prompt_tokens);
+      r.spec.output_tokens = context - r.spec.prompt_tokens;
+    }
     dep.router->pick(dep.replicas).submit(r);
     return;
   }
@@ -238,17 +268,19 @@ void ServingSystem::finish(Results& out) const {
                                static_cast<double>(dep.model.kv_bytes_per_token_layer());
     const double util = makespan.count_ns() > 0 ? r.busy_seconds() / makespan.seconds() : 0;
     out.set_metric("serving_utilisation_" + r.name(), util);
-    per_replica.push_back({{"name", r.name()},
-                           {"model", dep.model.name},
-                           {"tp", dep.tp},
-                           {"scheduler", dep.scheduler},
-                           {"utilisation", util},
-                           {"iterations", r.iterations()},
-                           {"tokens_processed", r.tokens_processed()},
-                           {"preemptions", r.preemptions()},
-                           {"kv_capacity_bytes", static_cast<double>(r.kv().total()) * block_bytes},
-                           {"kv_peak_bytes", static_cast<double>(r.kv().peak()) * block_bytes},
-                           {"kv_mean_bytes", r.kv_usage().average(makespan) * block_bytes}});
+    per_replica.push_back(
+        {{"name", r.name()},
+         {"model", dep.model.name},
+         {"tp", dep.tp},
+         {"scheduler", dep.scheduler},
+         {"utilisation", util},
+         {"iterations", r.iterations()},
+         {"tokens_processed", r.tokens_processed()},
+         {"preemptions", r.preemptions()},
+         {"static_batches_cut_by_max_batch_tokens", r.state().batches_cut_by_token_limit()},
+         {"kv_capacity_bytes", static_cast<double>(r.kv().total()) * block_bytes},
+         {"kv_peak_bytes", static_cast<double>(r.kv().peak()) * block_bytes},
+         {"kv_mean_bytes", r.kv_usage().average(makespan) * block_bytes}});
   }
 }
 

@@ -9,6 +9,7 @@
 //    the prompt's KV below the lower exit and prefills only above it from stored exit features.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,7 +92,11 @@ class ServingSystem final : public ReplicaObserver {
     std::vector<Replica*> replicas;
     std::unique_ptr<Router> router;
   };
+  // The next request of the source with its tier and escalation drawn; nothing when exhausted.
+  std::optional<RequestSpec> pull_next_arrival();
   void schedule_next_arrival();
+  // Dispatches `first` and every following request that arrives at the same instant.
+  void arrive(const RequestSpec& first);
   void dispatch(Request& r);
   Request& new_request(const RequestSpec& spec);
   void retire(Request& r);

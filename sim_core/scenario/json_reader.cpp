@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "sim_core/base/error.hpp"
 
 namespace mlsim {
@@ -295,6 +297,17 @@ void JsonReader::finish() {
     std::string known;
     for (const auto& r : read_) known += (known.empty() ? "" : ", ") + r;
     fail(k, fmt::format("unknown key (known keys here: {})", known.empty() ? "none" : known));
+  }
+}
+
+void JsonReader::only_keys(std::initializer_list<std::string_view> known) const {
+  for (auto it = j_->begin(); it != j_->end(); ++it) {
+    const std::string& k = it.key();
+    if (k == "comment" || (!k.empty() && k[0] == '_')) continue;
+    if (std::find(known.begin(), known.end(), std::string_view(k)) != known.end()) continue;
+    std::string list;
+    for (const auto& n : known) list += (list.empty() ? "" : ", ") + std::string(n);
+    fail(k, fmt::format("unknown key (known keys here: {})", list));
   }
 }
 

@@ -88,6 +88,10 @@ class JsonReader {
   // or declared. Keys starting with "_" and the key "comment" are always allowed (annotations,
   // sources of calibrated numbers).
   void finish();
+  // Throws InputError for the first key not in `known` (annotations allowed as in finish()), before
+  // anything is read: a misspelt key is then named as unknown, not as the key it was meant to be
+  // reported missing.
+  void only_keys(std::initializer_list<std::string_view> known) const;
 
  private:
   nlohmann::json& at(std::string_view key);  // required: InputError when missing

@@ -1,6 +1,7 @@
 // Invariants over randomised workloads, for every scheduler, router and serving mode: every
 // request finishes or is reported dropped; the KV pool never holds more blocks than its budget
-// and is empty at the end; the tokens generated equal the tokens requested.
+// and is empty at the end; the tokens generated equal the tokens requested; the router's running
+// total of outstanding tokens equals the walk over the queues after every event.
 #include <gtest/gtest.h>
 
 #include "models/serving/serving_system.hpp"
@@ -89,10 +90,16 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
                     std::make_unique<RandomSource>(7, n, 1500, 300), RandomStream(1, "tiers"),
                     RandomStream(1, "esc"));
   // KV budget checked after every scheduling decision of every replica.
-  std::int64_t violations = 0;
+  // The router's running total of outstanding tokens equals the walk over the queues.
+  std::int64_t violations = 0, load_mismatches = 0;
   engine.set_periodic_hook(1, [&](Engine&) {
-    for (const auto& r : sys.replicas())
+    for (const auto& r : sys.replicas()) {
       if (r->kv().used() > r->kv().total()) ++violations;
+      std::int64_t walk = 0;
+      for (const Request* q : r->state().waiting()) walk += q->outstanding_tokens();
+      for (const Request* q : r->state().running()) walk += q->outstanding_tokens();
+      if (walk != r->outstanding_tokens()) ++load_mismatches;
+    }
   });
   sys.start();
   engine.run();
@@ -102,6 +109,7 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   EXPECT_EQ(sys.in_system(), 0);
   EXPECT_EQ(mt.tokens_generated(), mt.tokens_requested());
   EXPECT_EQ(violations, 0);
+  EXPECT_EQ(load_mismatches, 0);
   for (const auto& r : sys.replicas()) {
     EXPECT_LE(r->kv().peak(), r->kv().total());
     EXPECT_EQ(r->kv().used(), 0) << r->name();

@@ -184,6 +184,22 @@ TEST(StaticBatching, LaterArrivalWaitsForTheWholeBatch) {
   EXPECT_EQ(h.rec.steps[3].work, (W{{3, 2, false}}));
 }
 
+// Static batching with max_batch_tokens 6: A (prompt 3) is admitted; B (prompt 5) would bring the
+// batch to 8 > 6 tokens, so the batch closes (counted) and B waits for the whole batch:
+//   1: prefill A(3)   2: decode A (done)   3: prefill B(5) (done)
+TEST(StaticBatching, TokenLimitClosesTheBatchAndIsCounted) {
+  const auto m = one_layer();
+  Harness h(m, 1000, 16, "static", BatchLimits{256, 6});
+  h.add(1, Time::zero(), 3, 2);
+  h.add(2, Time::zero(), 5, 1);
+  h.engine.run();
+  ASSERT_EQ(h.rec.steps.size(), 3u);
+  EXPECT_EQ(h.rec.steps[0].work, (W{{1, 3, false}}));
+  EXPECT_EQ(h.rec.steps[1].work, (W{{1, 1, true}}));
+  EXPECT_EQ(h.rec.steps[2].work, (W{{2, 5, false}}));
+  EXPECT_EQ(h.replica->state().batches_cut_by_token_limit(), 1u);
+}
+
 // Chunked prefill with a 4-token budget: decodes first, then prefill chunks.
 //   1: A(prompt 6) chunk 4                      2: A chunk 2 (samples), B(prompt 3) chunk 2
 //   3: decode A, B chunk 1 (samples)            4: decode A, decode B
