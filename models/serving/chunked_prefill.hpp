@@ -31,7 +31,7 @@ class ChunkedPrefill final : public BatchScheduler {
            static_cast<std::int32_t>(running.size()) < s.limits().max_requests) {
       Request* r = waiting.front();
       // KV for the whole prompt is reserved at admission, so a started prefill never stalls.
-      if (!s.reserve(*r, r->prefill_target)) break;
+      if (!s.admit(*r, r->prefill_target, s.prefix_hit_tokens(*r))) break;
       waiting.pop_front();
       running.push_back(r);
       const auto chunk =

@@ -18,10 +18,11 @@ class ContinuousBatching final : public BatchScheduler {
     while (!waiting.empty() &&
            static_cast<std::int32_t>(running.size()) < s.limits().max_requests) {
       Request* r = waiting.front();
-      const std::int32_t need = r->prefill_target - r->cached;
+      const std::int32_t hit = s.prefix_hit_tokens(*r);  // prefill the prefix cache saves
+      const std::int32_t need = r->prefill_target - r->cached - hit;
       // The first prompt of a batch is admitted even above the token budget (it must run).
       if (!batch.empty() && batch.tokens + need > s.limits().max_tokens) break;
-      if (!s.reserve(*r, r->prefill_target)) break;
+      if (!s.admit(*r, r->prefill_target, hit)) break;
       waiting.pop_front();
       running.push_back(r);
       s.add_prefill(batch, *r, need);

@@ -31,7 +31,11 @@ ServingPolicies build() {
       .add("least_outstanding_tokens",
            "the replica with the fewest prefill and output tokens still to process",
            make<LeastOutstandingTokensRouter>())
-      .add("round_robin", "replicas in turn", make<RoundRobinRouter>());
+      .add("round_robin", "replicas in turn", make<RoundRobinRouter>())
+      .add("prefix_affinity",
+           "the replica caching the longest prefix of the prompt, then the fewest outstanding "
+           "tokens",
+           make<PrefixAffinityRouter>());
   p.modes
       .add("separate", "each family member served by its own deployment", DeploymentMode::kSeparate)
       .add("mfs",

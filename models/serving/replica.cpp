@@ -24,6 +24,11 @@ Replica::Replica(Engine& engine, Compute& compute, ReplicaConfig config,
   MLSIM_CHECK(static_cast<int>(config_.gpus.size()) == config_.tp,
               "a replica needs one host per GPU");
   kv_usage_.set(engine_.now(), 0);
+  if (config_.prefix_block_tokens > 0) {
+    const std::int32_t bt = config_.prefix_block_tokens;
+    MLSIM_CHECK(bt % kv_.block_tokens() == 0, "prefix blocks must be whole KV blocks");
+    state_.enable_prefix_cache(bt, kv_.blocks_for(bt, state_.depth()));
+  }
 }
 
 void Replica::submit(Request& r) {
@@ -88,6 +93,8 @@ void Replica::complete_iteration() {
     r.cached += e.work.tokens;
     if (e.work.samples) r.generated += 1;
     state_.add_outstanding_tokens(r.outstanding_tokens() - before);
+    // A completed prefill hands its full prompt blocks to the prefix cache (when on).
+    if (e.work.samples && !e.work.decode) state_.publish_prefix(r);
     if (!e.work.samples) continue;
     if (r.first_token == Time::max()) {
       r.first_token = now;

@@ -50,6 +50,9 @@ struct ReplicaConfig {
   Time sampling_pass_overhead;
   // MFS: an escalated request continues here, reusing its prompt's KV of the lower tier's layers.
   bool reuse_across_tiers = false;
+  // Prefix caching: tokens per content-identified block (the request source's, Mooncake: 512); 0
+  // is off. A multiple of the KV pool's block size; the replica must serve one depth.
+  std::int32_t prefix_block_tokens = 0;
 };
 
 class Replica {
@@ -74,6 +77,10 @@ class Replica {
   // Prefill and output tokens still to process for the requests queued or running here (what the
   // least-outstanding-tokens router balances): a running total, O(1).
   std::int64_t outstanding_tokens() const { return state_.outstanding_tokens(); }
+  // Prompt tokens of `spec` this replica's prefix cache holds (0 when prefix caching is off).
+  std::int32_t cached_prefix_tokens(const RequestSpec& spec) const {
+    return state_.cached_prefix_tokens(spec);
+  }
   bool busy() const { return busy_; }
   // The batch of the iteration that just completed (valid inside on_iteration).
   const Batch& last_batch() const { return batch_; }

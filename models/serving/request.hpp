@@ -6,6 +6,7 @@
 // prompt plus the tokens generated so far, then samples the next token.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "sim_core/base/time.hpp"
 
@@ -19,6 +20,9 @@ struct RequestSpec {
   std::int32_t tier = 0;           // target tier of the model family (0 = smallest)
   // After answering at `tier`, the answer is escalated and re-generated at this tier (-1: none).
   std::int32_t escalate_to = -1;
+  // Content ids of the prompt's blocks (Mooncake's hash_ids: one per block of the source's
+  // hash_block_tokens, the last one possibly partial); empty when the source has none.
+  std::vector<std::uint64_t> block_hashes;
 };
 
 struct Request {
@@ -37,6 +41,9 @@ struct Request {
   std::int64_t kv_blocks = 0;       // layer-blocks held in the replica's KV pool
   std::int64_t feature_blocks = 0;  // layer-block equivalents held for exit-layer features
   std::int32_t preemptions = 0;
+  // Prefix caching: the first `shared_blocks` blocks of spec.block_hashes are the replica's cached
+  // blocks this request references (its KV there is shared, not in kv_blocks).
+  std::int32_t shared_blocks = 0;
   Time first_token = Time::max();  // of the first answer; TTFT = first_token - arrival
   Time answer_start;               // when the current answer was dispatched
 

@@ -4,6 +4,8 @@
 //  - AzureTraceSource streams the Azure LLM inference traces 2023 (Patel et al., Splitwise,
 //    ISCA'24; CSV TIMESTAMP, ContextTokens, GeneratedTokens) and turns the wall-clock timestamps
 //    (100 ns resolution) into offsets from the first request.
+//  - MooncakeTraceSource streams Mooncake's JSON-lines traces (Qin et al., FAST'25), with the
+//    prompts' block content ids (hash_ids) for prefix caching.
 //  - GeneratedSource draws Poisson or gamma inter-arrival times and log-normal prompt and output
 //    lengths (fitted to a trace with fit_lengths, or given), or fixed lengths.
 // Tiers are assigned afterwards by the serving system, so every source serves every study.
@@ -25,6 +27,9 @@ class RequestSource {
   virtual std::optional<RequestSpec> next() = 0;
   // Number of requests this source will yield, when known (for progress); -1 otherwise.
   virtual std::int64_t expected_count() const { return -1; }
+  // Tokens per block of RequestSpec::block_hashes (content ids for prefix caching); 0 when the
+  // source gives none.
+  virtual std::int32_t hash_block_tokens() const { return 0; }
 };
 
 // "2023-11-16 18:15:46.6805900" -> nanoseconds since 1970-01-01 (UTC, proleptic Gregorian).
@@ -53,6 +58,32 @@ class AzureTraceSource final : public RequestSource {
   std::int64_t line_no_ = 0;
   std::uint64_t next_id_ = 0;
   std::optional<std::int64_t> first_ns_;
+};
+
+// Mooncake's trace format (kvcache-ai/Mooncake, FAST25-release/traces, e.g. synthetic_trace.jsonl):
+// one JSON object per line with "timestamp" (milliseconds from the trace's start), "input_length",
+// "output_length" and "hash_ids" (one content id per 512-token block of the prompt, the last block
+// possibly partial; equal ids mean equal prefix blocks). Streamed line by line; memory holds one
+// line. Zero lengths are read as 1 token, as in the Azure reader. Other keys are errors.
+class MooncakeTraceSource final : public RequestSource {
+ public:
+  static constexpr std::int32_t kBlockTokens = 512;  // Mooncake's block of hash_ids
+  MooncakeTraceSource(const std::filesystem::path& file, double rate_scale = 1.0,
+                      std::int64_t limit = -1, std::string json_path = "workload.trace");
+  std::optional<RequestSpec> next() override;
+  std::int32_t hash_block_tokens() const override { return kBlockTokens; }
+
+ private:
+  std::optional<RequestSpec> read_next();
+
+  std::filesystem::path file_;
+  std::string json_path_;
+  std::ifstream in_;
+  double rate_scale_;
+  std::int64_t limit_;
+  std::int64_t line_no_ = 0;
+  std::uint64_t next_id_ = 0;
+  std::int64_t last_ms_ = 0;
 };
 
 struct LogNormal {

@@ -1,6 +1,7 @@
 #include "models/serving/scheduler.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "sim_core/base/error.hpp"
 
@@ -30,7 +31,14 @@ bool ReplicaState::serves(std::int32_t tier) const {
 
 bool ReplicaState::reserve(Request& r, std::int64_t tokens) {
   r.kv_layers = exit_layer(r.tier);
-  if (!kv_.resize(r.kv_blocks, kv_.blocks_for(tokens, r.kv_layers))) return false;
+  const std::int64_t shared = prefix_ ? r.shared_blocks * prefix_->layer_blocks_per_block() : 0;
+  const std::int64_t want = std::max<std::int64_t>(0, kv_.blocks_for(tokens, r.kv_layers) - shared);
+  if (!kv_.resize(r.kv_blocks, want)) {
+    // Unreferenced cached blocks give way before anything else does.
+    if (!prefix_ || !prefix_->make_room(want - r.kv_blocks)) return false;
+    const bool ok = kv_.resize(r.kv_blocks, want);
+    MLSIM_CHECK(ok, "the prefix cache made room");
+  }
   // A request below the top tier keeps its prompt's hidden states at its exit, so that an
   // escalation can continue the prompt's prefill above that layer without recomputing below it.
   if (feature_layers_ > 0 && r.tier < top_tier_ && r.feature_blocks == 0) {
@@ -45,6 +53,59 @@ bool ReplicaState::reserve(Request& r, std::int64_t tokens) {
 void ReplicaState::release(Request& r) {
   (void)kv_.resize(r.kv_blocks, 0);
   (void)kv_.resize(r.feature_blocks, 0);
+  if (r.shared_blocks > 0) {
+    prefix_->release(
+        std::span(r.spec.block_hashes).first(static_cast<std::size_t>(r.shared_blocks)));
+    r.shared_blocks = 0;
+  }
+}
+
+void ReplicaState::enable_prefix_cache(std::int32_t block_tokens, std::int64_t layer_blocks) {
+  MLSIM_CHECK(feature_layers_ == 0 && std::count_if(exit_layers_.begin(), exit_layers_.end(),
+                                                    [](std::int32_t e) { return e > 0; }) == 1,
+              "prefix caching with MFS tiers is not modelled");
+  prefix_ = std::make_unique<PrefixCache>(kv_, block_tokens, layer_blocks);
+}
+
+std::int32_t ReplicaState::prefix_hit_tokens(const Request& r) const {
+  if (!prefix_ || r.cached > 0 || r.shared_blocks > 0 || r.spec.block_hashes.empty()) return 0;
+  const std::int32_t bt = prefix_->block_tokens();
+  const std::int32_t full = std::min(r.spec.prompt_tokens, r.prefill_target - 1) / bt;
+  return prefix_->match(r.spec.block_hashes, full) * bt;
+}
+
+std::int32_t ReplicaState::cached_prefix_tokens(const RequestSpec& spec) const {
+  if (!prefix_ || spec.block_hashes.empty()) return 0;
+  const std::int32_t bt = prefix_->block_tokens();
+  return prefix_->match(spec.block_hashes, spec.prompt_tokens / bt) * bt;
+}
+
+bool ReplicaState::admit(Request& r, std::int64_t tokens, std::int32_t hit_tokens) {
+  if (!prefix_) return reserve(r, tokens);
+  const std::int32_t n = hit_tokens / prefix_->block_tokens();
+  const auto hit = std::span(r.spec.block_hashes).first(static_cast<std::size_t>(n));
+  prefix_->acquire(hit);  // first, so that making room for the rest cannot evict them
+  r.shared_blocks = n;
+  if (!reserve(r, tokens)) {
+    prefix_->release(hit);
+    r.shared_blocks = 0;
+    return false;
+  }
+  r.cached += hit_tokens;
+  outstanding_tokens_ -= hit_tokens;
+  prefix_lookup_tokens_ += r.prefill_target;
+  prefix_hit_tokens_ += hit_tokens;
+  if (hit_tokens > 0) ++prefix_hit_requests_;
+  return true;
+}
+
+void ReplicaState::publish_prefix(Request& r) {
+  if (!prefix_) return;
+  const auto full = std::min<std::int64_t>(r.spec.prompt_tokens / prefix_->block_tokens(),
+                                           static_cast<std::int64_t>(r.spec.block_hashes.size()));
+  for (std::int64_t i = r.shared_blocks; i < full; ++i)
+    prefix_->publish(r.spec.block_hashes[static_cast<std::size_t>(i)], r.kv_blocks);
+  r.shared_blocks = static_cast<std::int32_t>(std::max<std::int64_t>(r.shared_blocks, full));
 }
 
 void ReplicaState::preempt(Request& r) {

@@ -11,6 +11,7 @@
 
 #include "models/serving/compute_model.hpp"
 #include "models/serving/kv_cache.hpp"
+#include "models/serving/prefix_cache.hpp"
 #include "models/serving/request.hpp"
 
 namespace mlsim::serving {
@@ -54,9 +55,34 @@ class ReplicaState {
   const BatchLimits& limits() const { return limits_; }
   std::int32_t exit_layer(std::int32_t tier) const;
   bool serves(std::int32_t tier) const;
+  // Layers of the deepest tier served here.
+  std::int32_t depth() const { return exit_layers_[static_cast<std::size_t>(top_tier_)]; }
 
-  // Grows (or keeps) the request's KV to hold `tokens` tokens of its tier; false if no room.
+  // Grows (or keeps) the request's KV to hold `tokens` tokens of its tier (evicting unreferenced
+  // prefix-cache blocks when the pool is short); false if no room.
   [[nodiscard]] bool reserve(Request& r, std::int64_t tokens);
+
+  // Prefix caching (off unless enabled): blocks of `block_tokens` tokens, each `layer_blocks` of
+  // the pool. The replica must serve one depth (no MFS tiers).
+  void enable_prefix_cache(std::int32_t block_tokens, std::int64_t layer_blocks);
+  const PrefixCache* prefix_cache() const { return prefix_.get(); }
+  // Prompt tokens of a waiting request (nothing computed yet) that the cache already holds: its
+  // longest run of cached leading full blocks, leaving at least one token to compute (the prefill
+  // must produce the logits of the last one).
+  std::int32_t prefix_hit_tokens(const Request& r) const;
+  // Prompt tokens of `spec` whose full blocks lead the cache (0 when off): what a cache-aware
+  // router compares.
+  std::int32_t cached_prefix_tokens(const RequestSpec& spec) const;
+  // Admits a waiting request: references the `hit_tokens` of cached prefix (from
+  // prefix_hit_tokens, just before), reserves KV for `tokens` tokens and marks the hit computed.
+  // False (and nothing changed) if the KV does not fit.
+  [[nodiscard]] bool admit(Request& r, std::int64_t tokens, std::int32_t hit_tokens);
+  // After a request's prefill completes: its full prompt blocks not yet shared go to the cache.
+  void publish_prefix(Request& r);
+  // Prompt tokens of admitted prefills, and those found in the cache (prefill saved).
+  std::int64_t prefix_lookup_tokens() const { return prefix_lookup_tokens_; }
+  std::int64_t prefix_hit_tokens_total() const { return prefix_hit_tokens_; }
+  std::uint64_t prefix_hit_requests() const { return prefix_hit_requests_; }
   // Releases all of the request's KV (and stored features).
   void release(Request& r);
   // Preemption by recompute: releases the KV, rewinds progress so that the prompt and the tokens
@@ -91,6 +117,9 @@ class ReplicaState {
   std::uint64_t preemptions_ = 0;
   std::uint64_t token_limit_cuts_ = 0;
   std::int64_t outstanding_tokens_ = 0;
+  std::unique_ptr<PrefixCache> prefix_;
+  std::int64_t prefix_lookup_tokens_ = 0, prefix_hit_tokens_ = 0;
+  std::uint64_t prefix_hit_requests_ = 0;
 };
 
 class BatchScheduler {

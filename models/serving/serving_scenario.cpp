@@ -85,6 +85,8 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
       serving_policies().routers.choose_or(sys, "router", "least_outstanding_tokens").name;
   c.block_tokens = static_cast<std::int32_t>(sys.integer_or("block_tokens", 16, 1, 4096));
   c.gpu_memory_utilization = sys.number_or("gpu_memory_utilization", 0.9, 0.01, 1.0);
+  c.prefix_caching = sys.boolean_or("prefix_caching", false);
+  const std::string prefix_path = sys.path_of("prefix_caching");
   // The engine's per-iteration framework overhead: a catalog entry with its source, or a duration.
   if (sys.has("engine")) {
     c.iteration_overhead =
@@ -209,6 +211,9 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   if (kind == "trace") {
     s.workload.kind = WorkloadParams::Kind::kTrace;
     s.workload.trace = resolve(dir, w.string("trace"));
+    s.workload.format = w.choice_or("format", {"azure", "mooncake"}, "azure") == "mooncake"
+                            ? WorkloadParams::Format::kMooncake
+                            : WorkloadParams::Format::kAzure;
     s.workload.rate_scale = w.number_or("rate_scale", 1.0, 1e-6, 1e6);
     s.workload.limit = w.integer_or("limit", -1, -1, std::int64_t{1} << 40);
     // Opened now (and again at the start) so that a missing file or a folder is an input error
@@ -242,6 +247,7 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     w.ignore("trace");
     w.ignore("rate_scale");
     w.ignore("limit");
+    w.ignore("format");
   }
   if (w.has("tier_mix")) {
     c.tier_mix = w.numbers("tier_mix", 0, 1);
@@ -257,6 +263,23 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     throw InputError(w.path_of("tier_mix"), fmt::format("fractions must sum to 1, got {}", sum));
   c.escalation_probability = w.number_or("escalation_probability", 0.0, 0.0, 1.0);
   w.finish();
+  if (c.prefix_caching) {
+    const bool hashes = s.workload.kind == WorkloadParams::Kind::kTrace &&
+                        s.workload.format == WorkloadParams::Format::kMooncake;
+    if (!hashes)
+      throw InputError(prefix_path,
+                       "prefix caching needs the prompts' block content ids: a "
+                       "Mooncake trace (workload.format \"mooncake\")");
+    if (mode == DeploymentMode::kMfs)
+      throw InputError(prefix_path,
+                       "prefix caching with MFS tiers (KV of different depths) is not modelled; "
+                       "use mode \"separate\"");
+    if (MooncakeTraceSource::kBlockTokens % c.block_tokens != 0)
+      throw InputError(prefix_path,
+                       fmt::format("the trace's {}-token blocks must be whole KV blocks of "
+                                   "system.block_tokens ({})",
+                                   MooncakeTraceSource::kBlockTokens, c.block_tokens));
+  }
   return s;
 }
 
@@ -264,6 +287,11 @@ std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std:
   if (w.kind == WorkloadParams::Kind::kTrace) {
     // The run streams the trace; reading it through once now makes a bad line an input error
     // of the prepare step (and of `mlsim validate`), not of the middle of the run.
+    if (w.format == WorkloadParams::Format::kMooncake) {
+      for (MooncakeTraceSource scan(w.trace, w.rate_scale, w.limit); scan.next();) {
+      }
+      return std::make_unique<MooncakeTraceSource>(w.trace, w.rate_scale, w.limit);
+    }
     for (AzureTraceSource scan(w.trace, w.rate_scale, w.limit); scan.next();) {
     }
     return std::make_unique<AzureTraceSource>(w.trace, w.rate_scale, w.limit);

@@ -90,6 +90,11 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       rc.multi_level_sampling = d.multi_level_sampling;
       rc.sampling_pass_overhead = config_.sampling_pass_overhead;
       rc.reuse_across_tiers = d.mfs;
+      if (config_.prefix_caching) {
+        rc.prefix_block_tokens = source_->hash_block_tokens();
+        MLSIM_CHECK(rc.prefix_block_tokens > 0 && !d.mfs,
+                    "prefix caching needs block hashes and a single-depth deployment");
+      }
       auto replica = std::make_unique<Replica>(
           engine_, compute_, std::move(rc),
           std::make_unique<IterationCostModel>(d.model, d.tp, timer_, cost_exits(d),
@@ -146,29 +151,34 @@ void ServingSystem::schedule_next_arrival() {
   auto spec = pull_next_arrival();
   if (!spec) return;
   const Time at = std::max(spec->arrival, engine_.now());
-  engine_.schedule_at(at, [this, s = *spec] { arrive(s); });
+  pending_ = std::move(*spec);
+  engine_.schedule_at(at, [this] { arrive(); });
 }
 
-void ServingSystem::arrive(const RequestSpec& first) {
+void ServingSystem::arrive() {
   // Every request arriving at this instant is dispatched in this one event, before the start
   // event a replica schedules for the current time runs: a burst is batched together. (With one
   // event per arrival the first request of a burst started alone, since the next arrival's event
   // was scheduled only after the replica's start.)
-  std::optional<RequestSpec> spec = first;
+  // The pending spec (with its block hashes) is held here, not in the event, and moved into the
+  // request: memory follows the requests in flight.
+  std::optional<RequestSpec> spec = std::move(pending_);
   while (spec) {
-    Request& r = new_request(*spec);
+    Request& r = new_request(std::move(*spec));
     metrics_.on_arrival();
     ++in_system_;
     dispatch(r);
     spec = pull_next_arrival();
     if (spec && spec->arrival > engine_.now()) {
-      engine_.schedule_at(spec->arrival, [this, s = *spec] { arrive(s); });
+      const Time at = spec->arrival;
+      pending_ = std::move(*spec);
+      engine_.schedule_at(at, [this] { arrive(); });
       return;
     }
   }
 }
 
-Request& ServingSystem::new_request(const RequestSpec& spec) {
+Request& ServingSystem::new_request(RequestSpec spec) {
   Request* r;
   if (free_.empty()) {
     pool_.push_back(std::make_unique<Request>());
@@ -178,8 +188,8 @@ Request& ServingSystem::new_request(const RequestSpec& spec) {
     free_.pop_back();
   }
   *r = Request{};
-  r->spec = spec;
   r->tier = spec.tier;
+  r->spec = std::move(spec);
   return *r;
 }
 
@@ -204,7 +214,7 @@ void ServingSystem::dispatch(Request& r) {
       metrics_.on_output_capped(r, context - r.spec.prompt_tokens);
       r.spec.output_tokens = context - r.spec.prompt_tokens;
     }
-    dep.router->pick(dep.replicas).submit(r);
+    dep.router->pick(dep.replicas, r).submit(r);
     return;
   }
   MLSIM_CHECK(false, "no deployment serves the request's tier");
@@ -259,6 +269,22 @@ double ServingSystem::progress() const {
 void ServingSystem::finish(Results& out) const {
   const Time makespan = last_completion_;
   metrics_.write(out, makespan);
+  if (config_.prefix_caching) {
+    // Prefix caching: prompt tokens of admitted prefills (re-admissions after a preemption
+    // included), those found cached (prefill saved), requests with a hit, blocks evicted.
+    double lookup = 0, hit = 0, hit_requests = 0, evicted = 0;
+    for (const auto& r : replicas_) {
+      lookup += static_cast<double>(r->state().prefix_lookup_tokens());
+      hit += static_cast<double>(r->state().prefix_hit_tokens_total());
+      hit_requests += static_cast<double>(r->state().prefix_hit_requests());
+      evicted += static_cast<double>(r->state().prefix_cache()->evicted_blocks());
+    }
+    out.set_metric("serving_prefix_lookup_tokens", lookup);
+    out.set_metric("serving_prefix_hit_tokens", hit);
+    out.set_metric("serving_prefix_hit_rate", lookup > 0 ? hit / lookup : 0);
+    out.set_metric("serving_prefix_hit_requests", hit_requests);
+    out.set_metric("serving_prefix_evicted_blocks", evicted);
+  }
   auto& per_replica = out.details()["serving_replicas"];
   per_replica = nlohmann::json::array();
   for (std::size_t i = 0; i < replicas_.size(); ++i) {

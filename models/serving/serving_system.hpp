@@ -45,9 +45,11 @@ struct ServingConfig {
   std::vector<DeploymentConfig> deployments;
   GpuSpec gpu;  // of every host the deployments use (topology.hardware)
   std::int32_t tiers = 1;
-  std::vector<double> tier_mix{1.0};    // probability of each tier for a new request
-  double escalation_probability = 0;    // an answer below the top tier is escalated one tier up
-  std::int32_t block_tokens = 16;       // vLLM default block size
+  std::vector<double> tier_mix{1.0};  // probability of each tier for a new request
+  double escalation_probability = 0;  // an answer below the top tier is escalated one tier up
+  std::int32_t block_tokens = 16;     // vLLM default block size
+  // Prefix caching of each replica (its blocks are the request source's hash blocks).
+  bool prefix_caching = false;
   double gpu_memory_utilization = 0.9;  // vLLM default: fraction of HBM for weights + KV
   Time iteration_overhead;
   // A tensor-parallel all-reduce among the GPUs of one host: the collective layer's costs
@@ -95,16 +97,17 @@ class ServingSystem final : public ReplicaObserver {
   // The next request of the source with its tier and escalation drawn; nothing when exhausted.
   std::optional<RequestSpec> pull_next_arrival();
   void schedule_next_arrival();
-  // Dispatches `first` and every following request that arrives at the same instant.
-  void arrive(const RequestSpec& first);
+  // Dispatches the pending request and every following one that arrives at the same instant.
+  void arrive();
   void dispatch(Request& r);
-  Request& new_request(const RequestSpec& spec);
+  Request& new_request(RequestSpec spec);
   void retire(Request& r);
 
   Engine& engine_;
   Compute& compute_;
   ServingConfig config_;
   std::unique_ptr<RequestSource> source_;
+  std::optional<RequestSpec> pending_;  // the next arrival, scheduled on the engine
   RandomStream tier_stream_, escalation_stream_;
   OperatorTimer timer_;
   std::vector<Deployment> deployments_;

@@ -24,12 +24,13 @@ class StaticBatching final : public BatchScheduler {
       while (!waiting.empty() &&
              static_cast<std::int32_t>(running.size()) < s.limits().max_requests) {
         Request* r = waiting.front();
-        const std::int32_t need = r->prefill_target - r->cached;
+        const std::int32_t hit = s.prefix_hit_tokens(*r);  // prefill the prefix cache saves
+        const std::int32_t need = r->prefill_target - r->cached - hit;
         if (!batch.empty() && batch.tokens + need > s.limits().max_tokens) {
           s.note_batch_cut_by_token_limit();
           break;
         }
-        if (!s.reserve(*r, std::int64_t{r->spec.prompt_tokens} + r->spec.output_tokens)) break;
+        if (!s.admit(*r, std::int64_t{r->spec.prompt_tokens} + r->spec.output_tokens, hit)) break;
         waiting.pop_front();
         running.push_back(r);
         s.add_prefill(batch, *r, need);

@@ -60,7 +60,7 @@ struct MfsHarness {
   }
   Request& add(std::uint64_t id, int prompt, int output, int tier, int escalate_to = -1) {
     auto r = std::make_unique<Request>();
-    r->spec = {id, Time::zero(), prompt, output, tier, escalate_to};
+    r->spec = {id, Time::zero(), prompt, output, tier, escalate_to, {}};
     r->tier = tier;
     Request& ref = *r;
     requests.push_back(std::move(r));

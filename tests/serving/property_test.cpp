@@ -16,8 +16,16 @@ namespace {
 // A source of `n` requests with random lengths and bursty arrivals (fixed seed per case).
 class RandomSource final : public RequestSource {
  public:
-  RandomSource(std::uint64_t seed, int n, int max_prompt, int max_output)
-      : rng_(seed, "property"), n_(n), max_prompt_(max_prompt), max_output_(max_output) {}
+  // With `hashes`, prompts continue one of five conversations: block i of conversation c has
+  // content id c * 1000 + i, a partial last block a unique id (prefix caching's workload).
+  RandomSource(std::uint64_t seed, int n, int max_prompt, int max_output, bool hashes = false)
+      : rng_(seed, "property"),
+        n_(n),
+        max_prompt_(max_prompt),
+        max_output_(max_output),
+        hashes_(hashes) {}
+  static constexpr std::int32_t kBlock = 64;
+  std::int32_t hash_block_tokens() const override { return hashes_ ? kBlock : 0; }
   std::optional<RequestSpec> next() override {
     if (i_ >= n_) return std::nullopt;
     RequestSpec r;
@@ -28,12 +36,21 @@ class RandomSource final : public RequestSource {
         1 + static_cast<std::int32_t>(rng_.below(static_cast<std::uint64_t>(max_prompt_)));
     r.output_tokens =
         1 + static_cast<std::int32_t>(rng_.below(static_cast<std::uint64_t>(max_output_)));
+    if (hashes_) {
+      const std::uint64_t conversation = rng_.below(5);
+      const std::int32_t blocks = (r.prompt_tokens + kBlock - 1) / kBlock;
+      for (std::int32_t b = 0; b < blocks; ++b)
+        r.block_hashes.push_back((b + 1) * kBlock <= r.prompt_tokens
+                                     ? conversation * 1000 + static_cast<std::uint64_t>(b)
+                                     : 1'000'000 + r.id);
+    }
     return r;
   }
 
  private:
   RandomStream rng_;
   int n_, max_prompt_, max_output_, i_ = 0;
+  bool hashes_;
   double t_ = 0;
 };
 
@@ -41,6 +58,7 @@ struct Case {
   std::string mode, scheduler, router;
   double utilisation;  // small values squeeze the KV pool to force preemptions and drops
   double escalation;
+  bool prefix_caching = false;
 };
 
 }  // namespace
@@ -57,6 +75,7 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   c.tier_mix = {0.5, 0.5};
   c.escalation_probability = p.escalation;
   c.gpu_memory_utilization = p.utilisation;
+  c.prefix_caching = p.prefix_caching;
   // TP all-reduces over a 300 GB/s link, 1 us per message, 10 us launch, no protocols.
   c.tp_allreduce.bandwidth = Bandwidth{300e9};
   c.tp_allreduce.route_latency = Time::us(1);
@@ -87,11 +106,11 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   fixtures::Platform platform(engine, c.gpu, topo.nodes().size(), topo.hosts());
   const int n = 120;
   ServingSystem sys(engine, *platform.compute, topo.hosts(), c,
-                    std::make_unique<RandomSource>(7, n, 1500, 300), RandomStream(1, "tiers"),
-                    RandomStream(1, "esc"));
+                    std::make_unique<RandomSource>(7, n, 1500, 300, p.prefix_caching),
+                    RandomStream(1, "tiers"), RandomStream(1, "esc"));
   // KV budget checked after every scheduling decision of every replica.
   // The router's running total of outstanding tokens equals the walk over the queues.
-  std::int64_t violations = 0, load_mismatches = 0;
+  std::int64_t violations = 0, load_mismatches = 0, lost_references = 0;
   engine.set_periodic_hook(1, [&](Engine&) {
     for (const auto& r : sys.replicas()) {
       if (r->kv().used() > r->kv().total()) ++violations;
@@ -99,6 +118,20 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
       for (const Request* q : r->state().waiting()) walk += q->outstanding_tokens();
       for (const Request* q : r->state().running()) walk += q->outstanding_tokens();
       if (walk != r->outstanding_tokens()) ++load_mismatches;
+      // Prefix caching: every block a queued request references is cached, and the cache's
+      // reference count is the sum of the requests' references.
+      if (const PrefixCache* cache = r->state().prefix_cache()) {
+        std::int64_t refs = 0;
+        auto check = [&](const Request* q) {
+          refs += q->shared_blocks;
+          for (std::int32_t b = 0; b < q->shared_blocks; ++b)
+            if (cache->references(q->spec.block_hashes[static_cast<std::size_t>(b)]) < 1)
+              ++lost_references;
+        };
+        for (const Request* q : r->state().waiting()) check(q);
+        for (const Request* q : r->state().running()) check(q);
+        if (refs != cache->total_references()) ++lost_references;
+      }
     }
   });
   sys.start();
@@ -110,9 +143,16 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   EXPECT_EQ(mt.tokens_generated(), mt.tokens_requested());
   EXPECT_EQ(violations, 0);
   EXPECT_EQ(load_mismatches, 0);
+  EXPECT_EQ(lost_references, 0);
   for (const auto& r : sys.replicas()) {
     EXPECT_LE(r->kv().peak(), r->kv().total());
-    EXPECT_EQ(r->kv().used(), 0) << r->name();
+    // What stays in the pool is the prefix cache's (unreferenced: every reference was returned).
+    const PrefixCache* cache = r->state().prefix_cache();
+    EXPECT_EQ(r->kv().used(), cache ? cache->held_layer_blocks() : 0) << r->name();
+    if (cache) {
+      EXPECT_EQ(cache->total_references(), 0);
+      EXPECT_EQ(cache->evictable_blocks(), cache->blocks());
+    }
     EXPECT_TRUE(r->state().waiting().empty() && r->state().running().empty());
   }
   Results out;
@@ -123,6 +163,13 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
                 static_cast<unsigned long long>(mt.completed()),
                 static_cast<unsigned long long>(mt.dropped()),
                 out.metrics().at("serving_preemptions"));
+  if (p.prefix_caching) {
+    std::printf("[prefix caching %s/%s u=%.2f] hit rate %.3f, evicted blocks %.0f\n",
+                p.scheduler.c_str(), p.router.c_str(), p.utilisation,
+                out.metrics().at("serving_prefix_hit_rate"),
+                out.metrics().at("serving_prefix_evicted_blocks"));
+    EXPECT_GT(out.metrics().at("serving_prefix_hit_tokens"), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -135,4 +182,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mfs", "continuous", "least_outstanding_tokens", 0.9, 0.3},
                       Case{"mfs", "chunked_prefill", "round_robin", 0.9, 0.5},
                       Case{"mfs", "continuous", "round_robin", 0.17, 0.5},
-                      Case{"mfs", "static", "least_outstanding_tokens", 0.17, 0.3}));
+                      Case{"mfs", "static", "least_outstanding_tokens", 0.17, 0.3},
+                      Case{"separate", "continuous", "prefix_affinity", 0.9, 0.3, true},
+                      Case{"separate", "chunked_prefill", "least_outstanding_tokens", 0.185, 0,
+                           true},
+                      Case{"separate", "continuous", "round_robin", 0.185, 0.3, true},
+                      Case{"separate", "static", "prefix_affinity", 0.185, 0, true}));

@@ -69,7 +69,7 @@ struct Harness {
   }
   Request& add(std::uint64_t id, Time at, int prompt, int output) {
     auto r = std::make_unique<Request>();
-    r->spec = {id, at, prompt, output, 0, -1};
+    r->spec = {id, at, prompt, output, 0, -1, {}};
     Request& ref = *r;
     requests.push_back(std::move(r));
     engine.schedule_at(at, [this, &ref] { replica->submit(ref); });

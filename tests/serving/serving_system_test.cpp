@@ -53,7 +53,7 @@ struct System {
 };
 
 RequestSpec spec(std::uint64_t id, Time at, int prompt, int output) {
-  return {id, at, prompt, output, 0, -1};
+  return {id, at, prompt, output, 0, -1, {}};
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ struct TpHarness {
   }
   void add(std::uint64_t id, int prompt, int output) {
     auto r = std::make_unique<Request>();
-    r->spec = {id, Time::zero(), prompt, output, 0, -1};
+    r->spec = {id, Time::zero(), prompt, output, 0, -1, {}};
     Request& ref = *r;
     requests.push_back(std::move(r));
     engine.schedule_at(Time::zero(), [this, &ref] { replica->submit(ref); });
