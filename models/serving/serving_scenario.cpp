@@ -164,46 +164,55 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     throw InputError(sys.path_of("mode"),
                      fmt::format("the deployments need {} GPUs but the topology has {} hosts",
                                  s.gpus, topology_hosts));
-  // One GPU per host, the type topology.hardware names; all the same type.
-  for (int i = 0; i < s.gpus; ++i) {
-    const GpuSpec& g = node_hardware.gpu(hosts[static_cast<std::size_t>(i)], "topology.hardware");
-    if (i == 0) {
-      c.gpu = g;
-    } else if (g.name != c.gpu.name) {
-      throw InputError("topology.hardware",
-                       fmt::format("the serving model runs one GPU type, but host {} has {} and "
-                                   "host 0 has {}",
-                                   i, g.name, c.gpu.name));
-    }
-  }
-  // The link between a replica's GPUs: the hosts' intra_node link (the GPU catalog's, or the
-  // scenario's override), one for all, needed as soon as a deployment is tensor-parallel.
-  const bool tensor_parallel = std::any_of(c.deployments.begin(), c.deployments.end(),
-                                           [](const DeploymentConfig& d) { return d.tp > 1; });
-  if (tensor_parallel) {
+  // One GPU per host, the type topology.hardware names. Each deployment runs one GPU type on its
+  // hosts (the hosts are taken in order, deployment by deployment, replica by replica) and one
+  // intra_node link between them; deployments may differ (a heterogeneous fleet).
+  int next = 0;
+  for (auto& d : c.deployments) {
+    const int first = next;
+    const int count = d.tp * d.replicas;
     std::optional<IntraNodeLink> link;
-    for (int i = 0; i < s.gpus; ++i) {
-      const HostHardware* h = node_hardware.host(hosts[static_cast<std::size_t>(i)]);
+    for (int i = first; i < first + count; ++i) {
+      const NodeId host = hosts[static_cast<std::size_t>(i)];
+      const GpuSpec& g = node_hardware.gpu(host, "topology.hardware");
+      if (i == first) {
+        d.gpu = g;
+      } else if (g.name != d.gpu->name) {
+        throw InputError(
+            "topology.hardware",
+            fmt::format("a deployment runs one GPU type, but {} (hosts {}-{}) has {} "
+                        "on host {} and {} on host {}",
+                        d.where, first, first + count - 1, d.gpu->name, first, g.name, i));
+      }
+      if (d.tp == 1) continue;
+      // The link between a replica's GPUs: the hosts' intra_node link (the GPU catalog's, or the
+      // scenario's override), needed as soon as the deployment is tensor-parallel.
+      const HostHardware* h = node_hardware.host(host);
       if (h == nullptr || !h->intra_node)
         throw InputError("topology.hardware",
                          fmt::format("tensor parallelism needs the link between the GPUs, but "
                                      "GPU \"{}\" has no intra_node entry in the catalog: set "
                                      "topology.hardware.intra_node",
-                                     c.gpu.name));
+                                     g.name));
       if (!link) {
         link = h->intra_node;
       } else if (h->intra_node->bandwidth.bytes_per_s != link->bandwidth.bytes_per_s ||
                  h->intra_node->latency != link->latency) {
         throw InputError("topology.hardware",
-                         fmt::format("the serving model runs one intra_node link, but host {} "
-                                     "differs from host 0",
-                                     i));
+                         fmt::format("a deployment runs one intra_node link, but host {} of {} "
+                                     "differs from host {}",
+                                     i, d.where, first));
       }
     }
-    c.tp_allreduce.bandwidth = link->bandwidth;
-    c.tp_allreduce.route_latency = link->latency;
+    next += count;
+    if (link) {
+      d.tp_allreduce = c.tp_allreduce;  // the costs (system.costs) are common
+      d.tp_allreduce->bandwidth = link->bandwidth;
+      d.tp_allreduce->route_latency = link->latency;
+    }
+    OperatorTimer::check(costs, *d.gpu, "compute");
   }
-  OperatorTimer::check(costs, c.gpu, "compute");
+  c.gpu = *c.deployments.front().gpu;
   sys.finish();
 
   auto w = root.object("workload");

@@ -32,7 +32,7 @@ struct ServingScenario {
 
 // Reads "system" and "workload" of the scenario root. Relative paths resolve against
 // `scenario_dir`. The GPU is the one topology.hardware puts on the hosts the deployments use
-// (one type: heterogeneous replicas are not modelled yet), priced by `costs` (the scenario's
+// (one type per deployment; deployments may differ), priced by `costs` (the scenario's
 // "compute" section). InputError with the JSON path on anything wrong (unknown model, a model
 // that does not fit its GPUs, a tier mix that does not sum to 1, more GPUs than the topology has,
 // hosts without a GPU, operators no cost provider prices...).

@@ -49,8 +49,6 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       source_(std::move(source)),
       tier_stream_(tier_stream),
       escalation_stream_(escalation_stream),
-      timer_(compute.costs(), config_.gpu,
-             config_.deployments.empty() ? Dtype::kFp16 : config_.deployments.front().model.dtype),
       metrics_(config_.slo, config_.tiers, config_.series_interval) {
   MLSIM_CHECK(static_cast<int>(hosts.size()) >= gpus_needed(config_), "too few hosts for the GPUs");
   MLSIM_CHECK(static_cast<std::int32_t>(config_.tier_mix.size()) == config_.tiers, "tier mix size");
@@ -60,9 +58,12 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
     MLSIM_CHECK(static_cast<std::int32_t>(d.exit_layers.size()) == config_.tiers,
                 "exit layers per tier");
     const double weights = replica_weight_bytes(d);
-    const double budget = config_.gpu_memory_utilization *
-                              static_cast<double>(config_.gpu.hbm_capacity.count) * d.tp -
-                          weights;
+    const GpuSpec& gpu = d.gpu ? *d.gpu : config_.gpu;
+    const TpAllReduce& tp_allreduce = d.tp_allreduce ? *d.tp_allreduce : config_.tp_allreduce;
+    timers_.push_back(std::make_unique<OperatorTimer>(compute.costs(), gpu, d.model.dtype));
+    const double budget =
+        config_.gpu_memory_utilization * static_cast<double>(gpu.hbm_capacity.count) * d.tp -
+        weights;
     const double block_bytes = static_cast<double>(config_.block_tokens) *
                                static_cast<double>(d.model.kv_bytes_per_token_layer());
     const auto blocks = static_cast<std::int64_t>(budget / block_bytes);
@@ -71,8 +72,7 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
           d.where,
           fmt::format("{} ({:.1f} GB of weights) leaves no room for a KV cache on {} x {} at "
                       "gpu_memory_utilization {}",
-                      d.model.name, weights / 1e9, d.tp, config_.gpu.name,
-                      config_.gpu_memory_utilization));
+                      d.model.name, weights / 1e9, d.tp, gpu.name, config_.gpu_memory_utilization));
     const std::int32_t feature_layers =
         d.mfs ? static_cast<std::int32_t>((std::int64_t{d.model.hidden} * d.model.dtype_bytes() +
                                            d.model.kv_bytes_per_token_layer() - 1) /
@@ -97,8 +97,8 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       }
       auto replica = std::make_unique<Replica>(
           engine_, compute_, std::move(rc),
-          std::make_unique<IterationCostModel>(d.model, d.tp, timer_, cost_exits(d),
-                                               config_.tp_allreduce),
+          std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
+                                               tp_allreduce),
           KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
           make_scheduler(d.scheduler, "system.scheduler"), *this);
       dep.replicas.push_back(replica.get());
@@ -298,6 +298,7 @@ void ServingSystem::finish(Results& out) const {
         {{"name", r.name()},
          {"model", dep.model.name},
          {"tp", dep.tp},
+         {"gpu", dep.gpu ? dep.gpu->name : config_.gpu.name},
          {"scheduler", dep.scheduler},
          {"utilisation", util},
          {"iterations", r.iterations()},

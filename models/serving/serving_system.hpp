@@ -39,11 +39,14 @@ struct DeploymentConfig {
   std::string router = "least_outstanding_tokens";
   bool mfs = false;  // exit heads per served tier, feature sharing, in-place escalation
   bool multi_level_sampling = true;
+  // The GPU of its hosts and the all-reduce over their intra_node link; absent: ServingConfig's.
+  std::optional<GpuSpec> gpu;
+  std::optional<TpAllReduce> tp_allreduce;
 };
 
 struct ServingConfig {
   std::vector<DeploymentConfig> deployments;
-  GpuSpec gpu;  // of every host the deployments use (topology.hardware)
+  GpuSpec gpu;  // of a deployment's hosts unless the deployment names its own
   std::int32_t tiers = 1;
   std::vector<double> tier_mix{1.0};  // probability of each tier for a new request
   double escalation_probability = 0;  // an answer below the top tier is escalated one tier up
@@ -109,7 +112,8 @@ class ServingSystem final : public ReplicaObserver {
   std::unique_ptr<RequestSource> source_;
   std::optional<RequestSpec> pending_;  // the next arrival, scheduled on the engine
   RandomStream tier_stream_, escalation_stream_;
-  OperatorTimer timer_;
+  // One per deployment, pricing its model's operators on its GPU (GPU types may differ).
+  std::vector<std::unique_ptr<OperatorTimer>> timers_;
   std::vector<Deployment> deployments_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<double> replica_kv_bytes_;  // last reported, per replica

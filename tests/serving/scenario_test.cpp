@@ -116,7 +116,7 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
   // Two GPU types in one serving deployment: not modelled, said so.
   expect_error({{"topology.hardware.groups",
                  nlohmann::json::parse(R"([{"hosts": [7], "gpu": "H100-SXM5-80GB"}])")}},
-               "topology.hardware");
+               "topology.hardware: a deployment runs one GPU type");
   expect_error({{"system.gpu", "A100-SXM4-80GB"}}, "system.gpu");  // moved to the topology
   // The fixed per-all-reduce latency moved to the collective layer's costs.
   expect_error({{"system.allreduce_latency", "10us"}}, "system.allreduce_latency: moved");
@@ -191,4 +191,26 @@ TEST(ServingScenarios, MooncakePrefixCachingStudy) {
   };
   expect_error({{"workload.format", "azure"}}, "system.prefix_caching: prefix caching needs");
   expect_error({{"system.block_tokens", 48}}, "system.prefix_caching");
+}
+
+// A GPU type per deployment (issue 15): the separate study with the 7B's two hosts on H100 and
+// the rest on A100. Only the 7B's requests (tier 0) move, and they get faster; the 13B and 70B
+// deployments see exactly the same requests on the same GPUs (their figures are equal).
+TEST(ServingScenarios, EachDeploymentRunsItsHostsGpu) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  const std::vector<std::pair<std::string, nlohmann::json>> small = {
+      {"workload.generator.count", 150}};
+  auto with_h100 = small;
+  with_h100.emplace_back("topology.hardware.groups",
+                         nlohmann::json::parse(R"([{"hosts": [0, 1], "gpu": "H100-SXM5-80GB"}])"));
+  const auto het = run("mfs_llama2.json", "separate", with_h100);
+  const auto hom = run("mfs_llama2.json", "separate", small);
+  const auto& h = het.results.metrics();
+  const auto& a = hom.results.metrics();
+  EXPECT_LT(h.at("serving_e2e_mean_tier0_s"), a.at("serving_e2e_mean_tier0_s"));
+  EXPECT_EQ(h.at("serving_e2e_mean_tier1_s"), a.at("serving_e2e_mean_tier1_s"));
+  EXPECT_EQ(h.at("serving_e2e_mean_tier2_s"), a.at("serving_e2e_mean_tier2_s"));
+  const auto& replicas = het.results.details().at("serving_replicas");
+  EXPECT_EQ(replicas.at(0).at("gpu"), "H100-SXM5-80GB");
+  EXPECT_EQ(replicas.at(1).at("gpu"), "A100-SXM4-80GB");
 }
