@@ -14,7 +14,13 @@ Replica::Replica(Engine& engine, Compute& compute, ReplicaConfig config,
     : engine_(engine),
       compute_(compute),
       config_(std::move(config)),
-      nominal_(config_.gpus.size()),
+      compute_hosts_([&] {
+        std::vector<NodeId> h;
+        for (NodeId g : config_.gpus)
+          if (std::find(h.begin(), h.end(), g) == h.end()) h.push_back(g);
+        return h;
+      }()),
+      nominal_(compute_hosts_.size()),
       cost_(std::move(cost)),
       kv_(kv),
       state_(kv_, std::move(exit_layers), feature_layers, limits),
@@ -22,7 +28,7 @@ Replica::Replica(Engine& engine, Compute& compute, ReplicaConfig config,
       observer_(observer) {
   MLSIM_CHECK(config_.tp == cost_->tp(), "replica and cost model disagree on tp");
   MLSIM_CHECK(static_cast<int>(config_.gpus.size()) == config_.tp,
-              "a replica needs one host per GPU");
+              "a replica names the host of each of its GPUs");
   kv_usage_.set(engine_.now(), 0);
   if (config_.prefix_block_tokens > 0) {
     const std::int32_t bt = config_.prefix_block_tokens;
@@ -67,7 +73,7 @@ void Replica::try_start() {
     host_seconds += (batch_cost_.exits_sampled - 1) * config_.sampling_pass_overhead.seconds();
   std::fill(nominal_.begin(), nominal_.end(), batch_cost_.compute_s);
   compute_.run_for(
-      config_.gpus, nominal_, [this] { on_compute_done(); }, host_seconds);
+      compute_hosts_, nominal_, [this] { on_compute_done(); }, host_seconds);
 }
 
 void Replica::on_compute_done() {

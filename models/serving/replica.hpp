@@ -40,7 +40,7 @@ class ReplicaObserver {
 struct ReplicaConfig {
   std::string name;
   int tp = 1;
-  std::vector<NodeId> gpus;  // tp hosts of the topology
+  std::vector<NodeId> gpus;  // the host of each of its tp GPUs (the same host for a TP group)
   // Serving-engine framework overhead per iteration (CPU-side scheduling, input preparation,
   // sampling), not scaled by the GPUs' speed.
   Time iteration_overhead;
@@ -101,7 +101,8 @@ class Replica {
   Engine& engine_;
   Compute& compute_;
   ReplicaConfig config_;
-  std::vector<double> nominal_;  // this iteration's GPU seconds per GPU (scratch)
+  std::vector<NodeId> compute_hosts_;  // the distinct hosts of its GPUs (lock-step on each)
+  std::vector<double> nominal_;        // this iteration's GPU seconds per host (scratch)
   std::unique_ptr<IterationCostModel> cost_;
   KvBlockPool kv_;
   ReplicaState state_;

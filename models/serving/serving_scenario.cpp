@@ -160,32 +160,50 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     sys.ignore("mfs");
   }
   s.gpus = ServingSystem::gpus_needed(c);
-  if (s.gpus > topology_hosts)
-    throw InputError(sys.path_of("mode"),
-                     fmt::format("the deployments need {} GPUs but the topology has {} hosts",
-                                 s.gpus, topology_hosts));
-  // One GPU per host, the type topology.hardware names. Each deployment runs one GPU type on its
-  // hosts (the hosts are taken in order, deployment by deployment, replica by replica) and one
-  // intra_node link between them; deployments may differ (a heterogeneous fleet).
-  int next = 0;
+  // Placement: a replica's tensor-parallel group lives on one host with at least tp GPUs
+  // (topology.hardware's gpus_per_host), so its all-reduces run over that host's intra_node link.
+  // Replicas are packed onto the hosts in order, deployment by deployment; GPUs a replica cannot
+  // use (fewer than tp left on a host) stay idle. s.gpu_slots gets one host per GPU used.
+  std::size_t host_index = 0;
+  int used_on_host = 0;
+  auto gpus_on = [&](std::size_t i) {
+    const HostHardware* h = node_hardware.host(hosts[i]);
+    return h == nullptr ? 1 : h->gpus;
+  };
   for (auto& d : c.deployments) {
-    const int first = next;
-    const int count = d.tp * d.replicas;
     std::optional<IntraNodeLink> link;
-    for (int i = first; i < first + count; ++i) {
-      const NodeId host = hosts[static_cast<std::size_t>(i)];
-      const GpuSpec& g = node_hardware.gpu(host, "topology.hardware");
-      if (i == first) {
-        d.gpu = g;
-      } else if (g.name != d.gpu->name) {
-        throw InputError(
-            "topology.hardware",
-            fmt::format("a deployment runs one GPU type, but {} (hosts {}-{}) has {} "
-                        "on host {} and {} on host {}",
-                        d.where, first, first + count - 1, d.gpu->name, first, g.name, i));
+    for (int replica = 0; replica < d.replicas; ++replica) {
+      while (host_index < hosts.size() && gpus_on(host_index) - used_on_host < d.tp) {
+        if (used_on_host == 0)  // an empty host too small for the group
+          throw InputError(d.where + ".tp",
+                           fmt::format("a replica's tensor-parallel group lives on one host, but "
+                                       "host {} has {} GPU(s) for tp {} "
+                                       "(topology.hardware.gpus_per_host)",
+                                       host_index, gpus_on(host_index), d.tp));
+        ++host_index;
+        used_on_host = 0;
+      }
+      if (host_index >= hosts.size())
+        throw InputError(sys.path_of("mode"),
+                         fmt::format("the deployments need {} GPUs in groups of tp on one host, "
+                                     "more than the topology's {} hosts hold",
+                                     s.gpus, topology_hosts));
+      const NodeId host = hosts[host_index];
+      used_on_host += d.tp;
+      for (int g = 0; g < d.tp; ++g) s.gpu_slots.push_back(host);
+      // Each deployment runs one GPU type and one intra_node link; deployments may differ (a
+      // heterogeneous fleet).
+      const GpuSpec& gpu = node_hardware.gpu(host, "topology.hardware");
+      if (!d.gpu) {
+        d.gpu = gpu;
+      } else if (gpu.name != d.gpu->name) {
+        throw InputError("topology.hardware",
+                         fmt::format("a deployment runs one GPU type, but {} has {} and {} "
+                                     "(replica {} on host {})",
+                                     d.where, d.gpu->name, gpu.name, replica, host_index));
       }
       if (d.tp == 1) continue;
-      // The link between a replica's GPUs: the hosts' intra_node link (the GPU catalog's, or the
+      // The link between a replica's GPUs: the host's intra_node link (the GPU catalog's, or the
       // scenario's override), needed as soon as the deployment is tensor-parallel.
       const HostHardware* h = node_hardware.host(host);
       if (h == nullptr || !h->intra_node)
@@ -193,18 +211,17 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
                          fmt::format("tensor parallelism needs the link between the GPUs, but "
                                      "GPU \"{}\" has no intra_node entry in the catalog: set "
                                      "topology.hardware.intra_node",
-                                     g.name));
+                                     gpu.name));
       if (!link) {
         link = h->intra_node;
       } else if (h->intra_node->bandwidth.bytes_per_s != link->bandwidth.bytes_per_s ||
                  h->intra_node->latency != link->latency) {
         throw InputError("topology.hardware",
                          fmt::format("a deployment runs one intra_node link, but host {} of {} "
-                                     "differs from host {}",
-                                     i, d.where, first));
+                                     "differs",
+                                     host_index, d.where));
       }
     }
-    next += count;
     if (link) {
       d.tp_allreduce = c.tp_allreduce;  // the costs (system.costs) are common
       d.tp_allreduce->bandwidth = link->bandwidth;
@@ -312,7 +329,7 @@ std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std:
 ServingModel::ServingModel(ServingScenario scenario, ModelEnv& env)
     : scenario_(std::move(scenario)),
       system_(std::make_unique<ServingSystem>(
-          env.engine, env.compute, env.topology.hosts(), scenario_.config,
+          env.engine, env.compute, scenario_.gpu_slots, scenario_.config,
           make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
           env.stream("serving.escalation"))) {}
 

@@ -27,7 +27,10 @@ struct WorkloadParams {
 struct ServingScenario {
   ServingConfig config;
   WorkloadParams workload;
-  int gpus = 0;  // hosts of the topology the deployments use
+  int gpus = 0;  // GPUs the deployments use
+  // The host of each GPU used, in order: deployment by deployment, replica by replica, tp each
+  // (a replica's tp GPUs are on one host).
+  std::vector<NodeId> gpu_slots;
 };
 
 // Reads "system" and "workload" of the scenario root. Relative paths resolve against
