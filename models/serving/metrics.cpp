@@ -1,15 +1,27 @@
 #include "models/serving/metrics.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace mlsim::serving {
 
-ServingMetrics::ServingMetrics(SloTargets slo, std::int32_t tiers, Time series_interval)
-    : slo_(slo), series_interval_(series_interval), e2e_by_tier_(static_cast<std::size_t>(tiers)) {}
+ServingMetrics::ServingMetrics(SloTargets slo, std::int32_t tiers, Time series_interval,
+                               bool request_log)
+    : slo_(slo),
+      series_interval_(series_interval),
+      e2e_by_tier_(static_cast<std::size_t>(tiers)),
+      request_log_(request_log) {}
 
 void ServingMetrics::on_dropped(const Request& r) {
   ++dropped_;
-  (void)r;
+  if (!request_log_) return;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  requests_.add(
+      r.spec.arrival,
+      {static_cast<double>(r.spec.id), static_cast<double>(r.spec.tier),
+       static_cast<double>(r.replica), 1, r.spec.arrival.seconds(), nan, nan, nan, nan,
+       static_cast<double>(r.spec.prompt_tokens), static_cast<double>(r.spec.output_tokens),
+       static_cast<double>(r.prefix_hit), static_cast<double>(r.preemptions)});
 }
 
 void ServingMetrics::on_rejected_context(const Request& r) {
@@ -47,6 +59,14 @@ void ServingMetrics::on_completed(const Request& r, Time now) {
   if (tpot_ok) ++tpot_met_;
   if (!has_tpot) ++tpot_undefined_;
   if (ttft_ok && (tpot_ok || !has_tpot)) ++slo_met_;
+  if (request_log_)
+    requests_.add(
+        now, {static_cast<double>(r.spec.id), static_cast<double>(r.spec.tier),
+              static_cast<double>(r.replica), 0, r.spec.arrival.seconds(),
+              (r.admitted - r.spec.arrival).seconds(), ttft,
+              has_tpot ? tpot : std::numeric_limits<double>::quiet_NaN(), e2e,
+              static_cast<double>(r.spec.prompt_tokens), static_cast<double>(r.spec.output_tokens),
+              static_cast<double>(r.prefix_hit), static_cast<double>(r.preemptions)});
 }
 
 void ServingMetrics::maybe_sample(Time now, std::int64_t in_system, std::int64_t waiting) {
@@ -98,6 +118,7 @@ void ServingMetrics::write(Results& out, Time makespan) const {
   out.set_metric("serving_memory_peak_bytes", weight_bytes_ + kv_bytes_.peak());
   out.set_metric("serving_memory_mean_bytes", weight_bytes_ + kv_bytes_.average(makespan));
   out.add_series(series_);
+  if (request_log_) out.add_series(requests_);
   // Latency CDF: up to 200 evenly spaced points (latency_s, cumulative fraction).
   auto cdf = nlohmann::json::array();
   const auto& v = e2e_.sorted();

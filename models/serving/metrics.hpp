@@ -2,7 +2,8 @@
 // Request-level and system-level serving metrics: TTFT, time per output token, end-to-end
 // latency (and per output token), SLO attainment, throughput, GPU memory (weights; KV cache and
 // stored features, peak and time-averaged), per-replica utilisation, time series and latency CDF
-// points. Exact quantiles: per-request values are kept (8 bytes each, 19k requests = 150 kB).
+// points, and optionally a per-request log (time = completion, or arrival for a drop). Exact
+// quantiles: per-request values are kept (8 bytes each, 19k requests = 150 kB).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -20,7 +21,9 @@ struct SloTargets {
 
 class ServingMetrics {
  public:
-  ServingMetrics(SloTargets slo, std::int32_t tiers, Time series_interval);
+  // `request_log`: one row per request (completed or dropped) in the series "serving_requests".
+  ServingMetrics(SloTargets slo, std::int32_t tiers, Time series_interval,
+                 bool request_log = false);
 
   void on_arrival() { ++arrived_; }
   void on_dropped(const Request& r);
@@ -68,6 +71,12 @@ class ServingMetrics {
   std::vector<ExactQuantiles> e2e_by_tier_;
   double weight_bytes_ = 0;
   TimeAverage kv_bytes_;
+  bool request_log_;
+  TimeSeries requests_{
+      "serving_requests",
+      {"id", "tier", "replica", "dropped", "arrival_s", "queue_s", "ttft_s", "tpot_s", "e2e_s",
+       "prompt_tokens", "output_tokens", "prefix_hit_tokens", "preemptions"},
+      {}};
   TimeSeries series_{"serving_timeline",
                      {"requests_in_system", "waiting", "kv_bytes", "completed", "tokens_generated"},
                      {}};

@@ -96,6 +96,7 @@ void Replica::complete_iteration() {
   for (auto& e : batch_.entries) {
     Request& r = *e.request;
     const std::int64_t before = r.outstanding_tokens();
+    if (r.admitted == Time::max()) r.admitted = iteration_start_;
     r.cached += e.work.tokens;
     if (e.work.samples) r.generated += 1;
     state_.add_outstanding_tokens(r.outstanding_tokens() - before);

@@ -39,6 +39,7 @@ class ReplicaObserver {
 
 struct ReplicaConfig {
   std::string name;
+  std::int32_t index = 0;  // in the serving system, for the per-request log
   int tp = 1;
   std::vector<NodeId> gpus;  // the host of each of its tp GPUs (the same host for a TP group)
   // Serving-engine framework overhead per iteration (CPU-side scheduling, input preparation,

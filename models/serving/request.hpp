@@ -44,6 +44,11 @@ struct Request {
   // Prefix caching: the first `shared_blocks` blocks of spec.block_hashes are the replica's cached
   // blocks this request references (its KV there is shared, not in kv_blocks).
   std::int32_t shared_blocks = 0;
+  // For the per-request log: prompt tokens found in the prefix cache (all admissions), the
+  // replica (index in the system) of the last dispatch, the start of its first iteration.
+  std::int32_t prefix_hit = 0;
+  std::int32_t replica = -1;
+  Time admitted = Time::max();
   Time first_token = Time::max();  // of the first answer; TTFT = first_token - arrival
   Time answer_start;               // when the current answer was dispatched
 

@@ -92,6 +92,7 @@ bool ReplicaState::admit(Request& r, std::int64_t tokens, std::int32_t hit_token
     return false;
   }
   r.cached += hit_tokens;
+  r.prefix_hit += hit_tokens;
   outstanding_tokens_ -= hit_tokens;
   prefix_lookup_tokens_ += r.prefill_target;
   prefix_hit_tokens_ += hit_tokens;

@@ -86,6 +86,7 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   c.block_tokens = static_cast<std::int32_t>(sys.integer_or("block_tokens", 16, 1, 4096));
   c.gpu_memory_utilization = sys.number_or("gpu_memory_utilization", 0.9, 0.01, 1.0);
   c.prefix_caching = sys.boolean_or("prefix_caching", false);
+  c.request_log = sys.boolean_or("request_log", false);
   const std::string prefix_path = sys.path_of("prefix_caching");
   // The engine's per-iteration framework overhead: a catalog entry with its source, or a duration.
   if (sys.has("engine")) {

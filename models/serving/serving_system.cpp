@@ -49,7 +49,7 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       source_(std::move(source)),
       tier_stream_(tier_stream),
       escalation_stream_(escalation_stream),
-      metrics_(config_.slo, config_.tiers, config_.series_interval) {
+      metrics_(config_.slo, config_.tiers, config_.series_interval, config_.request_log) {
   MLSIM_CHECK(static_cast<int>(hosts.size()) >= gpus_needed(config_), "too few hosts for the GPUs");
   MLSIM_CHECK(static_cast<std::int32_t>(config_.tier_mix.size()) == config_.tiers, "tier mix size");
   std::size_t next_host = 0;
@@ -84,6 +84,7 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
     for (int i = 0; i < d.replicas; ++i) {
       ReplicaConfig rc;
       rc.name = d.replicas == 1 ? d.name : fmt::format("{}.{}", d.name, i);
+      rc.index = static_cast<std::int32_t>(replicas_.size());
       rc.tp = d.tp;
       for (int g = 0; g < d.tp; ++g) rc.gpus.push_back(hosts[next_host++]);
       rc.iteration_overhead = config_.iteration_overhead;
@@ -214,7 +215,9 @@ void ServingSystem::dispatch(Request& r) {
       metrics_.on_output_capped(r, context - r.spec.prompt_tokens);
       r.spec.output_tokens = context - r.spec.prompt_tokens;
     }
-    dep.router->pick(dep.replicas, r).submit(r);
+    Replica& replica = dep.router->pick(dep.replicas, r);
+    r.replica = replica.config().index;
+    replica.submit(r);
     return;
   }
   MLSIM_CHECK(false, "no deployment serves the request's tier");

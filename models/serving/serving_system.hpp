@@ -53,6 +53,8 @@ struct ServingConfig {
   std::int32_t block_tokens = 16;     // vLLM default block size
   // Prefix caching of each replica (its blocks are the request source's hash blocks).
   bool prefix_caching = false;
+  // One row per request in serving_requests.csv (memory grows with the trace: off by default).
+  bool request_log = false;
   double gpu_memory_utilization = 0.9;  // vLLM default: fraction of HBM for weights + KV
   Time iteration_overhead;
   // A tensor-parallel all-reduce among the GPUs of one host: the collective layer's costs

@@ -3,6 +3,8 @@
 // running total equal to the walk over the queues, and a one-token answer has no TPOT.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -189,4 +191,49 @@ TEST(ContextLimit, CatalogEntriesCarryTheirContext) {
           "vocab": 10})");
   JsonReader r(j, "models.m");
   EXPECT_THROW((void)parse_transformer_shape(r, "m"), InputError);
+}
+
+// The per-request log (system.request_log) of the context-limit case above: one row per request,
+// the refused one marked dropped with no times; the served ones start at once on the idle replica
+// (queue 0) and the capped one shows its 10 output tokens.
+TEST(RequestLog, OneRowPerRequest) {
+  Engine engine;
+  fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
+  ServingConfig c;
+  c.gpu = platform.gpu;
+  c.request_log = true;
+  DeploymentConfig d;
+  d.name = "toy";
+  d.model = fixtures::toy_transformer(1, "toy");
+  d.model.context = 100;
+  d.exit_layers = {1};
+  c.deployments.push_back(d);
+  ServingSystem sys(
+      engine, *platform.compute, {0}, c,
+      std::make_unique<ListSource>(std::vector<RequestSpec>{
+          spec(0, Time::zero(), 100, 5), spec(1, Time::ms(1), 90, 20), spec(2, Time::s(2), 50, 5)}),
+      RandomStream(1, "t"), RandomStream(1, "e"));
+  sys.start();
+  engine.run();
+  Results out;
+  sys.finish(out);
+  const TimeSeries* log = nullptr;
+  for (const auto& s : out.series())
+    if (s.name == "serving_requests") log = &s;
+  ASSERT_NE(log, nullptr);
+  ASSERT_EQ(log->rows.size(), 3u);
+  const auto col = [&](std::size_t row, const std::string& name) {
+    const auto it = std::find(log->columns.begin(), log->columns.end(), name);
+    return log->rows[row].second[static_cast<std::size_t>(it - log->columns.begin())];
+  };
+  EXPECT_EQ(col(0, "id"), 0);
+  EXPECT_EQ(col(0, "dropped"), 1);
+  EXPECT_TRUE(std::isnan(col(0, "e2e_s")));
+  EXPECT_EQ(col(1, "id"), 1);
+  EXPECT_EQ(col(1, "queue_s"), 0);
+  EXPECT_EQ(col(1, "output_tokens"), 10);
+  EXPECT_EQ(col(1, "replica"), 0);
+  EXPECT_DOUBLE_EQ(col(1, "arrival_s"), 0.001);
+  EXPECT_EQ(col(2, "id"), 2);
+  EXPECT_EQ(col(2, "queue_s"), 0);
 }
