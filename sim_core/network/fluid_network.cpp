@@ -118,6 +118,7 @@ void FluidNetwork::arm_wakeup() {
   if (queue_armed_) next = queue_wake_.time;
   if (solve_armed_) next = std::min(next, solve_wake_.time);
   if (!timers_.empty()) next = std::min(next, timers_.top_key().time);
+  if (!class_timers_.empty()) next = std::min(next, class_timers_.top_key().time);
   if (next == std::numeric_limits<std::int64_t>::max()) return;
   // An engine event at or before `next` is kept: if early, it finds nothing due and re-arms.
   // Only an earlier head replaces it, so the engine holds at most one live event of ours.
@@ -137,7 +138,7 @@ void FluidNetwork::wake_up() {
   // between engine events; what is left due runs when the engine runs again.
   while (!engine_.stopped()) {
     // The earliest due of: the pending solve, the FIFO's head, the heap's head.
-    enum class Next { kNothing, kSolve, kQueue, kTimer } next = Next::kNothing;
+    enum class Next { kNothing, kSolve, kQueue, kTimer, kClass } next = Next::kNothing;
     Wake best{now + 1, 0};
     if (solve_armed_ && solve_wake_ < best) {
       next = Next::kSolve;
@@ -147,7 +148,11 @@ void FluidNetwork::wake_up() {
       next = Next::kQueue;
       best = queue_wake_;
     }
-    if (!timers_.empty() && timers_.top_key() < best) next = Next::kTimer;
+    if (!timers_.empty() && timers_.top_key() < best) {
+      next = Next::kTimer;
+      best = timers_.top_key();
+    }
+    if (!class_timers_.empty() && class_timers_.top_key() < best) next = Next::kClass;
     if (next == Next::kNothing) break;
     if (next == Next::kSolve) {
       solve_armed_ = false;
@@ -156,6 +161,10 @@ void FluidNetwork::wake_up() {
       solve_component(solving_seeds_);
     } else if (next == Next::kQueue) {
       run_queue();
+    } else if (next == Next::kClass) {
+      const std::uint32_t c = class_timers_.top_id();
+      class_timers_.pop();
+      on_class_event(c);
     } else {
       const std::uint32_t f = timers_.top_id();
       timers_.pop();
@@ -282,22 +291,35 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
   fl.rate = 0;
   fl.settled = engine_.now();
   fl.send_end = Time::max();
-  const bool alone = attach(f, route->links);
-  if (sharing_ == Sharing::kNone || alone) {
-    // Nobody to share with: the bottleneck rate, fixed until something changes on the route.
-    set_rate(f, bottleneck(fl), true);
-    for (LinkId l : fl.links) start_period(l, fl.send_end);
-  } else {
+  if (sharing_ == Sharing::kMaxMin && !route_free(route->links)) {
+    // It shares a link: it joins its route's class, whose rate the solve at this instant sets.
+    fl.links.assign(route->links.begin(), route->links.end());
+    join_class(f, fl.remaining);
     rebalance(fl.links);
+    return id;
   }
+  attach(f, route->links);
+  // Nobody to share with: the bottleneck rate, fixed until something changes on the route.
+  set_rate(f, bottleneck(fl), true);
+  for (LinkId l : fl.links) start_period(l, fl.send_end);
   return id;
+}
+
+void FluidNetwork::start_transfers(std::span<TransferRequest> phase) {
+  // Every start of the phase adds its links to the solve pending at this instant: the phase
+  // costs one solve of the component(s) it touches.
+  for (TransferRequest& r : phase)
+    r.id = start_transfer(r.src, r.dst, r.bytes, std::move(r.done), r.flow_label);
 }
 
 bool FluidNetwork::cancel_transfer(TransferId id) {
   const std::uint32_t f = find(id);
   if (f == kNoSlot) return false;
   Flow& fl = slot(f);
-  if (fl.state == State::kSending) {
+  if (fl.state == State::kSending && fl.route_class != kNoSlot) {
+    leave_class(f);
+    rebalance(fl.links);
+  } else if (fl.state == State::kSending) {
     const bool sending = still_sending(fl);
     settle(f);
     detach(f);
@@ -318,7 +340,7 @@ bool FluidNetwork::attach(std::uint32_t f, std::span<const LinkId> route) {
     const LinkId l = route[i];
     if (sharing_ == Sharing::kMaxMin) evict_finished(l);
     LinkState& ls = links_[l];
-    if (!ls.flows.empty()) alone = false;
+    if (!ls.flows.empty() || !ls.classes.empty()) alone = false;
     fl.pos[i] = static_cast<std::uint32_t>(ls.flows.size());
     ls.flows.push_back(Entry{f, i});
   }
@@ -336,10 +358,19 @@ void FluidNetwork::detach(std::uint32_t f) {
   }
 }
 
+bool FluidNetwork::route_free(std::span<const LinkId> route) {
+  bool free = true;
+  for (LinkId l : route) {
+    evict_finished(l);
+    free = free && links_[l].flows.empty() && links_[l].classes.empty();
+  }
+  return free;
+}
+
 void FluidNetwork::evict_finished(LinkId l) {
   // In flow mode a lazy flow is alone on its links, so there is at most one to look at.
   LinkState& ls = links_[l];
-  if (ls.flows.size() != 1) return;
+  if (ls.flows.size() != 1 || !ls.classes.empty()) return;
   const std::uint32_t g = ls.flows[0].flow;
   Flow& gl = slot(g);
   if (!gl.lazy || gl.send_end > engine_.now()) return;
@@ -395,7 +426,9 @@ void FluidNetwork::start_period(LinkId l, Time send_end) {
 void FluidNetwork::refresh_period(LinkId l) {
   LinkState& ls = links_[l];
   const Time now = engine_.now();
-  Time latest = now;
+  // Members of route classes send until their class event removes them: the period stays open
+  // (it closes at the solve that follows the last one's end, at that instant).
+  Time latest = ls.classes.empty() ? now : Time::max();
   for (const Entry& e : ls.flows) latest = std::max(latest, slot(e.flow).send_end);
   if (ls.period_end > now) {
     ls.period_end = latest;  // the past of the period is settled; only its end moves
@@ -442,16 +475,19 @@ void FluidNetwork::rebalance(std::span<const LinkId> seeds) {
 }
 
 void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
-  // The flows connected to the seeds through shared links, and their links.
+  // The transfers connected to the seeds through shared links, and their links: route classes,
+  // and transfers on the links' own lists (lazy ones, or ones just rerouted).
   ++stamp_;
   stack_.clear();
   component_links_.clear();
   component_flows_.clear();
-  for (LinkId l : seeds) {
-    if (links_[l].stamp == stamp_) continue;
-    links_[l].stamp = stamp_;
-    stack_.push_back(l);
-  }
+  component_classes_.clear();
+  auto visit = [&](LinkId m) {
+    if (links_[m].stamp == stamp_) return;
+    links_[m].stamp = stamp_;
+    stack_.push_back(m);
+  };
+  for (LinkId l : seeds) visit(l);
   while (!stack_.empty()) {
     const LinkId l = stack_.back();
     stack_.pop_back();
@@ -461,31 +497,325 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
       if (g.stamp == stamp_ || !still_sending(g)) continue;
       g.stamp = stamp_;
       component_flows_.push_back(e.flow);
-      for (LinkId m : g.links) {
-        if (links_[m].stamp == stamp_) continue;
-        links_[m].stamp = stamp_;
-        stack_.push_back(m);
-      }
+      for (LinkId m : g.links) visit(m);
+    }
+    for (const ClassEntry& e : links_[l].classes) {
+      RouteClass& rc = route_class(e.route_class);
+      if (rc.stamp == stamp_) continue;
+      rc.stamp = stamp_;
+      component_classes_.push_back(e.route_class);
+      for (LinkId m : rc.links) visit(m);
     }
   }
 
   solver_.clear();
   for (LinkId l : component_links_) local_index_[l] = solver_.add_link(links_[l].capacity);
-  for (std::uint32_t g : component_flows_) {
+  auto add = [&](std::span<const LinkId> route, std::uint32_t weight) {
     local_links_.clear();
-    for (LinkId m : slot(g).links) local_links_.push_back(local_index_[m]);
-    solver_.add_flow(local_links_);
+    for (LinkId m : route) local_links_.push_back(local_index_[m]);
+    solver_.add_flow(local_links_, weight);
+  };
+  for (std::uint32_t g : component_flows_) add(slot(g).links, 1);
+  for (std::uint32_t c : component_classes_) {
+    const RouteClass& rc = route_class(c);
+    add(rc.links, static_cast<std::uint32_t>(rc.members.size()));
   }
   const std::vector<double>& rates = solver_.solve();
-  for (std::size_t i = 0; i < component_flows_.size(); ++i) {
+  const std::size_t singles = component_flows_.size();
+
+  // Classes first: a transfer below may join one of them, at its new rate.
+  for (std::size_t i = 0; i < component_classes_.size(); ++i) {
+    const std::uint32_t c = component_classes_[i];
+    RouteClass& rc = route_class(c);
+    const double rate = rates[singles + i];
+    bool alone = rc.members.size() == 1;
+    for (LinkId m : rc.links)
+      alone = alone && links_[m].flows.empty() && links_[m].classes.size() == 1;
+    if (alone) {
+      // The last member of its route with nobody left to share with: a lazy transfer again.
+      const std::uint32_t g = rc.members[0].flow;
+      Flow& gl = slot(g);
+      const double had = rc.rate;
+      gl.remaining = leave_class(g);  // frees the class
+      attach(g, std::span<const LinkId>(gl.links.begin(), gl.links.size()));
+      gl.rate = had;
+      gl.settled = engine_.now();
+      gl.send_end = Time::max();
+      gl.lazy = false;
+      set_rate(g, rate, true);
+      continue;
+    }
+    const bool changed = std::fabs(rate - rc.rate) > kRateTolerance * rc.rate;
+    if (changed || !class_timers_.contains(c)) {
+      settle_class(c);
+      rc.rate = rate;
+      schedule_class(c);
+    }
+  }
+  for (std::size_t i = 0; i < singles; ++i) {
     const std::uint32_t g = component_flows_[i];
-    const Flow& gl = slot(g);
+    Flow& gl = slot(g);
     bool alone = true;
-    for (LinkId m : gl.links) alone = alone && links_[m].flows.size() == 1;
-    const bool changed = std::fabs(rates[i] - gl.rate) > kRateTolerance * gl.rate;
-    if (changed || alone != gl.lazy || !has_timer(g)) set_rate(g, rates[i], alone);
+    for (LinkId m : gl.links)
+      alone = alone && links_[m].flows.size() == 1 && links_[m].classes.empty();
+    if (alone) {
+      const bool changed = std::fabs(rates[i] - gl.rate) > kRateTolerance * gl.rate;
+      if (changed || !gl.lazy || !has_timer(g)) set_rate(g, rates[i], true);
+      continue;
+    }
+    // It shares a link: into its route's class (a new class takes the transfer's rate, which is
+    // what the solve gave its route).
+    if (gl.rate > 0) settle(g);
+    cancel_timer(g);
+    detach(g);
+    gl.lazy = false;
+    join_class(g, gl.remaining);
+    const std::uint32_t c = gl.route_class;
+    RouteClass& rc = route_class(c);
+    if (rc.members.size() == 1 || !(rc.rate > 0)) {
+      settle_class(c);
+      rc.rate = rates[i];
+      schedule_class(c);
+    }
   }
   for (LinkId l : component_links_) refresh_period(l);
+}
+
+// ---- Route classes ------------------------------------------------------------------------------
+
+namespace {
+std::uint64_t route_hash(std::span<const LinkId> route) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ route.size();
+  for (LinkId l : route) {
+    h ^= l + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h *= 0xbf58476d1ce4e5b9ULL;
+  }
+  return h ^ (h >> 31);
+}
+}  // namespace
+
+std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
+  const std::uint64_t h = route_hash(route);
+  auto [it, inserted] = class_by_hash_.try_emplace(h, kNoSlot);
+  for (std::uint32_t c = it->second; c != kNoSlot; c = route_class(c).next_same_hash) {
+    const RouteClass& rc = route_class(c);
+    if (std::equal(rc.links.begin(), rc.links.end(), route.begin(), route.end())) return c;
+  }
+  std::uint32_t c;
+  if (!free_classes_.empty()) {
+    c = free_classes_.back();
+    free_classes_.pop_back();
+  } else {
+    MLSIM_CHECK(classes_used_ < kNoSlot, "too many route classes");
+    if ((classes_used_ >> kChunkBits) >= class_chunks_.size())
+      class_chunks_.push_back(std::make_unique<RouteClass[]>(std::size_t{1} << kChunkBits));
+    c = classes_used_++;
+  }
+  RouteClass& rc = route_class(c);
+  rc.links.assign(route.begin(), route.end());
+  rc.pos.resize(route.size());
+  rc.members.clear();
+  rc.rate = 0;
+  rc.sent = 0;
+  rc.settled = engine_.now();
+  rc.hash = h;
+  rc.next_same_hash = it->second;
+  it->second = c;
+  for (std::uint32_t i = 0; i < route.size(); ++i) {
+    auto& list = links_[route[i]].classes;
+    rc.pos[i] = static_cast<std::uint32_t>(list.size());
+    list.push_back(ClassEntry{c, i});
+  }
+  return c;
+}
+
+void FluidNetwork::free_class(std::uint32_t c) {
+  RouteClass& rc = route_class(c);
+  class_timers_.erase(c);
+  for (std::uint32_t i = 0; i < rc.links.size(); ++i) {
+    auto& list = links_[rc.links[i]].classes;
+    const ClassEntry last = list.back();
+    list[rc.pos[i]] = last;
+    route_class(last.route_class).pos[last.hop] = rc.pos[i];
+    list.pop_back();
+  }
+  auto it = class_by_hash_.find(rc.hash);
+  if (it->second == c) {
+    if (rc.next_same_hash == kNoSlot) {
+      class_by_hash_.erase(it);
+    } else {
+      it->second = rc.next_same_hash;
+    }
+  } else {
+    std::uint32_t p = it->second;
+    while (route_class(p).next_same_hash != c) p = route_class(p).next_same_hash;
+    route_class(p).next_same_hash = rc.next_same_hash;
+  }
+  rc.links.clear();
+  rc.pos.clear();
+  rc.members.clear();
+  free_classes_.push_back(c);
+}
+
+double FluidNetwork::member_remaining(const RouteClass& rc, const Member& m) const {
+  return std::max(0.0, m.key - rc.sent);
+}
+
+void FluidNetwork::settle_class(std::uint32_t c) {
+  RouteClass& rc = route_class(c);
+  const Time now = engine_.now();
+  if (now > rc.settled && rc.rate > 0 && !rc.members.empty()) {
+    const double advance = rc.rate * (now - rc.settled).seconds();
+    if (rc.members.size() == 1) {
+      // One member: its bytes left are kept as such (origin at 0), with a lone transfer's
+      // arithmetic.
+      Member& m = rc.members[0];
+      const double remaining = m.key - rc.sent;
+      const double sent = std::min(remaining, advance);
+      m.key = remaining - sent;
+      rc.sent = 0;
+      for (LinkId l : rc.links) links_[l].bytes += sent;
+    } else {
+      rc.sent += advance;
+      const double bytes = advance * static_cast<double>(rc.members.size());
+      for (LinkId l : rc.links) links_[l].bytes += bytes;
+      if (rc.sent > 1e12) {  // move the origin before `sent` loses byte precision
+        for (Member& m : rc.members) m.key -= rc.sent;
+        rc.sent = 0;
+      }
+    }
+  }
+  rc.settled = now;
+}
+
+void FluidNetwork::schedule_class(std::uint32_t c) {
+  RouteClass& rc = route_class(c);
+  if (rc.members.empty() || !(rc.rate > 0)) {
+    class_timers_.erase(c);
+    return;
+  }
+  const double remaining = member_remaining(rc, rc.members[0]);
+  const Time end = rc.settled + Time::from_seconds_ceil(remaining / rc.rate);
+  class_timers_.set(c, Wake{end.count_ns(), ++wake_seq_});
+  arm_wakeup();
+}
+
+void FluidNetwork::member_sift_up(RouteClass& rc, std::size_t i) {
+  const Member m = rc.members[i];
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (!(m < rc.members[parent])) break;
+    rc.members[i] = rc.members[parent];
+    slot(rc.members[i].flow).member_pos = static_cast<std::uint32_t>(i);
+    i = parent;
+  }
+  rc.members[i] = m;
+  slot(m.flow).member_pos = static_cast<std::uint32_t>(i);
+}
+
+void FluidNetwork::member_sift_down(RouteClass& rc, std::size_t i) {
+  const Member m = rc.members[i];
+  const std::size_t n = rc.members.size();
+  for (;;) {
+    std::size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && rc.members[child + 1] < rc.members[child]) ++child;
+    if (!(rc.members[child] < m)) break;
+    rc.members[i] = rc.members[child];
+    slot(rc.members[i].flow).member_pos = static_cast<std::uint32_t>(i);
+    i = child;
+  }
+  rc.members[i] = m;
+  slot(m.flow).member_pos = static_cast<std::uint32_t>(i);
+}
+
+void FluidNetwork::member_erase(RouteClass& rc, std::size_t i) {
+  const Member last = rc.members.back();
+  rc.members.pop_back();
+  if (i == rc.members.size()) return;
+  const bool smaller = last < rc.members[i];
+  rc.members[i] = last;
+  if (smaller) {
+    member_sift_up(rc, i);
+  } else {
+    member_sift_down(rc, i);
+  }
+}
+
+void FluidNetwork::join_class(std::uint32_t f, double remaining) {
+  Flow& fl = slot(f);
+  const std::uint32_t c =
+      find_or_add_class(std::span<const LinkId>(fl.links.begin(), fl.links.size()));
+  settle_class(c);
+  RouteClass& rc = route_class(c);
+  fl.route_class = c;
+  fl.lazy = false;
+  fl.send_end = Time::max();
+  if (rc.members.empty()) rc.sent = 0;
+  rc.members.push_back(Member{rc.sent + remaining, f});
+  member_sift_up(rc, rc.members.size() - 1);
+  if (fl.member_pos == 0 && rc.rate > 0) schedule_class(c);
+}
+
+double FluidNetwork::leave_class(std::uint32_t f) {
+  Flow& fl = slot(f);
+  const std::uint32_t c = fl.route_class;
+  settle_class(c);
+  RouteClass& rc = route_class(c);
+  const double remaining = member_remaining(rc, rc.members[fl.member_pos]);
+  const bool head = fl.member_pos == 0;
+  member_erase(rc, fl.member_pos);
+  fl.route_class = kNoSlot;
+  fl.remaining = remaining;
+  fl.settled = engine_.now();
+  if (rc.members.empty()) {
+    free_class(c);
+  } else if (head) {
+    schedule_class(c);
+  }
+  return remaining;
+}
+
+void FluidNetwork::on_class_event(std::uint32_t c) {
+  // The head member has sent its last byte; so have the others whose end rounds to now.
+  settle_class(c);
+  std::vector<std::uint32_t> done;
+  done.swap(finishing_);
+  done.clear();
+  {
+    RouteClass& rc = route_class(c);
+    do {
+      const Member m = rc.members[0];
+      // Its bytes, exactly: the class counted rate x time, which the rounding up of the end to
+      // the nanosecond can overshoot by a hair.
+      const double correction = m.key - rc.sent;
+      for (LinkId l : rc.links) links_[l].bytes += correction;
+      member_erase(rc, 0);
+      done.push_back(m.flow);
+    } while (!rc.members.empty() && Time::from_seconds_ceil(member_remaining(rc, rc.members[0]) /
+                                                            rc.rate) == Time::zero());
+    for (std::uint32_t g : done) slot(g).route_class = kNoSlot;
+    if (rc.members.empty()) {
+      free_class(c);
+    } else {
+      schedule_class(c);
+    }
+  }
+  for (std::uint32_t g : done) {
+    Flow& gl = slot(g);
+    gl.remaining = 0;
+    gl.settled = engine_.now();
+    gl.send_end = engine_.now();
+    gl.state = State::kArriving;
+    rebalance(gl.links);
+    if (gl.latency == Time::zero()) {
+      deliver(g);
+    } else {
+      schedule(g, engine_.now() + gl.latency);
+    }
+  }
+  done.clear();
+  finishing_.swap(done);
 }
 
 void FluidNetwork::set_link_bandwidth(LinkId link, Bandwidth bw) {
@@ -511,11 +841,19 @@ void FluidNetwork::set_link_up(LinkId link, bool up) {
   victims_.clear();
   for (const Entry& e : links_[link].flows)
     if (still_sending(slot(e.flow))) victims_.push_back(e.flow);
+  for (const ClassEntry& e : links_[link].classes)
+    for (const Member& m : route_class(e.route_class).members) victims_.push_back(m.flow);
   seeds_.clear();
   for (std::uint32_t g : victims_) {
     Flow& gl = slot(g);
-    settle(g);
-    detach(g);
+    if (gl.route_class != kNoSlot) {
+      leave_class(g);  // its bytes left are now its own; it is on no list
+      gl.rate = 0;
+      gl.send_end = Time::max();
+    } else {
+      settle(g);
+      detach(g);
+    }
     seeds_.insert(seeds_.end(), gl.links.begin(), gl.links.end());
     const auto route = router_.route(gl.src, gl.dst, gl.label);
     if (!route) {
@@ -546,6 +884,10 @@ LinkStats FluidNetwork::link_stats(LinkId link) const {
     bytes += now >= g.send_end ? g.remaining
                                : std::min(g.remaining, g.rate * (now - g.settled).seconds());
   }
+  for (const ClassEntry& e : ls.classes) {  // and since each class was last settled
+    const RouteClass& rc = route_class(e.route_class);
+    bytes += rc.rate * (now - rc.settled).seconds() * static_cast<double>(rc.members.size());
+  }
   LinkStats s;
   s.bytes_carried = Bytes{std::llround(bytes)};
   const std::int64_t current = (std::min(now, ls.period_end) - ls.period_start).count_ns();
@@ -569,6 +911,8 @@ double FluidNetwork::current_rate(TransferId id) const {
   const std::uint32_t f = find(id);
   if (f == kNoSlot) return 0;
   const Flow& fl = slot(f);
+  if (fl.state == State::kSending && fl.route_class != kNoSlot)
+    return route_class(fl.route_class).rate;
   return fl.state == State::kSending && still_sending(fl) ? fl.rate : 0;
 }
 

@@ -14,21 +14,33 @@
 //   - flow: r is the max-min fair share among the transfers sending at the same time
 //     (max_min.hpp), recomputed incrementally: when a transfer starts or stops sending, or a link
 //     changes, only the connected component of transfers sharing links with the change is solved
-//     again, and only transfers whose rate changed have their end rescheduled. All the changes of
-//     one instant are solved together, once, by an event at that instant (rates only matter
-//     over elapsed time): N transfers started at once cost one solve, not N.
+//     again. All the changes of one instant are solved together, once, by an event at that
+//     instant (rates only matter over elapsed time): N transfers started at once cost one solve,
+//     not N (start_transfers starts a whole phase in one call).
+//
+// Route classes (flow mode). Transfers that share a link are grouped by route: the transfers of
+// one route always have the same max-min rate, so the solver sees one weighted flow per route
+// (its cost is the number of distinct routes in the component, not of transfers), and the class
+// advances all its members together, as a processor-sharing queue: it keeps `sent`, the bytes
+// each member has sent since the class's origin, and each member the value of `sent` at which
+// its last byte leaves (its key). A rate change touches the class, not its members; the class
+// holds one pending event, for its member with the smallest key, and a completion touches only
+// the member that completes. A class of one member keeps its bytes left exactly as a lone
+// transfer does (same arithmetic), so small cases compute what they always have.
 //
 // Cost. A transfer alone on its links (the common case in collectives) costs O(route length) to
 // start and one engine event, in both backends: it leaves its links lazily (when the next
 // transfer arrives on them, or at delivery), so no event marks the end of sending. Transfers
-// that share a link get an extra event at the end of sending. Storage for transfers is pooled:
-// no allocation per transfer once the pool is warm.
+// that share a link get an extra event at the end of sending. Storage for transfers and classes
+// is pooled: no allocation per transfer once the pool is warm; memory is linear in the transfers
+// in flight.
 //
 // Events. The backend keeps its own pending events and holds ONE engine event, for the earliest
 // of them: times that arrive in order (equal latencies and sizes) go to a FIFO, others to an
-// indexed min-heap keyed by transfer slot. A re-solve that changes the rates of N transfers
-// updates N heap keys in place; it leaves nothing behind in the engine. Among themselves, the
-// backend's events run in (time, scheduling order), as they would as separate engine events.
+// indexed min-heap keyed by transfer slot; each route class has one entry in a heap of class
+// events. A re-solve updates one heap key per class whose rate changed; it leaves nothing behind
+// in the engine. Among themselves, the backend's events run in (time, scheduling order), as they
+// would as separate engine events.
 //
 // Links failing: transfers still sending over a failed link are rerouted from their source with
 // the bytes not yet sent (bytes already sent are kept) when another path exists, and delivered
@@ -45,6 +57,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sim_core/base/indexed_heap.hpp"
@@ -71,6 +84,7 @@ class FluidNetwork final : public Network {
   std::string_view backend_name() const override;
   TransferId start_transfer(NodeId src, NodeId dst, Bytes bytes, DeliveryCallback done,
                             std::uint64_t flow_label = 0) override;
+  void start_transfers(std::span<TransferRequest> phase) override;
   bool cancel_transfer(TransferId id) override;
   void set_link_bandwidth(LinkId link, Bandwidth bw) override;
   void set_link_latency(LinkId link, Time latency) override;
@@ -102,6 +116,8 @@ class FluidNetwork final : public Network {
     // Routes of up to 6 links (a fat-tree's longest) are stored in the slot itself.
     SmallVector<LinkId, 6> links;
     SmallVector<std::uint32_t, 6> pos;
+    std::uint32_t route_class = ~0u;  // flow mode, sharing: its class (then not in links' lists)
+    std::uint32_t member_pos = 0;     // its place in the class's member heap
     DeliveryCallback done;
     NodeId src = 0, dst = 0;
     std::uint64_t label = 0;
@@ -112,14 +128,37 @@ class FluidNetwork final : public Network {
     std::uint32_t flow;
     std::uint32_t hop;
   };
+  struct ClassEntry {
+    std::uint32_t route_class;
+    std::uint32_t hop;
+  };
   struct LinkState {
-    double capacity = 0;  // bytes/s
-    SmallVector<Entry, 2> flows;
+    double capacity = 0;          // bytes/s
+    SmallVector<Entry, 2> flows;  // transfers not in a route class (lazy ones, or just rerouted)
+    SmallVector<ClassEntry, 2> classes;
     double bytes = 0;  // settled bytes carried
     // Busy time: closed periods plus the current one [period_start, period_end), where
     // period_end is the latest projected end of sending of the flows on the link.
     std::int64_t busy_closed_ns = 0;
     Time period_start, period_end;
+    std::uint32_t stamp = 0;
+  };
+
+  // Flow mode: the transfers sharing links, grouped by route (see the top of this file).
+  struct Member {
+    double key;  // the class's `sent` when this member's last byte leaves
+    std::uint32_t flow;
+    bool operator<(const Member& o) const { return key < o.key || (key == o.key && flow < o.flow); }
+  };
+  struct RouteClass {
+    SmallVector<LinkId, 6> links;
+    SmallVector<std::uint32_t, 6> pos;  // its entry in each link's class list
+    SmallVector<Member, 1> members;     // min-heap on (key, flow)
+    double rate = 0;                    // bytes/s of each member
+    double sent = 0;                    // bytes each member sent since the origin, as of `settled`
+    Time settled;
+    std::uint64_t hash = 0;
+    std::uint32_t next_same_hash = ~0u;
     std::uint32_t stamp = 0;
   };
 
@@ -147,9 +186,33 @@ class FluidNetwork final : public Network {
   void fail_later(std::uint32_t f);
   void report(std::uint32_t f, bool failed);
 
-  // Puts a flow on the links of `route`; returns true if every one of them was free.
+  // Puts a flow on the links of `route` (the links' flow lists); returns true if every one of
+  // them was free.
   bool attach(std::uint32_t f, std::span<const LinkId> route);
   void detach(std::uint32_t f);
+  // True if no transfer is on any of the links (flow mode: finished lazy ones leave first).
+  bool route_free(std::span<const LinkId> route);
+
+  // Route classes.
+  RouteClass& route_class(std::uint32_t c) {
+    return class_chunks_[c >> kChunkBits][c & kChunkMask];
+  }
+  const RouteClass& route_class(std::uint32_t c) const {
+    return class_chunks_[c >> kChunkBits][c & kChunkMask];
+  }
+  std::uint32_t find_or_add_class(std::span<const LinkId> route);
+  void free_class(std::uint32_t c);
+  // Makes a sending flow (on no link list) a member of its route's class, with `remaining` bytes.
+  void join_class(std::uint32_t f, double remaining);
+  // Takes a member out of its class; returns the bytes it had left (the class is settled).
+  double leave_class(std::uint32_t f);
+  void settle_class(std::uint32_t c);
+  void schedule_class(std::uint32_t c);
+  void on_class_event(std::uint32_t c);
+  double member_remaining(const RouteClass& rc, const Member& m) const;
+  void member_sift_up(RouteClass& rc, std::size_t i);
+  void member_sift_down(RouteClass& rc, std::size_t i);
+  void member_erase(RouteClass& rc, std::size_t i);
   // Brings `remaining` up to date at now and counts the bytes sent on the flow's links.
   void settle(std::uint32_t f);
   // Flow mode: a lazy flow whose bytes are all sent leaves the link before another joins it.
@@ -168,6 +231,7 @@ class FluidNetwork final : public Network {
   // Flows live in fixed-size chunks, so a reference to one stays valid while others are added
   // (a delivery callback runs in place and may start new transfers).
   static constexpr std::uint32_t kChunkBits = 10;
+  static constexpr std::uint32_t kChunkMask = (1u << kChunkBits) - 1;
   Flow& slot(std::uint32_t f) { return chunks_[f >> kChunkBits][f & ((1u << kChunkBits) - 1)]; }
   const Flow& slot(std::uint32_t f) const {
     return chunks_[f >> kChunkBits][f & ((1u << kChunkBits) - 1)];
@@ -180,6 +244,10 @@ class FluidNetwork final : public Network {
   std::vector<std::unique_ptr<Flow[]>> chunks_;
   std::uint32_t slots_used_ = 0;
   std::vector<std::uint32_t> free_;
+  std::vector<std::unique_ptr<RouteClass[]>> class_chunks_;
+  std::uint32_t classes_used_ = 0;
+  std::vector<std::uint32_t> free_classes_;
+  std::unordered_map<std::uint64_t, std::uint32_t> class_by_hash_;  // first class of a hash
   std::vector<LinkState> links_;
   std::uint32_t stamp_ = 0;
   NetworkTotals totals_;
@@ -220,7 +288,8 @@ class FluidNetwork final : public Network {
   TimerQueue queue_;
   bool queue_armed_ = false;  // queue_wake_ holds the FIFO head's place in the order
   Wake queue_wake_{};
-  IndexedHeap<Wake> timers_;  // by flow slot
+  IndexedHeap<Wake> timers_;        // by flow slot
+  IndexedHeap<Wake> class_timers_;  // by route class
   std::uint64_t wake_seq_ = 0;
   EventHandle wake_event_;
   Time wake_time_;
@@ -233,7 +302,8 @@ class FluidNetwork final : public Network {
   // Scratch, reused.
   MaxMinSolver solver_;
   std::vector<LinkId> stack_, component_links_, seeds_;
-  std::vector<std::uint32_t> component_flows_, local_links_, local_index_, victims_;
+  std::vector<std::uint32_t> component_flows_, component_classes_, local_links_, local_index_,
+      victims_, finishing_;
 };
 
 }  // namespace mlsim

@@ -4,6 +4,7 @@
 // bytes take. Nothing else crosses the line, so every model runs on every backend unchanged.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -54,6 +55,15 @@ struct NetworkTotals {
   }
 };
 
+// One transfer of a phase started by Network::start_transfers; `id` is filled in.
+struct TransferRequest {
+  NodeId src = 0, dst = 0;
+  Bytes bytes;
+  DeliveryCallback done;
+  std::uint64_t flow_label = 0;
+  TransferId id = 0;
+};
+
 class Network {
  public:
   virtual ~Network() = default;
@@ -64,6 +74,12 @@ class Network {
   // oneself completes at once.
   virtual TransferId start_transfer(NodeId src, NodeId dst, Bytes bytes, DeliveryCallback done,
                                     std::uint64_t flow_label = 0) = 0;
+  // Starts a phase of transfers now, as start_transfer in order (same ids, same results); a
+  // backend may share the work among them (the flow backend solves the phase once).
+  virtual void start_transfers(std::span<TransferRequest> phase) {
+    for (TransferRequest& r : phase)
+      r.id = start_transfer(r.src, r.dst, r.bytes, std::move(r.done), r.flow_label);
+  }
   // Cancels a transfer in flight: its callback runs with failed = true. False if not active.
   virtual bool cancel_transfer(TransferId id) = 0;
 

@@ -87,3 +87,40 @@ TEST(FluidNetworkScale, StaggeredEndsInOneComponentKeepBytesAndOrder) {
   }
   EXPECT_EQ(net.totals().bytes_delivered.count, std::int64_t{n} * (n + 1) / 2);
 }
+
+TEST(FluidNetworkScale, SameRouteTransfersShareLikeAProcessorSharingQueue) {
+  // Three transfers of 1, 2 and 3 MB from a to b at t = 0 (one route class) and one of 1 MB from
+  // a to c at 0.5 ms (another class, sharing a's uplink). By hand, on 1 GB/s links:
+  //   0 - 0.5 ms: three at 1/3 GB/s each: 0.1667 MB sent each.
+  //   from 0.5 ms: four on a's uplink at 0.25 GB/s. The 1 MB one has 0.8333 MB left: it ends
+  //     first, at 0.5 + 0.8333 / 0.25 = 3.8333 ms.
+  //   at 3.8333 ms: 1 MB ends; three left at 1/3 GB/s. 2 MB one: 2 - 0.1667 - 0.8333 = 1 MB
+  //     left; a->c: 1 - 0.8333 = 0.1667 MB left; 3 MB one: 2 MB left.
+  //   a->c ends at 3.8333 + 0.1667 * 3 = 4.3333 ms; then two at 0.5 GB/s: the 2 MB one has
+  //     1 - 0.1667 = 0.8333 MB left: ends at 4.3333 + 1.6667 = 6 ms; the 3 MB one then has
+  //     2 - 0.1667 - 0.8333 = 1 MB left, alone at 1 GB/s: ends at 7 ms.
+  // Each arrives 200 ns (two 100 ns links) after its last byte leaves; ends are rounded up to the
+  // nanosecond.
+  Engine engine;
+  const Topology topology = build_topology(StarSpec{3, kLink});
+  FluidNetwork net(engine, topology, Sharing::kMaxMin);
+  const NodeId a = topology.hosts()[0], b = topology.hosts()[1], c = topology.hosts()[2];
+  std::vector<std::int64_t> end_ns(4, 0);
+  for (int i = 0; i < 3; ++i)
+    net.start_transfer(a, b, Bytes{1'000'000 * (i + 1)},
+                       [&, i](const TransferResult& r) { end_ns[i] = r.finished.count_ns(); });
+  engine.schedule_at(Time::us(500), [&] {
+    net.start_transfer(a, c, Bytes{1'000'000},
+                       [&](const TransferResult& r) { end_ns[3] = r.finished.count_ns(); });
+  });
+  engine.run();
+  EXPECT_NEAR(end_ns[0], 3'833'333 + 200, 2);
+  EXPECT_NEAR(end_ns[3], 4'333'333 + 200, 2);
+  EXPECT_NEAR(end_ns[1], 6'000'000 + 200, 3);
+  EXPECT_NEAR(end_ns[2], 7'000'000 + 200, 3);
+  // a's uplink carried all 7 MB.
+  for (LinkId l = 0; l < topology.links().size(); ++l)
+    if (topology.links()[l].src == a) {
+      EXPECT_EQ(net.link_stats(l).bytes_carried.count, 7'000'000);
+    }
+}

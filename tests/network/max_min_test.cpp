@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+#include <random>
 #include <vector>
 
 using namespace mlsim;
@@ -67,4 +70,112 @@ TEST(MaxMin, LoneFlowGetsItsBottleneckAndSolverIsReusable) {
   const auto& r = s.solve();
   ASSERT_EQ(r.size(), 2u);
   EXPECT_DOUBLE_EQ(r[0], 3.5);
+}
+
+TEST(MaxMin, WeightedFlowIsThatManyIdenticalFlows) {
+  // Link 0 (capacity 12) carries a flow of weight 3 and a flow of weight 1 that also crosses
+  // link 1 (capacity 2). Link 1 fills first at 2 / 1 = 2; link 0 then has 12 - 2 = 10 for the
+  // three identical flows: 10 / 3 each. The bottleneck of each is the link that froze it.
+  MaxMinSolver s;
+  s.add_link(12);
+  s.add_link(2);
+  const std::uint32_t a[] = {0};
+  const std::uint32_t b[] = {0, 1};
+  s.add_flow(a, 3);
+  s.add_flow(b, 1);
+  const auto& r = s.solve();
+  EXPECT_DOUBLE_EQ(r[0], 10.0 / 3);
+  EXPECT_DOUBLE_EQ(r[1], 2);
+  EXPECT_EQ(s.bottleneck(0), 0u);
+  EXPECT_EQ(s.bottleneck(1), 1u);
+}
+
+namespace {
+// Textbook progressive filling, written for clarity, not speed: repeatedly find the link with
+// the smallest fair share among unfrozen flows and freeze its flows at that share.
+std::vector<double> reference(const std::vector<double>& caps,
+                              const std::vector<std::vector<std::uint32_t>>& flows) {
+  std::vector<double> rate(flows.size(), -1);
+  std::vector<double> left = caps;
+  for (;;) {
+    double best = std::numeric_limits<double>::infinity();
+    std::size_t best_link = caps.size();
+    for (std::size_t l = 0; l < caps.size(); ++l) {
+      int n = 0;
+      for (std::size_t f = 0; f < flows.size(); ++f)
+        if (rate[f] < 0 && std::count(flows[f].begin(), flows[f].end(), l)) ++n;
+      if (n > 0 && left[l] / n < best) {
+        best = left[l] / n;
+        best_link = l;
+      }
+    }
+    if (best_link == caps.size()) return rate;
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      if (rate[f] >= 0 || !std::count(flows[f].begin(), flows[f].end(), best_link)) continue;
+      rate[f] = best;
+      for (std::uint32_t m : flows[f]) left[m] -= best;
+    }
+  }
+}
+}  // namespace
+
+TEST(MaxMin, PropertyMatchesTextbookFillingAndWeightsMatchCopies) {
+  // Random problems: up to 12 links of capacities 1..4 (few distinct values, so shares tie
+  // often), up to 40 flows of 1-4 distinct links. The solver must give every flow the textbook
+  // rate to 1e-12 relative (the orders of subtraction differ), every link must be within its
+  // capacity, and every flow must cross a saturated link on which no flow is faster (max-min).
+  // Merging identical flows into one weighted flow must give the same rates to 1e-12.
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 500; ++trial) {
+    const std::size_t nl = 1 + rng() % 12;
+    std::vector<double> caps(nl);
+    for (double& c : caps) c = static_cast<double>(1 + rng() % 4);
+    std::vector<std::vector<std::uint32_t>> flows(1 + rng() % 40);
+    for (auto& f : flows) {
+      const std::size_t hops = 1 + rng() % std::min<std::size_t>(4, nl);
+      while (f.size() < hops) {
+        const auto l = static_cast<std::uint32_t>(rng() % nl);
+        if (std::count(f.begin(), f.end(), l) == 0) f.push_back(l);
+      }
+      if (rng() % 3 == 0 && &f != &flows[0]) f = flows[rng() % (&f - &flows[0])];  // a copy
+    }
+    const std::vector<double> got = solve(caps, flows);
+    const std::vector<double> want = reference(caps, flows);
+    std::vector<double> load(nl, 0);
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      ASSERT_NEAR(got[f], want[f], 1e-12 * want[f]) << "trial " << trial << " flow " << f;
+      for (std::uint32_t l : flows[f]) load[l] += got[f];
+    }
+    for (std::size_t l = 0; l < nl; ++l) ASSERT_LE(load[l], caps[l] * (1 + 1e-12));
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      bool bottlenecked = false;
+      for (std::uint32_t l : flows[f]) {
+        if (load[l] < caps[l] * (1 - 1e-12)) continue;
+        bool fastest = true;
+        for (std::size_t g = 0; g < flows.size(); ++g)
+          if (std::count(flows[g].begin(), flows[g].end(), l) && got[g] > got[f] * (1 + 1e-12))
+            fastest = false;
+        bottlenecked = bottlenecked || fastest;
+      }
+      ASSERT_TRUE(bottlenecked) << "trial " << trial << " flow " << f;
+    }
+    // Identical routes merged into weighted flows.
+    std::vector<std::vector<std::uint32_t>> distinct;
+    std::vector<std::uint32_t> weight, index(flows.size());
+    for (std::size_t f = 0; f < flows.size(); ++f) {
+      const auto it = std::find(distinct.begin(), distinct.end(), flows[f]);
+      index[f] = static_cast<std::uint32_t>(it - distinct.begin());
+      if (it == distinct.end()) {
+        distinct.push_back(flows[f]);
+        weight.push_back(0);
+      }
+      ++weight[index[f]];
+    }
+    MaxMinSolver merged;
+    for (double c : caps) merged.add_link(c);
+    for (std::size_t i = 0; i < distinct.size(); ++i) merged.add_flow(distinct[i], weight[i]);
+    const std::vector<double> rates = merged.solve();
+    for (std::size_t f = 0; f < flows.size(); ++f)
+      ASSERT_NEAR(rates[index[f]], got[f], 1e-12 * got[f]) << "trial " << trial;
+  }
 }
