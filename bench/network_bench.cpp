@@ -22,6 +22,7 @@
 // the runs compares the simulated time of the same completion (number W + M of SimGrid's run).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -168,6 +169,14 @@ void run_closed_loop(benchmark::State& state, const Topology& topo, Pattern patt
       engine.run();
       if (loop.completed() != window.warmup + window.measured)
         state.SkipWithError("the loop stopped early");
+      if (const auto* fluid = dynamic_cast<const FluidNetwork*>(net.get())) {
+        // How much of the component each solve took on (route classes and lone transfers).
+        const auto& st = fluid->solve_stats();
+        state.counters["solved_per_solve"] =
+            static_cast<double>(st.solved) / static_cast<double>(std::max<std::uint64_t>(1, st.solves));
+        state.counters["partial_share"] =
+            static_cast<double>(st.partial) / static_cast<double>(std::max<std::uint64_t>(1, st.solves));
+      }
     } catch (const std::exception& e) {  // report the failure, run the other benchmarks
       out = RunResult{};
       state.SkipWithError(e.what());

@@ -158,7 +158,11 @@ void FluidNetwork::wake_up() {
       solve_armed_ = false;
       solving_seeds_.swap(pending_seeds_);
       pending_seeds_.clear();
-      solve_component(solving_seeds_);
+      double floor = pending_floor_;
+      if (pending_arrival_) floor = std::min(floor, arrival_floor(solving_seeds_));
+      pending_floor_ = std::numeric_limits<double>::infinity();
+      pending_arrival_ = false;
+      solve_component(solving_seeds_, floor);
     } else if (next == Next::kQueue) {
       run_queue();
     } else if (next == Next::kClass) {
@@ -201,7 +205,7 @@ void FluidNetwork::on_event(std::uint32_t f) {
       settle(f);
       detach(f);
       fl.state = State::kArriving;
-      rebalance(fl.links);
+      rebalance(fl.links, fl.rate);
       if (fl.latency == Time::zero()) {
         deliver(f);
       } else {
@@ -295,7 +299,7 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
     // It shares a link: it joins its route's class, whose rate the solve at this instant sets.
     fl.links.assign(route->links.begin(), route->links.end());
     join_class(f, fl.remaining);
-    rebalance(fl.links);
+    rebalance(fl.links, kArrival);
     return id;
   }
   attach(f, route->links);
@@ -317,13 +321,14 @@ bool FluidNetwork::cancel_transfer(TransferId id) {
   if (f == kNoSlot) return false;
   Flow& fl = slot(f);
   if (fl.state == State::kSending && fl.route_class != kNoSlot) {
+    const double rate = route_class(fl.route_class).rate;
     leave_class(f);
-    rebalance(fl.links);
+    rebalance(fl.links, rate);
   } else if (fl.state == State::kSending) {
     const bool sending = still_sending(fl);
     settle(f);
     detach(f);
-    if (sending) rebalance(fl.links);
+    if (sending) rebalance(fl.links, fl.rate);
   }
   fail_later(f);
   return true;
@@ -437,11 +442,16 @@ void FluidNetwork::refresh_period(LinkId l) {
   }
 }
 
-void FluidNetwork::rebalance(std::span<const LinkId> seeds) {
+void FluidNetwork::rebalance(std::span<const LinkId> seeds, double floor) {
   if (sharing_ == Sharing::kMaxMin) {
     // Solved once for every change at this instant (a burst of starts costs one solve, not one
     // per start), before time moves on: rates only matter over elapsed time.
     pending_seeds_.insert(pending_seeds_.end(), seeds.begin(), seeds.end());
+    if (floor == kArrival) {
+      pending_arrival_ = true;
+    } else {
+      pending_floor_ = std::min(pending_floor_, floor);
+    }
     if (!solve_armed_) {
       solve_armed_ = true;
       solve_wake_ = Wake{engine_.now().count_ns(), ++wake_seq_};
@@ -474,7 +484,29 @@ void FluidNetwork::rebalance(std::span<const LinkId> seeds) {
   for (LinkId l : component_links_) refresh_period(l);
 }
 
-void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
+double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) const {
+  // A transfer's max-min rate is at least min over its links of capacity / transfers on the
+  // link: while the water level is below that, none of its links can be full.
+  double floor = std::numeric_limits<double>::infinity();
+  for (LinkId l : seeds) {
+    const LinkState& ls = links_[l];
+    const std::size_t n = ls.flows.size() + ls.members;
+    if (n > 0) floor = std::min(floor, ls.capacity / static_cast<double>(n));
+  }
+  return floor;
+}
+
+void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) {
+  // Which rates can change. Progressive filling freezes flows in increasing order of rate; a
+  // flow leaving at rate r changes nothing that froze below r (its links fill at r or later,
+  // with or without it), and a flow arriving changes nothing below its own new rate, which is
+  // at least `arrival_floor`. So only classes at or above `floor` are solved again, connected
+  // through classes at or above it, on the capacity the others leave (their rates are kept).
+  // Small neighbourhoods are solved whole (floor 0), as are link changes and reroutes.
+  std::size_t near = 0;
+  for (LinkId l : seeds) near += links_[l].classes.size() + links_[l].flows.size();
+  if (near < kPartialSolveMin || !(floor < std::numeric_limits<double>::infinity())) floor = 0;
+  const double keep_below = floor * (1 - 1e-9);  // rates within rounding of the floor are redone
   // The transfers connected to the seeds through shared links, and their links: route classes,
   // and transfers on the links' own lists (lazy ones, or ones just rerouted).
   ++stamp_;
@@ -501,7 +533,7 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
     }
     for (const ClassEntry& e : links_[l].classes) {
       RouteClass& rc = route_class(e.route_class);
-      if (rc.stamp == stamp_) continue;
+      if (rc.stamp == stamp_ || (rc.rate > 0 && rc.rate < keep_below)) continue;
       rc.stamp = stamp_;
       component_classes_.push_back(e.route_class);
       for (LinkId m : rc.links) visit(m);
@@ -509,7 +541,17 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
   }
 
   solver_.clear();
-  for (LinkId l : component_links_) local_index_[l] = solver_.add_link(links_[l].capacity);
+  for (LinkId l : component_links_) {
+    double capacity = links_[l].capacity;
+    if (floor > 0) {  // less what the classes kept at their rates take
+      for (const ClassEntry& e : links_[l].classes) {
+        const RouteClass& rc = route_class(e.route_class);
+        if (rc.stamp != stamp_) capacity -= rc.rate * static_cast<double>(rc.members.size());
+      }
+      capacity = std::max(capacity, links_[l].capacity * 1e-12);  // rounding, never below 0
+    }
+    local_index_[l] = solver_.add_link(capacity);
+  }
   auto add = [&](std::span<const LinkId> route, std::uint32_t weight) {
     local_links_.clear();
     for (LinkId m : route) local_links_.push_back(local_index_[m]);
@@ -522,6 +564,9 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds) {
   }
   const std::vector<double>& rates = solver_.solve();
   const std::size_t singles = component_flows_.size();
+  ++solve_stats_.solves;
+  solve_stats_.partial += floor > 0 ? 1 : 0;
+  solve_stats_.solved += singles + component_classes_.size();
 
   // Classes first: a transfer below may join one of them, at its new rate.
   for (std::size_t i = 0; i < component_classes_.size(); ++i) {
@@ -754,6 +799,7 @@ void FluidNetwork::join_class(std::uint32_t f, double remaining) {
   if (rc.members.empty()) rc.sent = 0;
   rc.members.push_back(Member{rc.sent + remaining, f});
   member_sift_up(rc, rc.members.size() - 1);
+  for (LinkId l : rc.links) ++links_[l].members;
   if (fl.member_pos == 0 && rc.rate > 0) schedule_class(c);
 }
 
@@ -765,6 +811,7 @@ double FluidNetwork::leave_class(std::uint32_t f) {
   const double remaining = member_remaining(rc, rc.members[fl.member_pos]);
   const bool head = fl.member_pos == 0;
   member_erase(rc, fl.member_pos);
+  for (LinkId l : rc.links) --links_[l].members;
   fl.route_class = kNoSlot;
   fl.remaining = remaining;
   fl.settled = engine_.now();
@@ -779,6 +826,7 @@ double FluidNetwork::leave_class(std::uint32_t f) {
 void FluidNetwork::on_class_event(std::uint32_t c) {
   // The head member has sent its last byte; so have the others whose end rounds to now.
   settle_class(c);
+  const double rate = route_class(c).rate;
   std::vector<std::uint32_t> done;
   done.swap(finishing_);
   done.clear();
@@ -791,6 +839,7 @@ void FluidNetwork::on_class_event(std::uint32_t c) {
       const double correction = m.key - rc.sent;
       for (LinkId l : rc.links) links_[l].bytes += correction;
       member_erase(rc, 0);
+      for (LinkId l : rc.links) --links_[l].members;
       done.push_back(m.flow);
     } while (!rc.members.empty() && Time::from_seconds_ceil(member_remaining(rc, rc.members[0]) /
                                                             rc.rate) == Time::zero());
@@ -807,7 +856,7 @@ void FluidNetwork::on_class_event(std::uint32_t c) {
     gl.settled = engine_.now();
     gl.send_end = engine_.now();
     gl.state = State::kArriving;
-    rebalance(gl.links);
+    rebalance(gl.links, rate);
     if (gl.latency == Time::zero()) {
       deliver(g);
     } else {

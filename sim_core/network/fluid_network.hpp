@@ -54,6 +54,7 @@
 // Link statistics: bytes_carried counts bytes sent over the link so far (up to now);
 // busy_seconds is the time during which at least one transfer was sending over the link.
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string_view>
@@ -97,6 +98,12 @@ class FluidNetwork final : public Network {
   // Links of a transfer's current route (empty once delivered or unknown).
   std::span<const LinkId> current_route(TransferId id) const;
   Router& router() { return router_; }
+  // Flow mode: max-min solves run, how many of them re-solved only the rates that could change
+  // (above a floor), and the route classes and transfers they solved in all.
+  struct SolveStats {
+    std::uint64_t solves = 0, partial = 0, solved = 0;
+  };
+  const SolveStats& solve_stats() const { return solve_stats_; }
 
  private:
   enum class State : std::uint8_t { kFree, kSending, kArriving, kFailing };
@@ -136,6 +143,7 @@ class FluidNetwork final : public Network {
     double capacity = 0;          // bytes/s
     SmallVector<Entry, 2> flows;  // transfers not in a route class (lazy ones, or just rerouted)
     SmallVector<ClassEntry, 2> classes;
+    std::uint32_t members = 0;  // members of those classes
     double bytes = 0;  // settled bytes carried
     // Busy time: closed periods plus the current one [period_start, period_end), where
     // period_end is the latest projected end of sending of the flows on the link.
@@ -225,8 +233,14 @@ class FluidNetwork final : public Network {
   void refresh_period(LinkId l);
   // Re-solves the flows connected to `seeds` (flow mode: once per instant, by an event at now)
   // or re-rates the flows on them (analytic), then refreshes the links' busy periods.
-  void rebalance(std::span<const LinkId> seeds);
-  void solve_component(std::span<const LinkId> seeds);
+  // `floor`: the rate of a transfer that stopped sending (or kArrival for one that started; 0
+  // for any other change): rates below the lowest floor of the instant cannot change.
+  static constexpr double kArrival = -1;
+  void rebalance(std::span<const LinkId> seeds, double floor = 0);
+  double arrival_floor(std::span<const LinkId> seeds) const;
+  // Below this many classes and transfers on the changed links, the whole component is solved.
+  static constexpr std::size_t kPartialSolveMin = 32;
+  void solve_component(std::span<const LinkId> seeds, double floor);
 
   // Flows live in fixed-size chunks, so a reference to one stays valid while others are added
   // (a delivery callback runs in place and may start new transfers).
@@ -298,6 +312,9 @@ class FluidNetwork final : public Network {
   bool solve_armed_ = false;
   Wake solve_wake_{};
   std::vector<LinkId> pending_seeds_, solving_seeds_;
+  double pending_floor_ = std::numeric_limits<double>::infinity();
+  SolveStats solve_stats_;
+  bool pending_arrival_ = false;
 
   // Scratch, reused.
   MaxMinSolver solver_;
