@@ -68,15 +68,15 @@ void all_to_all(benchmark::State& state, int hosts, MakeNetwork make) {
     for (int s = 0; s < hosts; ++s)
       for (int d = 0; d < hosts; ++d) {
         if (s == d) continue;
-        phase[next++] = (TransferRequest{
-            topo.hosts()[static_cast<std::size_t>(s)], topo.hosts()[static_cast<std::size_t>(d)],
-            Bytes{kBytesPerPair},
-            [&](const TransferResult& r) {
-              ++delivered;
-              last = r.finished;
-            },
-            static_cast<std::uint64_t>(s) * static_cast<std::uint64_t>(hosts) +
-                static_cast<std::uint64_t>(d)});
+        phase[next++] =
+            (TransferRequest{topo.hosts()[static_cast<std::size_t>(s)],
+                             topo.hosts()[static_cast<std::size_t>(d)], Bytes{kBytesPerPair},
+                             [&](const TransferResult& r) {
+                               ++delivered;
+                               last = r.finished;
+                             },
+                             static_cast<std::uint64_t>(s) * static_cast<std::uint64_t>(hosts) +
+                                 static_cast<std::uint64_t>(d)});
       }
     net->start_transfers(std::span<TransferRequest>(phase.get(), n));
     phase.reset();

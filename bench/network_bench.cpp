@@ -173,9 +173,11 @@ void run_closed_loop(benchmark::State& state, const Topology& topo, Pattern patt
         // How much of the component each solve took on (route classes and lone transfers).
         const auto& st = fluid->solve_stats();
         state.counters["solved_per_solve"] =
-            static_cast<double>(st.solved) / static_cast<double>(std::max<std::uint64_t>(1, st.solves));
+            static_cast<double>(st.solved) /
+            static_cast<double>(std::max<std::uint64_t>(1, st.solves));
         state.counters["partial_share"] =
-            static_cast<double>(st.partial) / static_cast<double>(std::max<std::uint64_t>(1, st.solves));
+            static_cast<double>(st.partial) /
+            static_cast<double>(std::max<std::uint64_t>(1, st.solves));
       }
     } catch (const std::exception& e) {  // report the failure, run the other benchmarks
       out = RunResult{};

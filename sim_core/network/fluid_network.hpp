@@ -144,7 +144,7 @@ class FluidNetwork final : public Network {
     SmallVector<Entry, 2> flows;  // transfers not in a route class (lazy ones, or just rerouted)
     SmallVector<ClassEntry, 2> classes;
     std::uint32_t members = 0;  // members of those classes
-    double bytes = 0;  // settled bytes carried
+    double bytes = 0;           // settled bytes carried
     // Busy time: closed periods plus the current one [period_start, period_end), where
     // period_end is the latest projected end of sending of the flows on the link.
     std::int64_t busy_closed_ns = 0;
