@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("BM_AllToAll/flow" + suffix).c_str(),
                                  [hosts](benchmark::State& s) {
                                    all_to_all(s, hosts, [](Engine& e, const Topology& t) {
-                                     return std::make_unique<FluidNetwork>(e, t, Sharing::kMaxMin);
+                                     return std::make_unique<FluidNetwork>(e, t, Sharing::kMaxMin,
+                                                                           /*route_classes=*/true);
                                    });
                                  })
         ->Iterations(1)

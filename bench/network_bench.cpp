@@ -225,16 +225,17 @@ int main(int argc, char** argv) {
     // Benchmarks whose name has "Small" are the smoke run (tools/test.sh).
     const std::string suffix = std::string("/") + c.pattern.name + "/" +
                                std::to_string(c.concurrent) + (c.concurrent <= 100 ? "/Small" : "");
-    benchmark::RegisterBenchmark(
-        ("BM_FlowBackend" + suffix).c_str(),
-        [&, c, key, flow_window](benchmark::State& s) {
-          run_closed_loop(
-              s, flow_topo.at(c.pattern.name), c.pattern, c.concurrent, flow_window,
-              [](Engine& e, const Topology& t) {
-                return std::make_unique<FluidNetwork>(e, t, Sharing::kMaxMin);
-              },
-              flow[key]);
-        })
+    benchmark::RegisterBenchmark(("BM_FlowBackend" + suffix).c_str(),
+                                 [&, c, key, flow_window](benchmark::State& s) {
+                                   run_closed_loop(
+                                       s, flow_topo.at(c.pattern.name), c.pattern, c.concurrent,
+                                       flow_window,
+                                       [](Engine& e, const Topology& t) {
+                                         return std::make_unique<FluidNetwork>(
+                                             e, t, Sharing::kMaxMin, /*route_classes=*/true);
+                                       },
+                                       flow[key]);
+                                 })
         ->Iterations(1)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);

@@ -14,11 +14,13 @@ constexpr std::uint32_t kNoSlot = ~0u;
 constexpr double kRateTolerance = 1e-12;
 }  // namespace
 
-FluidNetwork::FluidNetwork(Engine& engine, const Topology& topology, Sharing sharing)
+FluidNetwork::FluidNetwork(Engine& engine, const Topology& topology, Sharing sharing,
+                           bool route_classes)
     : engine_(engine),
       topology_(topology),
       router_(topology),
       sharing_(sharing),
+      route_classes_(route_classes && sharing == Sharing::kMaxMin),
       links_(topology.links().size()),
       local_index_(topology.links().size()) {
   for (LinkId l = 0; l < links_.size(); ++l)
@@ -295,17 +297,21 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
   fl.rate = 0;
   fl.settled = engine_.now();
   fl.send_end = Time::max();
-  if (sharing_ == Sharing::kMaxMin && !route_free(route->links)) {
+  if (route_classes_ && !route_free(route->links)) {
     // It shares a link: it joins its route's class, whose rate the solve at this instant sets.
     fl.links.assign(route->links.begin(), route->links.end());
     join_class(f, fl.remaining);
     rebalance(fl.links, kArrival);
     return id;
   }
-  attach(f, route->links);
-  // Nobody to share with: the bottleneck rate, fixed until something changes on the route.
-  set_rate(f, bottleneck(fl), true);
-  for (LinkId l : fl.links) start_period(l, fl.send_end);
+  const bool alone = attach(f, route->links);
+  if (sharing_ == Sharing::kNone || alone) {
+    // Nobody to share with: the bottleneck rate, fixed until something changes on the route.
+    set_rate(f, bottleneck(fl), true);
+    for (LinkId l : fl.links) start_period(l, fl.send_end);
+  } else {
+    rebalance(fl.links);
+  }
   return id;
 }
 
@@ -505,7 +511,9 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) 
   // Small neighbourhoods are solved whole (floor 0), as are link changes and reroutes.
   std::size_t near = 0;
   for (LinkId l : seeds) near += links_[l].classes.size() + links_[l].flows.size();
-  if (near < kPartialSolveMin || !(floor < std::numeric_limits<double>::infinity())) floor = 0;
+  if (!route_classes_ || near < kPartialSolveMin ||
+      !(floor < std::numeric_limits<double>::infinity()))
+    floor = 0;
   const double keep_below = floor * (1 - 1e-9);  // rates within rounding of the floor are redone
   // The transfers connected to the seeds through shared links, and their links: route classes,
   // and transfers on the links' own lists (lazy ones, or ones just rerouted).
@@ -603,9 +611,9 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) 
     bool alone = true;
     for (LinkId m : gl.links)
       alone = alone && links_[m].flows.size() == 1 && links_[m].classes.empty();
-    if (alone) {
+    if (alone || !route_classes_) {  // without classes, a sharing transfer has its own event
       const bool changed = std::fabs(rates[i] - gl.rate) > kRateTolerance * gl.rate;
-      if (changed || !gl.lazy || !has_timer(g)) set_rate(g, rates[i], true);
+      if (changed || alone != gl.lazy || !has_timer(g)) set_rate(g, rates[i], alone);
       continue;
     }
     // It shares a link: into its route's class (a new class takes the transfer's rate, which is

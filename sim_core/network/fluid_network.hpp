@@ -76,8 +76,13 @@ enum class Sharing {
 
 class FluidNetwork final : public Network {
  public:
-  // `engine` and `topology` must outlive the network.
-  FluidNetwork(Engine& engine, const Topology& topology, Sharing sharing);
+  // `engine` and `topology` must outlive the network. `route_classes` (flow mode): group sharing
+  // transfers by route and re-solve only the rates that can change (see the top of this file);
+  // off, every sharing transfer is settled and rescheduled on its own and every component is
+  // solved whole, as the backend did before route classes (the scenarios' default, so their
+  // results stay what they were).
+  FluidNetwork(Engine& engine, const Topology& topology, Sharing sharing,
+               bool route_classes = false);
   ~FluidNetwork() override;
   FluidNetwork(const FluidNetwork&) = delete;
   FluidNetwork& operator=(const FluidNetwork&) = delete;
@@ -255,6 +260,7 @@ class FluidNetwork final : public Network {
   const Topology& topology_;
   Router router_;
   const Sharing sharing_;
+  const bool route_classes_;
   std::vector<std::unique_ptr<Flow[]>> chunks_;
   std::uint32_t slots_used_ = 0;
   std::vector<std::uint32_t> free_;

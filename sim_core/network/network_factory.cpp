@@ -6,7 +6,7 @@
 namespace mlsim {
 namespace {
 
-// Neither fluid backend has options: the reader only rejects unknown keys.
+// The analytic backend has no options; flow has `route_classes` (docs/network.md).
 BackendInfo fluid_backend(std::string name, std::string description, Sharing sharing) {
   BackendInfo info;
   info.name = std::move(name);
@@ -15,10 +15,14 @@ BackendInfo fluid_backend(std::string name, std::string description, Sharing sha
   info.hosts_switch_programs = true;
   info.configure = [sharing](JsonReader& options) {
     options.ignore("backend");
+    // Read only when given: the resolved scenario of a run without it stays as it was.
+    const bool route_classes = sharing == Sharing::kMaxMin && options.has("route_classes") &&
+                               options.boolean("route_classes");
     options.finish();
     return std::function<std::unique_ptr<Network>(Engine&, const Topology&)>(
-        [sharing](Engine& engine, const Topology& topology) -> std::unique_ptr<Network> {
-          return std::make_unique<FluidNetwork>(engine, topology, sharing);
+        [sharing, route_classes](Engine& engine,
+                                 const Topology& topology) -> std::unique_ptr<Network> {
+          return std::make_unique<FluidNetwork>(engine, topology, sharing, route_classes);
         });
   };
   return info;

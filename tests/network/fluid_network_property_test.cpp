@@ -72,7 +72,7 @@ TEST_P(Property, RandomTrafficWithFailures) {
   const Topology topo = build_topology(FatTreeSpec{4, LinkSpec{Bandwidth{1e9}, Time::ns(250)}});
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     Engine engine;
-    FluidNetwork net(engine, topo, sharing);
+    FluidNetwork net(engine, topo, sharing, /*route_classes=*/seed % 2 == 0);
     RandomStream rng(seed, "fluid-property");
     std::vector<double> capacity;
     for (const Link& l : topo.links()) capacity.push_back(l.bandwidth.bytes_per_s);
@@ -167,7 +167,7 @@ TEST(FlowProperty, IncrementalRatesEqualAFromScratchSolve) {
   const Topology topo = build_topology(FatTreeSpec{4, LinkSpec{Bandwidth{1e9}, Time::ns(250)}});
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
     Engine engine;
-    FluidNetwork net(engine, topo, Sharing::kMaxMin);
+    FluidNetwork net(engine, topo, Sharing::kMaxMin, /*route_classes=*/true);
     RandomStream rng(seed, "fluid-incremental");
     std::vector<double> capacity;
     for (const Link& l : topo.links()) capacity.push_back(l.bandwidth.bytes_per_s);
@@ -227,7 +227,7 @@ TEST(FlowProperty, BytesCarriedAreBytesDelivered) {
   // by the rounding of its total (0.5 byte) and by 1e-9 of it.
   const Topology topo = build_topology(FatTreeSpec{4, LinkSpec{Bandwidth{1e9}, Time::ns(250)}});
   Engine engine;
-  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  FluidNetwork net(engine, topo, Sharing::kMaxMin, /*route_classes=*/true);
   RandomStream rng(3, "fluid-conservation");
   std::vector<double> expected(topo.links().size(), 0);
   const auto hosts = static_cast<std::uint32_t>(topo.hosts().size());
@@ -266,7 +266,7 @@ TEST(FlowProperty, PartialSolvesEqualAFromScratchSolve) {
   const Topology topo = build_topology(StarSpec{24, LinkSpec{Bandwidth{1e9}, Time::ns(500)}});
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     Engine engine;
-    FluidNetwork net(engine, topo, Sharing::kMaxMin);
+    FluidNetwork net(engine, topo, Sharing::kMaxMin, /*route_classes=*/true);
     RandomStream rng(seed, "fluid-partial");
     std::vector<double> capacity;
     for (const Link& l : topo.links()) capacity.push_back(l.bandwidth.bytes_per_s);

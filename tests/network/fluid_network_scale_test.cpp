@@ -17,12 +17,18 @@ namespace {
 const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
 constexpr int kFlows = 20'000;
 constexpr std::int64_t kBytes = 1'000;
+// With and without route classes.
+class ScaleModes : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(FluidNetworkScale, ScaleModes, ::testing::Values(false, true),
+                         [](const auto& info) {
+                           return info.param ? "route_classes" : "per_transfer";
+                         });
 }  // namespace
 
-TEST(FluidNetworkScale, TwentyThousandEqualFlowsOnOneLinkFinishTogether) {
+TEST_P(ScaleModes, TwentyThousandEqualFlowsOnOneLinkFinishTogether) {
   Engine engine;
   const Topology topology = build_topology(StarSpec{2, kLink});
-  FluidNetwork net(engine, topology, Sharing::kMaxMin);
+  FluidNetwork net(engine, topology, Sharing::kMaxMin, GetParam());
   const NodeId a = topology.hosts()[0], b = topology.hosts()[1];
   std::vector<Time> finished;
   finished.reserve(kFlows);
@@ -57,7 +63,7 @@ TEST(FluidNetworkScale, TwentyThousandEqualFlowsOnOneLinkFinishTogether) {
   EXPECT_LT(engine.events_processed(), 100u);
 }
 
-TEST(FluidNetworkScale, StaggeredEndsInOneComponentKeepBytesAndOrder) {
+TEST_P(ScaleModes, StaggeredEndsInOneComponentKeepBytesAndOrder) {
   // 1000 flows of sizes 1..1000 bytes start together on the same route: with equal shares they
   // finish in size order, and flow k (1-based) ends sending when the k smallest have sent:
   //   T_k = sum_{j<k} (N - j + 1) * (s_j - s_{j-1}) / B, with s_j = j, i.e.
@@ -65,7 +71,7 @@ TEST(FluidNetworkScale, StaggeredEndsInOneComponentKeepBytesAndOrder) {
   constexpr int n = 1'000;
   Engine engine;
   const Topology topology = build_topology(StarSpec{2, kLink});
-  FluidNetwork net(engine, topology, Sharing::kMaxMin);
+  FluidNetwork net(engine, topology, Sharing::kMaxMin, GetParam());
   const NodeId a = topology.hosts()[0], b = topology.hosts()[1];
   std::vector<std::int64_t> order;
   std::vector<Time> finished;
@@ -103,7 +109,7 @@ TEST(FluidNetworkScale, SameRouteTransfersShareLikeAProcessorSharingQueue) {
   // nanosecond.
   Engine engine;
   const Topology topology = build_topology(StarSpec{3, kLink});
-  FluidNetwork net(engine, topology, Sharing::kMaxMin);
+  FluidNetwork net(engine, topology, Sharing::kMaxMin, /*route_classes=*/true);
   const NodeId a = topology.hosts()[0], b = topology.hosts()[1], c = topology.hosts()[2];
   std::vector<std::int64_t> end_ns(4, 0);
   for (int i = 0; i < 3; ++i)

@@ -23,7 +23,8 @@ struct Harness {
   std::map<TransferId, TransferResult> results;
   int callbacks = 0;
 
-  Harness(Topology t, Sharing sharing) : topology(std::move(t)), net(engine, topology, sharing) {}
+  Harness(Topology t, Sharing sharing, bool route_classes = false)
+      : topology(std::move(t)), net(engine, topology, sharing, route_classes) {}
 
   TransferId send(NodeId a, NodeId b, std::int64_t bytes, std::uint64_t label = 0) {
     return net.start_transfer(
@@ -42,6 +43,11 @@ INSTANTIATE_TEST_SUITE_P(Fluid, BothBackends, ::testing::Values(Sharing::kNone, 
                          [](const auto& info) {
                            return info.param == Sharing::kNone ? "analytic" : "flow";
                          });
+// The flow backend's hand-computed sharing cases, with and without route classes.
+class FlowModes : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(Flow, FlowModes, ::testing::Values(false, true), [](const auto& info) {
+  return info.param ? "route_classes" : "per_transfer";
+});
 
 bool flow(Sharing s) {
   return s == Sharing::kMaxMin;
@@ -86,14 +92,14 @@ TEST_P(BothBackends, IncastEightToOne) {
   EXPECT_NEAR(h.net.link_stats(port).busy_seconds, send.seconds(), 1e-12);
 }
 
-TEST(FlowBackend, ParkingLot) {
+TEST_P(FlowModes, ParkingLot) {
   // A chain n0-n1-n2-n3. Long flow n0->n3 (1 MB) and one short flow per hop (0.5 MB): every link
   // is shared by two flows at 0.5 GB/s, the shorts finish sending at 1 ms, then the long flow has
   // 0.5 MB left at 1 GB/s: 1.5 ms.
   ExplicitSpec spec;
   for (const char* n : {"n0", "n1", "n2", "n3"}) spec.nodes.push_back({n, NodeKind::kHost});
   spec.links = {{"n0", "n1", kLink}, {"n1", "n2", kLink}, {"n2", "n3", kLink}};
-  Harness h(build_topology(spec), Sharing::kMaxMin);
+  Harness h(build_topology(spec), Sharing::kMaxMin, GetParam());
   const auto longf = h.send(0, 3, 1'000'000);
   std::vector<TransferId> shorts = {h.send(0, 1, 500'000), h.send(1, 2, 500'000),
                                     h.send(2, 3, 500'000)};
@@ -105,13 +111,13 @@ TEST(FlowBackend, ParkingLot) {
   EXPECT_EQ(h.finished(longf), Time::ns(1'500'000 + 300));
 }
 
-TEST(FlowBackend, TwoBottlenecks) {
+TEST_P(FlowModes, TwoBottlenecks) {
   // h0 -A(1 GB/s)- h1 -B(0.4 GB/s)- h2. f1: h0->h2 over A and B, f2: h0->h1 over A, f3: h1->h2
   // over B. B fills first (0.2 GB/s each for f1, f3); f2 gets the 0.8 GB/s left on A.
   ExplicitSpec spec;
   for (const char* n : {"h0", "h1", "h2"}) spec.nodes.push_back({n, NodeKind::kHost});
   spec.links = {{"h0", "h1", kLink}, {"h1", "h2", LinkSpec{Bandwidth{4e8}, Time::ns(100)}}};
-  Harness h(build_topology(spec), Sharing::kMaxMin);
+  Harness h(build_topology(spec), Sharing::kMaxMin, GetParam());
   const auto f1 = h.send(0, 2, 1'000'000);
   const auto f2 = h.send(0, 1, 1'000'000);
   const auto f3 = h.send(1, 2, 1'000'000);
@@ -126,10 +132,10 @@ TEST(FlowBackend, TwoBottlenecks) {
   EXPECT_EQ(h.finished(f3), Time::ns(5'000'000 + 100));
 }
 
-TEST(FlowBackend, LateArrivalSharesThenLeaves) {
+TEST_P(FlowModes, LateArrivalSharesThenLeaves) {
   // A: 2 MB h1->h0 from 0. B: 0.5 MB h2->h0 from 1 ms. Alone, A sends 1 MB by 1 ms; then both
   // get 0.5 GB/s: B is done at 2 ms, A has 0.5 MB left at 1 GB/s: 2.5 ms.
-  Harness h(build_topology(StarSpec{3, kLink}), Sharing::kMaxMin);
+  Harness h(build_topology(StarSpec{3, kLink}), Sharing::kMaxMin, GetParam());
   const auto a = h.send(1, 0, 2'000'000);
   TransferId b = 0;
   h.engine.schedule_at(Time::ms(1), [&] { b = h.send(2, 0, 500'000); });
@@ -216,9 +222,9 @@ TEST_P(BothBackends, EcmpRoutesAreDeterministic) {
   e2.run();
 }
 
-TEST(FlowBackend, UnequalSizesOnOneLinkAreWorkConserving) {
+TEST_P(FlowModes, UnequalSizesOnOneLinkAreWorkConserving) {
   // 1 MB and 3 MB into the same port: 0.5 GB/s each until 2 ms, then 2 MB alone: 4 ms.
-  Harness h(build_topology(StarSpec{3, kLink}), Sharing::kMaxMin);
+  Harness h(build_topology(StarSpec{3, kLink}), Sharing::kMaxMin, GetParam());
   const auto small = h.send(1, 0, 1'000'000);
   const auto big = h.send(2, 0, 3'000'000);
   h.engine.run();
