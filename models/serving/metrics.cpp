@@ -119,15 +119,21 @@ void ServingMetrics::write(Results& out, Time makespan) const {
   out.set_metric("serving_memory_mean_bytes", weight_bytes_ + kv_bytes_.average(makespan));
   out.add_series(series_);
   if (request_log_) out.add_series(requests_);
-  // Latency CDF: up to 200 evenly spaced points (latency_s, cumulative fraction).
-  auto cdf = nlohmann::json::array();
-  const auto& v = e2e_.sorted();
-  const std::size_t points = std::min<std::size_t>(200, v.size());
-  for (std::size_t i = 1; i <= points; ++i) {
-    const std::size_t idx = (v.size() * i + points - 1) / points - 1;
-    cdf.push_back({v[idx], static_cast<double>(idx + 1) / static_cast<double>(v.size())});
-  }
-  out.details()["serving_e2e_cdf"] = std::move(cdf);
+  // Latency CDFs (e2e, TTFT, TPOT): up to 200 evenly spaced points (latency_s, cumulative
+  // fraction) each.
+  const auto cdf_of = [](const ExactQuantiles& q) {
+    auto cdf = nlohmann::json::array();
+    const auto& v = q.sorted();
+    const std::size_t points = std::min<std::size_t>(200, v.size());
+    for (std::size_t i = 1; i <= points; ++i) {
+      const std::size_t idx = (v.size() * i + points - 1) / points - 1;
+      cdf.push_back({v[idx], static_cast<double>(idx + 1) / static_cast<double>(v.size())});
+    }
+    return cdf;
+  };
+  out.details()["serving_e2e_cdf"] = cdf_of(e2e_);
+  out.details()["serving_ttft_cdf"] = cdf_of(ttft_);
+  out.details()["serving_tpot_cdf"] = cdf_of(tpot_);
 }
 
 }  // namespace mlsim::serving

@@ -147,6 +147,10 @@ TEST(Metrics, OneTokenAnswersHaveNoTpot) {
   EXPECT_DOUBLE_EQ(out.metrics().at("serving_slo_ttft_attainment"), 2.0 / 3);
   EXPECT_DOUBLE_EQ(out.metrics().at("serving_slo_tpot_attainment"), 0.0);
   EXPECT_DOUBLE_EQ(out.metrics().at("serving_requests_tpot_undefined"), 2.0);
+  // CDFs beside the e2e one: TTFT over all three (1, 1, 3 s), TPOT over c alone.
+  EXPECT_EQ(out.details().at("serving_tpot_cdf"), nlohmann::json::parse("[[0.25, 1.0]]"));
+  EXPECT_EQ(out.details().at("serving_ttft_cdf").size(), 3u);
+  EXPECT_DOUBLE_EQ(out.details().at("serving_ttft_cdf").at(2).at(0).get<double>(), 3.0);
 }
 
 // A model with a 100-token context (toy shape). By hand:
