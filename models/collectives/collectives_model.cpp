@@ -39,7 +39,7 @@ class CollectivesModel final : public Model {
     out.set_metric("transfers", static_cast<double>(r.transfers));
     out.set_metric("failed_transfers", static_cast<double>(r.failed_transfers));
     out.details()["operation"] = std::string(to_string(params_.spec.operation));
-    out.details()["algorithm"] = std::string(to_string(params_.spec.algorithm));
+    out.details()["algorithm"] = std::string(to_string(r.algorithm));
     out.details()["ranks"] = r.ranks;
     if (r.protocol) out.details()["protocol"] = std::string(to_string(*r.protocol));
     out.details()["tensor_bytes"] = r.tensor.count;
@@ -75,12 +75,15 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
   s.operation = policies.operations.choose_or(system, "operation", "all_reduce").value;
   // All-reduce names its algorithm; the other operations have one each, named by default.
   // validate() checks that the algorithm serves the operation.
-  s.algorithm = s.operation == Operation::kAllReduce
-                    ? policies.algorithms.choose(system, "algorithm").value
-                    : policies.algorithms
-                          .choose_or(system, "algorithm",
-                                     std::string(to_string(algorithms_for(s.operation).front())))
-                          .value;
+  const AlgorithmSetting algorithm =
+      s.operation == Operation::kAllReduce
+          ? policies.algorithms.choose(system, "algorithm").value
+          : policies.algorithms
+                .choose_or(system, "algorithm",
+                           std::string(to_string(algorithms_for(s.operation).front())))
+                .value;
+  s.algorithm = algorithm.algorithm;
+  s.algorithm_by_size = algorithm.by_size;
   s.bytes = system.bytes("bytes");
   s.chunks = static_cast<int>(system.integer_or("chunks", 1, 1, 1 << 20));
   s.window = static_cast<int>(system.integer_or("window", 1, 0, 1 << 20));
@@ -91,7 +94,7 @@ CollectivesParams read_collectives_params(JsonReader& system, const Topology& to
     s.servers = static_cast<int>(system.integer_or("servers", 1, 1, max_hosts));
     s.placement = policies.placements.choose_or(system, "placement", "dedicated").value;
   }
-  if (s.algorithm == Algorithm::kTree)
+  if (s.algorithm == Algorithm::kTree || s.algorithm_by_size)
     s.arity = static_cast<int>(system.integer_or("arity", 2, 1, 1 << 16));
   if (s.algorithm == Algorithm::kRing)
     s.channels = static_cast<int>(system.integer_or("channels", 1, 1, 1 << 10));

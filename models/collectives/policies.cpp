@@ -17,19 +17,23 @@ CollectivesPolicies build() {
            Operation::kAllToAll);
   p.algorithms
       .add("ring", "reduce-scatter then all-gather around a ring, 2(n-1) steps of S/n",
-           Algorithm::kRing)
+           AlgorithmSetting{Algorithm::kRing})
       .add("ps", "workers push to parameter servers, which sum and send back",
-           Algorithm::kParameterServer)
-      .add("tree", "reduce up a k-ary tree, broadcast down", Algorithm::kTree)
+           AlgorithmSetting{Algorithm::kParameterServer})
+      .add("tree", "reduce up a k-ary tree, broadcast down", AlgorithmSetting{Algorithm::kTree})
       .add("rat",
            "RAT: per-rack aggregators, a widest tree of racks over the current link capacities",
-           Algorithm::kRat)
+           AlgorithmSetting{Algorithm::kRat})
       .add("direct", "each pair of ranks exchanges directly (send/recv, all-to-all)",
-           Algorithm::kDirect)
+           AlgorithmSetting{Algorithm::kDirect})
       .add("nvls",
            "NVLink SHARP: each piece summed in the switch all participants hang off, the sum "
            "sent back to each",
-           Algorithm::kNvls);
+           AlgorithmSetting{Algorithm::kNvls})
+      .add("auto",
+           "all_reduce: ring or tree (arity), whichever NCCL's kind of closed-form estimate "
+           "prices lower for the size on these links",
+           AlgorithmSetting{Algorithm::kRing, true});
   p.placements
       .add("dedicated", "ps: servers are the last participants, the others workers",
            Placement::kDedicated)

@@ -10,9 +10,16 @@
 
 namespace mlsim::collectives {
 
+// An algorithm by name, or "auto": ring or tree, chosen by size
+// (CollectiveSpec::algorithm_by_size).
+struct AlgorithmSetting {
+  Algorithm algorithm = Algorithm::kRing;
+  bool by_size = false;
+};
+
 struct CollectivesPolicies {
   PolicyRegistry<Operation> operations{"operation"};
-  PolicyRegistry<Algorithm> algorithms{"algorithm"};
+  PolicyRegistry<AlgorithmSetting> algorithms{"algorithm"};
   PolicyRegistry<Placement> placements{"placement"};
   std::vector<PolicyInfo> describe() const;
 };

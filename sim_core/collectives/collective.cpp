@@ -1,6 +1,7 @@
 #include "sim_core/collectives/collective.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/algorithm.hpp"
@@ -114,6 +115,9 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
     throw InputError(path + ".host.message_overhead", "must not be negative");
   if (spec.host.ps_aggregation.bytes_per_s < 0)
     throw InputError(path + ".host.ps_aggregation", "must not be negative");
+  if (spec.algorithm_by_size && spec.operation != Operation::kAllReduce)
+    throw InputError(path + ".algorithm", "auto (chosen by size) is for all_reduce only, not " +
+                                              std::string(to_string(spec.operation)));
   const auto allowed = algorithms_for(spec.operation);
   if (std::find(allowed.begin(), allowed.end(), spec.algorithm) == allowed.end()) {
     std::string names;
@@ -147,6 +151,8 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
       links_(links),
       on_done_(std::move(on_done)) {
   validate(spec_, participants_.size(), "collective");
+  MLSIM_CHECK(!spec_.algorithm_by_size || links != nullptr,
+              "choosing an algorithm by size needs the link conditions");
   if (spec_.costs.has_protocols()) {
     int enabled = 0;
     for (Protocol p : kProtocols) enabled += spec_.costs.of(p).enabled ? 1 : 0;
@@ -166,6 +172,12 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
   sender_ = std::make_unique<Sender>(engine, network, std::move(nodes), spec_.window,
                                      spec_.flow_label, protocol, spec_.host.message_overhead,
                                      static_cast<std::uint32_t>(participants_.size()));
+  // auto: the algorithm is chosen when the collective starts, from the links as they are then.
+  if (!spec_.algorithm_by_size) build_algorithm();
+}
+
+void Collective::build_algorithm() {
+  const LinkConditions* links = links_;
   const auto n = static_cast<std::uint32_t>(participants_.size());
   switch (spec_.algorithm) {
     case Algorithm::kRing:
@@ -203,7 +215,23 @@ ProtocolCost Collective::choose() {
   return spec_.costs.of(*protocol_);
 }
 
+void Collective::choose_algorithm_by_size() {
+  const RingRoutes routes = ring_routes(*links_, participants_, spec_.flow_label);
+  static constexpr std::array kBySize = {Algorithm::kRing, Algorithm::kTree};
+  // Without a route there is nothing to compare: the ring, whose transfers then fail.
+  spec_.algorithm = routes.narrowest.bytes_per_s > 0
+                        ? choose_algorithm(spec_.costs, spec_.operation, kBySize,
+                                           static_cast<int>(participants_.size()), spec_.arity,
+                                           spec_.bytes, routes.narrowest, routes.longest_latency)
+                              .algorithm
+                        : Algorithm::kRing;
+}
+
 void Collective::start() {
+  if (spec_.algorithm_by_size && !algorithm_) {
+    choose_algorithm_by_size();
+    build_algorithm();
+  }
   // The links may have changed since the collective was built (a model builds it at prepare
   // time, before the events at "0s" apply): choose the protocol from the links as they are now.
   if (choose_by_links_) sender_->set_protocol(choose());
@@ -228,19 +256,20 @@ CollectiveResult Collective::result() const {
   r.finished = done_ ? finished_ : engine_.now();
   r.completed = done_;
   r.operation = spec_.operation;
-  r.ranks = algorithm_->ranks();
+  r.algorithm = spec_.algorithm;
+  r.ranks = algorithm_ ? algorithm_->ranks() : static_cast<int>(participants_.size());
   r.tensor = spec_.bytes;
   r.bytes_sent = sender_->bytes_sent();
   r.wire_bytes = sender_->wire_bytes();
   r.protocol = protocol_;
   r.transfers = sender_->transfers();
   r.failed_transfers = sender_->failed();
-  r.verified_pieces = algorithm_->verified_pieces();
+  if (algorithm_) r.verified_pieces = algorithm_->verified_pieces();
   return r;
 }
 
 double Collective::progress() const {
-  return algorithm_->progress();
+  return algorithm_ ? algorithm_->progress() : 0;
 }
 
 CollectiveResult run_collective(Engine& engine, Network& network, std::vector<NodeId> participants,

@@ -72,6 +72,12 @@ std::span<const Algorithm> algorithms_for(Operation o);
 struct CollectiveSpec {
   Operation operation = Operation::kAllReduce;
   Algorithm algorithm = Algorithm::kRing;
+  // all_reduce only: ring or tree (with `arity`), whichever choose_algorithm (costs.hpp) prices
+  // lower for this size on the routes between the participants, as NCCL picks by size. The
+  // choice is made when the Collective starts (from the links as they are then) and replaces
+  // `algorithm`; needs the link conditions. nvls is never chosen: no catalog switch declares
+  // in-switch reduction.
+  bool algorithm_by_size = false;
   Bytes bytes;       // S, the tensor every participant contributes
   int chunks = 1;    // pieces the tensor is cut into, >= 1
   int channels = 1;  // ring: rings run at once, each over a share of S, laid out by region
@@ -88,9 +94,10 @@ struct CollectiveResult {
   Time started, finished;
   bool completed = false;  // false when a transfer failed (the rest then never happens)
   Operation operation = Operation::kAllReduce;
-  int ranks = 0;     // participants holding the tensor (ps: the workers)
-  Bytes tensor;      // S
-  Bytes bytes_sent;  // payload, summed over all transfers started
+  Algorithm algorithm = Algorithm::kRing;  // the one that ran (algorithm_by_size: the one chosen)
+  int ranks = 0;                           // participants holding the tensor (ps: the workers)
+  Bytes tensor;                            // S
+  Bytes bytes_sent;                        // payload, summed over all transfers started
   Bytes wire_bytes;  // what the network carried: payload / the protocol's efficiency
   std::optional<Protocol> protocol;  // the one chosen, when the cost model has protocols
   std::uint64_t transfers = 0, failed_transfers = 0;
@@ -147,6 +154,10 @@ class Collective {
   void finish();
   // The protocol for the links as they are now (sets protocol_); none without protocol costs.
   ProtocolCost choose();
+  // spec_.algorithm_by_size: sets spec_.algorithm from the links as they are now.
+  void choose_algorithm_by_size();
+  // The algorithm for spec_.algorithm, wired to the sender (at build, or at start for auto).
+  void build_algorithm();
 
   Engine& engine_;
   CollectiveSpec spec_;

@@ -1,6 +1,8 @@
 #include "sim_core/collectives/costs.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
@@ -68,6 +70,24 @@ int critical_steps(Operation op, Algorithm a, int n, int arity) {
   return 1;
 }
 
+double critical_bytes(Operation op, Algorithm a, int n, int arity, Bytes bytes) {
+  const auto s = static_cast<double>(bytes.count);
+  if (op != Operation::kAllReduce || n < 2) return bus_factor(op, n) * s;
+  if (a == Algorithm::kNvls) return 2 * s;
+  if (a != Algorithm::kTree) return bus_factor(op, n) * s;
+  // Nodes are numbered breadth first: a level ends at index `last`, the next level holds
+  // last+1 .. min(last k + k, n - 1), and its widest parent has min(k, that level's size) children.
+  double per_direction = 0;
+  std::int64_t last = 0;
+  const std::int64_t k = arity;
+  while (last < n - 1) {
+    const std::int64_t next_last = std::min<std::int64_t>(last * k + k, n - 1);
+    per_direction += static_cast<double>(std::min<std::int64_t>(k, next_last - last)) * s;
+    last = next_last;
+  }
+  return 2 * per_direction;
+}
+
 namespace {
 // The protocol-dependent part of a call's time, in seconds: the per-step latency of every
 // message on a piece's critical path, and the bytes on the wire over the bandwidth. The one
@@ -83,7 +103,7 @@ Protocol choose_protocol(const CostModel& model, Operation op, Algorithm a, int 
                          Bytes bytes, Bandwidth bandwidth) {
   MLSIM_CHECK(model.has_protocols(), "choose_protocol without an enabled protocol");
   const double steps = critical_steps(op, a, n, arity);
-  const double wire = bus_factor(op, n) * static_cast<double>(bytes.count);
+  const double wire = critical_bytes(op, a, n, arity, bytes);
   double best_time = std::numeric_limits<double>::infinity();
   Protocol best = Protocol::kSimple;
   for (Protocol p : kProtocols) {
@@ -102,7 +122,7 @@ CollectiveCost collective_cost(const CostModel& model, Operation op, Algorithm a
                                Bytes bytes, Bandwidth bandwidth, Time route_latency) {
   MLSIM_CHECK(bandwidth.bytes_per_s > 0, "collective_cost needs a bandwidth > 0");
   const int steps = critical_steps(op, a, n, arity);
-  const double wire = bus_factor(op, n) * static_cast<double>(bytes.count);
+  const double wire = critical_bytes(op, a, n, arity, bytes);
   CollectiveCost out;
   ProtocolCost none;  // no protocols: no hop latency, efficiency 1
   const ProtocolCost* used = &none;
@@ -113,6 +133,19 @@ CollectiveCost collective_cost(const CostModel& model, Operation op, Algorithm a
   out.time = model.launch + route_latency * steps +
              Time::from_seconds(protocol_seconds(*used, steps, wire, bandwidth));
   return out;
+}
+
+AlgorithmChoice choose_algorithm(const CostModel& model, Operation op,
+                                 std::span<const Algorithm> candidates, int n, int arity,
+                                 Bytes bytes, Bandwidth bandwidth, Time route_latency) {
+  MLSIM_CHECK(!candidates.empty(), "choose_algorithm without candidates");
+  std::optional<AlgorithmChoice> best;
+  for (Algorithm a : candidates) {
+    const CollectiveCost c =
+        collective_cost(model, op, a, n, arity, bytes, bandwidth, route_latency);
+    if (!best || c.time < best->cost.time) best = AlgorithmChoice{a, c};
+  }
+  return *best;
 }
 
 }  // namespace mlsim::collectives

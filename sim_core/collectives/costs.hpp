@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "sim_core/base/time.hpp"
@@ -59,6 +60,16 @@ struct HostCosts {
 // all-to-all n-1.
 int critical_steps(Operation op, Algorithm a, int participants, int arity);
 
+// Bytes one piece's critical path moves through its busiest link, one link per participant to a
+// shared switch (what the bandwidth term divides): bus_factor x S for every operation and
+// algorithm (NCCL's bus-bandwidth convention: 2(n-1)/n x S for a ring all-reduce) except the
+// tree and nvls all-reduces, whose busiest links carry more. A k-ary tree all-reduce moves, per
+// level, S from each child into its parent on the way up and S from the parent to each child on
+// the way down, so a level with up to c children per parent costs c x S each way:
+// 2 x sum over levels of c x S (3-ary depth 1: 6S; binary over 7 ranks: 8S). nvls sends S up to
+// the switch and receives S back: 2S.
+double critical_bytes(Operation op, Algorithm a, int participants, int arity, Bytes bytes);
+
 // NCCL-like protocol choice: the enabled protocol with the smallest
 //   critical_steps x hop_latency + bus_factor x S / (efficiency x bandwidth)
 // where `bandwidth` is the narrowest route between consecutive participants; ties go to the
@@ -82,5 +93,18 @@ struct CollectiveCost {
 };
 CollectiveCost collective_cost(const CostModel& model, Operation op, Algorithm a, int participants,
                                int arity, Bytes bytes, Bandwidth bandwidth, Time route_latency);
+
+// NCCL-like algorithm choice ("algorithm": "auto"): of `candidates`, the one whose
+// collective_cost is smallest for this call (NCCL's tuning model picks the (algorithm,
+// protocol) pair of least estimated time the same way: tuning.cc, ncclTopoGetAlgoTime; here the
+// estimate is collective_cost's closed form with critical_bytes, one piece, uncontended). Ties go
+// to the earlier candidate. Candidates must not be empty; bandwidth must be > 0.
+struct AlgorithmChoice {
+  Algorithm algorithm;
+  CollectiveCost cost;
+};
+AlgorithmChoice choose_algorithm(const CostModel& model, Operation op,
+                                 std::span<const Algorithm> candidates, int participants, int arity,
+                                 Bytes bytes, Bandwidth bandwidth, Time route_latency);
 
 }  // namespace mlsim::collectives

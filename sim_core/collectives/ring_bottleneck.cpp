@@ -11,20 +11,31 @@ namespace mlsim::collectives {
 
 Bandwidth ring_bottleneck(const LinkConditions& conditions, std::span<const NodeId> participants,
                           std::uint64_t flow_label) {
+  return ring_routes(conditions, participants, flow_label).narrowest;
+}
+
+RingRoutes ring_routes(const LinkConditions& conditions, std::span<const NodeId> participants,
+                       std::uint64_t flow_label) {
   Router router(conditions.topology());
   const auto& links = conditions.topology().links();
   for (LinkId l = 0; l < links.size(); ++l)
     if (!conditions.up(l)) router.set_link_up(l, false);
   const auto n = static_cast<std::uint32_t>(participants.size());
   double narrowest = std::numeric_limits<double>::infinity();
+  Time longest = Time::zero();
   for (std::uint32_t i = 0; i < n && n > 1; ++i) {
     const std::uint32_t next = i + 1 == n ? 0 : i + 1;
     const auto path =
         router.route(participants[i], participants[next], transfer_label(flow_label, i, next));
-    if (!path) return Bandwidth{0};
-    for (LinkId l : path->links) narrowest = std::min(narrowest, conditions.usable(l).bytes_per_s);
+    if (!path) return {Bandwidth{0}, Time::zero()};
+    Time latency = Time::zero();
+    for (LinkId l : path->links) {
+      narrowest = std::min(narrowest, conditions.usable(l).bytes_per_s);
+      latency += conditions.latency(l);
+    }
+    longest = std::max(longest, latency);
   }
-  return Bandwidth{std::isinf(narrowest) ? 0 : narrowest};
+  return {Bandwidth{std::isinf(narrowest) ? 0 : narrowest}, longest};
 }
 
 }  // namespace mlsim::collectives

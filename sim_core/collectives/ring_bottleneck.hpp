@@ -13,4 +13,13 @@ namespace mlsim::collectives {
 Bandwidth ring_bottleneck(const LinkConditions& conditions, std::span<const NodeId> participants,
                           std::uint64_t flow_label);
 
+// The same routes' narrowest bandwidth and longest latency (sum of its links' latencies): what
+// the closed-form cost of a call among these participants needs (choose_algorithm, costs.hpp).
+struct RingRoutes {
+  Bandwidth narrowest;  // 0 when a route is missing
+  Time longest_latency;
+};
+RingRoutes ring_routes(const LinkConditions& conditions, std::span<const NodeId> participants,
+                       std::uint64_t flow_label);
+
 }  // namespace mlsim::collectives

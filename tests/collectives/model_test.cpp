@@ -217,3 +217,24 @@ TEST(CollectivesModel, ShippedHostCostsLoad) {
   EXPECT_EQ(p.spec.host.message_overhead, Time::us(16));
   EXPECT_DOUBLE_EQ(p.spec.host.ps_aggregation.bytes_per_s, 68e9);
 }
+
+TEST(CollectivesModel, AutoChoosesTheAlgorithmBySize) {
+  // 16 hosts on a star, no costs: ring 30 x 200 ns + 1.875 S ns, binary tree 8 x 200 ns + 14 S ns
+  // (costs_test.cpp): tree below (6,000 - 1,600) / 12.125 = 362 B, ring above.
+  const Registries registries = test::registries_with(register_collectives);
+  for (const auto& [bytes, expected] : {std::pair{"100B", "tree"}, std::pair{"1MB", "ring"}}) {
+    const nlohmann::json scenario = {
+        {"name", "auto16"},
+        {"topology",
+         {{"kind", "star"},
+          {"hosts", 16},
+          {"link", {{"bandwidth", "8Gbps"}, {"latency", "100ns"}}}}},
+        {"system", {{"model", "collectives"}, {"algorithm", "auto"}, {"bytes", bytes}}}};
+    const RunOutput run = test::run_json(scenario, registries);
+    EXPECT_EQ(run.results.details()["algorithm"], expected) << bytes;
+    EXPECT_EQ(run.resolved_scenario["system"]["arity"], 2);
+  }
+  EXPECT_NE(error_of({{"operation", "broadcast"}, {"algorithm", "auto"}, {"bytes", "1MB"}})
+                .find("all_reduce only"),
+            std::string::npos);
+}
