@@ -26,6 +26,12 @@ launch of 8, 20 and 40 us; the best end point is kept), minimising the mean, ove
 Usage: tools/calibrate_collectives.py [SHARED_DATA_DIR] [--binary PATH] [--quick]
 Writes workloads/collectives/nccl_a100.json (the fitted constants, a scenario fragment) and prints
 the per-band error table and the H100 DGX prediction table (markdown) for docs/collectives.md.
+
+       tools/calibrate_collectives.py [SHARED_DATA_DIR] [--binary PATH] --sweep-nics
+Reads the constants from workloads/collectives/nccl_a100.json (no fit) and prints the held-out
+two-node all-reduce errors per size band for 1, 2, 4 and 8 NICs per node (one per GPU at most):
+how many of the DGX's eight HDR NICs the measured runs used is not recorded with the data, so the
+prediction is given for each instead of picking one.
 """
 import csv, json, math, os, statistics, subprocess, sys, tempfile
 
@@ -37,6 +43,7 @@ for i, a in enumerate(sys.argv):
     if a == "--binary":
         BINARY = sys.argv[i + 1]
 QUICK = "--quick" in sys.argv
+SWEEP_NICS = "--sweep-nics" in sys.argv
 MiB = 1 << 20
 
 # Per direction. The DGX systems' NVLink/NVSwitch bandwidth comes from the GPU catalog's
@@ -95,7 +102,7 @@ def load():
     return rows
 
 
-def config(p, nic):
+def config(p, nic, nics_per_node=0):
     launch, ll, ll128, simple, e = p
     ns = lambda us: f"{round(us * 1000)}ns"
     costs = {"launch": ns(launch), "protocols": {
@@ -108,12 +115,13 @@ def config(p, nic):
         if "nic" in s:
             s["nic_efficiency"] = round(nic[0], 6)
             s["nic_latency"] = f"{round(nic[1] * 1000)}ns"
+            s["nics_per_node"] = nics_per_node
         systems[name] = s
     return costs, systems
 
 
-def predict(p, nic, rows):
-    costs, systems = config(p, nic)
+def predict(p, nic, rows, nics_per_node=0):
+    costs, systems = config(p, nic, nics_per_node)
     doc = {"costs": costs, "systems": systems, "channels": "per_nic",
                "queries": [[r["system"], r["gpus"], r["nodes"], r["op"], r["bytes"]] +
                 (["nvls"] if r.get("nvls") else []) for r in rows]}
@@ -178,12 +186,39 @@ def nelder_mead(f, x0, iterations):
     return pts[i], vals[i]
 
 
+def sweep_nics(rows):
+    """Held-out two-node A100 DGX all-reduce, per size band, for 1, 2, 4, 8 NICs per node."""
+    fitted = json.load(open(os.path.join(ROOT, "workloads", "collectives", "nccl_a100.json")))
+    if "_nic_fitted" not in fitted:
+        sys.exit("workloads/collectives/nccl_a100.json has no _nic_fitted: rerun the fit first")
+    p = [fitted["_fitted"][k] for k in NAMES]
+    nic = (fitted["_nic_fitted"]["nic_efficiency"], fitted["_nic_fitted"]["nic_latency_us"])
+    two = [r for r in rows if r["system"] == "a100_dgx" and r["op"] == "all_reduce"
+           and r["nodes"] == 2]
+    print("| GPUs per node x nodes | NICs per node | <1 MiB | 1-64 MiB | >64 MiB |")
+    print("|---|---|---|---|---|")
+    for per_node in sorted({r["gpus"] // 2 for r in two}):
+        sel = [r for r in two if r["gpus"] // 2 == per_node]
+        for k in (1, 2, 4, 8):
+            if k > per_node:
+                continue
+            groups = group_errors(sel, predict(p, nic, sel, k))
+            cells = []
+            for b in ("<1 MiB", "1-64 MiB", ">64 MiB"):
+                v = groups.get(("a100_dgx", "all_reduce", 2 * per_node, 2, b))
+                cells.append(f"{100 * statistics.median(v):.1f}% ({len(v)})" if v else "-")
+            print(f"| {per_node} x 2 | {k} | " + " | ".join(cells) + " |")
+
+
 def main():
     if not os.path.exists(BINARY):
         sys.exit(f"build {BINARY} first (cmake --build build --target mlsim_collective_times)")
     rows = load()
     if not rows:
         sys.exit(f"no Vidur network profiles under {DATA}")
+    if SWEEP_NICS:
+        sweep_nics(rows)
+        return
     fit_rows = [r for r in rows if r["system"] == "a100_dgx" and r["op"] == "all_reduce"
                 and r["nodes"] == 1 and r["gpus"] >= 2]
     fit_rows = fit_rows[:: 9 if QUICK else 3]
@@ -222,6 +257,7 @@ def main():
         "_source": "microsoft/vidur data/profiling/network/a100_dgx/all_reduce.csv (commit "
                    "7d47513), median column; fit method and held-out rows in docs/collectives.md",
         "_fitted": {k: round(val, 6) for k, val in zip(NAMES, p)},
+        "_nic_fitted": {"nic_efficiency": round(nic[0], 6), "nic_latency_us": round(nic[1], 6)},
         "_nic": f"efficiency {nic[0]:.4f} (achieved fraction of one 200 Gb/s HDR NIC) and "
                 f"latency {nic[1]:.2f} us per crossing, fitted on a100_dgx/send_recv.csv "
                 "between two nodes (mlsim_collective_times' system description; a scenario "

@@ -6,7 +6,8 @@
 //   {"costs": {...}, "host": {...},                         same keys as the collectives model
 //    "systems": {"a100_dgx": {"kind": "nvswitch", "nvlink": "300GB/s", "nvlink_efficiency": 0.7,
 //                             "nvlink_latency": "0s", "pcie": "31.5GB/s", "nic": "25GB/s",
-//                             "nic_efficiency": 1, "nic_latency": "0s"}, ...},
+//                             "nic_efficiency": 1, "nic_latency": "0s",
+//                             "nics_per_node": 0}, ...},
 //    "channels": "per_nic" | 1,
 //    "queries": [["a100_dgx", GPUS, NODES, "all_reduce" | "send_recv", BYTES (, "nvls")], ...]}
 //
@@ -22,7 +23,10 @@
 //   nvswitch  per node a switch with one link per GPU (NVLink, per direction: the catalog's
 //             nvlink_bandwidth / 2, times nvlink_efficiency); with several nodes every GPU also
 //             has a PCIe link to its own NIC, and every NIC a link to one fabric switch
-//             (DGX A100: one 200 Gb/s HDR NIC per GPU).
+//             (DGX A100: one 200 Gb/s HDR NIC per GPU). "nics_per_node" k > 0 gives each node
+//             only k NICs (GPU g uses NIC g mod k, so that the channels, whose rings enter and leave a node
+//             through consecutive GPUs, spread over them), for sweeping a system whose NIC
+//             set-up is not known; "per_nic" channels are then one per NIC.
 //   pairwise  GPUs 2j and 2j+1 joined by an NVLink bridge, every GPU on a PCIe link to one
 //             PCIe switch (one node only).
 // Every query runs the real code path: run_collective over the flow backend (max-min sharing).
@@ -32,6 +36,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
@@ -49,6 +54,7 @@ struct System {
   std::string kind;
   Bandwidth nvlink, pcie, nic;
   Time nvlink_latency, pcie_latency, nic_latency;
+  int nics_per_node = 0;  // 0: one per GPU
 };
 
 System read_system(JsonReader& r) {
@@ -61,8 +67,14 @@ System read_system(JsonReader& r) {
   s.nic = Bandwidth{r.bandwidth_or("nic", "25GB/s").bytes_per_s *
                     r.number_or("nic_efficiency", 1.0, 1e-3, 1)};
   s.nic_latency = r.duration_or("nic_latency", "0s");
+  s.nics_per_node = static_cast<int>(r.integer_or("nics_per_node", 0, 0, 64));
   r.finish();
   return s;
+}
+
+// NICs in each node: one per GPU unless the system says fewer.
+int nics_per_node(const System& s, int gpus_per_node) {
+  return s.nics_per_node > 0 ? std::min(s.nics_per_node, gpus_per_node) : gpus_per_node;
 }
 
 Topology build(const System& s, int gpus, int nodes) {
@@ -81,17 +93,19 @@ Topology build(const System& s, int gpus, int nodes) {
   }
   std::optional<NodeId> fabric;
   if (nodes > 1) fabric = t.add_node("fabric", NodeKind::kSwitch);
+  const int nics = nics_per_node(s, per_node);
   for (int k = 0; k < nodes; ++k) {
     const std::string node = "node" + std::to_string(k);
     const NodeId nvswitch = t.add_node(node + "/nvswitch", NodeKind::kSwitch);
+    std::vector<NodeId> node_nics;
+    for (int i = 0; fabric && i < nics; ++i) {
+      node_nics.push_back(t.add_node(node + "/nic" + std::to_string(i), NodeKind::kSwitch));
+      t.add_duplex_link(node_nics.back(), *fabric, s.nic, s.nic_latency);
+    }
     for (int g = 0; g < per_node; ++g) {
       const NodeId gpu = t.add_node(node + "/gpu" + std::to_string(g), NodeKind::kHost);
       t.add_duplex_link(gpu, nvswitch, s.nvlink, s.nvlink_latency);
-      if (fabric) {
-        const NodeId nic = t.add_node(node + "/nic" + std::to_string(g), NodeKind::kSwitch);
-        t.add_duplex_link(gpu, nic, s.pcie, s.pcie_latency);
-        t.add_duplex_link(nic, *fabric, s.nic, s.nic_latency);
-      }
+      if (fabric) t.add_duplex_link(gpu, node_nics[g % nics], s.pcie, s.pcie_latency);
     }
   }
   return t;
@@ -151,7 +165,8 @@ int main(int argc, char** argv) {
       } else if (op == "all_reduce") {
         spec.operation = Operation::kAllReduce;
         spec.algorithm = Algorithm::kRing;
-        spec.channels = channels == "per_nic" && nodes > 1 ? gpus / nodes : 1;
+        spec.channels =
+            channels == "per_nic" && nodes > 1 ? nics_per_node(it->second, gpus / nodes) : 1;
       } else if (op == "send_recv") {
         spec.operation = Operation::kSendRecv;
         spec.algorithm = Algorithm::kDirect;
