@@ -395,3 +395,25 @@ TEST(Costs, AlgorithmBySizeTakesTheTreeForSmallAndTheRingForLargeCalls) {
   broadcast.algorithm_by_size = true;
   EXPECT_THROW(validate(broadcast, 4, "system"), InputError);
 }
+
+TEST(Costs, AlgorithmBySizeLooksAtTheLinksWhenItStarts) {
+  // 10,000 B among 16 on a star, Simple with a 5 us hop: at 1 GB/s the ring is cheaper
+  // (156 + 18.75 us against 41.6 + 140 us), at 10 GB/s the tree (156 + 1.875 against 41.6 + 14).
+  // Built at 1 GB/s, the links raised to 10 GB/s before it starts: the tree runs.
+  const Topology topo = build_topology(StarSpec{16, kLink});
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  LinkConditions links(topo, net);
+  CollectiveSpec spec = ring(10'000);
+  spec.costs.of(Protocol::kSimple) = {true, Time::us(5), 1.0};
+  spec.algorithm_by_size = true;
+  Collective c(engine, net, topo.hosts(), spec, nullptr, &links);
+  EXPECT_EQ(c.progress(), 0);
+  std::vector<LinkId> all(topo.links().size());
+  for (LinkId l = 0; l < all.size(); ++l) all[l] = l;
+  links.set_bandwidth(all, Bandwidth{1e10});
+  c.start();
+  engine.run();
+  ASSERT_TRUE(c.done());
+  EXPECT_EQ(c.result().algorithm, Algorithm::kTree);
+}
