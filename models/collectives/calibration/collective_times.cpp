@@ -24,9 +24,9 @@
 //             nvlink_bandwidth / 2, times nvlink_efficiency); with several nodes every GPU also
 //             has a PCIe link to its own NIC, and every NIC a link to one fabric switch
 //             (DGX A100: one 200 Gb/s HDR NIC per GPU). "nics_per_node" k > 0 gives each node
-//             only k NICs (GPU g uses NIC g mod k, so that the channels, whose rings enter and leave a node
-//             through consecutive GPUs, spread over them), for sweeping a system whose NIC
-//             set-up is not known; "per_nic" channels are then one per NIC.
+//             only k NICs (GPU g uses NIC g mod k, so that the channels, whose rings enter and
+//             leave a node through consecutive GPUs, spread over them), for sweeping a system
+//             whose NIC set-up is not known; "per_nic" channels are then one per NIC.
 //   pairwise  GPUs 2j and 2j+1 joined by an NVLink bridge, every GPU on a PCIe link to one
 //             PCIe switch (one node only).
 // Every query runs the real code path: run_collective over the flow backend (max-min sharing).
