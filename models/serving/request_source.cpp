@@ -32,142 +32,124 @@ std::int64_t parse_trace_timestamp_ns(std::string_view t, const std::string& whe
                                       t));
 }
 
-AzureTraceSource::AzureTraceSource(const std::filesystem::path& file, double rate_scale,
-                                   std::int64_t limit, std::string json_path)
+LineTraceSource::LineTraceSource(const std::filesystem::path& file, double rate_scale,
+                                 std::int64_t limit, std::string json_path)
     : file_(file),
       json_path_(std::move(json_path)),
       in_(open_input_file(file, json_path_, "request trace")),
       rate_scale_(rate_scale),
       limit_(limit) {
   if (!(rate_scale > 0)) throw InputError(json_path_, "rate_scale must be > 0");
+}
+
+std::optional<std::string> LineTraceSource::read_header() {
   std::string header;
-  std::getline(in_, header);
+  if (!std::getline(in_, header)) return std::nullopt;
+  ++line_no_;
   if (!header.empty() && header.back() == '\r') header.pop_back();
-  if (header != "TIMESTAMP,ContextTokens,GeneratedTokens")
-    throw InputError(json_path_, file.string() +
-                                     ":1: expected the header "
-                                     "\"TIMESTAMP,ContextTokens,GeneratedTokens\"");
-  line_no_ = 1;
+  return header;
 }
 
-std::optional<RequestSpec> AzureTraceSource::next() {
-  try {
-    return read_next();
-  } catch (const InputError& e) {  // "FILE:LINE: what" at the key that named the trace
-    throw InputError(json_path_, e.path() + ": " + e.message());
-  }
-}
-
-std::optional<RequestSpec> AzureTraceSource::read_next() {
-  if (limit_ >= 0 && static_cast<std::int64_t>(next_id_) >= limit_) return std::nullopt;
-  std::string line;
-  while (std::getline(in_, line)) {
-    ++line_no_;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
-    const std::string where = fmt::format("{}:{}", file_.string(), line_no_);
-    const auto c1 = line.find(',');
-    const auto c2 = c1 == std::string::npos ? c1 : line.find(',', c1 + 1);
-    if (c2 == std::string::npos) throw InputError(where, "expected three comma-separated fields");
-    const std::string_view view(line);
-    const auto ns = parse_trace_timestamp_ns(view.substr(0, c1), where);
-    const auto context = to_int(view.substr(c1 + 1, c2 - c1 - 1), where);
-    const auto generated = to_int(view.substr(c2 + 1), where);
-    if (context < 0 || generated < 0) throw InputError(where, "token counts must be >= 0");
-    if (!first_ns_) first_ns_ = ns;
-    if (ns < *first_ns_) throw InputError(where, "timestamps must not go backwards");
-    RequestSpec r;
-    r.id = next_id_++;
-    const auto offset = ns - *first_ns_;
-    r.arrival = rate_scale_ == 1.0 ? Time::ns(offset)
-                                   : Time::ns(static_cast<std::int64_t>(
-                                         std::llround(static_cast<double>(offset) / rate_scale_)));
-    r.prompt_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, context));
-    r.output_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, generated));
-    return r;
-  }
-  return std::nullopt;
-}
-
-MooncakeTraceSource::MooncakeTraceSource(const std::filesystem::path& file, double rate_scale,
-                                         std::int64_t limit, std::string json_path)
-    : file_(file),
-      json_path_(std::move(json_path)),
-      in_(open_input_file(file, json_path_, "request trace")),
-      rate_scale_(rate_scale),
-      limit_(limit) {
-  if (!(rate_scale > 0)) throw InputError(json_path_, "rate_scale must be > 0");
-}
-
-std::optional<RequestSpec> MooncakeTraceSource::next() {
-  try {
-    return read_next();
-  } catch (const InputError& e) {  // "FILE:LINE: what" at the key that named the trace
-    throw InputError(json_path_, e.path() + ": " + e.message());
-  }
-}
-
-std::optional<RequestSpec> MooncakeTraceSource::read_next() {
+std::optional<RequestSpec> LineTraceSource::next() {
   if (limit_ >= 0 && static_cast<std::int64_t>(next_id_) >= limit_) return std::nullopt;
   std::string line;
   while (std::getline(in_, line)) {
     ++line_no_;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const std::string where = fmt::format("{}:{}", file_.string(), line_no_);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw InputError(where, std::string("invalid JSON: ") + e.what());
-    }
-    if (!j.is_object()) throw InputError(where, "expected a JSON object");
-    auto integer = [&](const char* key) {
-      auto it = j.find(key);
-      if (it == j.end()) throw InputError(where, fmt::format("missing \"{}\"", key));
-      if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
-        throw InputError(where, fmt::format("\"{}\": expected an integer >= 0", key));
-      return it->get<std::int64_t>();
-    };
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (it.key() != "timestamp" && it.key() != "input_length" && it.key() != "output_length" &&
-          it.key() != "hash_ids")
-        throw InputError(where, fmt::format("unknown key \"{}\" (known: timestamp, input_length, "
-                                            "output_length, hash_ids)",
-                                            it.key()));
-    const auto ms = integer("timestamp");
-    const auto input = integer("input_length");
-    const auto output = integer("output_length");
-    if (input > (1 << 30) || output > (1 << 30)) throw InputError(where, "token counts above 2^30");
-    if (ms < last_ms_) throw InputError(where, "timestamps must not go backwards");
-    if (ms > std::int64_t{10} * 365 * 24 * 3600 * 1000)
-      throw InputError(where, "timestamp beyond 10 years");
-    last_ms_ = ms;
-    auto hashes = j.find("hash_ids");
-    if (hashes == j.end()) throw InputError(where, "missing \"hash_ids\"");
-    if (!hashes->is_array()) throw InputError(where, "\"hash_ids\": expected an array");
-    const auto blocks = (input + kBlockTokens - 1) / kBlockTokens;
-    if (static_cast<std::int64_t>(hashes->size()) != blocks)
-      throw InputError(where,
-                       fmt::format("\"hash_ids\": expected {} ids (one per {}-token block of "
-                                   "{} input tokens), got {}",
-                                   blocks, kBlockTokens, input, hashes->size()));
     RequestSpec r;
-    r.id = next_id_++;
-    r.arrival = rate_scale_ == 1.0 ? Time::ms(ms)
-                                   : Time::ns(static_cast<std::int64_t>(std::llround(
-                                         static_cast<double>(ms) * 1e6 / rate_scale_)));
-    r.prompt_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, input));
-    r.output_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, output));
-    r.block_hashes.reserve(hashes->size());
-    for (const auto& h : *hashes) {
-      if (!h.is_number_integer() || h.get<std::int64_t>() < 0)
-        throw InputError(where, "\"hash_ids\": expected integers >= 0");
-      r.block_hashes.push_back(h.get<std::uint64_t>());
+    try {
+      r = parse_line(line, fmt::format("{}:{}", file_.string(), line_no_));
+    } catch (const InputError& e) {  // "FILE:LINE: what" at the key that named the trace
+      throw InputError(json_path_, e.path() + ": " + e.message());
     }
+    r.id = next_id_++;
+    if (rate_scale_ != 1.0)
+      r.arrival = Time::ns(static_cast<std::int64_t>(
+          std::llround(static_cast<double>(r.arrival.count_ns()) / rate_scale_)));
     return r;
   }
   return std::nullopt;
+}
+
+AzureTraceSource::AzureTraceSource(const std::filesystem::path& file, double rate_scale,
+                                   std::int64_t limit, std::string json_path)
+    : LineTraceSource(file, rate_scale, limit, std::move(json_path)) {
+  if (read_header().value_or("") != "TIMESTAMP,ContextTokens,GeneratedTokens")
+    throw InputError(this->json_path(), file.string() +
+                                            ":1: expected the header "
+                                            "\"TIMESTAMP,ContextTokens,GeneratedTokens\"");
+}
+
+RequestSpec AzureTraceSource::parse_line(std::string_view line, const std::string& where) {
+  const auto c1 = line.find(',');
+  const auto c2 = c1 == std::string::npos ? c1 : line.find(',', c1 + 1);
+  if (c2 == std::string::npos) throw InputError(where, "expected three comma-separated fields");
+  const auto ns = parse_trace_timestamp_ns(line.substr(0, c1), where);
+  const auto context = to_int(line.substr(c1 + 1, c2 - c1 - 1), where);
+  const auto generated = to_int(line.substr(c2 + 1), where);
+  if (context < 0 || generated < 0) throw InputError(where, "token counts must be >= 0");
+  if (!first_ns_) first_ns_ = ns;
+  if (ns < *first_ns_) throw InputError(where, "timestamps must not go backwards");
+  RequestSpec r;
+  r.arrival = Time::ns(ns - *first_ns_);
+  r.prompt_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, context));
+  r.output_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, generated));
+  return r;
+}
+
+MooncakeTraceSource::MooncakeTraceSource(const std::filesystem::path& file, double rate_scale,
+                                         std::int64_t limit, std::string json_path)
+    : LineTraceSource(file, rate_scale, limit, std::move(json_path)) {}
+
+RequestSpec MooncakeTraceSource::parse_line(std::string_view line, const std::string& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(line);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw InputError(where, std::string("invalid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw InputError(where, "expected a JSON object");
+  auto integer = [&](const char* key) {
+    auto it = j.find(key);
+    if (it == j.end()) throw InputError(where, fmt::format("missing \"{}\"", key));
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 0)
+      throw InputError(where, fmt::format("\"{}\": expected an integer >= 0", key));
+    return it->get<std::int64_t>();
+  };
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "timestamp" && it.key() != "input_length" && it.key() != "output_length" &&
+        it.key() != "hash_ids")
+      throw InputError(where, fmt::format("unknown key \"{}\" (known: timestamp, input_length, "
+                                          "output_length, hash_ids)",
+                                          it.key()));
+  const auto ms = integer("timestamp");
+  const auto input = integer("input_length");
+  const auto output = integer("output_length");
+  if (input > (1 << 30) || output > (1 << 30)) throw InputError(where, "token counts above 2^30");
+  if (ms < last_ms_) throw InputError(where, "timestamps must not go backwards");
+  if (ms > std::int64_t{10} * 365 * 24 * 3600 * 1000)
+    throw InputError(where, "timestamp beyond 10 years");
+  last_ms_ = ms;
+  auto hashes = j.find("hash_ids");
+  if (hashes == j.end()) throw InputError(where, "missing \"hash_ids\"");
+  if (!hashes->is_array()) throw InputError(where, "\"hash_ids\": expected an array");
+  const auto blocks = (input + kBlockTokens - 1) / kBlockTokens;
+  if (static_cast<std::int64_t>(hashes->size()) != blocks)
+    throw InputError(where, fmt::format("\"hash_ids\": expected {} ids (one per {}-token block of "
+                                        "{} input tokens), got {}",
+                                        blocks, kBlockTokens, input, hashes->size()));
+  RequestSpec r;
+  r.arrival = Time::ms(ms);
+  r.prompt_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, input));
+  r.output_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, output));
+  r.block_hashes.reserve(hashes->size());
+  for (const auto& h : *hashes) {
+    if (!h.is_number_integer() || h.get<std::int64_t>() < 0)
+      throw InputError(where, "\"hash_ids\": expected integers >= 0");
+    r.block_hashes.push_back(h.get<std::uint64_t>());
+  }
+  return r;
 }
 
 std::int32_t LogNormal::draw(RandomStream& rng) const {

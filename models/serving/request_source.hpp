@@ -36,20 +36,28 @@ class RequestSource {
 // Throws InputError at `where` on malformed text.
 std::int64_t parse_trace_timestamp_ns(std::string_view text, const std::string& where);
 
-class AzureTraceSource final : public RequestSource {
+// A trace read line by line from a file: one line in memory at a time. Blank lines are skipped;
+// a derived reader turns one line into a request (arrival as an offset from the trace's start).
+// The base numbers requests, applies `rate_scale` (> 0 multiplies the arrival rate: offsets are
+// divided by it) and `limit` (-1: all), and reports errors as "FILE:LINE: what" at `json_path`,
+// the key that named the file.
+class LineTraceSource : public RequestSource {
  public:
-  // `rate_scale` > 0 multiplies the arrival rate (offsets are divided by it); `limit` caps the
-  // number of requests (-1: all). Zero-length outputs in the trace are read as 1 token (a request
-  // samples at least one token); zero-length prompts as 1 token.
-  // Errors name `json_path` (the key that named the file) and the file's line.
-  AzureTraceSource(const std::filesystem::path& file, double rate_scale = 1.0,
-                   std::int64_t limit = -1, std::string json_path = "workload.trace");
-  std::optional<RequestSpec> next() override;
+  std::optional<RequestSpec> next() final;
   std::int64_t lines_read() const { return line_no_; }
 
- private:
-  std::optional<RequestSpec> read_next();
+ protected:
+  LineTraceSource(const std::filesystem::path& file, double rate_scale, std::int64_t limit,
+                  std::string json_path);
+  // One non-blank line (without its line end); `where` is "FILE:LINE" for errors. Returns the
+  // request with `arrival` holding the offset from the trace's start, unscaled; id is set later.
+  virtual RequestSpec parse_line(std::string_view line, const std::string& where) = 0;
+  // Reads the first line (a header), counting it; nothing when the file is empty.
+  std::optional<std::string> read_header();
+  const std::filesystem::path& file() const { return file_; }
+  const std::string& json_path() const { return json_path_; }
 
+ private:
   std::filesystem::path file_;
   std::string json_path_;
   std::ifstream in_;
@@ -57,32 +65,34 @@ class AzureTraceSource final : public RequestSource {
   std::int64_t limit_;
   std::int64_t line_no_ = 0;
   std::uint64_t next_id_ = 0;
+};
+
+// The Azure LLM inference trace CSV; zero-length outputs are read as 1 token (a request samples
+// at least one token), zero-length prompts as 1 token.
+class AzureTraceSource final : public LineTraceSource {
+ public:
+  AzureTraceSource(const std::filesystem::path& file, double rate_scale = 1.0,
+                   std::int64_t limit = -1, std::string json_path = "workload.trace");
+
+ private:
+  RequestSpec parse_line(std::string_view line, const std::string& where) override;
   std::optional<std::int64_t> first_ns_;
 };
 
 // Mooncake's trace format (kvcache-ai/Mooncake, FAST25-release/traces, e.g. synthetic_trace.jsonl):
 // one JSON object per line with "timestamp" (milliseconds from the trace's start), "input_length",
 // "output_length" and "hash_ids" (one content id per 512-token block of the prompt, the last block
-// possibly partial; equal ids mean equal prefix blocks). Streamed line by line; memory holds one
-// line. Zero lengths are read as 1 token, as in the Azure reader. Other keys are errors.
-class MooncakeTraceSource final : public RequestSource {
+// possibly partial; equal ids mean equal prefix blocks). Zero lengths are read as 1 token, as in
+// the Azure reader. Other keys are errors.
+class MooncakeTraceSource final : public LineTraceSource {
  public:
   static constexpr std::int32_t kBlockTokens = 512;  // Mooncake's block of hash_ids
   MooncakeTraceSource(const std::filesystem::path& file, double rate_scale = 1.0,
                       std::int64_t limit = -1, std::string json_path = "workload.trace");
-  std::optional<RequestSpec> next() override;
   std::int32_t hash_block_tokens() const override { return kBlockTokens; }
 
  private:
-  std::optional<RequestSpec> read_next();
-
-  std::filesystem::path file_;
-  std::string json_path_;
-  std::ifstream in_;
-  double rate_scale_;
-  std::int64_t limit_;
-  std::int64_t line_no_ = 0;
-  std::uint64_t next_id_ = 0;
+  RequestSpec parse_line(std::string_view line, const std::string& where) override;
   std::int64_t last_ms_ = 0;
 };
 

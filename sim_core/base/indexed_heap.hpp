@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/heap_sift.hpp"
 
 namespace mlsim {
 
@@ -69,16 +70,7 @@ class IndexedHeap {
     if (!contains(id)) return false;
     const std::size_t i = positions_[id];
     positions_[id] = kAbsent;
-    const Item last = items_.back();
-    items_.pop_back();
-    if (i == items_.size()) return true;  // it was the last item
-    const bool smaller = last.key < items_[i].key;
-    place(i, last);
-    if (smaller) {
-      sift_up(i);
-    } else {
-      sift_down(i);
-    }
+    heap::erase_at<kArity>(items_, i, key_less, placer());
     return true;
   }
 
@@ -92,38 +84,15 @@ class IndexedHeap {
     std::uint32_t id;
   };
 
-  void place(std::size_t i, const Item& item) {
-    items_[i] = item;
-    positions_[item.id] = static_cast<std::uint32_t>(i);
+  static bool key_less(const Item& a, const Item& b) { return a.key < b.key; }
+  auto placer() {
+    return [this](std::size_t i, const Item& item) {
+      items_[i] = item;
+      positions_[item.id] = static_cast<std::uint32_t>(i);
+    };
   }
-
-  void sift_up(std::size_t i) {
-    const Item item = items_[i];
-    while (i > 0) {
-      const std::size_t parent = (i - 1) / kArity;
-      if (!(item.key < items_[parent].key)) break;
-      place(i, items_[parent]);
-      i = parent;
-    }
-    place(i, item);
-  }
-
-  void sift_down(std::size_t i) {
-    const Item item = items_[i];
-    const std::size_t n = items_.size();
-    for (;;) {
-      const std::size_t first = kArity * i + 1;
-      if (first >= n) break;
-      const std::size_t end = std::min(first + kArity, n);
-      std::size_t best = first;
-      for (std::size_t c = first + 1; c < end; ++c)
-        if (items_[c].key < items_[best].key) best = c;
-      if (!(items_[best].key < item.key)) break;
-      place(i, items_[best]);
-      i = best;
-    }
-    place(i, item);
-  }
+  void sift_up(std::size_t i) { heap::sift_up<kArity>(items_, i, key_less, placer()); }
+  void sift_down(std::size_t i) { heap::sift_down<kArity>(items_, i, key_less, placer()); }
 
   std::vector<Item> items_;
   std::vector<std::uint32_t> positions_;

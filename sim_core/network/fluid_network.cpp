@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/heap_sift.hpp"
 
 namespace mlsim {
 namespace {
@@ -753,46 +755,20 @@ void FluidNetwork::schedule_class(std::uint32_t c) {
   arm_wakeup();
 }
 
-void FluidNetwork::member_sift_up(RouteClass& rc, std::size_t i) {
-  const Member m = rc.members[i];
-  while (i > 0) {
-    const std::size_t parent = (i - 1) / 2;
-    if (!(m < rc.members[parent])) break;
-    rc.members[i] = rc.members[parent];
-    slot(rc.members[i].flow).member_pos = static_cast<std::uint32_t>(i);
-    i = parent;
-  }
-  rc.members[i] = m;
-  slot(m.flow).member_pos = static_cast<std::uint32_t>(i);
+// A route class's members form a binary min-heap on (key, flow); each flow knows its place.
+auto FluidNetwork::member_placer(RouteClass& rc) {
+  return [this, &rc](std::size_t i, const Member& m) {
+    rc.members[i] = m;
+    slot(m.flow).member_pos = static_cast<std::uint32_t>(i);
+  };
 }
 
-void FluidNetwork::member_sift_down(RouteClass& rc, std::size_t i) {
-  const Member m = rc.members[i];
-  const std::size_t n = rc.members.size();
-  for (;;) {
-    std::size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && rc.members[child + 1] < rc.members[child]) ++child;
-    if (!(rc.members[child] < m)) break;
-    rc.members[i] = rc.members[child];
-    slot(rc.members[i].flow).member_pos = static_cast<std::uint32_t>(i);
-    i = child;
-  }
-  rc.members[i] = m;
-  slot(m.flow).member_pos = static_cast<std::uint32_t>(i);
+void FluidNetwork::member_sift_up(RouteClass& rc, std::size_t i) {
+  heap::sift_up<2>(rc.members, i, std::less<Member>(), member_placer(rc));
 }
 
 void FluidNetwork::member_erase(RouteClass& rc, std::size_t i) {
-  const Member last = rc.members.back();
-  rc.members.pop_back();
-  if (i == rc.members.size()) return;
-  const bool smaller = last < rc.members[i];
-  rc.members[i] = last;
-  if (smaller) {
-    member_sift_up(rc, i);
-  } else {
-    member_sift_down(rc, i);
-  }
+  heap::erase_at<2>(rc.members, i, std::less<Member>(), member_placer(rc));
 }
 
 void FluidNetwork::join_class(std::uint32_t f, double remaining) {

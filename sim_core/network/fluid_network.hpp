@@ -223,8 +223,8 @@ class FluidNetwork final : public Network {
   void schedule_class(std::uint32_t c);
   void on_class_event(std::uint32_t c);
   double member_remaining(const RouteClass& rc, const Member& m) const;
+  auto member_placer(RouteClass& rc);
   void member_sift_up(RouteClass& rc, std::size_t i);
-  void member_sift_down(RouteClass& rc, std::size_t i);
   void member_erase(RouteClass& rc, std::size_t i);
   // Brings `remaining` up to date at now and counts the bytes sent on the flow's links.
   void settle(std::uint32_t f);
