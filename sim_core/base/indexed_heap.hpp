@@ -70,7 +70,7 @@ class IndexedHeap {
     if (!contains(id)) return false;
     const std::size_t i = positions_[id];
     positions_[id] = kAbsent;
-    heap::erase_at<kArity>(items_, i, key_less, placer());
+    heap::erase_at<kArity>(items_, i, KeyLess(), placer());
     return true;
   }
 
@@ -84,15 +84,17 @@ class IndexedHeap {
     std::uint32_t id;
   };
 
-  static bool key_less(const Item& a, const Item& b) { return a.key < b.key; }
+  struct KeyLess {  // a type, not a function pointer, so the sifts inline the comparison
+    bool operator()(const Item& a, const Item& b) const { return a.key < b.key; }
+  };
   auto placer() {
     return [this](std::size_t i, const Item& item) {
       items_[i] = item;
       positions_[item.id] = static_cast<std::uint32_t>(i);
     };
   }
-  void sift_up(std::size_t i) { heap::sift_up<kArity>(items_, i, key_less, placer()); }
-  void sift_down(std::size_t i) { heap::sift_down<kArity>(items_, i, key_less, placer()); }
+  void sift_up(std::size_t i) { heap::sift_up<kArity>(items_, i, KeyLess(), placer()); }
+  void sift_down(std::size_t i) { heap::sift_down<kArity>(items_, i, KeyLess(), placer()); }
 
   std::vector<Item> items_;
   std::vector<std::uint32_t> positions_;
