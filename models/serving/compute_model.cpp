@@ -64,7 +64,10 @@ std::size_t IterationCostModel::segment_of_boundary(std::int32_t layer) const {
   return static_cast<std::size_t>(it - bounds_.begin());
 }
 
-IterationCost IterationCostModel::cost(std::span<const WorkItem> items) const {
+IterationCost IterationCostModel::cost(std::span<const WorkItem> items, std::int32_t first_layer,
+                                       std::int32_t last_layer) const {
+  MLSIM_CHECK(0 <= first_layer && first_layer < last_layer && last_layer <= model_.layers,
+              "a stage is a non-empty layer range of the model");
   for (auto& s : segments_) s = Segment{};
   std::fill(sampled_.begin(), sampled_.end(), 0);
   IterationCost out;
@@ -84,12 +87,17 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items) const {
     }
     if (it.samples) sampled_[hi - 1] += 1;
   }
-  double t = timer_.seconds(Op::kEmbedding, token_op_work(Op::kEmbedding, model_, out.tokens, tp_),
-                            out.tokens, shape_);
+  double t =
+      first_layer > 0
+          ? 0
+          : timer_.seconds(Op::kEmbedding, token_op_work(Op::kEmbedding, model_, out.tokens, tp_),
+                           out.tokens, shape_);
   for (std::size_t s = 0; s < segments_.size(); ++s) {
     const auto& seg = segments_[s];
     if (seg.tokens == 0) continue;
-    const int layers = bounds_[s + 1] - bounds_[s];
+    // The segment's layers inside the range.
+    const int layers = std::min(bounds_[s + 1], last_layer) - std::max(bounds_[s], first_layer);
+    if (layers <= 0) continue;
     const double per_layer =
         token_ops_seconds(seg.tokens) +
         timer_.seconds(Op::kAttnPrefill, attention_prefill_work(model_, seg.attention, tp_),
@@ -105,7 +113,8 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items) const {
     }
   }
   for (std::size_t s = 0; s < sampled_.size(); ++s) {
-    if (sampled_[s] == 0) continue;
+    // Exit s is after layer bounds_[s + 1]: its head runs on the range that holds that layer.
+    if (sampled_[s] == 0 || bounds_[s + 1] <= first_layer || bounds_[s + 1] > last_layer) continue;
     out.exits_sampled += 1;
     t += timer_.seconds(Op::kFinalNorm, token_op_work(Op::kFinalNorm, model_, sampled_[s], tp_),
                         sampled_[s], shape_);

@@ -63,7 +63,14 @@ class IterationCostModel {
  public:
   IterationCostModel(const TransformerShape& model, int tp, const OperatorTimer& timer,
                      std::vector<std::int32_t> exits, TpAllReduce allreduce = {});
-  IterationCost cost(std::span<const WorkItem> items) const;
+  IterationCost cost(std::span<const WorkItem> items) const {
+    return cost(items, 0, model_.layers);
+  }
+  // The part of the iteration that runs on layers [first_layer, last_layer) (a pipeline stage):
+  // those layers' operators and all-reduces, the embedding when first_layer is 0, and a head's
+  // final norm and LM head when its exit is in (first_layer, last_layer].
+  IterationCost cost(std::span<const WorkItem> items, std::int32_t first_layer,
+                     std::int32_t last_layer) const;
   // Time of the token-parallel operators of one layer for `tokens` tokens (memoised).
   double token_ops_seconds(std::int64_t tokens) const;
   const TransformerShape& model() const { return model_; }

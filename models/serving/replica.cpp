@@ -1,7 +1,9 @@
 #include "models/serving/replica.hpp"
 
 #include <algorithm>
+#include <numeric>
 
+#include "models/serving/transformer_cost.hpp"
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
@@ -10,35 +12,97 @@ Replica::Replica(Engine& engine, Compute& compute, ReplicaConfig config,
                  std::unique_ptr<IterationCostModel> cost, KvBlockPool kv,
                  std::vector<std::int32_t> exit_layers, std::int32_t feature_layers,
                  BatchLimits limits, std::unique_ptr<BatchScheduler> scheduler,
-                 ReplicaObserver& observer)
+                 ReplicaObserver& observer, PointToPoint* transfers)
     : engine_(engine),
       compute_(compute),
       config_(std::move(config)),
-      compute_hosts_([&] {
-        std::vector<NodeId> h;
-        for (NodeId g : config_.gpus)
-          if (std::find(h.begin(), h.end(), g) == h.end()) h.push_back(g);
-        return h;
-      }()),
-      nominal_(compute_hosts_.size()),
       cost_(std::move(cost)),
       kv_(kv),
-      state_(kv_, std::move(exit_layers), feature_layers, limits),
       scheduler_(std::move(scheduler)),
-      observer_(observer) {
+      observer_(observer),
+      transfers_(transfers) {
   MLSIM_CHECK(config_.tp == cost_->tp(), "replica and cost model disagree on tp");
-  MLSIM_CHECK(static_cast<int>(config_.gpus.size()) == config_.tp,
+  if (config_.stage_layers.empty()) config_.stage_layers = {cost_->model().layers};
+  const auto pp = config_.stage_layers.size();
+  MLSIM_CHECK(std::accumulate(config_.stage_layers.begin(), config_.stage_layers.end(), 0) ==
+                  cost_->model().layers,
+              "the stages' layers sum to the model's depth");
+  MLSIM_CHECK(config_.gpus.size() == pp * static_cast<std::size_t>(config_.tp),
               "a replica names the host of each of its GPUs");
+  MLSIM_CHECK(pp == 1 || transfers_ != nullptr, "a pipeline sends activations between stages");
+  std::int32_t layer = 0;
+  stages_.resize(pp);
+  for (std::size_t s = 0; s < pp; ++s) {
+    Stage& st = stages_[s];
+    st.first_layer = layer;
+    layer += config_.stage_layers[s];
+    st.last_layer = layer;
+    MLSIM_CHECK(st.last_layer > st.first_layer, "a stage has at least one layer");
+    for (int g = 0; g < config_.tp; ++g) {
+      const NodeId h = config_.gpus[s * static_cast<std::size_t>(config_.tp) + g];
+      if (std::find(st.hosts.begin(), st.hosts.end(), h) == st.hosts.end()) st.hosts.push_back(h);
+    }
+    st.nominal.resize(st.hosts.size());
+  }
+  engines_.reserve(pp);
+  for (std::size_t v = 0; v < pp; ++v)
+    engines_.emplace_back(ReplicaState(kv_, exit_layers, feature_layers, limits));
   kv_usage_.set(engine_.now(), 0);
   if (config_.prefix_block_tokens > 0) {
     const std::int32_t bt = config_.prefix_block_tokens;
+    MLSIM_CHECK(pp == 1, "prefix caching with pipeline stages is not modelled");
     MLSIM_CHECK(bt % kv_.block_tokens() == 0, "prefix blocks must be whole KV blocks");
-    state_.enable_prefix_cache(bt, kv_.blocks_for(bt, state_.depth()));
+    auto& state = engines_.front().state;
+    state.enable_prefix_cache(bt, kv_.blocks_for(bt, state.depth()));
   }
 }
 
+std::size_t Replica::waiting_count() const {
+  std::size_t n = 0;
+  for (const auto& v : engines_) n += v.state.waiting().size();
+  return n;
+}
+
+std::int64_t Replica::outstanding_tokens() const {
+  std::int64_t n = 0;
+  for (const auto& v : engines_) n += v.state.outstanding_tokens();
+  return n;
+}
+
+bool Replica::all_in_flight() const {
+  return std::all_of(engines_.begin(), engines_.end(),
+                     [](const VirtualEngine& v) { return v.in_flight; });
+}
+
+bool Replica::busy() const {
+  return std::any_of(engines_.begin(), engines_.end(),
+                     [](const VirtualEngine& v) { return v.in_flight; });
+}
+
+double Replica::busy_seconds() const {
+  double s = 0;
+  for (const auto& st : stages_) s += st.busy_s;
+  return s / static_cast<double>(stages_.size());
+}
+
+std::uint64_t Replica::preemptions() const {
+  std::uint64_t n = 0;
+  for (const auto& v : engines_) n += v.state.preemptions();
+  return n;
+}
+
 void Replica::submit(Request& r) {
-  if (!state_.fits_at_all(r)) {
+  // vLLM v0: the virtual engine with the fewest unfinished requests (the first on a tie).
+  VirtualEngine* target = &engines_.front();
+  if (engines_.size() > 1) {
+    auto load = [](const VirtualEngine& v) {
+      return v.state.waiting().size() + v.state.running().size();
+    };
+    for (auto& v : engines_)
+      if (load(v) < load(*target)) target = &v;
+  }
+  ReplicaState& state = target->state;
+  if (!state.fits_at_all(r)) {
     observer_.on_dropped(*this, r);
     return;
   }
@@ -46,11 +110,11 @@ void Replica::submit(Request& r) {
   r.cached = 0;
   r.generated = 0;
   r.answer_start = engine_.now();
-  state_.waiting().push_back(&r);
-  state_.add_outstanding_tokens(r.outstanding_tokens());
+  state.waiting().push_back(&r);
+  state.add_outstanding_tokens(r.outstanding_tokens());
   // Start on an event of its own at the current time, so that requests arriving at the same
   // instant join the same batch.
-  if (!busy_ && !start_pending_) {
+  if (!start_pending_ && !all_in_flight()) {
     start_pending_ = true;
     engine_.schedule_in(Time::zero(), [this] {
       start_pending_ = false;
@@ -60,48 +124,101 @@ void Replica::submit(Request& r) {
 }
 
 void Replica::try_start() {
-  if (busy_) return;
-  scheduler_->next_batch(state_, batch_);
-  kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
-  observer_.on_kv_changed(*this);
-  if (batch_.empty()) return;
-  busy_ = true;
-  iteration_start_ = engine_.now();
-  batch_cost_ = cost_->cost(batch_.items);
-  double host_seconds = config_.iteration_overhead.seconds();
-  if (!config_.multi_level_sampling && batch_cost_.exits_sampled > 1)
-    host_seconds += (batch_cost_.exits_sampled - 1) * config_.sampling_pass_overhead.seconds();
-  std::fill(nominal_.begin(), nominal_.end(), batch_cost_.compute_s);
-  compute_.run_for(
-      compute_hosts_, nominal_, [this] { on_compute_done(); }, host_seconds);
+  bool scheduled = false;
+  for (std::uint32_t v = 0; v < engines_.size(); ++v) {
+    VirtualEngine& ve = engines_[v];
+    if (ve.in_flight) continue;
+    scheduler_->next_batch(ve.state, ve.batch);
+    scheduled = true;
+    if (ve.batch.empty()) continue;
+    ve.in_flight = true;
+    ve.started = engine_.now();
+    stages_.front().queue.push_back(v);
+  }
+  if (scheduled) {
+    kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
+    observer_.on_kv_changed(*this);
+  }
+  if (!stages_.front().busy && !stages_.front().queue.empty()) run_stage(0);
 }
 
-void Replica::on_compute_done() {
-  // The iteration's tensor-parallel all-reduces, one after another after the compute (Megatron
-  // TP puts them on the critical path), each costed by the collective layer for its size.
-  if (batch_cost_.allreduce == Time::zero()) {
-    complete_iteration();
+void Replica::run_stage(std::size_t s) {
+  Stage& st = stages_[s];
+  st.current = st.queue.front();
+  st.queue.pop_front();
+  st.busy = true;
+  st.started = engine_.now();
+  const Batch& batch = engines_[st.current].batch;
+  const IterationCost c = cost_->cost(batch.items, st.first_layer, st.last_layer);
+  st.allreduce = c.allreduce;
+  // The framework's per-iteration overhead (scheduling, input preparation) before the first stage.
+  double host_seconds = 0;
+  if (s == 0) {
+    host_seconds = config_.iteration_overhead.seconds();
+    if (!config_.multi_level_sampling && c.exits_sampled > 1)
+      host_seconds += (c.exits_sampled - 1) * config_.sampling_pass_overhead.seconds();
+  }
+  std::fill(st.nominal.begin(), st.nominal.end(), c.compute_s);
+  compute_.run_for(
+      st.hosts, st.nominal, [this, s] { on_stage_compute_done(s); }, host_seconds);
+}
+
+void Replica::on_stage_compute_done(std::size_t s) {
+  // The stage's tensor-parallel all-reduces, one after another after the compute (Megatron TP
+  // puts them on the critical path), each costed by the collective layer for its size.
+  const Time allreduce = stages_[s].allreduce;
+  if (allreduce == Time::zero()) {
+    on_stage_done(s);
     return;
   }
-  engine_.schedule_in(batch_cost_.allreduce, [this] { complete_iteration(); });
+  engine_.schedule_in(allreduce, [this, s] { on_stage_done(s); });
 }
 
-void Replica::complete_iteration() {
+void Replica::on_stage_done(std::size_t s) {
+  Stage& st = stages_[s];
+  st.busy = false;
+  st.busy_s += (engine_.now() - st.started).seconds();
+  const std::uint32_t v = st.current;
+  if (s + 1 == stages_.size())
+    complete_iteration(v);
+  else
+    forward(s, v);
+  if (!st.busy && !st.queue.empty()) run_stage(s);
+}
+
+void Replica::forward(std::size_t s, std::uint32_t v) {
+  // The hidden states of the batch's tokens, from stage s's GPUs to stage s+1's.
+  const Bytes bytes{engines_[v].batch.tokens * cost_->model().hidden *
+                    cost_->model().dtype_bytes()};
+  activation_bytes_ += bytes.count;
+  transfers_->send(stages_[s].hosts.front(), stages_[s + 1].hosts.front(), bytes, config_.host_link,
+                   [this, s, v] { arrive_at_stage(s + 1, v); });
+}
+
+void Replica::arrive_at_stage(std::size_t s, std::uint32_t v) {
+  Stage& st = stages_[s];
+  st.queue.push_back(v);
+  if (!st.busy) run_stage(s);
+}
+
+void Replica::complete_iteration(std::uint32_t v) {
+  VirtualEngine& ve = engines_[v];
+  ReplicaState& state = ve.state;
+  Batch& batch = ve.batch;
   const Time now = engine_.now();
-  busy_s_ += (now - iteration_start_).seconds();
   iterations_ += 1;
-  tokens_processed_ += static_cast<std::uint64_t>(batch_.tokens);
-  auto& running = state_.running();
+  tokens_processed_ += static_cast<std::uint64_t>(batch.tokens);
+  auto& running = state.running();
   bool any_done = false;
-  for (auto& e : batch_.entries) {
+  for (auto& e : batch.entries) {
     Request& r = *e.request;
     const std::int64_t before = r.outstanding_tokens();
-    if (r.admitted == Time::max()) r.admitted = iteration_start_;
+    if (r.admitted == Time::max()) r.admitted = ve.started;
     r.cached += e.work.tokens;
     if (e.work.samples) r.generated += 1;
-    state_.add_outstanding_tokens(r.outstanding_tokens() - before);
+    state.add_outstanding_tokens(r.outstanding_tokens() - before);
     // A completed prefill hands its full prompt blocks to the prefix cache (when on).
-    if (e.work.samples && !e.work.decode) state_.publish_prefix(r);
+    if (e.work.samples && !e.work.decode) state.publish_prefix(r);
     if (!e.work.samples) continue;
     if (r.first_token == Time::max()) {
       r.first_token = now;
@@ -112,38 +229,39 @@ void Replica::complete_iteration() {
   if (any_done) {
     // Collect first, then finish: finishing may re-queue (escalation) and touch `running`.
     std::vector<Request*> done;
-    for (auto& e : batch_.entries)
+    for (auto& e : batch.entries)
       if (e.work.samples && e.request->done()) done.push_back(e.request);
     running.erase(
         std::remove_if(running.begin(), running.end(), [](const Request* r) { return r->done(); }),
         running.end());
-    for (Request* r : done) finish_answer(*r);
+    for (Request* r : done) finish_answer(state, *r);
   }
-  busy_ = false;
+  ve.in_flight = false;
+  last_batch_ = &batch;
   observer_.on_iteration(*this);
-  batch_.clear();
+  batch.clear();
   try_start();
 }
 
-void Replica::finish_answer(Request& r) {
+void Replica::finish_answer(ReplicaState& state, Request& r) {
   bool escalate_here = r.spec.escalate_to >= 0 && !r.escalated && config_.reuse_across_tiers &&
-                       state_.serves(r.spec.escalate_to) && r.spec.escalate_to > r.tier;
+                       state.serves(r.spec.escalate_to) && r.spec.escalate_to > r.tier;
   if (escalate_here) {
     // An answer at the larger tier that could never fit the pool goes back to the system, which
     // re-submits it and has it reported dropped.
     Request probe = r;
     probe.tier = r.spec.escalate_to;
-    escalate_here = state_.fits_at_all(probe);
+    escalate_here = state.fits_at_all(probe);
   }
-  state_.add_outstanding_tokens(-r.outstanding_tokens());  // zero: the answer is complete
+  state.add_outstanding_tokens(-r.outstanding_tokens());  // zero: the answer is complete
   if (!escalate_here) {
-    state_.release(r);
+    state.release(r);
     observer_.on_answer_done(*this, r);
     return;
   }
   // Keep the prompt's KV in the lower tier's layers (and drop the KV of the answer's tokens);
   // the escalated answer prefills the prompt only above those layers, from the stored features.
-  const std::int32_t lower = state_.exit_layer(r.tier);
+  const std::int32_t lower = state.exit_layer(r.tier);
   (void)kv_.resize(r.kv_blocks, kv_.blocks_for(r.spec.prompt_tokens, lower));
   (void)kv_.resize(r.feature_blocks, 0);
   r.tier = r.spec.escalate_to;
@@ -153,8 +271,8 @@ void Replica::finish_answer(Request& r) {
   r.cached = 0;
   r.generated = 0;
   r.answer_start = engine_.now();
-  state_.waiting().push_front(&r);
-  state_.add_outstanding_tokens(r.outstanding_tokens());
+  state.waiting().push_front(&r);
+  state.add_outstanding_tokens(r.outstanding_tokens());
 }
 
 }  // namespace mlsim::serving

@@ -1,17 +1,41 @@
 #pragma once
-// One model replica: tp GPUs running iterations back to back. Each iteration asks the scheduler
-// for a batch, costs it through the platform's cost providers and runs it on the replica's GPUs
-// through Compute (lock-step, so a slowed GPU slows the iteration), then waits for the
-// tensor-parallel all-reduces (their time from the cost model: the collective layer's cost of a
-// ring all-reduce over the replica's GPUs, per all-reduce; tp_allreduce.hpp), then applies the
-// batch's progress.
+// One model replica: pp pipeline stages of tp GPUs each (pp = 1: one tensor-parallel group)
+// running iterations back to back. Each iteration asks the scheduler for a batch, costs it
+// through the platform's cost providers and runs it on the replica's GPUs through Compute
+// (lock-step, so a slowed GPU slows the iteration), then waits for the tensor-parallel
+// all-reduces (their time from the cost model: the collective layer's cost of a ring all-reduce
+// over the replica's GPUs, per all-reduce; tp_allreduce.hpp), then applies the batch's progress.
+//
+// Pipeline parallelism (pp > 1), as vLLM v0 runs it (vllm/engine/llm_engine.py: one Scheduler
+// per "virtual engine", pipeline_parallel_size of them; a new request goes to the one with the
+// fewest unfinished requests; each has at most one batch in the pipeline): the replica has pp
+// virtual engines, each with its own queues (ReplicaState) and at most one batch in flight, so
+// up to pp batches (the micro-batches) are in the pipeline at once. A batch runs stage by stage:
+// stage s runs its layers' compute and all-reduces, then sends the batch's activations (tokens x
+// hidden x dtype bytes) to stage s+1 as a send/recv of the collective layer (point_to_point.hpp:
+// NVLink within a host, the network across hosts) and is free for the next micro-batch. A stage
+// takes micro-batches in arrival order. The batch's progress applies when its last stage ends,
+// and its virtual engine then schedules its next batch: the iteration time is the pipeline's
+// schedule (a stage waits for its input, micro-batches overlap), not a sum.
+// Simplifications: the virtual engines share one KV pool (vLLM v0 splits the blocks evenly
+// between them), and the per-iteration framework overhead is paid once, on the first stage.
+//
+// Stage abstraction and issue 16 (replicated stages): a Stage is a TP group on one host running
+// a layer range with a FIFO of micro-batches; the only thing that ties stage s to stage s+1 is
+// forward(), which sends a micro-batch's activations to the next Stage. Stages with their own
+// replica counts would make forward() pick one of stage s+1's replicas (a router per stage
+// boundary, over the send/recv links between neighbouring replicas: MultiWorld's worlds) and pin
+// a request to the stage replicas that hold its KV; the virtual engines would move to the
+// first stage's replicas. Not built here.
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "models/serving/compute_model.hpp"
 #include "models/serving/kv_cache.hpp"
+#include "models/serving/point_to_point.hpp"
 #include "models/serving/scheduler.hpp"
 #include "sim_core/base/stats.hpp"
 #include "sim_core/engine/engine.hpp"
@@ -41,7 +65,12 @@ struct ReplicaConfig {
   std::string name;
   std::int32_t index = 0;  // in the serving system, for the per-request log
   int tp = 1;
-  std::vector<NodeId> gpus;  // the host of each of its tp GPUs (the same host for a TP group)
+  // The host of each of its tp x pp GPUs, stage by stage (the same host for a stage's TP group).
+  std::vector<NodeId> gpus;
+  // Layers of each pipeline stage, in order, summing to the model's depth; empty: one stage.
+  std::vector<std::int32_t> stage_layers;
+  // The intra_node link of the stages' hosts (activations sent between stages on one host).
+  HostLink host_link;
   // Serving-engine framework overhead per iteration (CPU-side scheduling, input preparation,
   // sampling), not scaled by the GPUs' speed.
   Time iteration_overhead;
@@ -61,64 +90,102 @@ class Replica {
   Replica(Engine& engine, Compute& compute, ReplicaConfig config,
           std::unique_ptr<IterationCostModel> cost, KvBlockPool kv,
           std::vector<std::int32_t> exit_layers, std::int32_t feature_layers, BatchLimits limits,
-          std::unique_ptr<BatchScheduler> scheduler, ReplicaObserver& observer);
+          std::unique_ptr<BatchScheduler> scheduler, ReplicaObserver& observer,
+          PointToPoint* transfers = nullptr);
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
 
   // Queues a new answer of `r` (its tier must be served here) and starts an iteration if idle.
   void submit(Request& r);
-  bool serves(std::int32_t tier) const { return state_.serves(tier); }
-  std::int32_t exit_layer(std::int32_t tier) const { return state_.exit_layer(tier); }
+  bool serves(std::int32_t tier) const { return engines_.front().state.serves(tier); }
+  std::int32_t exit_layer(std::int32_t tier) const {
+    return engines_.front().state.exit_layer(tier);
+  }
 
   const std::string& name() const { return config_.name; }
   const ReplicaConfig& config() const { return config_; }
   const IterationCostModel& cost_model() const { return *cost_; }
-  const ReplicaState& state() const { return state_; }
+  // The queues of the first virtual engine (the only one when pp = 1).
+  const ReplicaState& state() const { return engines_.front().state; }
+  // Every virtual engine's queues (pp of them).
+  std::size_t virtual_engines() const { return engines_.size(); }
+  const ReplicaState& state(std::size_t engine) const { return engines_[engine].state; }
+  std::size_t waiting_count() const;
   const KvBlockPool& kv() const { return kv_; }
   // Prefill and output tokens still to process for the requests queued or running here (what the
-  // least-outstanding-tokens router balances): a running total, O(1).
-  std::int64_t outstanding_tokens() const { return state_.outstanding_tokens(); }
+  // least-outstanding-tokens router balances): a running total, O(1) per virtual engine.
+  std::int64_t outstanding_tokens() const;
   // Prompt tokens of `spec` this replica's prefix cache holds (0 when prefix caching is off).
   std::int32_t cached_prefix_tokens(const RequestSpec& spec) const {
-    return state_.cached_prefix_tokens(spec);
+    return engines_.front().state.cached_prefix_tokens(spec);
   }
-  bool busy() const { return busy_; }
+  bool busy() const;
   // The batch of the iteration that just completed (valid inside on_iteration).
-  const Batch& last_batch() const { return batch_; }
+  const Batch& last_batch() const { return *last_batch_; }
+  int pp() const { return static_cast<int>(stages_.size()); }
 
-  // Statistics.
-  double busy_seconds() const { return busy_s_; }
+  // Statistics. busy_seconds: the stages' busy time (compute and all-reduces) over pp.
+  double busy_seconds() const;
+  double stage_busy_seconds(int stage) const {
+    return stages_[static_cast<std::size_t>(stage)].busy_s;
+  }
   std::uint64_t iterations() const { return iterations_; }
   std::uint64_t tokens_processed() const { return tokens_processed_; }
   const TimeAverage& kv_usage() const { return kv_usage_; }  // in layer-blocks
-  std::uint64_t preemptions() const { return state_.preemptions(); }
+  std::uint64_t preemptions() const;
+  // Activation bytes sent between stages.
+  std::int64_t activation_bytes() const { return activation_bytes_; }
 
  private:
+  // A virtual engine: its own queues, at most one batch in the pipeline.
+  struct VirtualEngine {
+    explicit VirtualEngine(ReplicaState s) : state(std::move(s)) {}
+    ReplicaState state;
+    Batch batch;
+    bool in_flight = false;
+    Time started;  // when its batch was scheduled
+  };
+  // A pipeline stage: a TP group on one host running layers [first_layer, last_layer).
+  struct Stage {
+    std::int32_t first_layer = 0, last_layer = 0;
+    std::vector<NodeId> hosts;        // the distinct hosts of its GPUs (lock-step on each)
+    std::vector<double> nominal;      // this micro-batch's GPU seconds per host (scratch)
+    std::deque<std::uint32_t> queue;  // virtual engines whose batch waits for this stage
+    bool busy = false;
+    std::uint32_t current = 0;  // the virtual engine whose batch runs here
+    Time allreduce;             // the current micro-batch's all-reduces
+    Time started;
+    double busy_s = 0;
+  };
+
+  bool all_in_flight() const;
   void try_start();
-  void on_compute_done();
-  void complete_iteration();
-  void finish_answer(Request& r);
+  void run_stage(std::size_t s);
+  void on_stage_compute_done(std::size_t s);
+  void on_stage_done(std::size_t s);
+  // Sends the micro-batch's activations from stage s to stage s+1.
+  void forward(std::size_t s, std::uint32_t engine);
+  void arrive_at_stage(std::size_t s, std::uint32_t engine);
+  void complete_iteration(std::uint32_t engine);
+  void finish_answer(ReplicaState& state, Request& r);
 
   Engine& engine_;
   Compute& compute_;
   ReplicaConfig config_;
-  std::vector<NodeId> compute_hosts_;  // the distinct hosts of its GPUs (lock-step on each)
-  std::vector<double> nominal_;        // this iteration's GPU seconds per host (scratch)
   std::unique_ptr<IterationCostModel> cost_;
   KvBlockPool kv_;
-  ReplicaState state_;
-  std::unique_ptr<BatchScheduler> scheduler_;
+  std::vector<VirtualEngine> engines_;
+  std::vector<Stage> stages_;
+  std::unique_ptr<BatchScheduler> scheduler_;  // keeps no state: shared by the virtual engines
   ReplicaObserver& observer_;
+  PointToPoint* transfers_;
 
-  Batch batch_;
-  IterationCost batch_cost_;
-  bool busy_ = false;
+  const Batch* last_batch_ = nullptr;
   bool start_pending_ = false;
-  Time iteration_start_;
 
-  double busy_s_ = 0;
   std::uint64_t iterations_ = 0;
   std::uint64_t tokens_processed_ = 0;
+  std::int64_t activation_bytes_ = 0;
   TimeAverage kv_usage_;
 };
 

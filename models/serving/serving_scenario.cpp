@@ -34,6 +34,26 @@ DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog,
     throw InputError(r.path_of("tp"),
                      fmt::format("tp {} must divide the heads ({}) and KV heads ({}) of {}", d.tp,
                                  d.model.heads, d.model.kv_heads, d.model.name));
+  // Pipeline stages: the model's layers split evenly (the first layers % pp stages one more), or
+  // as given.
+  d.pp = static_cast<int>(r.integer_or("pp", 1, 1, 1024));
+  if (d.pp > d.model.layers)
+    throw InputError(r.path_of("pp"), fmt::format("{} has {} layers, fewer than pp {}",
+                                                  d.model.name, d.model.layers, d.pp));
+  if (r.has("stage_layers")) {
+    const auto layers = r.integers("stage_layers", 1, d.model.layers);
+    std::int64_t sum = 0;
+    for (auto l : layers) sum += l;
+    if (static_cast<int>(layers.size()) != d.pp || sum != d.model.layers)
+      throw InputError(r.path_of("stage_layers"),
+                       fmt::format("expected pp ({}) layer counts summing to the {} layers of {}, "
+                                   "got {} summing to {}",
+                                   d.pp, d.model.layers, d.model.name, layers.size(), sum));
+    d.stage_layers.assign(layers.begin(), layers.end());
+  } else {
+    for (int s = 0; s < d.pp; ++s)
+      d.stage_layers.push_back(d.model.layers / d.pp + (s < d.model.layers % d.pp ? 1 : 0));
+  }
   return d;
 }
 
@@ -129,6 +149,9 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
         m.choice_or("tier_depth", {"equal_parameters", "equal_layers"}, "equal_parameters");
     d.multi_level_sampling = m.boolean_or("multi_level_sampling", true);
     d.mfs = true;
+    if (d.pp > 1)
+      throw InputError(m.path_of("pp"),
+                       "pipeline stages with MFS tiers (exits inside stages) are not modelled");
     for (const auto& member : members) d.exit_layers.push_back(tier_depth(member, d.model, rule));
     for (std::size_t i = 1; i < d.exit_layers.size(); ++i)
       if (d.exit_layers[i] <= d.exit_layers[i - 1])
@@ -173,7 +196,12 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   };
   for (auto& d : c.deployments) {
     std::optional<IntraNodeLink> link;
-    for (int replica = 0; replica < d.replicas; ++replica) {
+    // A replica is pp groups of tp GPUs (its stages), each group on one host; consecutive stages
+    // on the same host send their activations over its intra_node link, on different hosts over
+    // the network.
+    for (int group = 0; group < d.replicas * d.pp; ++group) {
+      const int replica = group / d.pp;
+      const int stage = group % d.pp;
       while (host_index < hosts.size() && gpus_on(host_index) - used_on_host < d.tp) {
         if (used_on_host == 0)  // an empty host too small for the group
           throw InputError(d.where + ".tp",
@@ -190,6 +218,8 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
                                      "more than the topology's {} hosts hold",
                                      s.gpus, topology_hosts));
       const NodeId host = hosts[host_index];
+      const bool shares_host_with_previous_stage =
+          stage > 0 && used_on_host > 0 && s.gpu_slots.back() == host;
       used_on_host += d.tp;
       for (int g = 0; g < d.tp; ++g) s.gpu_slots.push_back(host);
       // Each deployment runs one GPU type and one intra_node link; deployments may differ (a
@@ -203,16 +233,18 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
                                      "(replica {} on host {})",
                                      d.where, d.gpu->name, gpu.name, replica, host_index));
       }
-      if (d.tp == 1) continue;
+      if (d.tp == 1 && !shares_host_with_previous_stage) continue;
       // The link between a replica's GPUs: the host's intra_node link (the GPU catalog's, or the
-      // scenario's override), needed as soon as the deployment is tensor-parallel.
+      // scenario's override), needed as soon as the deployment is tensor-parallel or two of its
+      // stages share a host.
       const HostHardware* h = node_hardware.host(host);
       if (h == nullptr || !h->intra_node)
-        throw InputError("topology.hardware",
-                         fmt::format("tensor parallelism needs the link between the GPUs, but "
-                                     "GPU \"{}\" has no intra_node entry in the catalog: set "
-                                     "topology.hardware.intra_node",
-                                     gpu.name));
+        throw InputError(
+            "topology.hardware",
+            fmt::format("{} needs the link between the GPUs of a host, but "
+                        "GPU \"{}\" has no intra_node entry in the catalog: set "
+                        "topology.hardware.intra_node",
+                        d.tp > 1 ? "tensor parallelism" : "pipeline stages on one host", gpu.name));
       if (!link) {
         link = h->intra_node;
       } else if (h->intra_node->bandwidth.bytes_per_s != link->bandwidth.bytes_per_s ||
@@ -227,6 +259,7 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
       d.tp_allreduce = c.tp_allreduce;  // the costs (system.costs) are common
       d.tp_allreduce->bandwidth = link->bandwidth;
       d.tp_allreduce->route_latency = link->latency;
+      d.host_link = HostLink{link->bandwidth, link->latency};
     }
     OperatorTimer::check(costs, *d.gpu, "compute");
   }
@@ -297,6 +330,11 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
       throw InputError(prefix_path,
                        "prefix caching needs the prompts' block content ids: a "
                        "Mooncake trace (workload.format \"mooncake\")");
+    for (const auto& d : c.deployments)
+      if (d.pp > 1)
+        throw InputError(
+            prefix_path,
+            fmt::format("prefix caching with pipeline stages ({}.pp) is not modelled", d.where));
     if (mode == DeploymentMode::kMfs)
       throw InputError(prefix_path,
                        "prefix caching with MFS tiers (KV of different depths) is not modelled; "
@@ -332,7 +370,7 @@ ServingModel::ServingModel(ServingScenario scenario, ModelEnv& env)
       system_(std::make_unique<ServingSystem>(
           env.engine, env.compute, scenario_.gpu_slots, scenario_.config,
           make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
-          env.stream("serving.escalation"))) {}
+          env.stream("serving.escalation"), &env.network, &env.links)) {}
 
 void ServingModel::start(ModelEnv&) {
   system_->start();

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "models/serving/policies.hpp"
@@ -11,6 +12,17 @@
 namespace mlsim::serving {
 
 namespace {
+
+// Weight bytes of pipeline stage `stage` of a replica: its layers, the embedding on the first
+// stage, the final norm and LM head on the last.
+double stage_weight_bytes(const DeploymentConfig& d, std::size_t stage) {
+  const auto& m = d.model;
+  const std::int64_t embedding = std::int64_t{m.vocab} * m.hidden;
+  std::int64_t params = std::int64_t{d.stage_layers[stage]} * m.params_per_layer();
+  if (stage == 0) params += embedding;
+  if (stage + 1 == d.stage_layers.size()) params += m.params_outside_layers() - embedding;
+  return static_cast<double>(params) * m.dtype_bytes();
+}
 
 // Weight bytes of one replica: the model, plus one exit head (final norm and LM head) for every
 // served tier that exits below the top (MFS).
@@ -36,13 +48,14 @@ std::vector<std::int32_t> cost_exits(const DeploymentConfig& d) {
 
 int ServingSystem::gpus_needed(const ServingConfig& config) {
   int n = 0;
-  for (const auto& d : config.deployments) n += d.tp * d.replicas;
+  for (const auto& d : config.deployments) n += d.tp * d.pp * d.replicas;
   return n;
 }
 
 ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeId> hosts,
                              ServingConfig config, std::unique_ptr<RequestSource> source,
-                             RandomStream tier_stream, RandomStream escalation_stream)
+                             RandomStream tier_stream, RandomStream escalation_stream,
+                             Network* network, const LinkConditions* links)
     : engine_(engine),
       compute_(compute),
       config_(std::move(config)),
@@ -52,21 +65,39 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       metrics_(config_.slo, config_.tiers, config_.series_interval, config_.request_log) {
   MLSIM_CHECK(static_cast<int>(hosts.size()) >= gpus_needed(config_), "too few hosts for the GPUs");
   MLSIM_CHECK(static_cast<std::int32_t>(config_.tier_mix.size()) == config_.tiers, "tier mix size");
+  if (network != nullptr)
+    transfers_ =
+        std::make_unique<PointToPoint>(engine_, *network, links, config_.tp_allreduce.costs);
   std::size_t next_host = 0;
   for (std::size_t di = 0; di < config_.deployments.size(); ++di) {
-    const auto& d = config_.deployments[di];
+    auto& d = config_.deployments[di];
+    if (d.stage_layers.empty()) d.stage_layers.assign(1, d.model.layers);
+    MLSIM_CHECK(static_cast<int>(d.stage_layers.size()) == d.pp, "layers per stage");
+    MLSIM_CHECK(d.pp == 1 || (transfers_ && !d.mfs),
+                "pipeline stages need the network, and are not modelled with MFS tiers");
     MLSIM_CHECK(static_cast<std::int32_t>(d.exit_layers.size()) == config_.tiers,
                 "exit layers per tier");
     const double weights = replica_weight_bytes(d);
     const GpuSpec& gpu = d.gpu ? *d.gpu : config_.gpu;
     const TpAllReduce& tp_allreduce = d.tp_allreduce ? *d.tp_allreduce : config_.tp_allreduce;
     timers_.push_back(std::make_unique<OperatorTimer>(compute.costs(), gpu, d.model.dtype));
-    const double budget =
-        config_.gpu_memory_utilization * static_cast<double>(gpu.hbm_capacity.count) * d.tp -
-        weights;
+    const double stage_memory =
+        config_.gpu_memory_utilization * static_cast<double>(gpu.hbm_capacity.count) * d.tp;
+    const double budget = stage_memory - weights;
     const double block_bytes = static_cast<double>(config_.block_tokens) *
                                static_cast<double>(d.model.kv_bytes_per_token_layer());
-    const auto blocks = static_cast<std::int64_t>(budget / block_bytes);
+    auto blocks = static_cast<std::int64_t>(budget / block_bytes);
+    if (d.pp > 1) {
+      // Each stage holds the KV of its own layers for every token in flight, so the replica holds
+      // as many tokens as its tightest stage: min over stages of (memory - weights) / (layers x
+      // a block's bytes per layer) blocks, times the model's depth in layer-blocks.
+      std::int64_t per_layer = std::numeric_limits<std::int64_t>::max();
+      for (std::size_t s = 0; s < d.stage_layers.size(); ++s)
+        per_layer = std::min(per_layer,
+                             static_cast<std::int64_t>((stage_memory - stage_weight_bytes(d, s)) /
+                                                       (block_bytes * d.stage_layers[s])));
+      blocks = std::max<std::int64_t>(0, per_layer) * d.model.layers;
+    }
     if (blocks < d.model.layers)
       throw InputError(
           d.where,
@@ -86,7 +117,9 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       rc.name = d.replicas == 1 ? d.name : fmt::format("{}.{}", d.name, i);
       rc.index = static_cast<std::int32_t>(replicas_.size());
       rc.tp = d.tp;
-      for (int g = 0; g < d.tp; ++g) rc.gpus.push_back(hosts[next_host++]);
+      for (int g = 0; g < d.tp * d.pp; ++g) rc.gpus.push_back(hosts[next_host++]);
+      if (d.pp > 1) rc.stage_layers = d.stage_layers;
+      if (d.host_link) rc.host_link = *d.host_link;
       rc.iteration_overhead = config_.iteration_overhead;
       rc.multi_level_sampling = d.multi_level_sampling;
       rc.sampling_pass_overhead = config_.sampling_pass_overhead;
@@ -101,7 +134,7 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
           std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
                                                tp_allreduce),
           KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
-          make_scheduler(d.scheduler, "system.scheduler"), *this);
+          make_scheduler(d.scheduler, "system.scheduler"), *this, transfers_.get());
       dep.replicas.push_back(replica.get());
       replica_deployment_.push_back(di);
       replicas_.push_back(std::move(replica));
@@ -259,7 +292,7 @@ void ServingSystem::on_kv_changed(Replica& replica) {
 
 void ServingSystem::on_iteration(Replica&) {
   std::int64_t waiting = 0;
-  for (const auto& r : replicas_) waiting += static_cast<std::int64_t>(r->state().waiting().size());
+  for (const auto& r : replicas_) waiting += static_cast<std::int64_t>(r->waiting_count());
   metrics_.maybe_sample(engine_.now(), in_system_, waiting);
 }
 
@@ -296,21 +329,35 @@ void ServingSystem::finish(Results& out) const {
     const double block_bytes = static_cast<double>(config_.block_tokens) *
                                static_cast<double>(dep.model.kv_bytes_per_token_layer());
     const double util = makespan.count_ns() > 0 ? r.busy_seconds() / makespan.seconds() : 0;
+    std::uint64_t cuts = 0;
+    for (std::size_t v = 0; v < r.virtual_engines(); ++v)
+      cuts += r.state(v).batches_cut_by_token_limit();
     out.set_metric("serving_utilisation_" + r.name(), util);
-    per_replica.push_back(
-        {{"name", r.name()},
-         {"model", dep.model.name},
-         {"tp", dep.tp},
-         {"gpu", dep.gpu ? dep.gpu->name : config_.gpu.name},
-         {"scheduler", dep.scheduler},
-         {"utilisation", util},
-         {"iterations", r.iterations()},
-         {"tokens_processed", r.tokens_processed()},
-         {"preemptions", r.preemptions()},
-         {"static_batches_cut_by_max_batch_tokens", r.state().batches_cut_by_token_limit()},
-         {"kv_capacity_bytes", static_cast<double>(r.kv().total()) * block_bytes},
-         {"kv_peak_bytes", static_cast<double>(r.kv().peak()) * block_bytes},
-         {"kv_mean_bytes", r.kv_usage().average(makespan) * block_bytes}});
+    per_replica.push_back({{"name", r.name()},
+                           {"model", dep.model.name},
+                           {"tp", dep.tp},
+                           {"pp", dep.pp},
+                           {"gpu", dep.gpu ? dep.gpu->name : config_.gpu.name},
+                           {"scheduler", dep.scheduler},
+                           {"utilisation", util},
+                           {"iterations", r.iterations()},
+                           {"tokens_processed", r.tokens_processed()},
+                           {"preemptions", r.preemptions()},
+                           {"static_batches_cut_by_max_batch_tokens", cuts},
+                           {"kv_capacity_bytes", static_cast<double>(r.kv().total()) * block_bytes},
+                           {"kv_peak_bytes", static_cast<double>(r.kv().peak()) * block_bytes},
+                           {"kv_mean_bytes", r.kv_usage().average(makespan) * block_bytes}});
+    if (dep.pp > 1) {
+      // Pipeline stages: each stage's busy fraction and the activations sent between stages.
+      auto& entry = per_replica.back();
+      entry["stage_layers"] = dep.stage_layers;
+      auto& stages = entry["stage_utilisation"];
+      stages = nlohmann::json::array();
+      for (int s = 0; s < r.pp(); ++s)
+        stages.push_back(makespan.count_ns() > 0 ? r.stage_busy_seconds(s) / makespan.seconds()
+                                                 : 0.0);
+      entry["activation_bytes"] = r.activation_bytes();
+    }
   }
 }
 

@@ -31,6 +31,10 @@ struct DeploymentConfig {
   std::string where;  // JSON path of its settings ("system.mfs", "system.separate[1]"), for errors
   TransformerShape model;
   int tp = 1;
+  // Pipeline stages of a replica and the layers of each (summing to the model's depth; the
+  // parser splits evenly unless given). A replica uses tp x pp GPUs, stage by stage.
+  int pp = 1;
+  std::vector<std::int32_t> stage_layers;
   int replicas = 1;
   // exit_layers[tier]: depth at which that tier's requests leave (0: tier not served here).
   std::vector<std::int32_t> exit_layers;
@@ -42,6 +46,9 @@ struct DeploymentConfig {
   // The GPU of its hosts and the all-reduce over their intra_node link; absent: ServingConfig's.
   std::optional<GpuSpec> gpu;
   std::optional<TpAllReduce> tp_allreduce;
+  // The intra_node link of its hosts (activations between stages on one host); absent when no
+  // two GPUs of a replica share a host.
+  std::optional<HostLink> host_link;
 };
 
 struct ServingConfig {
@@ -68,11 +75,15 @@ struct ServingConfig {
 class ServingSystem final : public ReplicaObserver {
  public:
   // `hosts` are the topology hosts the GPUs map to, in order: deployment by deployment, replica by
-  // replica, tp GPUs each. GPU time is priced by `compute`'s cost model and runs on `compute`
-  // (per-host speed); tensor-parallel all-reduces are costed by config.tp_allreduce.
+  // replica, stage by stage, tp GPUs each. GPU time is priced by `compute`'s cost model and runs
+  // on `compute` (per-host speed); tensor-parallel all-reduces are costed by config.tp_allreduce.
+  // Transfers between GPUs (activations between pipeline stages) go through `network` (needed
+  // when a deployment has pp > 1; `links` when config.tp_allreduce.costs enables several
+  // protocols).
   ServingSystem(Engine& engine, Compute& compute, std::vector<NodeId> hosts, ServingConfig config,
                 std::unique_ptr<RequestSource> source, RandomStream tier_stream,
-                RandomStream escalation_stream);
+                RandomStream escalation_stream, Network* network = nullptr,
+                const LinkConditions* links = nullptr);
   ~ServingSystem() override;
 
   // Number of GPUs the configuration uses.
@@ -85,6 +96,8 @@ class ServingSystem final : public ReplicaObserver {
   std::int64_t in_system() const { return in_system_; }
   std::size_t live_request_objects() const { return pool_.size(); }
   const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
+  // Transfers between GPUs (activations between stages); needs the network given at construction.
+  const PointToPoint& transfers() const { return *transfers_; }
 
   // ReplicaObserver
   void on_first_token(Replica& replica, Request& r) override;
@@ -117,6 +130,7 @@ class ServingSystem final : public ReplicaObserver {
   // One per deployment, pricing its model's operators on its GPU (GPU types may differ).
   std::vector<std::unique_ptr<OperatorTimer>> timers_;
   std::vector<Deployment> deployments_;
+  std::unique_ptr<PointToPoint> transfers_;  // when a network is given
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<double> replica_kv_bytes_;  // last reported, per replica
   std::vector<std::size_t> replica_deployment_;

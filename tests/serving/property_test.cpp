@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "models/serving/serving_system.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "test_support.hpp"
 
@@ -59,6 +61,7 @@ struct Case {
   double utilisation;  // small values squeeze the KV pool to force preemptions and drops
   double escalation;
   bool prefix_caching = false;
+  int pp = 1;  // pipeline stages of every replica (separate mode): activations over the network
 };
 
 }  // namespace
@@ -93,6 +96,8 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
     d.router = p.router;
     d.limits = {64, 512};
     d.mfs = mfs;
+    d.pp = p.pp;
+    for (int s = 0; s < p.pp; ++s) d.stage_layers.push_back(m.layers / p.pp);
     return d;
   };
   if (p.mode == "mfs") {
@@ -104,10 +109,12 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   Engine engine;
   const Topology topo = build_topology(StarSpec{8, {Bandwidth{300e9}, Time::us(1)}});
   fixtures::Platform platform(engine, c.gpu, topo.nodes().size(), topo.hosts());
+  FluidNetwork network(engine, topo, Sharing::kMaxMin);
+  LinkConditions links(topo, network);
   const int n = 120;
   ServingSystem sys(engine, *platform.compute, topo.hosts(), c,
                     std::make_unique<RandomSource>(7, n, 1500, 300, p.prefix_caching),
-                    RandomStream(1, "tiers"), RandomStream(1, "esc"));
+                    RandomStream(1, "tiers"), RandomStream(1, "esc"), &network, &links);
   // KV budget checked after every scheduling decision of every replica.
   // The router's running total of outstanding tokens equals the walk over the queues.
   std::int64_t violations = 0, load_mismatches = 0, lost_references = 0;
@@ -115,8 +122,10 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
     for (const auto& r : sys.replicas()) {
       if (r->kv().used() > r->kv().total()) ++violations;
       std::int64_t walk = 0;
-      for (const Request* q : r->state().waiting()) walk += q->outstanding_tokens();
-      for (const Request* q : r->state().running()) walk += q->outstanding_tokens();
+      for (std::size_t v = 0; v < r->virtual_engines(); ++v) {
+        for (const Request* q : r->state(v).waiting()) walk += q->outstanding_tokens();
+        for (const Request* q : r->state(v).running()) walk += q->outstanding_tokens();
+      }
       if (walk != r->outstanding_tokens()) ++load_mismatches;
       // Prefix caching: every block a queued request references is cached, and the cache's
       // reference count is the sum of the requests' references.
@@ -153,7 +162,15 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
       EXPECT_EQ(cache->total_references(), 0);
       EXPECT_EQ(cache->evictable_blocks(), cache->blocks());
     }
-    EXPECT_TRUE(r->state().waiting().empty() && r->state().running().empty());
+    for (std::size_t v = 0; v < r->virtual_engines(); ++v)
+      EXPECT_TRUE(r->state(v).waiting().empty() && r->state(v).running().empty());
+    if (p.pp > 1) {
+      EXPECT_GT(r->activation_bytes(), 0);
+    }
+  }
+  // Every activation sent between pipeline stages arrived.
+  if (p.pp > 1) {
+    EXPECT_EQ(sys.transfers().bytes_delivered(), sys.transfers().bytes_sent());
   }
   Results out;
   sys.finish(out);
@@ -174,17 +191,21 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, ServingInvariants,
-    ::testing::Values(Case{"separate", "continuous", "least_outstanding_tokens", 0.9, 0},
-                      Case{"separate", "static", "round_robin", 0.9, 0},
-                      Case{"separate", "chunked_prefill", "round_robin", 0.9, 0.3},
-                      Case{"separate", "continuous", "round_robin", 0.185, 0.3},
-                      Case{"separate", "chunked_prefill", "least_outstanding_tokens", 0.185, 0},
-                      Case{"mfs", "continuous", "least_outstanding_tokens", 0.9, 0.3},
-                      Case{"mfs", "chunked_prefill", "round_robin", 0.9, 0.5},
-                      Case{"mfs", "continuous", "round_robin", 0.17, 0.5},
-                      Case{"mfs", "static", "least_outstanding_tokens", 0.17, 0.3},
-                      Case{"separate", "continuous", "prefix_affinity", 0.9, 0.3, true},
-                      Case{"separate", "chunked_prefill", "least_outstanding_tokens", 0.185, 0,
-                           true},
-                      Case{"separate", "continuous", "round_robin", 0.185, 0.3, true},
-                      Case{"separate", "static", "prefix_affinity", 0.185, 0, true}));
+    ::testing::Values(
+        Case{"separate", "continuous", "least_outstanding_tokens", 0.9, 0},
+        Case{"separate", "static", "round_robin", 0.9, 0},
+        Case{"separate", "chunked_prefill", "round_robin", 0.9, 0.3},
+        Case{"separate", "continuous", "round_robin", 0.185, 0.3},
+        Case{"separate", "chunked_prefill", "least_outstanding_tokens", 0.185, 0},
+        Case{"mfs", "continuous", "least_outstanding_tokens", 0.9, 0.3},
+        Case{"mfs", "chunked_prefill", "round_robin", 0.9, 0.5},
+        Case{"mfs", "continuous", "round_robin", 0.17, 0.5},
+        Case{"mfs", "static", "least_outstanding_tokens", 0.17, 0.3},
+        Case{"separate", "continuous", "prefix_affinity", 0.9, 0.3, true},
+        Case{"separate", "chunked_prefill", "least_outstanding_tokens", 0.185, 0, true},
+        Case{"separate", "continuous", "round_robin", 0.185, 0.3, true},
+        Case{"separate", "static", "prefix_affinity", 0.185, 0, true},
+        // Pipelines of two stages (the 7B's and the 13B's layers split in half).
+        Case{"separate", "continuous", "least_outstanding_tokens", 0.9, 0.3, false, 2},
+        Case{"separate", "chunked_prefill", "round_robin", 0.1, 0.3, false, 2},
+        Case{"separate", "continuous", "round_robin", 0.1, 0, false, 2}));

@@ -226,3 +226,68 @@ TEST(ServingScenarios, EachDeploymentRunsItsHostsGpu) {
   std::printf("[heterogeneous] 70B tier e2e mean: A100 %.3f s, H100 %.3f s\n",
               a.at("serving_e2e_mean_tier2_s"), h.at("serving_e2e_mean_tier2_s"));
 }
+
+// Pipeline parallelism through the scenario (issue 15): Llama-2-70B as two stages of TP 4 on one
+// 8-GPU host (activations over its NVLink) and as two stages of TP 8 on two hosts (activations
+// through the star's links, which then matter); every request completes either way.
+TEST(ServingScenarios, PipelineStagesOnOneHostAndAcrossHosts) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  const std::vector<std::pair<std::string, nlohmann::json>> small = {{"workload.limit", 200}};
+  auto with = [&](std::vector<std::pair<std::string, nlohmann::json>> sets) {
+    sets.insert(sets.end(), small.begin(), small.end());
+    return run("serving_azure_conv_70b.json", "continuous", std::move(sets));
+  };
+  const auto one_host = with({{"system.separate[0].tp", 4}, {"system.separate[0].pp", 2}});
+  const auto two_hosts = with({{"topology.hosts", 2}, {"system.separate[0].pp", 2}});
+  const auto slow_fabric = with(
+      {{"topology.hosts", 2}, {"system.separate[0].pp", 2}, {"topology.link.bandwidth", "1GB/s"}});
+  const auto slow_fabric_one_host = with({{"system.separate[0].tp", 4},
+                                          {"system.separate[0].pp", 2},
+                                          {"topology.link.bandwidth", "1GB/s"}});
+  for (const auto* r : {&one_host, &two_hosts, &slow_fabric}) {
+    const auto& m = r->results.metrics();
+    // (serving_requests_dropped counts the context refusals too.)
+    EXPECT_EQ(m.at("serving_requests_completed") + m.at("serving_requests_dropped"), 200);
+    const auto& rep = r->results.details().at("serving_replicas").at(0);
+    EXPECT_EQ(rep.at("pp"), 2);
+    EXPECT_EQ(rep.at("stage_layers"), nlohmann::json::array({40, 40}));
+    EXPECT_GT(rep.at("activation_bytes").get<double>(), 0);
+  }
+  const auto e2e = [](const RunOutput& r) { return r.results.metrics().at("serving_e2e_mean_s"); };
+  EXPECT_GT(e2e(slow_fabric), e2e(two_hosts));
+  EXPECT_EQ(e2e(slow_fabric_one_host), e2e(one_host));
+  std::printf(
+      "[pipeline] 70B mean e2e: pp2 x tp4 one host %.3f s, pp2 x tp8 two hosts %.3f s "
+      "(1 GB/s fabric: %.3f s)\n",
+      e2e(one_host), e2e(two_hosts), e2e(slow_fabric));
+}
+
+TEST(ServingScenarios, BadPipelineKeysNameTheirPath) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  auto expect_error = [](const std::string& file, const std::string& variant,
+                         std::vector<std::pair<std::string, nlohmann::json>> sets,
+                         const std::string& path) {
+    try {
+      (void)run(file, variant, std::move(sets));
+      ADD_FAILURE() << "expected an InputError at " << path;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  };
+  const std::string azure = "serving_azure_conv_70b.json";
+  expect_error(azure, "continuous",
+               {{"system.separate[0].tp", 4},
+                {"system.separate[0].pp", 2},
+                {"system.separate[0].stage_layers", nlohmann::json::array({40, 39})}},
+               "system.separate[0].stage_layers: expected pp (2) layer counts summing to the 80");
+  expect_error(azure, "continuous",
+               {{"system.separate[0].stage_layers", nlohmann::json::array({40, 40})}},
+               "system.separate[0].stage_layers: expected pp (1)");
+  expect_error(azure, "continuous", {{"system.separate[0].pp", 0}}, "system.separate[0].pp");
+  expect_error(azure, "continuous", {{"system.separate[0].pp", 2}},
+               "system.mode");  // 16 GPUs on one 8-GPU host
+  expect_error(azure, "continuous", {{"system.separate[0].ppp", 2}},
+               "system.separate[0].ppp: unknown key");
+  expect_error("mfs_llama2.json", "mfs", {{"system.mfs.tp", 4}, {"system.mfs.pp", 2}},
+               "system.mfs.pp: pipeline stages with MFS tiers");
+}
