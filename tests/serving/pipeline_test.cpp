@@ -30,19 +30,6 @@ class TenMicrosPerTokenPerLayer final : public CostProvider {
   bool total_for(const GpuSpec&, std::string_view) const override { return true; }
 };
 
-class Recorder : public ReplicaObserver {
- public:
-  explicit Recorder(Engine& e) : engine_(e) {}
-  void on_first_token(Replica&, Request& r) override { first[r.spec.id] = engine_.now(); }
-  void on_answer_done(Replica&, Request& r) override { done[r.spec.id] = engine_.now(); }
-  void on_dropped(Replica&, Request& r) override { dropped.push_back(r.spec.id); }
-  std::map<std::uint64_t, Time> first, done;
-  std::vector<std::uint64_t> dropped;
-
- private:
-  Engine& engine_;
-};
-
 // Two hosts on a star whose links are 1 GB/s (1 byte per ns) with 100 ns latency: a message
 // between the hosts crosses two links (200 ns) at 1 GB/s.
 struct Harness {
@@ -57,7 +44,7 @@ struct Harness {
   std::unique_ptr<Compute> compute;
   OperatorTimer timer{costs, gpu, Dtype::kFp16};
   std::unique_ptr<PointToPoint> p2p;
-  Recorder rec{engine};
+  fixtures::TimesRecorder rec{engine};
   std::unique_ptr<Replica> replica;
   std::vector<std::unique_ptr<Request>> requests;
 

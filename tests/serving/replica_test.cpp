@@ -21,12 +21,9 @@ struct Step {
   std::vector<std::tuple<std::uint64_t, int, bool>> work;
 };
 
-class Recorder : public ReplicaObserver {
+class Recorder : public fixtures::TimesRecorder {
  public:
-  explicit Recorder(Engine& e) : engine_(e) {}
-  void on_first_token(Replica&, Request& r) override { first[r.spec.id] = engine_.now(); }
-  void on_answer_done(Replica&, Request& r) override { done[r.spec.id] = engine_.now(); }
-  void on_dropped(Replica&, Request& r) override { dropped.push_back(r.spec.id); }
+  using TimesRecorder::TimesRecorder;
   void on_iteration(Replica& rep) override {
     Step s;
     s.end = engine_.now();
@@ -34,12 +31,7 @@ class Recorder : public ReplicaObserver {
       s.work.emplace_back(e.request->spec.id, e.work.tokens, e.work.decode);
     steps.push_back(s);
   }
-  std::map<std::uint64_t, Time> first, done;
-  std::vector<std::uint64_t> dropped;
   std::vector<Step> steps;
-
- private:
-  Engine& engine_;
 };
 
 using fixtures::toy_gpu;

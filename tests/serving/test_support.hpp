@@ -4,7 +4,10 @@
 #include <fstream>
 #include <string>
 
+#include <map>
+
 #include "models/serving/model_catalog.hpp"
+#include "models/serving/replica.hpp"
 #include "models/serving/transformer_cost.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
@@ -81,6 +84,20 @@ struct Platform {
   HostSpeeds speeds;
   CostModel costs;
   std::unique_ptr<Compute> compute;
+};
+
+// Records when each request got its first token, finished, or was dropped.
+class TimesRecorder : public ReplicaObserver {
+ public:
+  explicit TimesRecorder(Engine& e) : engine_(e) {}
+  void on_first_token(Replica&, Request& r) override { first[r.spec.id] = engine_.now(); }
+  void on_answer_done(Replica&, Request& r) override { done[r.spec.id] = engine_.now(); }
+  void on_dropped(Replica&, Request& r) override { dropped.push_back(r.spec.id); }
+  std::map<std::uint64_t, Time> first, done;
+  std::vector<std::uint64_t> dropped;
+
+ protected:
+  Engine& engine_;
 };
 
 }  // namespace mlsim::serving::fixtures
