@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs the INA study: every (aggregator_memory, policy) point of the scenario's "sweep" section
-through mlsim_ina_run, then writes results/<name>/study.csv and study.md (average JCT per policy
+through `mlsim run` (the same loading, checks and `events` section as any run), then writes results/<name>/study.csv and study.md (average JCT per policy
 and the DSA gain over the best baseline at each memory size).
 
 usage: ina_study.py BUILD_DIR SCENARIO.json [OUT_DIR [--set path=value ...]]
@@ -13,8 +13,29 @@ committed).
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+
+
+def run_point(mlsim, scenario, sets):
+    """One `mlsim run`; returns its summary.json and the child's peak RSS in MiB."""
+    out = tempfile.mkdtemp(prefix="ina_study_")
+    try:
+        cmd = [mlsim, "run", scenario, "--quiet", "--out", os.path.join(out, "r")]
+        for s in sets:
+            cmd += ["--set", s]
+        proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        err = proc.stderr.read()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            sys.exit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
+        with open(os.path.join(out, "r", "summary.json")) as f:
+            return json.load(f), usage.ru_maxrss / 1024.0
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def main():
@@ -22,19 +43,18 @@ def main():
     spec = json.load(open(scenario))
     out_dir = sys.argv[3] if len(sys.argv) > 3 else os.path.join("results", spec["name"])
     extra = sys.argv[4:]
+    if len(extra) % 2 or any(a != "--set" for a in extra[::2]):
+        sys.exit("extra arguments must be --set path=value pairs")
+    extra = extra[1::2]
     os.makedirs(out_dir, exist_ok=True)
     sweep = spec["sweep"]
     memories, policies = sweep["system.aggregator_memory"], sweep["system.policy"]
-    runner = os.path.join(build, "models", "ina", "mlsim_ina_run")
+    mlsim = os.path.join(build, "cli", "mlsim")
     rows, timing = [], []
     for memory in memories:
         for policy in policies:
-            cmd = [runner, scenario, "--set", f"system.policy={policy}",
-                   "--set", f"system.aggregator_memory={memory}"] + extra
-            res = subprocess.run(cmd, capture_output=True, text=True)
-            if res.returncode != 0:
-                sys.exit(f"{' '.join(cmd)} failed:\n{res.stderr}")
-            d = json.loads(res.stdout)
+            d, rss = run_point(mlsim, scenario, [f"system.policy={policy}",
+                                                 f"system.aggregator_memory={memory}"] + extra)
             m = d["metrics"]
             row = {"aggregator_memory": memory, "policy": policy,
                    "jct_mean_s": m["jct_mean_s"], "jct_p50_s": m["jct_p50_s"],
@@ -47,15 +67,16 @@ def main():
                    "retransmitted_packets": m["retransmitted_packets"],
                    "preemptions": m["preemptions"], "resend_requests": m["resend_requests"],
                    "wrong_sums": m["wrong_sums"],
-                   "events": d["events"]}
-            timing.append({"aggregator_memory": memory, "policy": policy, "wall_s": d["wall_s"],
-                           "events_per_s": d["events_per_s"],
-                           "peak_rss_mib": d["peak_rss_mib"]})
-            for j in d["jobs"]:
+                   "events": d["run"]["events_processed"]}
+            wall = d["wall"]
+            timing.append({"aggregator_memory": memory, "policy": policy,
+                           "wall_s": wall["wall_time_s"], "events_per_s": wall["events_per_s"],
+                           "peak_rss_mib": rss})
+            for j in d["details"]["jobs"]:
                 row[f"jct_{j['model']}_{j['arrival_s']:.3f}"] = j["jct_s"]
             rows.append(row)
             print(f"{memory:>9} {policy:>8}: mean JCT {m['jct_mean_s']:.3f} s "
-                  f"({d['wall_s']:.1f} s wall, {d['events_per_s']/1e6:.2f} M events/s)", flush=True)
+                  f"({wall['wall_time_s']:.1f} s wall, {wall['events_per_s']/1e6:.2f} M events/s)", flush=True)
     keys = sorted({k for r in rows for k in r}, key=lambda k: (k.startswith("jct_") and "_0" in k, k))
     with open(os.path.join(out_dir, "study.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=keys)
