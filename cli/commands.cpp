@@ -10,6 +10,7 @@
 #include "models/serving/model_catalog.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/hardware.hpp"
+#include "sim_core/run/budget.hpp"
 #include "sim_core/run/results_writer.hpp"
 #include "sim_core/run/runner.hpp"
 #include "sim_core/run/scenario.hpp"
@@ -50,12 +51,13 @@ void print_summary(const RunOutput& out, const std::filesystem::path& dir,
   for (const auto& [k, v] : out.results.metrics()) width = std::max(width, k.size());
   fmt::print("  {:<{}}  {}\n", "metric", width, "value");
   for (const auto& [k, v] : out.results.metrics()) fmt::print("  {:<{}}  {:.6g}\n", k, width, v);
-  fmt::print("  {} events in {:.3f} s wall ({:.2f} M events/s), simulated {}{}\n",
-             info.events_processed, out.wall_seconds,
-             out.wall_seconds > 0
-                 ? static_cast<double>(info.events_processed) / out.wall_seconds / 1e6
-                 : 0.0,
-             to_string(info.simulated_time), info.hit_time_limit ? " (time limit reached)" : "");
+  fmt::print(
+      "  {} events in {:.3f} s wall ({:.2f} M events/s, peak RSS {:.0f} MiB), simulated {}{}\n",
+      info.events_processed, out.wall_seconds,
+      out.wall_seconds > 0 ? static_cast<double>(info.events_processed) / out.wall_seconds / 1e6
+                           : 0.0,
+      static_cast<double>(peak_resident_bytes()) / (1 << 20), to_string(info.simulated_time),
+      info.hit_time_limit ? " (time limit reached)" : "");
   fmt::print("  results: {} ({} files)\n", (dir / "summary.json").string(), files.size());
 }
 

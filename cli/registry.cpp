@@ -5,6 +5,7 @@
 #include "models/commsched/register.hpp"
 #include "models/embcache/register.hpp"
 #include "models/ina/register.hpp"
+#include "models/llm_training/register.hpp"
 #include "models/pipeline/register.hpp"
 #include "models/serving/register.hpp"
 #include "sim_core/network/network_factory.hpp"
@@ -35,6 +36,7 @@ Registries make_registries() {
   register_cluster(r.models);
   register_pipeline(r.models);
   register_serving(r.models);
+  register_llm_training(r.models);
   return r;
 }
 

@@ -1,6 +1,7 @@
 #include "sim_core/run/budget.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +70,12 @@ std::int64_t resident_bytes() {
   std::fclose(f);
   if (n != 2) return 0;
   return static_cast<std::int64_t>(resident) * ::sysconf(_SC_PAGESIZE);
+}
+
+std::int64_t peak_resident_bytes() {
+  struct rusage usage {};
+  if (::getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
 double json_memory_bytes(const nlohmann::json& document) {

@@ -53,6 +53,8 @@ void check_budget(const WorkEstimate& estimate, const RunBudget& budget);
 
 // Bytes the process holds now (resident set), from /proc/self/statm; 0 when unknown.
 std::int64_t resident_bytes();
+// The most the process has held (peak resident set, getrusage), 0 when unknown.
+std::int64_t peak_resident_bytes();
 
 // Approximate bytes a JSON document holds in memory (nlohmann: a 16-byte value per node, a
 // 64-byte tree node per object member, string contents), counted without allocating.

@@ -15,6 +15,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/temporary_files.hpp"
+#include "sim_core/run/budget.hpp"
 
 namespace mlsim {
 namespace {
@@ -175,6 +176,7 @@ nlohmann::json summary_json(const RunOutput& run, const WriteOptions& options) {
   j["scenario"] = run.resolved_scenario;
   j["wall"] = {
       {"wall_time_s", run.wall_seconds},
+      {"peak_rss_bytes", peak_resident_bytes()},
       {"events_per_s",
        run.wall_seconds > 0 ? static_cast<double>(info.events_processed) / run.wall_seconds : 0.0}};
   return j;

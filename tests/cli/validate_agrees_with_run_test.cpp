@@ -90,6 +90,24 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"workload.profiled_on=K80"}, "workload.profiled_on"},
          {{"topology.hardware.gpu=no-such-gpu"}, "topology.hardware.gpu"},
      }},
+    {"llm_training",
+     {
+         {{"system.tp=0"}, "system.tp"},
+         {{"system.tp=3"}, "system.tp"},   // does not divide the heads
+         {{"system.tp=16"}, "system.tp"},  // a rank's GPUs span two 8-GPU hosts
+         {{"system.pp=5"}, "system.pp"},   // 96 layers do not split into 5 stages
+         {{"system.dp=128"}, "system.tp"},  // 16384 GPUs, more than the topology holds
+         {{"system.global_batch=100"}, "system.global_batch"},
+         {{"system.micro_batch=0"}, "system.micro_batch"},
+         {{"system.communication=analytical"}, "system.communication"},
+         {{"system.dp_sync=zero3"}, "system.dp_sync"},
+         {{"system.recompute=1"}, "system.recompute"},
+         {{"system.costs.launch=-1us"}, "system.costs.launch"},
+         {{"workload.model.heads=7"}, "workload.model.heads"},
+         {{"workload.model.architecture=mamba"}, "workload.model.architecture"},
+         {{"workload.model.layers=0"}, "workload.model.layers"},
+         {{"system.communication=network", "system.tp=4"}, "system.tp"},  // DP pairs on a host
+     }},
     {"pipeline",
      {
          {{"system.stages=0"}, "system.stages"},

@@ -1,0 +1,43 @@
+#include "models/llm_training/policies.hpp"
+
+namespace mlsim::llm_training {
+namespace {
+
+LlmTrainingPolicies build() {
+  LlmTrainingPolicies p;
+  p.communication
+      .add("closed_form",
+           "collectives and messages between hosts take collective_cost's closed form (launch, "
+           "per-step latency, protocol, bytes over the narrowest route shared by the host's "
+           "GPUs), no traffic: ASTRA-sim's analytical mode",
+           workload::CommunicationMode::kClosedForm)
+      .add("network",
+           "collectives and messages between hosts move their bytes through the scenario's "
+           "network backend (contention, link changes); inside a host, the closed form over "
+           "its intra_node link",
+           workload::CommunicationMode::kNetwork);
+  p.dp_sync
+      .add("all_reduce", "one all-reduce of every rank's gradients over its data-parallel group",
+           DpSync::kAllReduce)
+      .add("reduce_scatter_all_gather",
+           "reduce-scatter of the gradients, then all-gather of the updated parameters (a "
+           "distributed optimizer)",
+           DpSync::kReduceScatterAllGather);
+  return p;
+}
+
+}  // namespace
+
+std::vector<PolicyInfo> LlmTrainingPolicies::describe() const {
+  std::vector<PolicyInfo> out;
+  communication.describe(out);
+  dp_sync.describe(out);
+  return out;
+}
+
+const LlmTrainingPolicies& llm_training_policies() {
+  static const LlmTrainingPolicies policies = build();
+  return policies;
+}
+
+}  // namespace mlsim::llm_training

@@ -1,0 +1,21 @@
+#pragma once
+// The llm_training model's registered choices (sim_core/run/policy_registry.hpp): how
+// communication is timed and how data-parallel gradients are synchronised.
+#include <vector>
+
+#include "models/llm_training/megatron_source.hpp"
+#include "sim_core/run/policy_registry.hpp"
+#include "sim_core/workload/graph_executor.hpp"
+
+namespace mlsim::llm_training {
+
+struct LlmTrainingPolicies {
+  PolicyRegistry<workload::CommunicationMode> communication{"communication"};
+  PolicyRegistry<DpSync> dp_sync{"dp_sync"};
+  std::vector<PolicyInfo> describe() const;
+};
+
+// Built on first use, never changed afterwards.
+const LlmTrainingPolicies& llm_training_policies();
+
+}  // namespace mlsim::llm_training

@@ -1,0 +1,7 @@
+#pragma once
+// Adds the LLM training model ("llm_training") to a registry.
+#include "sim_core/run/model.hpp"
+
+namespace mlsim {
+void register_llm_training(ModelRegistry& registry);
+}
