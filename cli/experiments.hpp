@@ -1,8 +1,9 @@
 #pragma once
-// `mlsim compare`, `mlsim sweep` and `mlsim check`: experiments made of several runs. Each run is
-// a child `mlsim run` of this same program (so runs use both cores, an interrupted experiment
-// leaves only whole results behind, and a sweep's job list holds the very commands `-j N` runs);
-// inputs are validated in-process first, so a bad input exits with status 2 before anything runs.
+// `mlsim compare`, `mlsim sweep`, `mlsim search` and `mlsim check`: experiments made of several
+// runs. Each run is a child `mlsim run` of this same program (so runs use both cores, an
+// interrupted experiment leaves only whole results behind, and a sweep's job list holds the very
+// commands `-j N` runs); inputs are validated in-process first, so a bad input exits with status 2
+// before anything runs.
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <optional>
@@ -40,13 +41,21 @@ struct CheckArgs {
   bool record = false;              // write each figure into the claims' "recorded"
 };
 
+struct SearchArgs {
+  std::string file;
+  std::optional<std::string> out;  // default: results/searches/<file stem>
+  int jobs = 1;
+};
+
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& args);
 CLI::App* add_sweep_command(CLI::App& app, SweepArgs& args);
 CLI::App* add_check_command(CLI::App& app, CheckArgs& args);
+CLI::App* add_search_command(CLI::App& app, SearchArgs& args);
 
 int compare_command(const CompareArgs& args, const Registries& registries);
 int sweep_command(const SweepArgs& args, const Registries& registries);
 int check_command(const CheckArgs& args, const Registries& registries);
+int search_command(const SearchArgs& args, const Registries& registries);
 
 // Shared by the three (cli/experiment_runs.cpp).
 namespace experiments {

@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
   auto* sweep_cmd = mlsim::add_sweep_command(app, sweep);
   mlsim::CheckArgs check;
   auto* check_cmd = mlsim::add_check_command(app, check);
+  mlsim::SearchArgs search;
+  auto* search_cmd = mlsim::add_search_command(app, search);
 
   try {
     app.parse(argc, argv);
@@ -79,6 +81,7 @@ int main(int argc, char** argv) {
     if (*compare_cmd) return mlsim::compare_command(compare, registries);
     if (*sweep_cmd) return mlsim::sweep_command(sweep, registries);
     if (*check_cmd) return mlsim::check_command(check, registries);
+    if (*search_cmd) return mlsim::search_command(search, registries);
   } catch (const mlsim::InputError& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return kInputErrorStatus;

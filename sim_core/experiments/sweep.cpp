@@ -110,16 +110,6 @@ std::uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-std::string csv_cell(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string value_cell(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
@@ -206,6 +196,16 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
     }
   }
   return out;
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
 }
 
 std::filesystem::path point_dir(const std::filesystem::path& out, const SweepPoint& p) {

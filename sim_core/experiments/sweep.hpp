@@ -48,6 +48,9 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec);
 // order of first appearance.
 std::vector<std::string> parameter_columns(const SweepSpec& spec);
 
+// A CSV cell, RFC 4180 quoted when it holds a comma, quote or line break.
+std::string csv_cell(const std::string& s);
+
 std::filesystem::path point_dir(const std::filesystem::path& out, const SweepPoint& p);
 
 // One row per point (parameters, then every metric any point reported, sorted by name); points
