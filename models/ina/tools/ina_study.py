@@ -3,8 +3,9 @@
 through `mlsim run` (the same loading, checks and `events` section as any run), then writes results/<name>/study.csv and study.md (average JCT per policy
 and the DSA gain over the best baseline at each memory size).
 
-usage: ina_study.py BUILD_DIR SCENARIO.json [OUT_DIR [--set path=value ...]]
-(extra --set overrides apply to every point, e.g. a sensitivity run)
+usage: ina_study.py BUILD_DIR SCENARIO.json [OUT_DIR [--memories M1,M2,...] [--set path=value ...]]
+(extra --set overrides apply to every point, e.g. a sensitivity run; --memories runs only those
+aggregator memories of the sweep)
 
 study.csv holds only simulated quantities, so a rerun reproduces it byte for byte; wall time,
 events per second and peak RSS depend on the machine and go to stdout and timing.csv (not
@@ -43,12 +44,20 @@ def main():
     spec = json.load(open(scenario))
     out_dir = sys.argv[3] if len(sys.argv) > 3 else os.path.join("results", spec["name"])
     extra = sys.argv[4:]
+    only = None
+    if extra[:1] == ["--memories"] and len(extra) > 1:
+        only, extra = extra[1].split(","), extra[2:]
     if len(extra) % 2 or any(a != "--set" for a in extra[::2]):
         sys.exit("extra arguments must be --set path=value pairs")
     extra = extra[1::2]
     os.makedirs(out_dir, exist_ok=True)
     sweep = spec["sweep"]
     memories, policies = sweep["system.aggregator_memory"], sweep["system.policy"]
+    if only is not None:
+        unknown = [m for m in only if m not in memories]
+        if unknown:
+            sys.exit(f"--memories: {unknown} not in the sweep {memories}")
+        memories = only
     mlsim = os.path.join(build, "cli", "mlsim")
     rows, timing = [], []
     for memory in memories:
