@@ -103,6 +103,12 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   }
   job.message_overhead = system.duration_or("message_overhead", "0s");
   job.message_cpu = system.duration_or("message_cpu", "0s");
+  // The servers' summing rate, the platform's PS processing cost (collectives::HostCosts);
+  // absent: summing is free, as before the training core.
+  if (system.has("ps_aggregation")) {
+    if (!ps) throw InputError(system.path_of("ps_aggregation"), "only for PS mode");
+    job.ps_aggregation = system.bandwidth("ps_aggregation");
+  }
   job.bigarray_bound = system.integer_or("bigarray_bound", kMillion, 1, kMaxParameters);
 
   // The tuners' grid [code: bytescheduler/common/tuner.py, BO search space in millions of

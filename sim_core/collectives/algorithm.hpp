@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
 #include "sim_core/collectives/sender.hpp"
 #include "sim_core/network/link_conditions.hpp"
@@ -23,12 +24,18 @@ class CollectiveAlgorithm : public MessageSink {
   virtual int ranks() const = 0;
   // See CollectiveResult::verified_pieces; nullopt for algorithms that do not follow the data.
   virtual std::optional<std::uint64_t> verified_pieces() const { return std::nullopt; }
+  // Staggered entry (Collective::join): algorithms that support it start one participant's part.
+  virtual bool supports_join() const { return false; }
+  virtual void join(std::uint32_t /*participant*/) {
+    MLSIM_CHECK(false, "this collective algorithm has no staggered entry");
+  }
 
  protected:
   void send(std::uint32_t from, std::uint32_t to, std::uint64_t tag, Bytes bytes) {
     sender_.send(Message{from, to, tag, bytes});
   }
   void finished() { owner_.finish(); }
+  void participant_event(std::uint32_t p, ParticipantEvent e) { owner_.participant_event(p, e); }
   Engine& engine() const { return owner_.engine(); }
 
  private:

@@ -113,6 +113,8 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
   }
   if (spec.host.message_overhead < Time::zero())
     throw InputError(path + ".host.message_overhead", "must not be negative");
+  if (spec.host.message_latency < Time::zero())
+    throw InputError(path + ".host.message_latency", "must not be negative");
   if (spec.host.ps_aggregation.bytes_per_s < 0)
     throw InputError(path + ".host.ps_aggregation", "must not be negative");
   if (spec.algorithm_by_size && spec.operation != Operation::kAllReduce)
@@ -130,6 +132,8 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
     throw InputError(path, "send_recv needs exactly two participants, not " + std::to_string(n));
   if (spec.algorithm == Algorithm::kParameterServer) {
     if (spec.servers < 1) throw InputError(path + ".servers", "must be at least 1");
+    if (spec.element_bytes < 1 || spec.bytes.count % spec.element_bytes != 0)
+      throw InputError(path + ".element_bytes", "must be at least 1 and divide the bytes");
     if (spec.placement == Placement::kDedicated && spec.servers >= n)
       throw InputError(path + ".servers",
                        "dedicated servers must leave at least one worker among the " +
@@ -170,7 +174,7 @@ Collective::Collective(Engine& engine, Network& network, std::vector<NodeId> par
     nodes.push_back(*sw);
   }
   sender_ = std::make_unique<Sender>(engine, network, std::move(nodes), spec_.window,
-                                     spec_.flow_label, protocol, spec_.host.message_overhead,
+                                     spec_.flow_label, protocol, spec_.host,
                                      static_cast<std::uint32_t>(participants_.size()));
   // auto: the algorithm is chosen when the collective starts, from the links as they are then.
   if (!spec_.algorithm_by_size) build_algorithm();
@@ -227,7 +231,9 @@ void Collective::choose_algorithm_by_size() {
                         : Algorithm::kRing;
 }
 
-void Collective::start() {
+void Collective::begin() {
+  MLSIM_CHECK(!begun_, "a collective started twice");
+  begun_ = true;
   if (spec_.algorithm_by_size && !algorithm_) {
     choose_algorithm_by_size();
     build_algorithm();
@@ -236,10 +242,29 @@ void Collective::start() {
   // time, before the events at "0s" apply): choose the protocol from the links as they are now.
   if (choose_by_links_) sender_->set_protocol(choose());
   started_ = engine_.now();
+}
+
+void Collective::start() {
+  begin();
   if (spec_.costs.launch > Time::zero()) {
     engine_.schedule_in(spec_.costs.launch, [this] { algorithm_->start(); });
   } else {
     algorithm_->start();
+  }
+}
+
+bool Collective::supports_join() const {
+  return !spec_.algorithm_by_size && algorithm_->supports_join();
+}
+
+void Collective::join(std::uint32_t participant) {
+  MLSIM_CHECK(supports_join(), std::string(to_string(spec_.algorithm)) +
+                                   " has no staggered entry: start it with start()");
+  if (!begun_) begin();
+  if (spec_.costs.launch > Time::zero()) {
+    engine_.schedule_in(spec_.costs.launch, [this, participant] { algorithm_->join(participant); });
+  } else {
+    algorithm_->join(participant);
   }
 }
 
@@ -260,6 +285,7 @@ CollectiveResult Collective::result() const {
   r.ranks = algorithm_ ? algorithm_->ranks() : static_cast<int>(participants_.size());
   r.tensor = spec_.bytes;
   r.bytes_sent = sender_->bytes_sent();
+  r.bytes_delivered = sender_->bytes_delivered();
   r.wire_bytes = sender_->wire_bytes();
   r.protocol = protocol_;
   r.transfers = sender_->transfers();

@@ -83,6 +83,9 @@ struct CollectiveSpec {
   int channels = 1;  // ring: rings run at once, each over a share of S, laid out by region
   int window = 1;    // messages in flight per participant, 0 = unlimited
   int servers = 1;   // ps
+  // ps: shards and pieces are cut at multiples of this many bytes (a server holds whole values:
+  // 4 for fp32 gradients); 1 = any byte. bytes must be a multiple of it.
+  std::int64_t element_bytes = 1;
   Placement placement = Placement::kDedicated;  // ps
   int arity = 2;                                // tree
   std::uint64_t flow_label = 0;                 // mixed into every transfer's ECMP label
@@ -98,6 +101,7 @@ struct CollectiveResult {
   int ranks = 0;                           // participants holding the tensor (ps: the workers)
   Bytes tensor;                            // S
   Bytes bytes_sent;                        // payload, summed over all transfers started
+  Bytes bytes_delivered;                   // payload of the transfers delivered so far
   Bytes wire_bytes;  // what the network carried: payload / the protocol's efficiency
   std::optional<Protocol> protocol;  // the one chosen, when the cost model has protocols
   std::uint64_t transfers = 0, failed_transfers = 0;
@@ -123,9 +127,17 @@ class LinkConditions;  // sim_core/network/link_conditions.hpp
 }  // namespace mlsim
 namespace mlsim::collectives {
 
+// What one participant has reached (Collective::set_participant_callback).
+enum class ParticipantEvent : std::uint8_t {
+  kSent,   // everything it contributes has been delivered: its send buffer is free (ps: its
+           // pushes arrived at their servers)
+  kHolds,  // it holds the result (ps: its pulls arrived)
+};
+
 class Collective {
  public:
   using DoneCallback = InlineFunction<void(const CollectiveResult&), 32>;
+  using ParticipantCallback = InlineFunction<void(std::uint32_t, ParticipantEvent), 32>;
   // `participants` are node ids (usually hosts); engine and network must outlive the collective.
   // `links` (the topology and the links' current state) is required by rat, which plans with
   // it when it starts, and by a cost model with more than one protocol, which chooses one from
@@ -142,6 +154,15 @@ class Collective {
   // Starts at engine.now() (the first message leaves after costs.launch); on_done runs when the
   // last participant has the result.
   void start();
+  // Staggered entry, as ranks reach a collective at different times: participant `p` enters now
+  // and its part starts (its pushes, for ps); the others wait for it only where they need its
+  // data. start() is every participant joining at once. Supported by ps, whose workers join
+  // (dedicated servers serve whatever arrives); other algorithms start together.
+  void join(std::uint32_t participant);
+  bool supports_join() const;
+  // Called when a participant reaches a ParticipantEvent (ps reports both; the other
+  // algorithms report nothing and only on_done).
+  void set_participant_callback(ParticipantCallback cb) { on_participant_ = std::move(cb); }
   bool done() const { return done_; }
   // Complete once done(); otherwise what happened so far.
   CollectiveResult result() const;
@@ -152,6 +173,11 @@ class Collective {
  private:
   friend class CollectiveAlgorithm;
   void finish();
+  void participant_event(std::uint32_t p, ParticipantEvent e) {
+    if (on_participant_) on_participant_(p, e);
+  }
+  // Protocol (and, for auto, algorithm) choice and the start time, at the first entry.
+  void begin();
   // The protocol for the links as they are now (sets protocol_); none without protocol costs.
   ProtocolCost choose();
   // spec_.algorithm_by_size: sets spec_.algorithm from the links as they are now.
@@ -168,7 +194,9 @@ class Collective {
   std::unique_ptr<CollectiveAlgorithm> algorithm_;
   std::optional<Protocol> protocol_;
   DoneCallback on_done_;
+  ParticipantCallback on_participant_;
   Time started_, finished_;
+  bool begun_ = false;
   bool done_ = false;
 };
 

@@ -19,6 +19,7 @@
 
 #include "sim_core/base/time.hpp"
 #include "sim_core/base/units.hpp"
+#include "sim_core/collectives/host_send_clock.hpp"
 
 namespace mlsim::collectives {
 
@@ -50,8 +51,17 @@ struct HostCosts {
   // CPU/NIC time a participant spends per message it sends (RPC, send/receive system calls),
   // one message after another: a message leaves once its sender's previous overheads are paid.
   Time message_overhead;
+  // A delay every message waits after its sender's overhead, before its bytes move (framework,
+  // RPC and NIC set-up): it occupies neither the host nor a link, so messages overlap in it.
+  Time message_latency;
   // Bytes per second a parameter server sums (one piece after another per server); 0 = free.
   Bandwidth ps_aggregation;
+  // Where the per-message overhead is booked. Null: per collective (each collective's sender
+  // pays its own messages one after another). Set: one clock per host shared by every
+  // collective that uses it, as one communication thread per host sends the messages of all the
+  // collectives a training job has in flight. Not read from scenarios; must outlive the
+  // collectives.
+  HostSendClock* send_clock = nullptr;
 };
 
 // Messages on the critical path of one piece, as NCCL counts steps: ring all-reduce 2(n-1),

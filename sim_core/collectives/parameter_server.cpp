@@ -1,6 +1,11 @@
 // Parameter-server all-reduce: workers push shards to their servers, servers send the reduced
 // shard back (pull) once every worker's piece arrived. With host.ps_aggregation = R, a server
 // sums each pushed piece of b bytes in b / R, one piece after another, before it counts.
+//
+// Workers may enter at different times (Collective::join, as MXNet kvstore workers push a key
+// when their gradient is ready): a worker's pushes leave when it joins, a server answers a
+// piece's pulls once every worker's push of it arrived. Each worker is reported kSent once all
+// its pushes arrived and kHolds once all its pulls arrived.
 #include <algorithm>
 #include <vector>
 
@@ -18,32 +23,48 @@ class ParameterServer final : public CollectiveAlgorithm {
         first_server_(spec.placement == Placement::kDedicated ? workers_ : 0),
         spread_(spec.placement == Placement::kSpread),
         chunks_(static_cast<std::uint32_t>(spec.chunks)),
-        tensor_(spec.bytes),
+        element_(spec.element_bytes),
+        elements_(Bytes{spec.bytes.count / spec.element_bytes}),
         aggregation_(spec.host.ps_aggregation),
         busy_until_(servers_, Time::zero()),
         contributions_(std::size_t{servers_} * chunks_, 0),
+        pushes_left_(workers_, 0),
+        pulls_left_(workers_, servers_ * chunks_),
+        joined_(workers_, false),
         needed_(std::uint64_t{workers_} * servers_ * chunks_) {}
 
   void start() override {
-    // Every worker pushes piece 0 of every shard first, so servers can start pulling early.
-    // Worker w starts with shard w mod servers: with a window, the workers then push to
-    // different servers at once instead of all to the same one.
-    for (std::uint32_t w = 0; w < workers_; ++w)
-      for (std::uint32_t c = 0; c < chunks_; ++c)
-        for (std::uint32_t j = 0; j < servers_; ++j) {
-          const std::uint32_t k = (j + w) % servers_;
-          if (w == server(k)) {
-            contributed(k, c);  // a colocated server's own piece needs no transfer
-          } else {
-            send(w, server(k), tag(kPush, k, c), size(k, c));
-          }
+    for (std::uint32_t w = 0; w < workers_; ++w) join(w);
+  }
+
+  bool supports_join() const override { return true; }
+
+  // Every worker pushes piece 0 of every shard first, so servers can start pulling early.
+  // Worker w starts with shard w mod servers: with a window, the workers then push to different
+  // servers at once instead of all to the same one.
+  void join(std::uint32_t w) override {
+    MLSIM_CHECK(w < workers_ && !joined_[w], "a ps participant that is no worker, or joined twice");
+    joined_[w] = true;
+    std::uint32_t pushes = 0;
+    for (std::uint32_t k = 0; k < servers_; ++k) pushes += w == server(k) ? 0 : chunks_;
+    pushes_left_[w] = pushes;
+    if (pushes == 0) participant_event(w, ParticipantEvent::kSent);
+    for (std::uint32_t c = 0; c < chunks_; ++c)
+      for (std::uint32_t j = 0; j < servers_; ++j) {
+        const std::uint32_t k = (j + w) % servers_;
+        if (w == server(k)) {
+          contributed(k, c);  // a colocated server's own piece needs no transfer
+        } else {
+          send(w, server(k), tag(kPush, k, c), size(k, c));
         }
+      }
   }
 
   void on_message(const Message& m) override {
     const auto k = static_cast<std::uint32_t>((m.tag >> 1) / chunks_);
     const auto c = static_cast<std::uint32_t>((m.tag >> 1) % chunks_);
     if ((m.tag & 1) == kPush) {
+      if (--pushes_left_[m.from] == 0) participant_event(m.from, ParticipantEvent::kSent);
       if (aggregation_.bytes_per_s > 0) {
         Time& busy = busy_until_[k];
         busy = std::max(busy, engine().now()) + transfer_time(m.bytes, aggregation_);
@@ -52,7 +73,7 @@ class ParameterServer final : public CollectiveAlgorithm {
         contributed(k, c);
       }
     } else {
-      got_one();
+      got_one(m.to);
     }
   }
 
@@ -68,8 +89,9 @@ class ParameterServer final : public CollectiveAlgorithm {
     if (spread_) return static_cast<std::uint32_t>(std::uint64_t{k} * workers_ / servers_);
     return first_server_ + k;
   }
+  // Whole elements: shard k of the tensor's elements, piece c of the shard.
   Bytes size(std::uint32_t k, std::uint32_t c) const {
-    return piece(piece(tensor_, servers_, k), chunks_, c);
+    return Bytes{piece(piece(elements_, servers_, k), chunks_, c).count * element_};
   }
   void contributed(std::uint32_t k, std::uint32_t c) {
     if (++contributions_[std::size_t{k} * chunks_ + c] < workers_) return;
@@ -78,23 +100,27 @@ class ParameterServer final : public CollectiveAlgorithm {
     for (std::uint32_t j = 0; j < workers_; ++j) {
       const std::uint32_t w = (j + k) % workers_;
       if (w == server(k)) {
-        got_one();
+        got_one(w);
       } else {
         send(server(k), w, tag(kPull, k, c), size(k, c));
       }
     }
   }
-  void got_one() {
+  void got_one(std::uint32_t worker) {
+    if (--pulls_left_[worker] == 0) participant_event(worker, ParticipantEvent::kHolds);
     if (++pulled_ == needed_) finished();
   }
 
   const std::uint32_t servers_, workers_, first_server_;
   const bool spread_;
   const std::uint32_t chunks_;
-  const Bytes tensor_;
+  const std::int64_t element_;
+  const Bytes elements_;          // the tensor in elements (bytes when element_ is 1)
   const Bandwidth aggregation_;   // 0: summing is free
   std::vector<Time> busy_until_;  // per server: when it has summed what it received so far
   std::vector<std::uint32_t> contributions_;  // workers' pieces reduced, per (shard, piece)
+  std::vector<std::uint32_t> pushes_left_, pulls_left_;  // per worker
+  std::vector<bool> joined_;
   const std::uint64_t needed_;
   std::uint64_t pulled_ = 0;
 };

@@ -26,6 +26,7 @@ CostModel read_cost_model(JsonReader& costs) {
 HostCosts read_host_costs(JsonReader& host) {
   HostCosts h;
   h.message_overhead = host.duration_or("message_overhead", "0s");
+  if (host.has("message_latency")) h.message_latency = host.duration("message_latency");
   if (host.has("ps_aggregation")) h.ps_aggregation = host.bandwidth("ps_aggregation");
   host.finish();
   return h;

@@ -14,7 +14,7 @@ std::uint64_t transfer_label(std::uint64_t flow_label, std::uint32_t from, std::
 }
 
 Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int window,
-               std::uint64_t flow_label, const ProtocolCost& protocol, Time message_overhead,
+               std::uint64_t flow_label, const ProtocolCost& protocol, const HostCosts& host,
                std::uint32_t hosts)
     : engine_(engine),
       network_(network),
@@ -25,11 +25,13 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
       flow_label_(flow_label),
       hop_latency_(protocol.hop_latency),
       efficiency_(protocol.efficiency),
-      message_overhead_(message_overhead),
+      message_overhead_(host.message_overhead),
+      message_latency_(host.message_latency),
+      send_clock_(host.send_clock),
       queues_(nodes_.size()),
       in_flight_(nodes_.size(), 0) {
   MLSIM_CHECK(efficiency_ > 0 && efficiency_ <= 1, "protocol efficiency outside (0, 1]");
-  if (message_overhead_ > Time::zero()) host_free_.assign(nodes_.size(), Time::zero());
+  if (message_overhead_ > Time::zero() && send_clock_ == nullptr) host_free_.assign(nodes_.size(), Time::zero());
 }
 
 void Sender::set_protocol(const ProtocolCost& protocol) {
@@ -68,13 +70,23 @@ void Sender::transmit(const Message& m) {
                                            static_cast<double>(m.bytes.count) / efficiency_))}
                                      : m.bytes;
   wire_bytes_ += wire;
-  if (message_overhead_ == Time::zero() || m.from >= hosts_) {
+  if (m.from >= hosts_ ||
+      (message_overhead_ == Time::zero() && message_latency_ == Time::zero())) {
     start_transfer(m, wire);
     return;
   }
-  Time& free = host_free_[m.from];
-  free = std::max(free, engine_.now()) + message_overhead_;
-  engine_.schedule_at(free, [this, m, wire] { start_transfer(m, wire); });
+  Time leaves = engine_.now();
+  if (message_overhead_ > Time::zero()) {
+    if (send_clock_ != nullptr) {
+      leaves = send_clock_->book(nodes_[m.from], leaves, message_overhead_);
+    } else {
+      Time& free = host_free_[m.from];
+      free = std::max(free, leaves) + message_overhead_;
+      leaves = free;
+    }
+  }
+  leaves += message_latency_;
+  engine_.schedule_at(leaves, [this, m, wire] { start_transfer(m, wire); });
 }
 
 void Sender::start_transfer(const Message& m, Bytes wire) {
@@ -94,6 +106,7 @@ void Sender::on_arrived(const Message& m, bool failed) {
 
 void Sender::on_delivered(const Message& m, bool failed) {
   --in_flight_[m.from];
+  if (!failed) bytes_delivered_ += m.bytes;
   if (failed) {
     ++failed_;  // the algorithm never hears of it: what depends on it never happens
   } else if (sink_) {

@@ -5,9 +5,10 @@
 // delivered message to the algorithm.
 //
 // Costs (costs.hpp), all zero by default: a message first waits for its sender's CPU/NIC
-// overhead (paid one message after another per participant), then moves bytes / efficiency on
-// the wire, and is reported hop_latency after its last byte arrived; its send slot stays taken
-// until then.
+// overhead (paid one message after another per participant, or per host on a shared
+// HostSendClock), then for the message latency (overlapping other messages), then moves bytes /
+// efficiency on the wire, and is reported hop_latency after its last byte arrived; its send slot
+// stays taken until then.
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -42,8 +43,7 @@ class Sender {
   // from index `hosts` on (a switch reducing in the network) have no window and no host
   // overhead.
   Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int window,
-         std::uint64_t flow_label, const ProtocolCost& protocol = {},
-         Time message_overhead = Time::zero(),
+         std::uint64_t flow_label, const ProtocolCost& protocol = {}, const HostCosts& host = {},
          std::uint32_t hosts = std::numeric_limits<std::uint32_t>::max());
   void set_sink(MessageSink* sink) { sink_ = sink; }
   // The protocol's costs for messages handed over from now on (before the first one).
@@ -54,6 +54,8 @@ class Sender {
   // Payload handed to the network, and what it put on the wire (payload / efficiency).
   Bytes bytes_sent() const { return bytes_sent_; }
   Bytes wire_bytes() const { return wire_bytes_; }
+  // Payload of the messages delivered so far.
+  Bytes bytes_delivered() const { return bytes_delivered_; }
   std::uint64_t transfers() const { return transfers_; }
   std::uint64_t failed() const { return failed_; }
 
@@ -80,11 +82,13 @@ class Sender {
   Time hop_latency_;
   double efficiency_;
   Time message_overhead_;
+  Time message_latency_;
+  HostSendClock* send_clock_;  // null: host_free_ below
   MessageSink* sink_ = nullptr;
   std::vector<Queue> queues_;
   std::vector<std::uint32_t> in_flight_;
   std::vector<Time> host_free_;  // when each participant's CPU/NIC overhead is paid up to
-  Bytes bytes_sent_, wire_bytes_;
+  Bytes bytes_sent_, wire_bytes_, bytes_delivered_;
   std::uint64_t transfers_ = 0, failed_ = 0;
 };
 

@@ -1,11 +1,11 @@
-// The commsched mechanisms against cases computed by hand: partitioning, the credit window, the
-// priority order, FIFO and ByteScheduler iteration times, the ring all-reduce, and switching.
+// The commsched mechanisms against cases computed by hand: FIFO and ByteScheduler iteration
+// times, the credit window and priority order in a job, the ring all-reduce, and switching (the
+// schedulers on their own: tests/training/schedulers_test.cpp).
 // Links carry 4e6 bytes/s (one million parameters per second), no latency, no message overhead.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "models/commsched/credit_scheduler.hpp"
 #include "models/commsched/tuners.hpp"
 #include "tests/commsched/test_support.hpp"
 
@@ -37,44 +37,6 @@ JobSpec push_pull(JobSpec s) {
 }
 
 }  // namespace
-
-TEST(Partition, CutsIntoChunksOfThePartitionSize) {
-  EXPECT_EQ(partition_tensor(5, 2), (std::vector<std::int64_t>{2, 2, 1}));
-  EXPECT_EQ(partition_tensor(4, 2), (std::vector<std::int64_t>{2, 2}));
-  EXPECT_EQ(partition_tensor(5, 0), (std::vector<std::int64_t>{5}));  // whole tensor
-  EXPECT_EQ(partition_tensor(5, 9), (std::vector<std::int64_t>{5}));
-  EXPECT_TRUE(partition_tensor(0, 2).empty());
-}
-
-TEST(CreditScheduler, PopsWhileCreditIsPositiveAndOvershootsByLessThanAChunk) {
-  CreditScheduler s(Order::kLayer, 3);
-  s.ready({1, 0, 2});
-  s.ready({1, 1, 2});
-  s.ready({1, 2, 2});
-  ASSERT_TRUE(s.next());  // credit 3 -> 1
-  ASSERT_TRUE(s.next());  // credit 1 > 0: goes, credit -1 (bytecore.py)
-  EXPECT_EQ(s.credit_left(), -1);
-  EXPECT_FALSE(s.next());
-  s.completed({1, 0, 2});
-  EXPECT_EQ(s.credit_left(), 1);
-  const auto c = s.next();
-  ASSERT_TRUE(c);
-  EXPECT_EQ(c->index, 2u);
-  EXPECT_EQ(s.queued(), 0u);
-}
-
-TEST(CreditScheduler, LayerOrderOvertakesQueuedChunksFifoDoesNot) {
-  for (Order order : {Order::kLayer, Order::kReady}) {
-    CreditScheduler s(order, 0);  // unlimited
-    s.ready({5, 0, 1});
-    s.ready({5, 1, 1});
-    s.ready({2, 0, 1});
-    std::vector<std::uint32_t> layers;
-    while (auto c = s.next()) layers.push_back(c->layer);
-    EXPECT_EQ(layers, order == Order::kLayer ? (std::vector<std::uint32_t>{2, 5, 5})
-                                             : (std::vector<std::uint32_t>{5, 5, 2}));
-  }
-}
 
 // FIFO, 1 worker + 1 PS, whole tensors all at once, links shared max-min:
 //   iteration 0: F0 [0,3] F1 [3,4] B1 [4,5] B0 [5,6]. Push 1 (2M) alone [5,6] sends 1M; push 0

@@ -1,0 +1,43 @@
+#pragma once
+// Communication scheduling: the layer between "a layer's gradient is ready" and the
+// synchronisation strategy (docs/training.md). The gradient path cuts each ready gradient into
+// chunks of partition() parameters and hands them over with ready(); it starts every chunk
+// next() returns, and tells the scheduler when a chunk gives its credit back (completed()). A
+// scheduler is pure bookkeeping, no clock.
+//
+// Adding one: a class implementing this interface in its own file, and one add() line in
+// models/training/policies.cpp that registers its factory under a name.
+#include <cstdint>
+#include <optional>
+
+#include "models/training/chunk.hpp"
+
+namespace mlsim::training {
+
+class CommScheduler {
+ public:
+  virtual ~CommScheduler() = default;
+  // Parameters per chunk for gradients cut from now on; 0 = whole tensors.
+  virtual std::int64_t partition() const = 0;
+  virtual void ready(const Chunk& chunk) = 0;
+  // The chunk to start now (removed from the queue, its credit charged), or nothing.
+  virtual std::optional<Chunk> next() = 0;
+  virtual void completed(const Chunk& chunk) = 0;
+  // The knobs in force, and a change of them: the credit applies at once (chunks in flight keep
+  // what they hold), the partition to gradients cut afterwards. Schedulers without knobs report
+  // what they stand for and ignore changes.
+  virtual SchedulerConfig config() const = 0;
+  virtual void set_config(const SchedulerConfig& config) = 0;
+  // For traces: credit left after the last event (parameters; may be negative).
+  virtual std::int64_t credit_left() const = 0;
+};
+
+// What a scheduler is built with.
+struct SchedulerSetup {
+  SchedulerConfig config;
+  // The synchronisation strategy runs one tensor at a time (Horovod's collectives in order on
+  // one stream): the framework's FIFO then starts a tensor only when the previous one is done.
+  bool one_tensor_at_a_time = false;
+};
+
+}  // namespace mlsim::training

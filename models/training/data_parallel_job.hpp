@@ -1,0 +1,130 @@
+#pragma once
+// The training-job core (docs/training.md): one synchronous data-parallel job's compute on the
+// platform. Each worker runs forward then backward, layer by layer, on the platform's Compute
+// on its host: the layer's time on the worker's GPU (JobSpec::times, already moved to that GPU)
+// divided by the host's speed (HostSpeeds, changed by the scenario's `events` section), a speed
+// change stretching or shrinking what remains of the op in progress. Backward ends layer by
+// layer from the output side; each finished layer's gradient is handed to the GradientSink (the
+// gradient path: scheduler, then synchronisation strategy). The next iteration's forward of
+// layer l waits until layer l's updated parameters are back (parameters_back()). A worker
+// finishes its iteration with its last backward op; the job is finished when every worker
+// computed every iteration and every gradient is back.
+//
+// Hooks for what a model adds: an IterationHook hears each worker's iteration end (commsched's
+// tuners change the scheduler there), and hold_before() stops every worker before an iteration
+// until all communication has drained (a restart), then release_hold() resumes.
+//
+// How the other training models would plug in (later steps of issue 13):
+//   - ina: layer times from its profiles as here, an INA GradientSync (kPerWorker, the packets
+//     through the switch program's aggregator pool); its job arrivals become several cores in
+//     one run;
+//   - embcache: the embedding layer's rows as the gradient of one layer, a Herald/HET
+//     GradientSync for it and PS for the dense layers;
+//   - pipeline: a stage is a worker whose "layers" are its stage's layers; 1F1B/GPipe order the
+//     micro-batches' forward and backward ops, which this core would take as a schedule of ops
+//     per worker (today it runs one fixed order: all forwards, then all backwards).
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/compute.hpp"
+
+namespace mlsim::training {
+
+struct LayerTimes {
+  Time forward, backward;
+  friend bool operator==(const LayerTimes&, const LayerTimes&) = default;
+};
+
+struct JobSpec {
+  std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
+  std::vector<NodeId> workers;           // hosts
+  // Per worker (as `workers`), each layer's times on the GPU of the worker's host at speed 1.
+  std::vector<std::vector<LayerTimes>> times;
+  std::size_t iterations = 1;
+};
+
+class GradientSink {
+ public:
+  virtual ~GradientSink() = default;
+  virtual void gradient_ready(std::size_t worker, std::size_t layer) = 0;
+};
+
+class IterationHook {
+ public:
+  virtual ~IterationHook() = default;
+  // `worker` finished computing iteration `iteration` - 1 (its last backward op ended, its
+  // gradient handed over); `last`: it was the job's last iteration.
+  virtual void iteration_done(std::size_t worker, std::size_t iteration, bool last) = 0;
+};
+
+class DataParallelJob {
+ public:
+  // `compute` must outlive the job: every forward and backward runs on it, on the worker's host.
+  DataParallelJob(Engine& engine, Compute& compute, JobSpec spec);
+  DataParallelJob(const DataParallelJob&) = delete;
+  DataParallelJob& operator=(const DataParallelJob&) = delete;
+
+  void set_gradient_sink(GradientSink* sink) { sink_ = sink; }
+  void set_iteration_hook(IterationHook* hook) { hook_ = hook; }
+  void start();
+
+  // Layer `layer`'s updated parameters are on `worker`.
+  void parameters_back(std::size_t worker, std::size_t layer);
+  // Re-checks the hold and the end of the job; the gradient path calls it after every chunk.
+  void check_progress();
+  // No worker starts iteration `iteration` until release_hold(); `on_drained` runs once every
+  // worker waits there and every gradient handed over is back.
+  void hold_before(std::size_t iteration, std::function<void()> on_drained);
+  void release_hold();
+
+  const JobSpec& spec() const { return spec_; }
+  bool finished() const { return finished_; }
+  Time finish_time() const { return finish_; }
+  double progress() const;  // worker iterations computed / all
+  // Updates applied so far to `layer`'s parameters on `worker`.
+  std::size_t updates(std::size_t worker, std::size_t layer) const {
+    return workers_[worker].updated[layer];
+  }
+  // Start of each iteration's first forward op on worker 0.
+  const std::vector<Time>& iteration_starts() const { return iteration_starts_; }
+  // Iteration times: between consecutive starts, the last one to the end of the run.
+  std::vector<double> iteration_seconds() const;
+  // Per worker, compute time actually taken over nominal (profile) time since the last call.
+  std::vector<double> take_compute_slowdown();
+
+ private:
+  struct Worker {
+    std::size_t iteration = 0;
+    bool forward = true, busy = false, computing_done = false;
+    std::size_t position = 0;          // ops done in the current pass
+    std::vector<std::size_t> updated;  // per layer: updates applied to its parameters
+    double nominal_s = 0, actual_s = 0;
+    Time op_started;
+  };
+
+  void try_start(std::size_t w);
+  void op_done(std::size_t w, std::size_t layer, bool forward);
+  bool drained() const;
+
+  Engine& engine_;
+  Compute& compute_;
+  JobSpec spec_;
+  GradientSink* sink_ = nullptr;
+  IterationHook* hook_ = nullptr;
+  std::vector<Worker> workers_;
+  std::size_t pending_updates_ = 0;  // (worker, layer) gradients handed over, not back yet
+  // Hold.
+  static constexpr std::size_t kNoHold = static_cast<std::size_t>(-1);
+  std::size_t gate_ = kNoHold;  // no worker starts this iteration yet
+  std::function<void()> on_drained_;
+  bool drain_reported_ = false;
+  // Metrics.
+  bool finished_ = false;
+  Time finish_;
+  std::vector<Time> iteration_starts_;
+  std::size_t iterations_done_ = 0;  // worker iterations whose compute finished
+};
+
+}  // namespace mlsim::training

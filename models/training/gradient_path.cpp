@@ -1,0 +1,79 @@
+#include "models/training/gradient_path.hpp"
+
+#include "sim_core/base/error.hpp"
+
+namespace mlsim::training {
+
+GradientPath::GradientPath(Engine& engine, DataParallelJob& job, SchedulerFactory make_scheduler,
+                           SchedulerConfig initial, bool record_trace)
+    : engine_(engine),
+      job_(job),
+      make_scheduler_(std::move(make_scheduler)),
+      initial_(initial),
+      record_trace_(record_trace) {}
+
+void GradientPath::set_sync(GradientSync* sync) {
+  MLSIM_CHECK(sync_ == nullptr, "a gradient path feeds one strategy");
+  sync_ = sync;
+  per_worker_ = sync_->entry() == GradientSync::Entry::kPerWorker;
+  const std::size_t owners = per_worker_ ? job_.spec().workers.size() : 1;
+  for (std::size_t i = 0; i < owners; ++i)
+    schedulers_.push_back(make_scheduler_(SchedulerSetup{initial_, sync_->one_tensor_at_a_time()}));
+  const std::size_t layers = job_.spec().parameters.size();
+  chunks_left_.assign(owners, std::vector<std::uint32_t>(layers, 0));
+  produced_.assign(layers, 0);
+  sync_->set_partition(config().partition);
+}
+
+void GradientPath::set_config(const SchedulerConfig& config) {
+  const std::int64_t before = this->config().partition;
+  for (auto& s : schedulers_) s->set_config(config);
+  if (this->config().partition != before) sync_->set_partition(this->config().partition);
+}
+
+void GradientPath::gradient_ready(std::size_t w, std::size_t layer) {
+  std::size_t owner = w;
+  if (!per_worker_) {
+    if (++produced_[layer] < job_.spec().workers.size()) return;
+    produced_[layer] = 0;
+    owner = 0;
+  }
+  CommScheduler& s = *schedulers_[owner];
+  const auto chunks = partition_tensor(job_.spec().parameters[layer], s.partition());
+  chunks_left_[owner][layer] = static_cast<std::uint32_t>(chunks.size());
+  for (std::size_t i = 0; i < chunks.size(); ++i)
+    s.ready(Chunk{static_cast<std::uint32_t>(layer), static_cast<std::uint32_t>(i), chunks[i]});
+  pump(owner);
+}
+
+void GradientPath::pump(std::size_t owner) {
+  CommScheduler& s = *schedulers_[owner];
+  while (auto chunk = s.next()) {
+    record(ChunkEvent::Kind::kStart, owner, *chunk);
+    sync_->start(owner, *chunk);
+  }
+}
+
+void GradientPath::on_chunk(std::size_t owner, const Chunk& c, bool release, bool arrived) {
+  if (release) {
+    schedulers_[owner]->completed(c);
+    record(ChunkEvent::Kind::kComplete, owner, c);
+  }
+  if (arrived && --chunks_left_[owner][c.layer] == 0) {
+    if (per_worker_) {
+      job_.parameters_back(owner, c.layer);
+    } else {
+      for (std::size_t v = 0; v < job_.spec().workers.size(); ++v) job_.parameters_back(v, c.layer);
+    }
+  }
+  if (release) pump(owner);
+  job_.check_progress();
+}
+
+void GradientPath::record(ChunkEvent::Kind kind, std::size_t owner, const Chunk& c) {
+  if (!record_trace_) return;
+  trace_.push_back(ChunkEvent{kind, engine_.now(), owner, job_.updates(owner, c.layer), c,
+                              schedulers_[owner]->credit_left()});
+}
+
+}  // namespace mlsim::training

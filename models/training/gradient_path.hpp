@@ -1,0 +1,66 @@
+#pragma once
+// The communication-scheduling layer between the core's "gradient of layer l ready on worker w"
+// and the synchronisation strategy (docs/training.md). It cuts each ready gradient into chunks
+// of the scheduler's partition, queues them in the scheduler (one per worker for a kPerWorker
+// strategy, one for the job for a kAllWorkers one, whose layer is ready once every worker
+// produced it), starts every chunk the scheduler releases, and, as the strategy reports chunks
+// back, returns their credit and tells the core when a layer's parameters are back.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "models/training/comm_scheduler.hpp"
+#include "models/training/data_parallel_job.hpp"
+#include "models/training/gradient_sync.hpp"
+
+namespace mlsim::training {
+
+// kComplete: the chunk gave its credit back.
+struct ChunkEvent {
+  enum class Kind { kStart, kComplete } kind = Kind::kStart;
+  Time at;
+  std::size_t worker = 0;  // the scheduler's owner: 0 for a kAllWorkers strategy
+  std::size_t iteration = 0;
+  Chunk chunk;
+  std::int64_t credit_left = 0;  // after the event
+};
+
+using SchedulerFactory = std::function<std::unique_ptr<CommScheduler>(const SchedulerSetup&)>;
+
+class GradientPath final : public GradientSink, public SyncEvents {
+ public:
+  // `job` and `engine` must outlive the path; set_sync() before the job starts.
+  GradientPath(Engine& engine, DataParallelJob& job, SchedulerFactory make_scheduler,
+               SchedulerConfig initial, bool record_trace = false);
+
+  // The strategy the path feeds (it calls on_chunk back); builds the schedulers it needs.
+  void set_sync(GradientSync* sync);
+
+  void gradient_ready(std::size_t worker, std::size_t layer) override;
+  void on_chunk(std::size_t owner, const Chunk& chunk, bool release, bool arrived) override;
+
+  // Every scheduler's knobs (credit at once, partition for gradients cut afterwards; a
+  // strategy whose layout depends on the partition must have nothing in flight).
+  void set_config(const SchedulerConfig& config);
+  SchedulerConfig config() const { return schedulers_.front()->config(); }
+  const std::vector<ChunkEvent>& trace() const { return trace_; }
+
+ private:
+  void pump(std::size_t owner);
+  void record(ChunkEvent::Kind kind, std::size_t owner, const Chunk& c);
+
+  Engine& engine_;
+  DataParallelJob& job_;
+  SchedulerFactory make_scheduler_;
+  SchedulerConfig initial_;
+  GradientSync* sync_ = nullptr;
+  bool per_worker_ = true;
+  std::vector<std::unique_ptr<CommScheduler>> schedulers_;
+  std::vector<std::vector<std::uint32_t>> chunks_left_;  // per owner and layer: not back yet
+  std::vector<std::uint32_t> produced_;  // kAllWorkers, per layer: workers that produced it
+  bool record_trace_;
+  std::vector<ChunkEvent> trace_;
+};
+
+}  // namespace mlsim::training

@@ -1,0 +1,58 @@
+#pragma once
+// Gradient synchronisation as a strategy (docs/training.md): from "chunk c of layer l's gradient
+// may leave worker w" to "the updated parameters of that chunk are back on worker w". The
+// gradient path (gradient_path.hpp) calls start() for every chunk its scheduler releases; the
+// strategy moves the bytes (through sim_core/collectives) and reports each chunk's progress
+// back through SyncEvents.
+//
+// Adding one: a class implementing GradientSync in its own file (over sim_core/collectives, so
+// its bytes cross the scenario's backend with the platform's costs), and one add() line in
+// models/training/policies.cpp registering its factory. How the strategies of the other
+// training models would plug in:
+//   - in-network aggregation (ina: SwitchML, ATP, DSA): entry kPerWorker, each chunk's packets
+//     sent to the switch program hosting the aggregator pool; kHolds when the aggregate is back;
+//   - RAT / tree all-reduce: as RingSync with another collectives::Algorithm;
+//   - Herald/HET embedding sync (embcache): per-worker, chunks standing for embedding rows.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "models/training/chunk.hpp"
+#include "sim_core/base/units.hpp"
+
+namespace mlsim::training {
+
+// Called by a strategy as each chunk progresses. `owner` is the worker for kPerWorker
+// strategies, 0 for kAllWorkers ones. `release`: the chunk gives its scheduler credit back;
+// `arrived`: its updated parameters are on the owner (kPerWorker) or on every worker.
+class SyncEvents {
+ public:
+  virtual ~SyncEvents() = default;
+  virtual void on_chunk(std::size_t owner, const Chunk& chunk, bool release, bool arrived) = 0;
+};
+
+class GradientSync {
+ public:
+  enum class Entry {
+    kPerWorker,   // each worker's chunks leave on their own (a PS push needs no other worker);
+                  // one scheduler per worker
+    kAllWorkers,  // a layer's chunks leave once every worker produced the layer, as one
+                  // collective over all workers (Horovod's coordinator); one scheduler per job
+  };
+  virtual ~GradientSync() = default;
+  virtual Entry entry() const = 0;
+  // Runs one tensor at a time in the framework's own order (one stream of collectives).
+  virtual bool one_tensor_at_a_time() const = 0;
+  // The chunks' layout changes with the partition (PS keys are numbered over (layer, chunk));
+  // a strategy whose placement depends on it needs no chunk in flight then (a restart).
+  virtual bool layout_matters() const = 0;
+  virtual void set_partition(std::int64_t partition) = 0;
+  virtual void start(std::size_t owner, const Chunk& chunk) = 0;
+
+  // Traffic so far: payload handed to the network, payload delivered, messages.
+  virtual std::int64_t bytes_sent() const = 0;
+  virtual std::int64_t bytes_delivered() const = 0;
+  virtual std::uint64_t messages() const = 0;
+};
+
+}  // namespace mlsim::training

@@ -1,0 +1,38 @@
+#pragma once
+// What a synchronisation strategy is built with (policies.hpp registers the factories).
+#include <cstdint>
+#include <vector>
+
+#include "models/training/gradient_sync.hpp"
+#include "sim_core/collectives/costs.hpp"
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/network/network.hpp"
+
+namespace mlsim::training {
+
+struct SyncOptions {
+  std::vector<NodeId> workers;
+  std::vector<NodeId> servers;                // parameter servers (ps only)
+  std::vector<std::int64_t> layer_parameters;  // gradient values per layer, forward order
+  std::int64_t bytes_per_parameter = 4;
+  // Per message: host.message_overhead is the sending host's CPU time, one message after
+  // another on one communication thread per host (shared by all the job's collectives);
+  // host.message_latency a delay that overlaps other messages; host.ps_aggregation the servers'
+  // summing rate (0 = free). host.send_clock is set by the strategy.
+  collectives::HostCosts host;
+  // ps: a message above this many values is sliced evenly over all servers, otherwise it goes
+  // whole to server (key mod servers), keys numbered over (layer, chunk) [MXNet kvstore_dist:
+  // MXNET_KVSTORE_BIGARRAY_BOUND, memory, unverified].
+  std::int64_t bigarray_bound = 1'000'000;
+  // ps: a chunk's credit is held until its pull is back (else until its push arrived).
+  bool credit_until_pull = false;
+};
+
+struct SyncSetup {
+  Engine& engine;
+  Network& network;
+  SyncEvents& events;
+  SyncOptions options;
+};
+
+}  // namespace mlsim::training
