@@ -6,7 +6,9 @@
 namespace mlsim::commsched {
 namespace {
 
-const char* sync_name(Mode mode) { return mode == Mode::kParameterServer ? "ps" : "ring"; }
+const char* sync_name(Mode mode) {
+  return mode == Mode::kParameterServer ? "ps" : "ring";
+}
 const char* scheduler_name(SchedulerKind kind) {
   return kind == SchedulerKind::kFifo ? "fifo" : "bytescheduler";
 }
@@ -52,8 +54,9 @@ TrainingJob::TrainingJob(Engine& engine, Network& network, Compute& compute, Job
   options.host.ps_aggregation = spec_.ps_aggregation;
   options.bigarray_bound = spec_.bigarray_bound;
   options.credit_until_pull = spec_.credit_scope == CreditScope::kPushPull;
-  sync_ = training::training_policies().syncs.get(sync_name(spec_.mode), "").value(
-      training::SyncSetup{engine, network, path_, std::move(options)});
+  sync_ = training::training_policies()
+              .syncs.get(sync_name(spec_.mode), "")
+              .value(training::SyncSetup{engine, network, path_, std::move(options)});
   path_.set_sync(sync_.get());
   core_.set_gradient_sink(&path_);
   core_.set_iteration_hook(this);

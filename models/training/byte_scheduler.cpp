@@ -4,7 +4,9 @@
 
 namespace mlsim::training {
 
-ByteScheduler::ByteScheduler(const SchedulerConfig& config) { set_config(config); }
+ByteScheduler::ByteScheduler(const SchedulerConfig& config) {
+  set_config(config);
+}
 
 void ByteScheduler::set_config(const SchedulerConfig& config) {
   MLSIM_CHECK(config.credit >= 0 && config.partition >= 0, "negative credit or partition");

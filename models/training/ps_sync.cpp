@@ -4,13 +4,8 @@
 
 namespace mlsim::training {
 
-PsSync::PsSync(SyncSetup setup)
-    : engine_(setup.engine),
-      network_(setup.network),
-      events_(setup.events),
-      options_(std::move(setup.options)) {
+PsSync::PsSync(SyncSetup setup) : CollectiveSync(std::move(setup)) {
   MLSIM_CHECK(!options_.servers.empty(), "parameter-server sync needs a server");
-  options_.host.send_clock = &clock_;
   set_partition(0);
 }
 
@@ -29,14 +24,10 @@ void PsSync::set_partition(std::int64_t partition) {
 
 std::uint32_t PsSync::open(const Chunk& c) {
   const std::uint32_t slot = slots_.reserve(c);
-  std::vector<NodeId> participants = options_.workers;
-  collectives::CollectiveSpec spec;
-  spec.operation = collectives::Operation::kAllReduce;
-  spec.algorithm = collectives::Algorithm::kParameterServer;
-  spec.bytes = Bytes{c.parameters * options_.bytes_per_parameter};
-  spec.element_bytes = options_.bytes_per_parameter;
-  spec.window = 0;
-  spec.host = options_.host;
+  std::vector<NodeId> participants;
+  participants.reserve(options_.workers.size() + options_.servers.size());
+  participants = options_.workers;
+  collectives::CollectiveSpec spec = chunk_spec(collectives::Algorithm::kParameterServer, c);
   if (c.parameters > options_.bigarray_bound) {  // sliced over every server
     participants.insert(participants.end(), options_.servers.begin(), options_.servers.end());
     spec.servers = static_cast<int>(options_.servers.size());
@@ -49,7 +40,9 @@ std::uint32_t PsSync::open(const Chunk& c) {
       engine_, network_, std::move(participants), spec,
       [this, slot](const collectives::CollectiveResult&) { slots_.retire(slot); });
   collective->set_participant_callback(
-      [this, slot](std::uint32_t p, collectives::ParticipantEvent e) { on_participant(slot, p, e); });
+      [this, slot](std::uint32_t p, collectives::ParticipantEvent e) {
+        on_participant(slot, p, e);
+      });
   return slot;
 }
 

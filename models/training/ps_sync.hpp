@@ -8,13 +8,11 @@
 // (or its kHolds event, with credit_until_pull), its kHolds event is the chunk's arrival.
 #include <vector>
 
-#include "models/training/collective_slots.hpp"
-#include "models/training/sync_setup.hpp"
-#include "sim_core/collectives/host_send_clock.hpp"
+#include "models/training/collective_sync.hpp"
 
 namespace mlsim::training {
 
-class PsSync final : public GradientSync {
+class PsSync final : public CollectiveSync {
  public:
   explicit PsSync(SyncSetup setup);
 
@@ -23,10 +21,6 @@ class PsSync final : public GradientSync {
   bool layout_matters() const override { return true; }
   void set_partition(std::int64_t partition) override;
   void start(std::size_t worker, const Chunk& chunk) override;
-
-  std::int64_t bytes_sent() const override { return slots_.bytes_sent(); }
-  std::int64_t bytes_delivered() const override { return slots_.bytes_delivered(); }
-  std::uint64_t messages() const override { return slots_.messages(); }
 
  private:
   static constexpr std::uint32_t kNone = ~std::uint32_t{0};
@@ -37,14 +31,8 @@ class PsSync final : public GradientSync {
   std::uint32_t open(const Chunk& chunk);
   void on_participant(std::uint32_t slot, std::uint32_t worker, collectives::ParticipantEvent e);
 
-  Engine& engine_;
-  Network& network_;
-  SyncEvents& events_;
-  SyncOptions options_;
-  collectives::HostSendClock clock_;
   std::vector<std::size_t> first_key_;    // per layer: key of its chunk 0
   std::vector<std::vector<Round>> open_;  // per layer and chunk
-  CollectiveSlots slots_;
 };
 
 }  // namespace mlsim::training

@@ -4,13 +4,8 @@
 
 namespace mlsim::training {
 
-RingSync::RingSync(SyncSetup setup)
-    : engine_(setup.engine),
-      network_(setup.network),
-      events_(setup.events),
-      options_(std::move(setup.options)) {
+RingSync::RingSync(SyncSetup setup) : CollectiveSync(std::move(setup)) {
   MLSIM_CHECK(!options_.workers.empty(), "ring sync needs a worker");
-  options_.host.send_clock = &clock_;
 }
 
 void RingSync::start(std::size_t, const Chunk& c) {
@@ -19,12 +14,7 @@ void RingSync::start(std::size_t, const Chunk& c) {
     return;
   }
   const std::uint32_t slot = slots_.reserve(c);
-  collectives::CollectiveSpec spec;
-  spec.operation = collectives::Operation::kAllReduce;
-  spec.algorithm = collectives::Algorithm::kRing;
-  spec.bytes = Bytes{c.parameters * options_.bytes_per_parameter};
-  spec.window = 0;
-  spec.host = options_.host;
+  const collectives::CollectiveSpec spec = chunk_spec(collectives::Algorithm::kRing, c);
   auto& collective = slots_[slot].collective;
   collective = std::make_unique<collectives::Collective>(
       engine_, network_, options_.workers, spec,

@@ -6,13 +6,11 @@
 // time (collectives in order on one stream).
 #include <vector>
 
-#include "models/training/collective_slots.hpp"
-#include "models/training/sync_setup.hpp"
-#include "sim_core/collectives/host_send_clock.hpp"
+#include "models/training/collective_sync.hpp"
 
 namespace mlsim::training {
 
-class RingSync final : public GradientSync {
+class RingSync final : public CollectiveSync {
  public:
   explicit RingSync(SyncSetup setup);
 
@@ -22,19 +20,8 @@ class RingSync final : public GradientSync {
   void set_partition(std::int64_t) override {}
   void start(std::size_t owner, const Chunk& chunk) override;
 
-  std::int64_t bytes_sent() const override { return slots_.bytes_sent(); }
-  std::int64_t bytes_delivered() const override { return slots_.bytes_delivered(); }
-  std::uint64_t messages() const override { return slots_.messages(); }
-
  private:
   void done(std::uint32_t slot);
-
-  Engine& engine_;
-  Network& network_;
-  SyncEvents& events_;
-  SyncOptions options_;
-  collectives::HostSendClock clock_;
-  CollectiveSlots slots_;
 };
 
 }  // namespace mlsim::training

@@ -12,7 +12,7 @@ namespace mlsim::training {
 
 struct SyncOptions {
   std::vector<NodeId> workers;
-  std::vector<NodeId> servers;                // parameter servers (ps only)
+  std::vector<NodeId> servers;                 // parameter servers (ps only)
   std::vector<std::int64_t> layer_parameters;  // gradient values per layer, forward order
   std::int64_t bytes_per_parameter = 4;
   // Per message: host.message_overhead is the sending host's CPU time, one message after

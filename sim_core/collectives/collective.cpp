@@ -105,11 +105,12 @@ void validate(const CollectiveSpec& spec, std::size_t participants, const std::s
     throw InputError(path + ".costs.launch", "must not be negative");
   for (Protocol p : kProtocols) {
     const ProtocolCost& c = spec.costs.of(p);
-    const std::string where = path + ".costs.protocols." + std::string(to_string(p));
+    // The path is only built for an error: a model may build a collective per gradient chunk.
+    auto where = [&] { return path + ".costs.protocols." + std::string(to_string(p)); };
     if (c.hop_latency < Time::zero())
-      throw InputError(where + ".hop_latency", "must not be negative");
+      throw InputError(where() + ".hop_latency", "must not be negative");
     if (!(c.efficiency > 0 && c.efficiency <= 1))
-      throw InputError(where + ".efficiency", "must be in (0, 1]");
+      throw InputError(where() + ".efficiency", "must be in (0, 1]");
   }
   if (spec.host.message_overhead < Time::zero())
     throw InputError(path + ".host.message_overhead", "must not be negative");

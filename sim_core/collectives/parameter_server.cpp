@@ -26,12 +26,11 @@ class ParameterServer final : public CollectiveAlgorithm {
         element_(spec.element_bytes),
         elements_(Bytes{spec.bytes.count / spec.element_bytes}),
         aggregation_(spec.host.ps_aggregation),
-        busy_until_(servers_, Time::zero()),
         contributions_(std::size_t{servers_} * chunks_, 0),
-        pushes_left_(workers_, 0),
-        pulls_left_(workers_, servers_ * chunks_),
-        joined_(workers_, false),
-        needed_(std::uint64_t{workers_} * servers_ * chunks_) {}
+        workers_state_(workers_, WorkerState{0, servers_ * chunks_, false}),
+        needed_(std::uint64_t{workers_} * servers_ * chunks_) {
+    if (aggregation_.bytes_per_s > 0) busy_until_.assign(servers_, Time::zero());
+  }
 
   void start() override {
     for (std::uint32_t w = 0; w < workers_; ++w) join(w);
@@ -43,11 +42,12 @@ class ParameterServer final : public CollectiveAlgorithm {
   // Worker w starts with shard w mod servers: with a window, the workers then push to different
   // servers at once instead of all to the same one.
   void join(std::uint32_t w) override {
-    MLSIM_CHECK(w < workers_ && !joined_[w], "a ps participant that is no worker, or joined twice");
-    joined_[w] = true;
+    MLSIM_CHECK(w < workers_ && !workers_state_[w].joined,
+                "a ps participant that is no worker, or joined twice");
+    workers_state_[w].joined = true;
     std::uint32_t pushes = 0;
     for (std::uint32_t k = 0; k < servers_; ++k) pushes += w == server(k) ? 0 : chunks_;
-    pushes_left_[w] = pushes;
+    workers_state_[w].pushes_left = pushes;
     if (pushes == 0) participant_event(w, ParticipantEvent::kSent);
     for (std::uint32_t c = 0; c < chunks_; ++c)
       for (std::uint32_t j = 0; j < servers_; ++j) {
@@ -64,7 +64,8 @@ class ParameterServer final : public CollectiveAlgorithm {
     const auto k = static_cast<std::uint32_t>((m.tag >> 1) / chunks_);
     const auto c = static_cast<std::uint32_t>((m.tag >> 1) % chunks_);
     if ((m.tag & 1) == kPush) {
-      if (--pushes_left_[m.from] == 0) participant_event(m.from, ParticipantEvent::kSent);
+      if (--workers_state_[m.from].pushes_left == 0)
+        participant_event(m.from, ParticipantEvent::kSent);
       if (aggregation_.bytes_per_s > 0) {
         Time& busy = busy_until_[k];
         busy = std::max(busy, engine().now()) + transfer_time(m.bytes, aggregation_);
@@ -107,7 +108,8 @@ class ParameterServer final : public CollectiveAlgorithm {
     }
   }
   void got_one(std::uint32_t worker) {
-    if (--pulls_left_[worker] == 0) participant_event(worker, ParticipantEvent::kHolds);
+    if (--workers_state_[worker].pulls_left == 0)
+      participant_event(worker, ParticipantEvent::kHolds);
     if (++pulled_ == needed_) finished();
   }
 
@@ -115,12 +117,15 @@ class ParameterServer final : public CollectiveAlgorithm {
   const bool spread_;
   const std::uint32_t chunks_;
   const std::int64_t element_;
-  const Bytes elements_;          // the tensor in elements (bytes when element_ is 1)
-  const Bandwidth aggregation_;   // 0: summing is free
+  const Bytes elements_;         // the tensor in elements (bytes when element_ is 1)
+  const Bandwidth aggregation_;  // 0: summing is free
+  struct WorkerState {
+    std::uint32_t pushes_left, pulls_left;  // not delivered yet
+    bool joined;
+  };
   std::vector<Time> busy_until_;  // per server: when it has summed what it received so far
   std::vector<std::uint32_t> contributions_;  // workers' pieces reduced, per (shard, piece)
-  std::vector<std::uint32_t> pushes_left_, pulls_left_;  // per worker
-  std::vector<bool> joined_;
+  std::vector<WorkerState> workers_state_;
   const std::uint64_t needed_;
   std::uint64_t pulled_ = 0;
 };

@@ -31,7 +31,8 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
       queues_(nodes_.size()),
       in_flight_(nodes_.size(), 0) {
   MLSIM_CHECK(efficiency_ > 0 && efficiency_ <= 1, "protocol efficiency outside (0, 1]");
-  if (message_overhead_ > Time::zero() && send_clock_ == nullptr) host_free_.assign(nodes_.size(), Time::zero());
+  if (message_overhead_ > Time::zero() && send_clock_ == nullptr)
+    host_free_.assign(nodes_.size(), Time::zero());
 }
 
 void Sender::set_protocol(const ProtocolCost& protocol) {
@@ -70,8 +71,7 @@ void Sender::transmit(const Message& m) {
                                            static_cast<double>(m.bytes.count) / efficiency_))}
                                      : m.bytes;
   wire_bytes_ += wire;
-  if (m.from >= hosts_ ||
-      (message_overhead_ == Time::zero() && message_latency_ == Time::zero())) {
+  if (m.from >= hosts_ || (message_overhead_ == Time::zero() && message_latency_ == Time::zero())) {
     start_transfer(m, wire);
     return;
   }

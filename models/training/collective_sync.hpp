@@ -1,0 +1,46 @@
+#pragma once
+// What the strategies that move their bytes through sim_core/collectives share: the engine,
+// network and options they were built with, one send clock per host for all their collectives
+// (message_overhead is paid one message after another per host), the collectives in flight and
+// the traffic totals.
+#include "models/training/collective_slots.hpp"
+#include "models/training/sync_setup.hpp"
+#include "sim_core/collectives/host_send_clock.hpp"
+
+namespace mlsim::training {
+
+class CollectiveSync : public GradientSync {
+ public:
+  std::int64_t bytes_sent() const override { return slots_.bytes_sent(); }
+  std::int64_t bytes_delivered() const override { return slots_.bytes_delivered(); }
+  std::uint64_t messages() const override { return slots_.messages(); }
+
+ protected:
+  explicit CollectiveSync(SyncSetup setup)
+      : engine_(setup.engine),
+        network_(setup.network),
+        events_(setup.events),
+        options_(std::move(setup.options)) {
+    options_.host.send_clock = &clock_;
+  }
+  // A spec for one chunk's all-reduce with `algorithm`: its bytes, no window, the host costs.
+  collectives::CollectiveSpec chunk_spec(collectives::Algorithm algorithm, const Chunk& c) const {
+    collectives::CollectiveSpec spec;
+    spec.operation = collectives::Operation::kAllReduce;
+    spec.algorithm = algorithm;
+    spec.bytes = Bytes{c.parameters * options_.bytes_per_parameter};
+    spec.element_bytes = options_.bytes_per_parameter;
+    spec.window = 0;
+    spec.host = options_.host;
+    return spec;
+  }
+
+  Engine& engine_;
+  Network& network_;
+  SyncEvents& events_;
+  SyncOptions options_;
+  collectives::HostSendClock clock_;
+  CollectiveSlots slots_;
+};
+
+}  // namespace mlsim::training

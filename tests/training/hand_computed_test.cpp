@@ -1,0 +1,68 @@
+// The training core with each synchronisation strategy against iteration times computed by
+// hand. Links carry 4e6 bytes/s (1M fp32 parameters per second), no latency, no message costs;
+// the flow backend shares a link max-min.
+#include <gtest/gtest.h>
+
+#include "tests/training/test_support.hpp"
+
+using namespace mlsim;
+using namespace mlsim::training;
+using namespace mlsim::training::testing;
+
+namespace {
+// Layer 0: forward 1 s, backward 1 s, 1M parameters; layer 1: 1 s, 1 s, 2M parameters.
+const std::vector<Layer> kTwoLayers = {{1, 1, M}, {1, 1, 2 * M}};
+}  // namespace
+
+// PS sync, 2 workers + 1 server, FIFO (whole tensors, all at once), 2 iterations.
+//   Iteration 0, both workers: F0 [0,1] F1 [1,2] B1 [2,3] B0 [3,4].
+//   At 3 both workers push layer 1 (8 MB each) into the server's one link: 2e6 B/s each. At 4
+//   the layer 0 pushes (4 MB each) join: 1e6 B/s each for all four. The layer 1 pushes have
+//   8 - 2 = 6 MB left, the layer 0 ones 4 MB: layer 0 is in at 8; layer 1 has 2 MB left, then
+//   2e6 B/s each: in at 9.
+//   Pulls leave the server on its one link: layer 0 (4 MB to each worker) from 8 at 2e6 B/s
+//   each, 2 MB left at 9; then layer 1's two pulls join, 1e6 B/s each: layer 0 back at 11;
+//   layer 1 has 8 - 2 = 6 MB left, 2e6 B/s each: back at 14.
+//   Iteration 1: F0 [11,12], F1 waits for layer 1: [14,15] B1 [15,16] B0 [16,17]: the same
+//   pattern 13 s later, so the job ends at 14 + 13 = 27.
+TEST(HandComputed, TwoLayersWithParameterServerSync) {
+  Job job(2, 1, kTwoLayers, 2, "fifo", "ps", {});
+  job.run();
+  ASSERT_TRUE(job.core->finished());
+  EXPECT_EQ(job.iteration_starts(), (std::vector<double>{0, 11}));
+  EXPECT_DOUBLE_EQ(job.core->finish_time().seconds(), 27);
+  EXPECT_EQ(job.core->iteration_seconds(), (std::vector<double>{11, 16}));
+  // Per iteration each worker pushes and pulls 3M parameters: 2 x 2 x 12 MB x 2 iterations.
+  EXPECT_EQ(job.strategy->bytes_delivered(), 2 * 2 * 12'000'000 * 2);
+}
+
+// Ring sync, 2 workers, FIFO (one tensor at a time), 2 iterations. A ring of 2 moves P
+// parameters in 2 steps of 2P bytes, each worker sending on its own link: P / 2 s a step.
+//   Iteration 0: F0 [0,1] F1 [1,2] B1 [2,3] B0 [3,4]; layer 1 (2M) [3,5]; layer 0 is ready at
+//   4 and waits: [5,6].
+//   Iteration 1: F0 [6,7] F1 [7,8] B1 [8,9] B0 [9,10]; layer 1 [9,11], layer 0 [11,12].
+TEST(HandComputed, TwoLayersWithRingSync) {
+  Job job(2, 0, kTwoLayers, 2, "fifo", "ring", {});
+  job.run();
+  ASSERT_TRUE(job.core->finished());
+  EXPECT_EQ(job.iteration_starts(), (std::vector<double>{0, 6}));
+  EXPECT_DOUBLE_EQ(job.core->finish_time().seconds(), 12);
+  // 2 (N - 1) = 2 steps, each moving the whole tensor once over the ring: 2 x 12 MB per
+  // iteration.
+  EXPECT_EQ(job.strategy->bytes_delivered(), 2 * 12'000'000 * 2);
+}
+
+// ByteScheduler over PS with partition 1M and credit 1M (one chunk in flight per worker, its
+// credit back when its push arrived), 1 worker + 1 server, one iteration, layer 0's backward
+// 0.5 s: F0 [0,1] F1 [1,2] B1 [2,3] B0 [3,3.5]. Layer 1's chunk 0 is pushed [3,4]; layer 0's
+// chunk, ready at 3.5, overtakes layer 1's chunk 1 when the credit comes back at 4: push [4,5]
+// while layer 1's chunk 0 is pulled [4,5]; then layer 1's chunk 1 is pushed [5,6] while layer
+// 0 is pulled [5,6]; its pull [6,7] ends the job.
+TEST(HandComputed, ByteSchedulerOverParameterServer) {
+  Job job(1, 1, {{1, 0.5, M}, {1, 1, 2 * M}}, 1, "bytescheduler", "ps", {M, M});
+  job.run();
+  ASSERT_TRUE(job.core->finished());
+  EXPECT_DOUBLE_EQ(job.core->finish_time().seconds(), 7);
+  using Order = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+  EXPECT_EQ(job.started(), (Order{{1, 0}, {0, 0}, {1, 1}}));
+}

@@ -1,0 +1,1 @@
+set(MLSIM_TEST_LIBS mlsim_training)
