@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 
+#include "models/llm_training/graph_report.hpp"
 #include "models/llm_training/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/read_costs.hpp"
@@ -53,44 +54,7 @@ class LlmTraining {
   double progress() const { return executor_.progress(); }
 
   void report(Results& out) const {
-    const auto& reports = executor_.reports();
-    const auto& phases = source_.phases();
-    const bool completed = executor_.done();
-    Time end;
-    std::size_t critical = 0;
-    for (std::size_t r = 0; r < reports.size(); ++r)
-      if (reports[r].finished > end) {
-        end = reports[r].finished;
-        critical = r;
-      }
-    const double iterations = params_.layout.iterations;
-    const double iteration_s = end.seconds() / iterations;
-    out.set_metric("completed", completed ? 1 : 0);
-    out.set_metric("iteration_time_s", iteration_s);
-    // Per rank, averaged over ranks (every rank stands for the same number of GPUs), and on the
-    // rank that finished last; per iteration.
-    std::vector<double> mean(phases.size(), 0.0);
-    double compute = 0;
-    for (const auto& r : reports) {
-      compute += r.compute_s;
-      for (std::size_t ph = 0; ph < phases.size(); ++ph) mean[ph] += r.exposed_s[ph];
-    }
-    const double n = static_cast<double>(std::max<std::size_t>(1, reports.size()));
-    out.set_metric("compute_s", compute / n / iterations);
-    for (std::size_t ph = 1; ph < phases.size(); ++ph)
-      out.set_metric("exposed_" + phases[ph] + "_s", mean[ph] / n / iterations);
-    if (!reports.empty()) {
-      const auto& c = reports[critical];
-      out.set_metric("critical_rank_compute_s", c.compute_s / iterations);
-      for (std::size_t ph = 1; ph < phases.size(); ++ph)
-        out.set_metric("critical_rank_exposed_" + phases[ph] + "_s", c.exposed_s[ph] / iterations);
-    }
-    const auto& counts = executor_.counts();
-    out.set_metric("nodes", static_cast<double>(counts.nodes));
-    out.set_metric("kernels", static_cast<double>(counts.kernels));
-    out.set_metric("collectives", static_cast<double>(counts.collectives));
-    out.set_metric("messages", static_cast<double>(counts.messages));
-    out.set_metric("network_collectives", static_cast<double>(counts.network_collectives));
+    const double iteration_s = report_graph_run(executor_, source_, params_.layout.iterations, out);
     const double gpus =
         static_cast<double>(params_.layout.tp) * params_.layout.pp * params_.layout.dp;
     out.set_metric("gpus", gpus);
@@ -104,11 +68,7 @@ class LlmTraining {
                      (params_.layout.recompute ? 4 : 3) * fwd / iteration_s / gpus / 1e12);
     }
     auto& d = out.details();
-    d["communication"] = params_.executor.mode == workload::CommunicationMode::kNetwork
-                             ? "network: collectives and messages between hosts move their bytes "
-                               "through the network backend; within a host, the closed form"
-                             : "closed_form: collective_cost's closed form everywhere, no traffic "
-                               "(ASTRA-sim's analytical mode)";
+    d["communication"] = communication_description(params_.executor.mode);
     d["model"] = params_.shape.name;
     d["layout"] = {{"tp", params_.layout.tp},
                    {"pp", params_.layout.pp},
@@ -116,8 +76,6 @@ class LlmTraining {
                    {"micro_batches_per_pipeline", params_.layout.micro_batches},
                    {"graph_ranks", source_.ranks()},
                    {"collapse_tensor_parallel", params_.layout.collapse_tensor_parallel}};
-    d["critical_rank"] = critical;
-    if (!completed) d["stalled"] = executor_.stalled();
   }
 
  private:

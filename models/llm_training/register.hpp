@@ -1,5 +1,6 @@
 #pragma once
-// Adds the LLM training model ("llm_training") to a registry.
+// Adds the LLM training model ("llm_training") and, when built with protobuf, the Chakra trace
+// model ("chakra_trace") to a registry.
 #include "sim_core/run/model.hpp"
 
 namespace mlsim {

@@ -1,0 +1,58 @@
+#include "models/llm_training/graph_report.hpp"
+
+#include <algorithm>
+
+namespace mlsim::llm_training {
+
+double report_graph_run(const workload::GraphExecutor& executor,
+                        const workload::GraphSource& source, double iterations, Results& out) {
+  const auto& reports = executor.reports();
+  const auto& phases = source.phases();
+  Time end;
+  std::size_t critical = 0;
+  for (std::size_t r = 0; r < reports.size(); ++r)
+    if (reports[r].finished > end) {
+      end = reports[r].finished;
+      critical = r;
+    }
+  const double iteration_s = end.seconds() / iterations;
+  out.set_metric("completed", executor.done() ? 1 : 0);
+  out.set_metric("iteration_time_s", iteration_s);
+  // Per rank, averaged over ranks (every rank stands for the same number of GPUs), and on the
+  // rank that finished last; per iteration.
+  std::vector<double> exposed(phases.size(), 0.0);
+  double compute = 0;
+  for (const auto& r : reports) {
+    compute += r.compute_s;
+    for (std::size_t ph = 0; ph < phases.size(); ++ph) exposed[ph] += r.exposed_s[ph];
+  }
+  const double n = static_cast<double>(std::max<std::size_t>(1, reports.size()));
+  out.set_metric("compute_s", compute / n / iterations);
+  for (std::size_t ph = 1; ph < phases.size(); ++ph)
+    out.set_metric("exposed_" + phases[ph] + "_s", exposed[ph] / n / iterations);
+  if (!reports.empty()) {
+    const auto& c = reports[critical];
+    out.set_metric("critical_rank_compute_s", c.compute_s / iterations);
+    for (std::size_t ph = 1; ph < phases.size(); ++ph)
+      out.set_metric("critical_rank_exposed_" + phases[ph] + "_s", c.exposed_s[ph] / iterations);
+  }
+  const auto& counts = executor.counts();
+  out.set_metric("nodes", static_cast<double>(counts.nodes));
+  out.set_metric("kernels", static_cast<double>(counts.kernels));
+  out.set_metric("collectives", static_cast<double>(counts.collectives));
+  out.set_metric("messages", static_cast<double>(counts.messages));
+  out.set_metric("network_collectives", static_cast<double>(counts.network_collectives));
+  out.details()["critical_rank"] = critical;
+  if (!executor.done()) out.details()["stalled"] = executor.stalled();
+  return iteration_s;
+}
+
+std::string communication_description(workload::CommunicationMode mode) {
+  return mode == workload::CommunicationMode::kNetwork
+             ? "network: collectives and messages between hosts move their bytes through the "
+               "network backend; within a host, the closed form"
+             : "closed_form: collective_cost's closed form everywhere, no traffic (ASTRA-sim's "
+               "analytical mode)";
+}
+
+}  // namespace mlsim::llm_training
