@@ -28,8 +28,13 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
       message_overhead_(host.message_overhead),
       message_latency_(host.message_latency),
       send_clock_(host.send_clock),
-      queues_(nodes_.size()),
-      in_flight_(nodes_.size(), 0) {
+      unlimited_(window <= 0) {
+  // Without a window no message ever waits for a send slot: no queues to keep (a training job
+  // builds a collective per gradient chunk).
+  if (!unlimited_) {
+    queues_.resize(nodes_.size());
+    in_flight_.assign(nodes_.size(), 0);
+  }
   MLSIM_CHECK(efficiency_ > 0 && efficiency_ <= 1, "protocol efficiency outside (0, 1]");
   if (message_overhead_ > Time::zero() && send_clock_ == nullptr)
     host_free_.assign(nodes_.size(), Time::zero());
@@ -46,6 +51,10 @@ void Sender::set_protocol(const ProtocolCost& protocol) {
 void Sender::send(const Message& m) {
   MLSIM_CHECK(m.from < nodes_.size() && m.to < nodes_.size() && m.from != m.to,
               "collective message between bad participants");
+  if (unlimited_) {
+    transmit(m);
+    return;
+  }
   Queue& q = queues_[m.from];
   if (q.empty() && (in_flight_[m.from] < window_ || m.from >= hosts_)) {
     transmit(m);
@@ -55,6 +64,7 @@ void Sender::send(const Message& m) {
 }
 
 void Sender::pump(std::uint32_t p) {
+  if (unlimited_) return;
   Queue& q = queues_[p];
   while (!q.empty() && in_flight_[p] < window_) transmit(q.messages[q.head++]);
   if (q.empty()) {  // keeps the storage for the next messages
@@ -64,7 +74,7 @@ void Sender::pump(std::uint32_t p) {
 }
 
 void Sender::transmit(const Message& m) {
-  ++in_flight_[m.from];
+  if (!unlimited_) ++in_flight_[m.from];
   ++transfers_;
   bytes_sent_ += m.bytes;
   const Bytes wire = efficiency_ < 1 ? Bytes{static_cast<std::int64_t>(std::ceil(
@@ -105,7 +115,7 @@ void Sender::on_arrived(const Message& m, bool failed) {
 }
 
 void Sender::on_delivered(const Message& m, bool failed) {
-  --in_flight_[m.from];
+  if (!unlimited_) --in_flight_[m.from];
   if (!failed) bytes_delivered_ += m.bytes;
   if (failed) {
     ++failed_;  // the algorithm never hears of it: what depends on it never happens

@@ -84,10 +84,11 @@ class Sender {
   Time message_overhead_;
   Time message_latency_;
   HostSendClock* send_clock_;  // null: host_free_ below
+  bool unlimited_;             // window 0: no queues, no slot counts
   MessageSink* sink_ = nullptr;
-  std::vector<Queue> queues_;
-  std::vector<std::uint32_t> in_flight_;
-  std::vector<Time> host_free_;  // when each participant's CPU/NIC overhead is paid up to
+  std::vector<Queue> queues_;             // empty when unlimited_
+  std::vector<std::uint32_t> in_flight_;  // empty when unlimited_
+  std::vector<Time> host_free_;           // when each participant's CPU/NIC overhead is paid up to
   Bytes bytes_sent_, wire_bytes_, bytes_delivered_;
   std::uint64_t transfers_ = 0, failed_ = 0;
 };

@@ -312,3 +312,18 @@ TEST(HandComputed, MessageCpuSerialisesEachSendersMessages) {
   TrainingJob& job = b.run(std::move(s), {M / 2, 4 * M});
   EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 3.75);
 }
+
+// The server's summing (ps_aggregation, the platform's PS cost) at 4e6 bytes/s, one worker and
+// one server, one layer of 1M parameters (4 MB): F [0,1] B [1,2], push [2,3], summed [3,4],
+// pull [4,5]. Free summing ends at 4.
+TEST(HandComputed, ServerSummingDelaysThePull) {
+  for (bool summing : {true, false}) {
+    Bench b(2);
+    JobSpec s =
+        b.spec(Mode::kParameterServer, SchedulerKind::kFifo, {layer(1, 1, 1'000'000)}, 1, 1, 1);
+    if (summing) s.ps_aggregation = Bandwidth{kBandwidth};
+    TrainingJob& job = b.run(std::move(s), {});
+    ASSERT_TRUE(job.finished());
+    EXPECT_DOUBLE_EQ(job.finish_time().seconds(), summing ? 5 : 4);
+  }
+}

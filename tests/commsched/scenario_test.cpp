@@ -234,3 +234,13 @@ TEST(CommschedScenario, AutoByteScenarioIsDeterministic) {
   EXPECT_FALSE(a.results.details()["autobyte_decisions"].empty());
   EXPECT_EQ(a.results.metrics().at("bytes_undelivered"), 0);
 }
+
+TEST(CommschedScenario, PsAggregationIsThePlatformsPsCostAndOnlyForPs) {
+  json d = base();
+  d["system"]["ps_aggregation"] = "12GB/s";
+  EXPECT_DOUBLE_EQ(parse(d).job.ps_aggregation.bytes_per_s, 12e9);
+  EXPECT_DOUBLE_EQ(parse(base()).job.ps_aggregation.bytes_per_s, 0);  // absent: free
+  d["system"]["mode"] = "allreduce";
+  EXPECT_NE(error_of(d).find("system.ps_aggregation: only for PS mode"), std::string::npos)
+      << error_of(d);
+}
