@@ -1,13 +1,25 @@
 #pragma once
-// AutoPipe's partition choice (Hu et al., ICPP 2024), as an oracle search: the paper trains an RL
-// policy to pick partitions using an exact model of the pipeline's communication and state
-// switching; the simulator stands in for the trained policy with a search that evaluates every
-// candidate with that exact model (steady_state_seconds) under the current conditions [inferred:
-// papers.md, AutoPipe recipe]. This bounds what a perfect policy could gain.
+// AutoPipe's partition choice (Hu et al., ICPP 2024). The paper trains an RL policy to pick
+// partitions, guided by a model of the pipeline that includes the exact communication procedure
+// and state switching (../shared/papers.md section 5, from the abstract; the paper's text and
+// code were not readable). The simulator stands in for the trained policy with an exact search:
+// the configuration (layer ranges and, unless `straight`, PipeDream's stage replication) with the
+// smallest steady-state time per minibatch under the 1F1B timing model (steady_state_seconds,
+// one_f_one_b.hpp), under the conditions of the moment. It bounds what a perfect policy could do.
 //
-// Search: start from PipeDream's partition for the current conditions, then move one stage
-// boundary by one layer at a time, taking the best improving move, until no move improves the
-// steady-state time per minibatch by more than 1e-9 relative.
+// Search: branch and bound over every configuration that uses all hosts. Stages are fixed left
+// to right (their hosts, then their last layer); a prefix is dropped when a lower bound on the
+// steady-state time already reaches the best time found: for every fixed stage, per round of its
+// r replicas, each replica's GPU runs its forward and backward and the all-reduce
+// (ring_allreduce_seconds), and its NIC sends its activation and gradient at no more than its
+// own bandwidth and the all-reduce; so the time per minibatch is at least
+//   max over replicas of max(f + b, out_bytes / bandwidth) + all-reduce, divided by r.
+// The first bound comes from PipeDream's configurations (both objectives) improved by moving one
+// boundary by one layer at a time. Nothing is left unexamined, so the result is the exhaustive
+// search's optimum (ties: the first found, PipeDream's when it is optimal).
+//
+// The planner is separate from the training loop: it needs only layer costs and conditions.
+#include <cstdint>
 #include <vector>
 
 #include "models/pipeline/pipeline_costs.hpp"
@@ -17,8 +29,19 @@ namespace mlsim::pipeline {
 struct Plan {
   Partition partition;
   double seconds_per_minibatch = 0;  // steady_state_seconds of the partition
+  std::uint64_t evaluated = 0;       // configurations timed with the 1F1B model
 };
 
-Plan autopipe_plan(const std::vector<LayerCost>& layers, const Conditions& c);
+struct PlannerOptions {
+  bool straight = false;  // one host per stage only
+};
+
+Plan autopipe_plan(const std::vector<LayerCost>& layers, const Conditions& c,
+                   const PlannerOptions& options = {});
+
+// Every configuration timed, no pruning: the reference the planner must match (tests, small
+// cases only).
+Plan exhaustive_plan(const std::vector<LayerCost>& layers, const Conditions& c,
+                     const PlannerOptions& options = {});
 
 }  // namespace mlsim::pipeline

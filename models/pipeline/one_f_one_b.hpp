@@ -1,21 +1,32 @@
 #pragma once
-// PipeDream's 1F1B schedule (asynchronous, weight stashing, no flush) and an exact timing model
-// of it.
+// PipeDream's 1F1B schedule (asynchronous, weight stashing, no flush), with PipeDream's stage
+// replication, and an exact timing model of it.
 //
-// Order. Stage s of S admits at most S - s minibatches in flight (forward done, backward not):
-// it runs the forward of its next minibatch while fewer than S - s are in flight and minibatches
-// remain, otherwise the backward of its oldest one. This gives the warm-up of S - s forwards,
-// then strict alternation, then the remaining backwards. A stage waits for the input of the op
-// the order names (an activation from stage s - 1, a gradient from stage s + 1) even when the
-// other kind is ready, as PipeDream's runtime does.
+// Order. Workers are hosts; stage s runs on r_s of them (partition.hpp). Minibatch m goes to
+// replica m mod r_s of stage s (PipeDream's round-robin, msr-fiddle/pipedream
+// runtime/communication.py, get_messaging_index). Each worker admits at most
+//   limit = (W - 1 - hosts of the earlier stages) / r_s + 1
+// of its minibatches in flight (forward done, backward not), W the hosts in use: PipeDream's
+// warm-up count (runtime/runtime.py, RuntimeManager: num_warmup_minibatches) plus the one of
+// the steady state; a straight pipeline of S stages gives stage s the limit S - s. A worker runs
+// the forward of its next minibatch while fewer than `limit` are in flight and minibatches
+// remain, otherwise the backward of its oldest one: warm-up, strict alternation, then the
+// remaining backwards. It waits for the input of the op the order names (an activation from the
+// previous stage, a gradient from the next) even when the other kind is ready, as PipeDream's
+// runtime does.
 //
-// Timing (estimate_1f1b): each op starts when its stage is free and its input has arrived. A
-// stage sends an activation forward after each forward and a gradient back after each backward
-// (the last stage's backward follows its own forward); transfers leave a stage's host one at a
-// time, in the order the stage produced them (one NIC), taking bytes / bandwidth of the link
-// between the two stages, and arrive one latency later. This is the model AutoPipe's oracle
-// evaluates candidate partitions with; the simulated run (pipeline_training.hpp) replaces the
-// FIFO NIC with the scenario's network backend.
+// Timing (estimate_1f1b): each op starts when its worker is free and its input has arrived. A
+// worker sends an activation forward after each forward and a gradient back after each backward
+// (the last stage's backward follows its own forward); transfers leave a host one at a time, in
+// the order the worker produced them (one NIC), taking bytes / bandwidth between the two hosts,
+// and arrive one latency later. The replicas of a stage all-reduce its parameters after their
+// k-th backwards (data parallelism inside the stage, as PipeDream's DistributedDataParallel
+// does): the all-reduce starts once every replica with a k-th minibatch has finished that
+// backward and its NIC is free, takes a ring's time (ring_allreduce_seconds), and holds those
+// replicas' GPUs and NICs until it ends (the weight update needs the summed gradient). The
+// gradient for the previous stage leaves before the all-reduce. Transfers into a host are not
+// serialised here (only out of it); the simulated run (pipeline_training.hpp) shares every link
+// under the scenario's network backend.
 #include <cstddef>
 
 #include "models/pipeline/pipeline_costs.hpp"
@@ -24,20 +35,46 @@ namespace mlsim::pipeline {
 
 enum class Op { kForward, kBackward, kNone };
 
-// The next op of a stage that has done `forwards` forwards and `backwards` backwards, out of
-// `minibatches`; kNone when it is finished.
-inline Op next_op(std::size_t stage, std::size_t stages, std::size_t forwards,
-                  std::size_t backwards, std::size_t minibatches) {
-  if (forwards < minibatches && forwards - backwards < stages - stage) return Op::kForward;
+// The next op of a worker allowed `limit` minibatches in flight that has done `forwards`
+// forwards and `backwards` backwards, out of its `minibatches`; kNone when it is finished.
+inline Op next_op_limited(std::size_t limit, std::size_t forwards, std::size_t backwards,
+                          std::size_t minibatches) {
+  if (forwards < minibatches && forwards - backwards < limit) return Op::kForward;
   if (backwards < forwards) return Op::kBackward;
   return Op::kNone;
 }
 
-// Seconds from the start until the last stage-0 backward of `minibatches` ends.
+// The same for stage `stage` of a straight pipeline of `stages` (limit stages - stage).
+inline Op next_op(std::size_t stage, std::size_t stages, std::size_t forwards,
+                  std::size_t backwards, std::size_t minibatches) {
+  return next_op_limited(stages - stage, forwards, backwards, minibatches);
+}
+
+// PipeDream's in-flight limit of a stage whose first host is `first_host`, run by `replicas`
+// hosts, out of `hosts_used`.
+inline std::size_t in_flight_limit(std::size_t first_host, std::size_t replicas,
+                                   std::size_t hosts_used) {
+  return (hosts_used - 1 - first_host) / replicas + 1;
+}
+
+// How many of `minibatches` replica `replica` of `replicas` gets (round-robin).
+inline std::size_t replica_minibatches(std::size_t replica, std::size_t replicas,
+                                       std::size_t minibatches) {
+  return minibatches > replica ? (minibatches - replica + replicas - 1) / replicas : 0;
+}
+
+// A ring all-reduce of `bytes` among hosts [first, first + n): 2(n - 1) steps, each moving
+// bytes / n over the narrowest host link of the ring plus the longest hop latency
+// (sim_core/collectives ring with one chunk and window 1). Zero for one host or no bytes.
+double ring_allreduce_seconds(double bytes, std::size_t first, std::size_t n, const Conditions& c);
+
+// Seconds from the start until the last stage-0 worker finishes its last backward (and the
+// all-reduce after it).
 double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::size_t minibatches);
 
-// Steady-state seconds per minibatch of a partition: the slope of estimate_1f1b between 2S and
-// 6S minibatches (warm-up excluded).
+// Steady-state seconds per minibatch of a configuration: the slope of estimate_1f1b between 2n
+// and 6n minibatches, n = hosts used x the least common multiple of the replication factors
+// (a whole number of round-robin rounds; warm-up excluded).
 double steady_state_seconds(const std::vector<LayerCost>& layers, const Partition& p,
                             const Conditions& c);
 

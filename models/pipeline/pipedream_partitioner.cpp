@@ -6,57 +6,118 @@
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
+namespace {
+
+// Prefix sums the program needs: per host, forward + backward of layers [0, j) at the host's
+// speed now; parameter bytes of layers [0, j).
+struct Prefix {
+  std::vector<std::vector<double>> time;
+  std::vector<double> params;
+};
+
+Prefix prefix_sums(const std::vector<LayerCost>& layers, const Conditions& c) {
+  const std::size_t n = layers.size();
+  Prefix p;
+  p.time.assign(c.host_count(), std::vector<double>(n + 1, 0));
+  p.params.assign(n + 1, 0);
+  for (std::size_t h = 0; h < c.host_count(); ++h) {
+    const StageHost& host = c.hosts[h];
+    MLSIM_CHECK(host.forward_s.size() == n && host.backward_s.size() == n,
+                "a host without a time for every layer");
+    for (std::size_t l = 0; l < n; ++l)
+      p.time[h][l + 1] = p.time[h][l] + (host.forward_s[l] + host.backward_s[l]) / host.speed;
+  }
+  for (std::size_t l = 0; l < n; ++l) p.params[l + 1] = p.params[l] + layers[l].parameter_bytes;
+  return p;
+}
+
+// PipeDream's time of a stage with layers [i, j) on hosts [h, h + r): its compute on the slowest
+// replica plus its data-parallel synchronisation over the narrowest link, shared by r replicas.
+// With the activation option, also its input (i > 0) and output (j < n) transfers, each over the
+// narrowest link among its hosts and, for the input, the host before them.
+double stage_time(const std::vector<LayerCost>& layers, const Prefix& pre, const Conditions& c,
+                  const PipeDreamOptions& o, std::size_t i, std::size_t j, std::size_t h,
+                  std::size_t r) {
+  double compute = 0, bandwidth = std::numeric_limits<double>::infinity();
+  for (std::size_t x = h; x < h + r; ++x) {
+    compute = std::max(compute, pre.time[x][j] - pre.time[x][i]);
+    bandwidth = std::min(bandwidth, c.bandwidth[x]);
+  }
+  const double rd = static_cast<double>(r);
+  const double sync = 4 * (rd - 1) * (pre.params[j] - pre.params[i]) / (bandwidth * rd);
+  double t = (compute + sync) / rd;
+  if (o.activation_compression_ratio) {
+    const double ratio = *o.activation_compression_ratio;
+    if (i > 0) {
+      const double b_in = std::min(bandwidth, c.bandwidth[h - 1]);
+      t = std::max(t, 2 * layers[i - 1].activation_bytes / (b_in * rd) / ratio);
+    }
+    if (j < layers.size())
+      t = std::max(t, 2 * layers[j - 1].activation_bytes / (bandwidth * rd) / ratio);
+  }
+  return t;
+}
+
+}  // namespace
 
 double pipedream_objective(const std::vector<LayerCost>& layers, const Partition& p,
-                           const Conditions& c) {
-  const StageCosts s = stage_costs(layers, p, c);
+                           const Conditions& c, const PipeDreamOptions& options) {
+  MLSIM_CHECK(p.first.back() == layers.size() && p.hosts_used() <= c.host_count(),
+              "partition does not match the layers and hosts");
+  const Prefix pre = prefix_sums(layers, c);
   double worst = 0;
-  for (std::size_t st = 0; st < p.stages(); ++st) {
-    worst = std::max(worst, s.forward_s[st] + s.backward_s[st]);
-    if (st + 1 < p.stages())
-      worst = std::max(worst, 2 * s.boundary_bytes[st] / c.link_bandwidth[st]);
-  }
+  for (std::size_t s = 0; s < p.stages(); ++s)
+    worst = std::max(worst, stage_time(layers, pre, c, options, p.first[s], p.first[s + 1],
+                                       p.first_host(s), p.replication(s)));
   return worst;
 }
 
-Partition pipedream_partition(const std::vector<LayerCost>& layers, const Conditions& c) {
-  const std::size_t n = layers.size(), stages = c.stages();
-  MLSIM_CHECK(stages >= 1 && n >= stages, "fewer layers than pipeline stages");
-  // prefix[m][j]: forward + backward of layers [0, j) on stage m's host now.
-  std::vector<std::vector<double>> prefix(stages, std::vector<double>(n + 1, 0));
-  for (std::size_t m = 0; m < stages; ++m) {
-    const StageHost& h = c.hosts[m];
-    MLSIM_CHECK(h.forward_s.size() == n && h.backward_s.size() == n,
-                "a stage host without a time for every layer");
-    for (std::size_t l = 0; l < n; ++l)
-      prefix[m][l + 1] = prefix[m][l] + (h.forward_s[l] + h.backward_s[l]) / h.speed;
-  }
+Partition pipedream_partition(const std::vector<LayerCost>& layers, const Conditions& c,
+                              const PipeDreamOptions& options) {
+  const std::size_t n = layers.size(), H = c.host_count();
+  MLSIM_CHECK(n >= 1 && H >= 1, "PipeDream's partitioner needs a layer and a host");
+  MLSIM_CHECK(!options.straight || n >= H, "a straight pipeline needs a layer per host");
+  const Prefix pre = prefix_sums(layers, c);
   const double inf = std::numeric_limits<double>::infinity();
-  // best[m][j]: layers [0, j) on stages 0..m-1; cut[m][j]: where stage m-1 starts.
-  std::vector<std::vector<double>> best(stages + 1, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<std::size_t>> cut(stages + 1, std::vector<std::size_t>(n + 1, 0));
-  for (std::size_t j = 1; j <= n; ++j) best[1][j] = prefix[0][j];
-  for (std::size_t m = 2; m <= stages; ++m) {
-    for (std::size_t j = m; j <= n; ++j) {
-      for (std::size_t i = m - 1; i < j; ++i) {
-        const double comm = 2 * layers[i - 1].activation_bytes / c.link_bandwidth[m - 2];
-        const double last = prefix[m - 1][j] - prefix[m - 1][i];
-        const double v = std::max({best[m - 1][i], comm, last});
-        if (v < best[m][j]) {
-          best[m][j] = v;
-          cut[m][j] = i;
+  // best[j][m]: layers [0, j) on hosts [0, m). split[j][m]: where the last stage starts (0: one
+  // stage) and last[j][m] how many hosts it has.
+  std::vector<std::vector<double>> best(n + 1, std::vector<double>(H + 1, inf));
+  std::vector<std::vector<std::size_t>> split(n + 1, std::vector<std::size_t>(H + 1, 0));
+  std::vector<std::vector<std::size_t>> last(n + 1, std::vector<std::size_t>(H + 1, 0));
+  for (std::size_t m = 1; m <= H; ++m) {
+    for (std::size_t j = 1; j <= n; ++j) {
+      if (!options.straight || m == 1) {
+        best[j][m] = stage_time(layers, pre, c, options, 0, j, 0, m);
+        last[j][m] = m;
+      }
+      for (std::size_t i = 1; i < j; ++i) {
+        for (std::size_t r = 1; r < m; ++r) {
+          if (options.straight && r > 1) break;
+          if (best[i][m - r] == inf) continue;
+          const double v =
+              std::max(best[i][m - r], stage_time(layers, pre, c, options, i, j, m - r, r));
+          if (v < best[j][m]) {
+            best[j][m] = v;
+            split[j][m] = i;
+            last[j][m] = r;
+          }
         }
       }
     }
   }
-  Partition p;
-  p.first.assign(stages + 1, 0);
-  p.first[stages] = n;
-  for (std::size_t m = stages, j = n; m >= 2; --m) {
-    j = cut[m][j];
-    p.first[m - 1] = j;
+  // Walk back from all layers on all hosts.
+  std::vector<std::size_t> first{n}, replicas;
+  for (std::size_t j = n, m = H; j > 0;) {
+    MLSIM_CHECK(best[j][m] < inf, "PipeDream's program found no configuration");
+    const std::size_t i = split[j][m], r = last[j][m];
+    first.push_back(i);
+    replicas.push_back(r);
+    j = i;
+    m -= r;
   }
-  return p;
+  std::reverse(first.begin(), first.end());
+  std::reverse(replicas.begin(), replicas.end());
+  return Partition{first, replicas};
 }
 
 }  // namespace mlsim::pipeline

@@ -1,5 +1,8 @@
 #include "models/pipeline/pipeline_costs.hpp"
 
+#include <algorithm>
+#include <map>
+
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
@@ -24,37 +27,93 @@ StageHost profiled_host(const std::vector<LayerCost>& layers, double speed) {
   return h;
 }
 
+double Conditions::bandwidth_between(std::size_t a, std::size_t b) const {
+  return std::min(bandwidth[a], bandwidth[b]);
+}
+
+std::size_t Partition::first_host(std::size_t stage) const {
+  std::size_t h = 0;
+  for (std::size_t s = 0; s < stage; ++s) h += replication(s);
+  return h;
+}
+
+std::size_t Partition::stage_of_host(std::size_t host) const {
+  std::size_t h = 0;
+  for (std::size_t s = 0; s < stages(); ++s) {
+    h += replication(s);
+    if (host < h) return s;
+  }
+  return stages();
+}
+
+bool Partition::operator==(const Partition& o) const {
+  if (first != o.first) return false;
+  for (std::size_t s = 0; s < stages(); ++s)
+    if (replication(s) != o.replication(s)) return false;
+  return true;
+}
+
 StageCosts stage_costs(const std::vector<LayerCost>& layers, const Partition& p,
                        const Conditions& c) {
-  MLSIM_CHECK(p.stages() == c.stages() && p.first.back() == layers.size(),
-              "partition does not match the layers and stages");
+  MLSIM_CHECK(p.stages() >= 1 && p.first.back() == layers.size() &&
+                  (p.replicas.empty() || p.replicas.size() == p.stages()) &&
+                  p.hosts_used() <= c.host_count(),
+              "partition does not match the layers and hosts");
   StageCosts s;
   for (std::size_t st = 0; st < p.stages(); ++st) {
-    const StageHost& h = c.hosts[st];
-    MLSIM_CHECK(h.forward_s.size() == layers.size() && h.backward_s.size() == layers.size(),
-                "a stage host without a time for every layer");
-    double f = 0, b = 0;
-    for (std::size_t l = p.first[st]; l < p.first[st + 1]; ++l) {
-      f += h.forward_s[l];
-      b += h.backward_s[l];
+    MLSIM_CHECK(p.replication(st) >= 1 && p.first[st] < p.first[st + 1],
+                "a stage without a host or a layer");
+    s.first_host.push_back(p.first_host(st));
+    for (std::size_t h = s.first_host.back(); h < s.first_host.back() + p.replication(st); ++h) {
+      const StageHost& host = c.hosts[h];
+      MLSIM_CHECK(host.forward_s.size() == layers.size() && host.backward_s.size() == layers.size(),
+                  "a host without a time for every layer");
+      double f = 0, b = 0;
+      for (std::size_t l = p.first[st]; l < p.first[st + 1]; ++l) {
+        f += host.forward_s[l];
+        b += host.backward_s[l];
+      }
+      s.forward_s.push_back(f / host.speed);
+      s.backward_s.push_back(b / host.speed);
     }
-    s.forward_s.push_back(f / h.speed);
-    s.backward_s.push_back(b / h.speed);
+    double params = 0;
+    for (std::size_t l = p.first[st]; l < p.first[st + 1]; ++l) params += layers[l].parameter_bytes;
+    s.parameter_bytes.push_back(params);
     if (st + 1 < p.stages())
       s.boundary_bytes.push_back(layers[p.first[st + 1] - 1].activation_bytes);
   }
+  s.first_host.push_back(p.hosts_used());
   return s;
+}
+
+std::vector<Migration> migrations(const std::vector<LayerCost>& layers, const Partition& from,
+                                  const Partition& to) {
+  // Stage owning each layer in `from`.
+  std::vector<std::size_t> old_stage(layers.size());
+  for (std::size_t s = 0; s < from.stages(); ++s)
+    for (std::size_t l = from.first[s]; l < from.first[s + 1]; ++l) old_stage[l] = s;
+  std::map<std::pair<std::size_t, std::size_t>, double> bytes;
+  for (std::size_t s = 0; s < to.stages(); ++s) {
+    for (std::size_t i = 0; i < to.replication(s); ++i) {
+      const std::size_t host = to.first_host(s) + i;
+      const std::size_t held = from.stage_of_host(host);  // from.stages() if it held nothing
+      for (std::size_t l = to.first[s]; l < to.first[s + 1]; ++l) {
+        if (old_stage[l] == held) continue;
+        const std::size_t source =
+            from.first_host(old_stage[l]) + i % from.replication(old_stage[l]);
+        bytes[{source, host}] += layers[l].parameter_bytes;
+      }
+    }
+  }
+  std::vector<Migration> out;
+  for (const auto& [pair, b] : bytes) out.push_back({pair.first, pair.second, b});
+  return out;
 }
 
 double moved_parameter_bytes(const std::vector<LayerCost>& layers, const Partition& from,
                              const Partition& to) {
   double moved = 0;
-  std::size_t a = 0, b = 0;  // stage owning layer l in `from` and in `to`
-  for (std::size_t l = 0; l < layers.size(); ++l) {
-    while (from.first[a + 1] <= l) ++a;
-    while (to.first[b + 1] <= l) ++b;
-    if (a != b) moved += layers[l].parameter_bytes;
-  }
+  for (const Migration& m : migrations(layers, from, to)) moved += m.parameter_bytes;
   return moved;
 }
 

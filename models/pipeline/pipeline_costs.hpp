@@ -1,7 +1,7 @@
 #pragma once
-// What a pipeline partitioner and schedule need to know: per-layer costs of one minibatch and
-// the conditions (each stage host's layer times and speed, links between consecutive stages) they
-// run under.
+// What a pipeline partitioner and schedule need to know: per-layer costs of one minibatch, the
+// conditions (each host's layer times and speed, its link to the network) they run under, and a
+// configuration: contiguous layer ranges (stages), each run by one or more hosts (replicas).
 #include <cstddef>
 #include <vector>
 
@@ -15,18 +15,18 @@ struct LayerCost {
   double forward_s = 0;
   double backward_s = 0;
   double activation_bytes = 0;  // output sent to the next stage when the layer ends a stage
-  double parameter_bytes = 0;   // moved when the layer changes GPU
+  double parameter_bytes = 0;   // moved when the layer changes GPU; all-reduced when replicated
 };
 
 // Layers of a profile in topological order; data-loading input nodes are left out (they run on
 // the host, not on a pipeline stage).
 std::vector<LayerCost> layer_costs(const DnnProfile& profile);
 
-// What running each layer on one stage's host takes: every layer's time on the host's GPU at
-// speed 1 (the profile moved to that GPU by the platform's Compute), and the host's speed now.
-// Its layer time now is nominal / speed: what PipeDream's profiler would measure if it profiled
-// the model on that host at this moment (PipeDream profiles once, on one GPU, and assumes every
-// stage's GPU is that one; the partitioner here sees each host as it is).
+// What running each layer on one host takes: every layer's time on the host's GPU at speed 1
+// (the profile moved to that GPU by the platform's Compute), and the host's speed now. Its layer
+// time now is nominal / speed: what PipeDream's profiler would measure if it profiled the model
+// on that host at this moment (PipeDream profiles once, on one GPU, and assumes every GPU is that
+// one; the partitioners here see each host as it is).
 struct StageHost {
   std::vector<double> forward_s, backward_s;  // per layer, at speed 1 on the host's GPU
   double speed = 1;                           // HostSpeeds of the host
@@ -35,30 +35,67 @@ struct StageHost {
 // The profiling GPU's own times (a host of the profile's GPU type) at `speed`.
 StageHost profiled_host(const std::vector<LayerCost>& layers, double speed = 1);
 
-// Conditions at one moment. Stage s runs on hosts[s]; link s joins stage s to stage s + 1.
+// Conditions at one moment, for the job's hosts in order (host h is the topology's h-th pipeline
+// host). Every host has one access link each way; the model takes those links as the bottleneck,
+// so a transfer from a to b runs at the smaller of the two hosts' bandwidths and arrives
+// latency_out[a] + latency_in[b] after it leaves.
 struct Conditions {
   std::vector<StageHost> hosts;
-  std::vector<double> link_bandwidth;  // bytes/s, one per pair of consecutive stages
-  std::vector<double> link_latency;    // seconds
-  std::size_t stages() const { return hosts.size(); }
+  std::vector<double> bandwidth;    // bytes/s: the smaller of the host's link out and link in
+  std::vector<double> latency_out;  // seconds: host -> network (its uplink)
+  std::vector<double> latency_in;   // seconds: network -> host (its downlink)
+  std::size_t host_count() const { return hosts.size(); }
+  double bandwidth_between(std::size_t a, std::size_t b) const;
+  double latency_between(std::size_t a, std::size_t b) const {
+    return latency_out[a] + latency_in[b];
+  }
 };
 
-// Stage s owns layers [first[s], first[s + 1]); first[0] = 0 and first[stages] = layer count.
+// A configuration. Stage s owns layers [first[s], first[s + 1]) (first[0] = 0, first[stages] =
+// layer count) and runs on replicas[s] hosts, the next ones in order: stage 0 on hosts
+// [0, replicas[0]), stage 1 on the following replicas[1], and so on (PipeDream's hybrid: a
+// replicated stage is data-parallel inside, its replicas take minibatches round-robin and
+// all-reduce the stage's weight gradients after each backward). Empty `replicas` means one host
+// per stage (a straight pipeline).
 struct Partition {
   std::vector<std::size_t> first;
+  std::vector<std::size_t> replicas;
   std::size_t stages() const { return first.empty() ? 0 : first.size() - 1; }
-  bool operator==(const Partition&) const = default;
+  std::size_t replication(std::size_t stage) const {
+    return replicas.empty() ? 1 : replicas[stage];
+  }
+  std::size_t first_host(std::size_t stage) const;  // the first host of `stage`
+  std::size_t hosts_used() const { return first_host(stages()); }
+  std::size_t stage_of_host(std::size_t host) const;  // stages() when the host runs nothing
+  bool operator==(const Partition& o) const;
 };
 
-// Per-stage forward and backward seconds of one minibatch, and the bytes each stage boundary
-// carries (the activation of the stage's last layer; the gradient going back is the same size).
+// Per-host forward and backward seconds of one minibatch of the host's stage, the bytes each
+// stage boundary carries per minibatch (the activation of the stage's last layer; the gradient
+// going back is the same size) and the parameter bytes of each stage.
 struct StageCosts {
-  std::vector<double> forward_s, backward_s, boundary_bytes;
+  std::vector<std::size_t> first_host;        // per stage, and one past the last stage
+  std::vector<double> forward_s, backward_s;  // per host used
+  std::vector<double> boundary_bytes;         // per boundary (stages - 1)
+  std::vector<double> parameter_bytes;        // per stage
+  std::size_t stages() const { return first_host.empty() ? 0 : first_host.size() - 1; }
 };
 StageCosts stage_costs(const std::vector<LayerCost>& layers, const Partition& p,
                        const Conditions& c);
 
-// Parameter bytes that change GPU when going from `from` to `to`.
+// What a switch from `from` to `to` moves: for every host of `to`, the parameters of its new
+// stage's layers that its stage in `from` did not hold, fetched from a host of the layer's old
+// stage (replica i of the new stage fetches from replica i mod r of the old one, so the replicas
+// of a new stage spread their reads over the old replicas). One entry per (source, destination)
+// host pair, in host order.
+struct Migration {
+  std::size_t from_host = 0, to_host = 0;
+  double parameter_bytes = 0;
+};
+std::vector<Migration> migrations(const std::vector<LayerCost>& layers, const Partition& from,
+                                  const Partition& to);
+
+// The parameter bytes of migrations(layers, from, to), summed.
 double moved_parameter_bytes(const std::vector<LayerCost>& layers, const Partition& from,
                              const Partition& to);
 

@@ -17,17 +17,23 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
   TrainingParams p;
   p.policy = pipeline_policies().policies.choose(system, "policy").value;
   const auto hosts = static_cast<std::int64_t>(topology.hosts().size());
-  const auto stages = static_cast<std::size_t>(
-      system.integer_or("stages", hosts, 1, std::max<std::int64_t>(hosts, 1)));
+  reject_moved_key(system, "stages", "the number of hosts the job uses (\"hosts\")");
+  const auto job_hosts = static_cast<std::size_t>(
+      system.integer_or("hosts", hosts, 1, std::max<std::int64_t>(hosts, 1)));
   p.min_gain = system.number_or("min_gain", 0.05, 0, 1);
   p.migrated_state_factor = system.number_or("migrated_state_factor", 2, 0, 100);
+  // PipeDream's optimizer options, with its command-line defaults (pipedream_partitioner.hpp).
+  p.straight = system.boolean_or("straight_pipeline", false);
+  if (system.has("activation_compression_ratio"))
+    p.activation_compression_ratio = system.number("activation_compression_ratio", 1e-6, 1e9);
 
   const DnnProfile profile = read_pipedream_graph_field(workload, "profile", scenario_dir);
   p.layers = layer_costs(profile);
-  if (p.layers.size() < stages)
+  if (p.straight && p.layers.size() < job_hosts)
     throw InputError(workload.path_of("profile"),
                      "the profile has " + std::to_string(p.layers.size()) +
-                         " layers, fewer than the " + std::to_string(stages) + " stages");
+                         " layers, fewer than the " + std::to_string(job_hosts) +
+                         " stages of a straight pipeline on that many hosts");
   // Which GPU measured PipeDream's profiles is not recorded in the files or their repository
   // (workloads/dnn/pipedream/README.md), so the scenario must say which catalog GPU it takes
   // them to be from: no default.
@@ -40,31 +46,29 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
   reject_moved_key(workload, "changes",
                    "GPU speed and host bandwidth changes (host speed; "
                    "\"links_of\" a host)");
-  place_stages(p, topology, stages);
+  place_stages(p, topology, job_hosts);
   return p;
 }
 
-void place_stages(TrainingParams& p, const Topology& topology, std::size_t stages) {
+void place_stages(TrainingParams& p, const Topology& topology, std::size_t hosts) {
   p.hosts.clear();
   p.host_links.clear();
-  p.link_latency.clear();
-  for (std::size_t s = 0; s < stages; ++s) {
-    const NodeId h = topology.hosts()[s];
+  p.latency_out.clear();
+  p.latency_in.clear();
+  for (std::size_t i = 0; i < hosts; ++i) {
+    const NodeId h = topology.hosts()[i];
     p.hosts.push_back(h);
-    const AccessLinks links = host_access_links(topology, h, "pipeline stage " + std::to_string(s));
+    const AccessLinks links = host_access_links(topology, h, "pipeline host " + std::to_string(i));
     p.host_links.push_back(links);
-    if (s > 0) {
-      const LinkId prev_up = p.host_links[s - 1].up;
-      p.link_latency.push_back(
-          (topology.link(prev_up).latency + topology.link(links.down).latency).seconds());
-    }
+    p.latency_out.push_back(topology.link(links.up).latency.seconds());
+    p.latency_in.push_back(topology.link(links.down).latency.seconds());
   }
 }
 
 void check_stage_gpus(const TrainingParams& p, const NodeHardware& hardware,
                       const std::string& profiled_on_where) {
   for (std::size_t s = 0; s < p.hosts.size(); ++s) {
-    const std::string where = "topology.hardware (stage " + std::to_string(s) + ")";
+    const std::string where = "topology.hardware (pipeline host " + std::to_string(s) + ")";
     const GpuSpec& gpu = hardware.gpu(p.hosts[s], where);
     // Throws at the GPU lacking an FP32 rate, before any layer is priced.
     scale_profiled_time(1, 0, Dtype::kFp32, *p.profiled_on, gpu, profiled_on_where, where);

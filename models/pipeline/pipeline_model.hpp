@@ -15,14 +15,15 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
                                     const Topology& topology, const HardwareCatalog& hardware,
                                     const std::filesystem::path& scenario_dir);
 
-// InputError unless every stage host has a GPU (topology.hardware) with an FP32 rate, as the
+// InputError unless every host of the job has a GPU (topology.hardware) with an FP32 rate, as the
 // profile's GPU (named at `profiled_on_where`) must have: the profile is FP32 training.
 void check_stage_gpus(const TrainingParams& p, const NodeHardware& hardware,
                       const std::string& profiled_on_where);
 
-// Stage s on host s of the topology: fills hosts, host_links and link_latency. InputError when a
-// host has not exactly one link to the network.
-void place_stages(TrainingParams& p, const Topology& topology, std::size_t stages);
+// The job on the topology's first `hosts` hosts, in order (stages take consecutive runs of them):
+// fills hosts, host_links and the latencies. InputError when a host has not exactly one link to
+// the network.
+void place_stages(TrainingParams& p, const Topology& topology, std::size_t hosts);
 
 std::unique_ptr<Model> make_pipeline_model(ModelSetup& setup);
 

@@ -1,6 +1,6 @@
 #include "models/pipeline/pipeline_training.hpp"
 
-#include <map>
+#include <algorithm>
 
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
@@ -17,15 +17,13 @@ PipelineTraining::PipelineTraining(Engine& engine, Network& network, Compute& co
       compute_(compute),
       speeds_(speeds),
       links_(links),
-      params_(std::move(params)),
-      stages_(params_.hosts.size()) {
+      params_(std::move(params)) {
   MLSIM_CHECK(!params_.hosts.empty() && params_.host_links.size() == params_.hosts.size() &&
-                  params_.link_latency.size() + 1 == params_.hosts.size() &&
-                  params_.minibatches > 0,
-              "pipeline needs a host per stage and at least one minibatch");
+                  params_.latency_out.size() == params_.hosts.size() &&
+                  params_.latency_in.size() == params_.hosts.size() && params_.minibatches > 0,
+              "pipeline needs its hosts' links and at least one minibatch");
   MLSIM_CHECK(params_.profiled_on != nullptr, "pipeline needs the GPU its profile was measured on");
-  // Every layer's nominal time on every stage host's GPU: a re-partition may move any layer to
-  // any stage.
+  // Every layer's nominal time on every host's GPU: a re-partition may move any layer anywhere.
   for (NodeId host : params_.hosts) {
     StageHost h;
     for (const LayerCost& l : params_.layers) {
@@ -40,26 +38,33 @@ PipelineTraining::PipelineTraining(Engine& engine, Network& network, Compute& co
   links_.on_change([this](std::span<const LinkId> changed) { links_changed(changed); });
 }
 
-double PipelineTraining::host_bandwidth(std::size_t s) const {
-  const auto [up, down] = params_.host_links[s];
+double PipelineTraining::host_bandwidth(std::size_t h) const {
+  const auto [up, down] = params_.host_links[h];
   return std::min(links_.bandwidth(up).bytes_per_s, links_.bandwidth(down).bytes_per_s);
+}
+
+Partition PipelineTraining::plan(const Conditions& c) {
+  if (params_.policy == Policy::kPipeDream)
+    return pipedream_partition(params_.layers, c,
+                               {params_.straight, params_.activation_compression_ratio});
+  const Plan best = autopipe_plan(params_.layers, c, {params_.straight});
+  configurations_timed_ += best.evaluated;
+  return best.partition;
 }
 
 void PipelineTraining::start() {
   started_ = true;
   const std::size_t n = params_.hosts.size();
-  for (std::size_t s = 0; s < n; ++s) now_.hosts[s].speed = speeds_.speed(params_.hosts[s]);
-  for (std::size_t b = 0; b + 1 < n; ++b)
-    now_.link_bandwidth.push_back(std::min(host_bandwidth(b), host_bandwidth(b + 1)));
-  now_.link_latency = params_.link_latency;
-  Partition p;
-  if (params_.policy == Policy::kPipeDream) {
-    p = pipedream_partition(params_.layers, now_);
-  } else {
-    p = autopipe_plan(params_.layers, now_).partition;
+  for (std::size_t h = 0; h < n; ++h) {
+    now_.hosts[h].speed = speeds_.speed(params_.hosts[h]);
+    now_.bandwidth.push_back(host_bandwidth(h));
   }
+  now_.latency_out = params_.latency_out;
+  now_.latency_in = params_.latency_in;
+  const Partition p = plan(now_);
   initial_estimate_s_ = steady_state_seconds(params_.layers, p, now_);
-  initial_pipedream_objective_s_ = pipedream_objective(params_.layers, p, now_);
+  initial_pipedream_objective_s_ = pipedream_objective(
+      params_.layers, p, now_, {params_.straight, params_.activation_compression_ratio});
   begin_segment(p);
 }
 
@@ -70,75 +75,139 @@ void PipelineTraining::begin_segment(const Partition& p) {
   for (StageHost& h : unit.hosts) h.speed = 1;
   base_costs_ = stage_costs(params_.layers, p, unit);
   segment_limit_ = params_.minibatches - completed_;
-  for (Stage& s : stages_) s = Stage{};
-  for (std::size_t s = 0; s < stages_.size(); ++s) try_start(s);
+  round_done_.clear();
+  workers_.assign(p.hosts_used(), Worker{});
+  for (std::size_t s = 0; s < p.stages(); ++s) {
+    for (std::size_t q = 0; q < p.replication(s); ++q) {
+      Worker& w = workers_[p.first_host(s) + q];
+      w.stage = s;
+      w.replica = q;
+      w.replicas = p.replication(s);
+      w.limit = in_flight_limit(p.first_host(s), p.replication(s), p.hosts_used());
+    }
+  }
+  assign_minibatches();
+  for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
 }
 
-void PipelineTraining::try_start(std::size_t s) {
-  Stage& st = stages_[s];
-  if (st.busy) return;
-  const Op op = next_op(s, stages_.size(), st.forwards, st.backwards, segment_limit_);
+void PipelineTraining::assign_minibatches() {
+  for (Worker& w : workers_)
+    w.minibatches = replica_minibatches(w.replica, w.replicas, segment_limit_);
+}
+
+void PipelineTraining::try_start(std::size_t w) {
+  Worker& wk = workers_[w];
+  if (wk.busy || wk.in_allreduce) return;
+  const Op op = next_op_limited(wk.limit, wk.forwards, wk.backwards, wk.minibatches);
   if (op == Op::kNone) return;
   const bool forward = op == Op::kForward;
-  const std::size_t m = forward ? st.forwards : st.backwards;
-  if (forward && s > 0) {
-    if (!st.activations.erase(m)) return;  // waits for its input
+  const std::size_t k = forward ? wk.forwards : wk.backwards;
+  if (forward && wk.stage > 0) {
+    if (!wk.activations.erase(k)) return;  // waits for its input
   } else if (!forward) {
-    if (!st.gradients.erase(m)) return;
+    if (!wk.gradients.erase(k)) return;
   }
-  st.busy = true;
-  st.running_forward = forward;
-  const double nominal = forward ? base_costs_.forward_s[s] : base_costs_.backward_s[s];
-  compute_.run_for(std::span<const NodeId>(&params_.hosts[s], 1),
+  wk.busy = true;
+  wk.running_forward = forward;
+  const double nominal = forward ? base_costs_.forward_s[w] : base_costs_.backward_s[w];
+  compute_.run_for(std::span<const NodeId>(&params_.hosts[w], 1),
                    std::span<const double>(&nominal, 1),
-                   [this, s, forward, m] { op_done(s, forward, m); });
+                   [this, w, forward, k] { op_done(w, forward, k); });
 }
 
-void PipelineTraining::op_done(std::size_t s, bool forward, std::size_t m) {
-  Stage& st = stages_[s];
-  st.busy = false;
-  const std::size_t last = stages_.size() - 1;
-  // Minibatch m's activation (forward) or gradient (backward) from stage `from` to `to`.
-  auto send = [this, m](std::size_t from, std::size_t to, std::size_t boundary, bool activation) {
-    network_.start_transfer(
-        params_.hosts[from], params_.hosts[to],
-        Bytes{static_cast<std::int64_t>(base_costs_.boundary_bytes[boundary])},
-        [this, to, m, activation](const TransferResult& r) {
-          if (r.failed) {  // no route left: counted and reported; the pipeline stalls
-            ++failed_transfers_;
-            return;
-          }
-          (activation ? stages_[to].activations : stages_[to].gradients).insert(m);
-          try_start(to);
-        });
+void PipelineTraining::op_done(std::size_t w, bool forward, std::size_t k) {
+  // Finished all-reduces go here, where none of their callbacks can be running.
+  while (!allreduces_.empty() && allreduces_.front()->done()) allreduces_.pop_front();
+  Worker& wk = workers_[w];
+  wk.busy = false;
+  const std::size_t s = wk.stage, m = wk.replica + k * wk.replicas;  // segment minibatch
+  // Minibatch m's activation (forward) or gradient (backward) to the replica of stage `to` that
+  // runs it (round-robin).
+  auto send = [this, w, m](std::size_t to, std::size_t boundary, bool activation) {
+    const std::size_t r = partition_.replication(to);
+    const std::size_t dest = partition_.first_host(to) + m % r, k_dest = m / r;
+    network_.start_transfer(params_.hosts[w], params_.hosts[dest],
+                            Bytes{static_cast<std::int64_t>(base_costs_.boundary_bytes[boundary])},
+                            [this, dest, k_dest, activation](const TransferResult& r) {
+                              if (r.failed) {  // no route left: counted; the pipeline stalls
+                                ++failed_transfers_;
+                                return;
+                              }
+                              Worker& d = workers_[dest];
+                              (activation ? d.activations : d.gradients).insert(k_dest);
+                              try_start(dest);
+                            });
   };
   if (forward) {
-    ++st.forwards;
-    if (s < last) {
-      send(s, s + 1, s, true);
+    ++wk.forwards;
+    if (s + 1 < partition_.stages()) {
+      send(s + 1, s, true);
     } else {
-      st.gradients.insert(m);
+      wk.gradients.insert(k);  // the loss is computed where the forward ends
     }
   } else {
-    ++st.backwards;
+    ++wk.backwards;
     if (s > 0) {
-      send(s, s - 1, s - 1, false);
+      send(s - 1, s - 1, false);
     } else {
       ++completed_;
       progress_series_.add(engine_.now(), {static_cast<double>(completed_)});
       if (finished()) finish_ = engine_.now();
     }
+    if (wk.replicas > 1) join_allreduce(w, k);
   }
-  try_start(s);
+  try_start(w);
   if (switching_) maybe_resume();
+}
+
+void PipelineTraining::join_allreduce(std::size_t w, std::size_t k) {
+  workers_[w].in_allreduce = true;
+  ++round_done_[{workers_[w].stage, k}];
+  maybe_start_allreduce(workers_[w].stage, k);
+}
+
+void PipelineTraining::maybe_start_allreduce(std::size_t s, std::size_t k) {
+  const std::size_t first = partition_.first_host(s), replicas = partition_.replication(s);
+  // The replicas that have a k-th minibatch in this segment take part.
+  std::size_t members = 0;
+  for (std::size_t q = 0; q < replicas; ++q) members += workers_[first + q].minibatches > k ? 1 : 0;
+  if (round_done_[{s, k}] < members) return;
+  round_done_.erase({s, k});
+  auto release = [this, first, members] {
+    if (finished()) finish_ = engine_.now();  // the last weight update ends the job
+    for (std::size_t q = 0; q < members; ++q) workers_[first + q].in_allreduce = false;
+    for (std::size_t q = 0; q < members; ++q) try_start(first + q);
+    if (switching_) maybe_resume();
+  };
+  if (members < 2 || base_costs_.parameter_bytes[s] <= 0) {
+    // Nothing to reduce; released by an event, never from inside the caller.
+    engine_.schedule_in(Time::ns(0), release);
+    return;
+  }
+  std::vector<NodeId> hosts(params_.hosts.begin() + static_cast<std::ptrdiff_t>(first),
+                            params_.hosts.begin() + static_cast<std::ptrdiff_t>(first + members));
+  collectives::CollectiveSpec spec;  // ring, one chunk, window 1 (one_f_one_b.hpp's estimate)
+  spec.bytes = Bytes{static_cast<std::int64_t>(base_costs_.parameter_bytes[s])};
+  allreduce_bytes_ += base_costs_.parameter_bytes[s];
+  ++allreduce_count_;
+  auto done = [this, release](const collectives::CollectiveResult& r) {
+    if (!r.completed) {
+      failed_transfers_ += r.failed_transfers;
+      return;  // the stage stalls, as after a failed transfer
+    }
+    release();
+  };
+  allreduces_.push_back(std::make_unique<collectives::Collective>(
+      engine_, network_, std::move(hosts), spec, std::move(done), &links_));
+  allreduces_.back()->start();
 }
 
 void PipelineTraining::speed_changed(NodeId host, double speed) {
   if (!started_) return;  // start() reads the speeds
   bool mine = false;
-  for (std::size_t s = 0; s < params_.hosts.size(); ++s)
-    if (params_.hosts[s] == host) {
-      now_.hosts[s].speed = speed;
+  for (std::size_t h = 0; h < params_.hosts.size(); ++h)
+    if (params_.hosts[h] == host) {
+      now_.hosts[h].speed = speed;
       mine = true;
     }
   if (mine) conditions_changed();
@@ -150,9 +219,7 @@ void PipelineTraining::links_changed(std::span<const LinkId> changed) {
   for (LinkId l : changed)
     for (const auto& [up, down] : params_.host_links) mine = mine || l == up || l == down;
   if (!mine) return;
-  // A boundary's transfers cross both stages' host links.
-  for (std::size_t b = 0; b + 1 < now_.stages(); ++b)
-    now_.link_bandwidth[b] = std::min(host_bandwidth(b), host_bandwidth(b + 1));
+  for (std::size_t h = 0; h < params_.hosts.size(); ++h) now_.bandwidth[h] = host_bandwidth(h);
   conditions_changed();
 }
 
@@ -167,29 +234,36 @@ void PipelineTraining::conditions_changed() {
 }
 
 void PipelineTraining::consider_repartition() {
-  const Plan plan = autopipe_plan(params_.layers, now_);
+  const Plan best = autopipe_plan(params_.layers, now_, {params_.straight});
+  configurations_timed_ += best.evaluated;
   const double current = steady_state_seconds(params_.layers, partition_, now_);
   ++plans_evaluated_;
-  if (plan.partition == partition_ ||
-      plan.seconds_per_minibatch >= current * (1 - params_.min_gain))
+  if (best.partition == partition_ ||
+      best.seconds_per_minibatch >= current * (1 - params_.min_gain))
     return;
   switching_ = true;
-  next_ = plan.partition;
+  next_ = best.partition;
   switch_started_ = engine_.now();
-  // Stop admitting: the segment ends with the minibatches the input stage has started.
-  segment_limit_ = stages_[0].forwards + (stages_[0].busy && stages_[0].running_forward ? 1 : 0);
-  // Parameters (and optimizer state) of every layer that changes GPU, one transfer per GPU pair.
-  std::map<std::pair<std::size_t, std::size_t>, double> moves;
-  std::size_t a = 0, b = 0;
-  for (std::size_t l = 0; l < params_.layers.size(); ++l) {
-    while (partition_.first[a + 1] <= l) ++a;
-    while (next_.first[b + 1] <= l) ++b;
-    if (a != b) moves[{a, b}] += params_.layers[l].parameter_bytes * params_.migrated_state_factor;
+  // Stop admitting: the segment ends with the minibatches stage 0's replicas have started (the
+  // highest of them and every one below it, so that the segment stays a prefix).
+  std::size_t limit = 0;
+  for (const Worker& w : workers_) {
+    if (w.stage != 0) continue;
+    const std::size_t started = w.forwards + (w.busy && w.running_forward ? 1 : 0);
+    if (started > 0) limit = std::max(limit, w.replica + (started - 1) * w.replicas + 1);
   }
-  for (const auto& [pair, bytes] : moves) {
+  segment_limit_ = limit;
+  assign_minibatches();
+  // Rounds that waited for a replica whose minibatch the segment no longer has start now.
+  std::vector<std::pair<std::size_t, std::size_t>> waiting;
+  for (const auto& [round, done] : round_done_) waiting.push_back(round);
+  for (const auto& [s, k] : waiting) maybe_start_allreduce(s, k);
+  // Parameters (and optimizer state) each host lacks, one transfer per pair of hosts.
+  for (const Migration& mv : migrations(params_.layers, partition_, next_)) {
+    const double bytes = mv.parameter_bytes * params_.migrated_state_factor;
     migrated_bytes_ += bytes;
     ++migrations_in_flight_;
-    network_.start_transfer(params_.hosts[pair.first], params_.hosts[pair.second],
+    network_.start_transfer(params_.hosts[mv.from_host], params_.hosts[mv.to_host],
                             Bytes{static_cast<std::int64_t>(bytes)},
                             [this](const TransferResult& r) {
                               if (r.failed) ++failed_transfers_;
@@ -197,15 +271,16 @@ void PipelineTraining::consider_repartition() {
                               maybe_resume();
                             });
   }
-  // Stages waiting for a forward the segment no longer has move on to their backwards.
-  for (std::size_t s = 0; s < stages_.size(); ++s) try_start(s);
+  // Workers waiting for a forward the segment no longer has move on to their backwards.
+  for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
   maybe_resume();
 }
 
 void PipelineTraining::maybe_resume() {
   if (!switching_ || migrations_in_flight_ > 0) return;
-  for (const Stage& s : stages_)
-    if (s.busy || s.backwards < segment_limit_ || s.forwards < segment_limit_) return;
+  for (const Worker& w : workers_)
+    if (w.busy || w.in_allreduce || w.backwards < w.minibatches || w.forwards < w.minibatches)
+      return;
   switching_ = false;
   switch_ns_ += (engine_.now() - switch_started_).count_ns();
   ++repartitions_;
@@ -228,18 +303,24 @@ void PipelineTraining::report(Results& out) const {
   out.set_metric("repartitions", static_cast<double>(repartitions_));
   out.set_metric("switch_time_s", static_cast<double>(switch_ns_) * 1e-9);
   out.set_metric("migrated_bytes", migrated_bytes_);
+  out.set_metric("allreduces", static_cast<double>(allreduce_count_));
+  out.set_metric("allreduce_bytes", allreduce_bytes_);
   out.set_metric("failed_transfers", static_cast<double>(failed_transfers_));
   out.set_metric("initial_estimate_s_per_minibatch", initial_estimate_s_);
   out.set_metric("initial_pipedream_objective_s", initial_pipedream_objective_s_);
   auto& d = out.details();
   d["policy"] = params_.policy == Policy::kPipeDream ? "pipedream" : "autopipe";
-  d["stages"] = now_.stages();
+  d["hosts"] = params_.hosts.size();
   d["layers"] = params_.layers.size();
   d["plans_evaluated"] = plans_evaluated_;
+  d["configurations_timed"] = configurations_timed_;
   auto& hist = d["partitions"];
   hist = nlohmann::json::array();
-  for (const auto& [at, p] : history_)
-    hist.push_back({{"from_s", at.seconds()}, {"first_layer", p.first}});
+  for (const auto& [at, p] : history_) {
+    std::vector<std::size_t> replicas;
+    for (std::size_t s = 0; s < p.stages(); ++s) replicas.push_back(p.replication(s));
+    hist.push_back({{"from_s", at.seconds()}, {"first_layer", p.first}, {"replicas", replicas}});
+  }
   out.add_series(progress_series_);
 }
 

@@ -1,38 +1,48 @@
 #pragma once
-// One pipeline-parallel training job run on the engine: stages on hosts, 1F1B on each stage's
-// GPU (one_f_one_b.hpp for the order), activations and gradients as network transfers between the
-// stages' hosts. Every forward and backward is work on the platform's Compute: the profile's layer
-// times, measured on the profile's GPU, moved to the stage host's GPU type by the catalog scaling
-// (profile_scaling.hpp) and divided by the host's speed (HostSpeeds), which Compute follows while
-// the op runs. The stage hosts' link bandwidths come from LinkConditions. Speeds and bandwidths
-// are read at the start (after the scenario's events at time 0) and followed through their
-// listeners: the scenario's `events` section drives them.
+// One pipeline-parallel training job run on the engine: stages on hosts (a stage may be
+// replicated over several hosts, PipeDream's hybrid), 1F1B on each host's GPU (one_f_one_b.hpp
+// for the order and the round-robin of minibatches over a stage's replicas), activations and
+// gradients as network transfers between the hosts, and the all-reduce of a replicated stage's
+// parameters after each round of backwards as a ring collective (sim_core/collectives). Every
+// forward and backward is work on the platform's Compute: the profile's layer times, measured on
+// the profile's GPU, moved to the host's GPU type by the catalog scaling (profile_scaling.hpp)
+// and divided by the host's speed (HostSpeeds), which Compute follows while the op runs. The
+// hosts' link bandwidths come from LinkConditions. Speeds and bandwidths are read at the start
+// (after the scenario's events at time 0) and followed through their listeners: the scenario's
+// `events` section drives them.
 //
 // Policies:
-//   - pipedream: PipeDream's partition for the initial conditions, never changed.
-//   - autopipe: the oracle plan (autopipe_planner.hpp) at the start and again after every change;
-//     when the plan beats the running partition's steady-state time by more than `min_gain`, the
-//     job switches to it.
+//   - pipedream: PipeDream's configuration for the initial conditions (pipedream_partitioner.hpp,
+//     with the options of its released optimizer), never changed.
+//   - autopipe: the exact plan (autopipe_planner.hpp) at the start and again after every change;
+//     when the plan beats the running configuration's steady-state time by more than `min_gain`,
+//     the job switches to it.
 //
 // Switching [inferred: the AutoPipe abstract says only that it computes layer by layer during the
 // switch]: the input stage stops admitting minibatches, the ones in flight finish on the old
-// partition (the pipeline drains), and meanwhile the parameters of every layer that changes GPU
-// (times `migrated_state_factor`, for optimizer state) travel to its new GPU, one transfer per
-// pair of GPUs; training resumes on the new partition when both are done. Overlapping the copy
-// with the drain is our reading of "layer by layer"; the drain itself is a cost AutoPipe may
-// avoid, so the switching cost here is an upper bound. Changes during a switch are evaluated when
-// it ends.
+// configuration (the pipeline drains), and meanwhile every host fetches the parameters of the
+// layers it lacks (times `migrated_state_factor`, for optimizer state), one transfer per pair of
+// hosts (migrations() in pipeline_costs.hpp); training resumes on the new configuration when
+// both are done. Overlapping the copy with the drain is our reading of "layer by layer"; the
+// drain itself is a cost AutoPipe may avoid, so the switching cost here is an upper bound.
+// Changes during a switch are evaluated when it ends.
 //
-// A GPU speed change stretches or shrinks what remains of the op in progress (Compute). A
-// stage host's link bandwidth is the smaller of its link to the network and the link back; a
-// boundary's is the smaller of its two hosts' (estimates assume the host links are the bottleneck).
+// A GPU speed change stretches or shrinks what remains of the op in progress (Compute). A host's
+// link bandwidth is the smaller of its link to the network and the link back; a transfer's the
+// smaller of its two hosts' (estimates assume the host links are the bottleneck).
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include <deque>
+#include <memory>
+#include <optional>
+
 #include "models/pipeline/pipeline_costs.hpp"
+#include "sim_core/collectives/collective.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/host_speeds.hpp"
@@ -51,17 +61,20 @@ struct TrainingParams {
   // The GPU the profile was measured on (a catalog entry that outlives the job); every stage
   // host needs a GPU (topology.hardware).
   const GpuSpec* profiled_on = nullptr;
-  std::vector<NodeId> hosts;  // stage s runs on hosts[s]
-  // Each stage host's link to the network and the link back.
+  std::vector<NodeId> hosts;  // the job's hosts, in the order stages take them
+  // Each host's link to the network and the link back, and their latencies in seconds (speeds
+  // and bandwidths come from the platform at the start).
   std::vector<AccessLinks> host_links;
-  // Link latencies between consecutive stages (speeds and bandwidths come from the platform at
-  // the start).
-  std::vector<double> link_latency;
+  std::vector<double> latency_out, latency_in;
   std::size_t minibatches = 0;
   double samples_per_minibatch = 1;
   Policy policy = Policy::kPipeDream;
   double min_gain = 0.05;
   double migrated_state_factor = 2;
+  // PipeDream's optimizer options (pipedream_partitioner.hpp); `straight` also limits AutoPipe's
+  // search to one host per stage.
+  bool straight = false;
+  std::optional<double> activation_compression_ratio;
 };
 
 class PipelineTraining {
@@ -78,22 +91,35 @@ class PipelineTraining {
   void report(Results& out) const;
 
  private:
-  struct Stage {
+  // One host's progress in the current segment (counts and minibatch indices are the host's own:
+  // its k-th minibatch is replica + k x replicas of the segment).
+  struct Worker {
+    std::size_t stage = 0, replica = 0, replicas = 1;
+    std::size_t minibatches = 0, limit = 0;   // its share of the segment, in-flight limit
     std::size_t forwards = 0, backwards = 0;  // in the current segment
     bool busy = false, running_forward = false;
-    std::set<std::size_t> activations, gradients;  // arrived, not yet used (segment numbering)
+    bool in_allreduce = false;                     // waiting for, or in, its stage's all-reduce
+    std::set<std::size_t> activations, gradients;  // arrived, not yet used (own numbering)
   };
 
   void begin_segment(const Partition& p);
-  void try_start(std::size_t s);
-  void op_done(std::size_t s, bool forward, std::size_t m);
+  // Shares of the segment's minibatches per worker (after segment_limit_ changes).
+  void assign_minibatches();
+  void try_start(std::size_t w);
+  void op_done(std::size_t w, bool forward, std::size_t k);
+  // Worker w finished its k-th backward: all-reduce with its stage's replicas once all are done.
+  void join_allreduce(std::size_t w, std::size_t k);
+  // Starts round k's all-reduce of stage s once every replica that has a k-th minibatch is in it.
+  void maybe_start_allreduce(std::size_t s, std::size_t k);
   void speed_changed(NodeId host, double speed);
   void links_changed(std::span<const LinkId> changed);
-  // Bytes/s of stage s's host links now.
-  double host_bandwidth(std::size_t s) const;
+  // Bytes/s of host h's links now.
+  double host_bandwidth(std::size_t h) const;
   void conditions_changed();
   void consider_repartition();
   void maybe_resume();
+  // The policy's configuration for the conditions `c` (counts the configurations timed).
+  Partition plan(const Conditions& c);
 
   Engine& engine_;
   Network& network_;
@@ -101,13 +127,16 @@ class PipelineTraining {
   HostSpeeds& speeds_;
   LinkConditions& links_;
   TrainingParams params_;
-  Conditions now_;  // stage hosts' layer times at speed 1 (from the constructor), speeds, links
+  Conditions now_;  // hosts' layer times at speed 1 (from the constructor), speeds, links
   bool started_ = false;
   Partition partition_;
-  StageCosts base_costs_;  // of the current partition at speed 1 on each host's GPU, seconds
-  std::vector<Stage> stages_;
+  StageCosts base_costs_;        // of the current partition at speed 1 on each host's GPU, seconds
+  std::vector<Worker> workers_;  // one per host in use
   std::size_t segment_limit_ = 0;  // minibatches of the current segment
   std::size_t completed_ = 0;      // minibatches finished in earlier segments and this one
+  // All-reduce rounds of replicated stages: replicas done per (stage, round); collectives alive.
+  std::map<std::pair<std::size_t, std::size_t>, std::size_t> round_done_;
+  std::deque<std::unique_ptr<collectives::Collective>> allreduces_;
   // Switching state.
   bool switching_ = false, change_pending_ = false;
   Partition next_;
@@ -116,8 +145,10 @@ class PipelineTraining {
   // Metrics.
   Time finish_;
   std::int64_t switch_ns_ = 0;
-  double migrated_bytes_ = 0;
-  std::uint64_t failed_transfers_ = 0, repartitions_ = 0, plans_evaluated_ = 0;
+  double migrated_bytes_ = 0, allreduce_bytes_ = 0;
+  std::uint64_t failed_transfers_ = 0, repartitions_ = 0, plans_evaluated_ = 0,
+                allreduce_count_ = 0;
+  std::uint64_t configurations_timed_ = 0;
   double initial_estimate_s_ = 0, initial_pipedream_objective_s_ = 0;
   std::vector<std::pair<Time, Partition>> history_;
   TimeSeries progress_series_{"progress", {"minibatches_completed"}, {}};

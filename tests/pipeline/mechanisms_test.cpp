@@ -29,15 +29,23 @@ std::vector<LayerCost> layers(std::vector<std::pair<double, double>> fb, double 
   return out;
 }
 
-// Stage hosts of the profile's GPU type at `speeds` (their layer times are the profile's).
+// Hosts of the profile's GPU type at `speeds` (their layer times are the profile's); a transfer
+// between two of them takes bytes / bandwidth + latency.
 Conditions conditions(const std::vector<LayerCost>& l, std::vector<double> speeds,
                       double bandwidth = 1e12, double latency = 0) {
   Conditions c;
   for (double s : speeds) c.hosts.push_back(profiled_host(l, s));
-  c.link_bandwidth.assign(speeds.size() - 1, bandwidth);
-  c.link_latency.assign(speeds.size() - 1, latency);
+  c.bandwidth.assign(speeds.size(), bandwidth);
+  c.latency_out.assign(speeds.size(), latency);
+  c.latency_in.assign(speeds.size(), 0);
   return c;
 }
+
+// PipeDream's optimizer with --straight_pipeline (one host per stage).
+const PipeDreamOptions kStraight{.straight = true, .activation_compression_ratio = {}};
+// ... and with --activation_compression_ratio 1 (transfers in the objective, uncompressed).
+const PipeDreamOptions kStraightWithActivations{.straight = true,
+                                                .activation_compression_ratio = 1.0};
 
 std::vector<Op> order(std::size_t stage, std::size_t stages, std::size_t m) {
   std::vector<Op> ops;
@@ -55,12 +63,13 @@ TEST(PipeDreamPartition, BalancesStageTimes) {
   // f + b per layer: 1, 1, 1, 3. Two stages: cut after 1 -> max(1, 5) = 5; after 2 -> 4;
   // after 3 -> max(3, 3) = 3. Best: layers 0-2 | 3.
   const auto l = layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {1, 2}});
-  EXPECT_EQ(pipedream_partition(l, conditions(l, {1, 1})).first,
+  EXPECT_EQ(pipedream_partition(l, conditions(l, {1, 1}), kStraight).first,
             (std::vector<std::size_t>{0, 3, 4}));
-  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 3, 4}}, conditions(l, {1, 1})), 3);
+  EXPECT_DOUBLE_EQ(
+      pipedream_objective(l, Partition{{0, 3, 4}, {}}, conditions(l, {1, 1}), kStraight), 3);
   // GPU 0 at half speed: cut after 1 -> max(2, 5) = 5; after 2 -> max(4, 4) = 4; after 3 ->
   // max(6, 3) = 6. Best: 0-1 | 2-3.
-  EXPECT_EQ(pipedream_partition(l, conditions(l, {0.5, 1})).first,
+  EXPECT_EQ(pipedream_partition(l, conditions(l, {0.5, 1}), kStraight).first,
             (std::vector<std::size_t>{0, 2, 4}));
 }
 
@@ -71,20 +80,27 @@ TEST(PipeDreamPartition, TimesEachStageOnItsOwnHost) {
   Conditions c = conditions(l, {1, 1});
   for (double& f : c.hosts[1].forward_s) f /= 2;
   for (double& b : c.hosts[1].backward_s) b /= 2;
-  EXPECT_EQ(pipedream_partition(l, c).first, (std::vector<std::size_t>{0, 1, 4}));
-  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 1, 4}}, c), 1.5);
+  EXPECT_EQ(pipedream_partition(l, c, kStraight).first, (std::vector<std::size_t>{0, 1, 4}));
+  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 1, 4}, {}}, c, kStraight), 1.5);
   // The same host at half speed is back to 1 s a layer: 2 | 2 (tie with nothing: 1 | 3 -> 3).
   c.hosts[1].speed = 0.5;
-  EXPECT_EQ(pipedream_partition(l, c).first, (std::vector<std::size_t>{0, 2, 4}));
+  EXPECT_EQ(pipedream_partition(l, c, kStraight).first, (std::vector<std::size_t>{0, 2, 4}));
 }
 
-TEST(PipeDreamPartition, CountsTwiceTheActivationOnTheCut) {
-  // Same layers; layer 2's activation is 2.5 GB on a 1 GB/s link: cutting after it costs
-  // 2 x 2.5 = 5 s, so the 3 s split loses to cutting after layer 1 (4 s).
+TEST(PipeDreamPartition, CountsTwiceTheActivationOnTheCutOnlyWithTheOption) {
+  // Same layers; layer 2's activation is 2.5 GB on a 1 GB/s link. With
+  // --activation_compression_ratio 1, cutting after it costs 2 x 2.5 = 5 s, so the 3 s split
+  // loses to cutting after layer 1 (4 s). By default (no ratio) the released optimizer leaves
+  // activations out of the objective and keeps the 3 s split.
   auto l = layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {1, 2}});
   l[2].activation_bytes = 2.5e9;
-  EXPECT_EQ(pipedream_partition(l, conditions(l, {1, 1}, 1e9)).first,
+  const Conditions c = conditions(l, {1, 1}, 1e9);
+  EXPECT_EQ(pipedream_partition(l, c, kStraightWithActivations).first,
             (std::vector<std::size_t>{0, 2, 4}));
+  EXPECT_EQ(pipedream_partition(l, c, kStraight).first, (std::vector<std::size_t>{0, 3, 4}));
+  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 3, 4}, {}}, c, kStraightWithActivations),
+                   5);
+  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 3, 4}, {}}, c, kStraight), 3);
 }
 
 TEST(OneFOneB, WarmUpThenAlternate) {
@@ -104,7 +120,11 @@ TEST(OneFOneB, WarmUpThenAlternate) {
 //   B1 [5.6,7.6] -> 8.2; s0 B0 [5.2,7.2] F2 [7.2,8.2] -> 8.8, B1 [8.2,10.2]; s1 F2 [8.8,9.8]
 //   B2 [9.8,11.8] -> 12.4; s0 B2 [12.4,14.4]: 14.4 s.
 TEST(OneFOneB, TimingModelMatchesHandSchedule) {
-  StageCosts costs{{1, 1}, {2, 2}, {0}};
+  StageCosts costs{.first_host = {0, 1, 2},
+                   .forward_s = {1, 1},
+                   .backward_s = {2, 2},
+                   .boundary_bytes = {0},
+                   .parameter_bytes = {0, 0}};
   EXPECT_DOUBLE_EQ(estimate_1f1b(costs, conditions({}, {1, 1}), 3), 12);
   costs.boundary_bytes = {0.5e9};
   EXPECT_NEAR(estimate_1f1b(costs, conditions({}, {1, 1}, 1e9, 0.1), 3), 14.4, 1e-9);
@@ -184,7 +204,7 @@ TEST(PipelineTraining, SimulatedSteadyStateMatchesTheTimingModel) {
   for (std::size_t m : {1u, 2u, 7u, 40u}) {
     TrainingParams p = two_stage_params(m);
     const Conditions c = conditions(p.layers, {1, 1}, 1e9, 0.1);
-    const StageCosts costs = stage_costs(p.layers, Partition{{0, 1, 2}}, c);
+    const StageCosts costs = stage_costs(p.layers, Partition{{0, 1, 2}, {}}, c);
     const double model = estimate_1f1b(costs, c, m);
     EXPECT_NEAR(simulate(p, 2, 1e9, Time::ms(50)).results.metrics().at("time_s"), model, 1e-8) << m;
   }
@@ -229,8 +249,11 @@ TEST(AutoPipe, PlanIsNeverWorseThanPipeDreamUnderItsOwnModel) {
   auto l = layers({{0.2, 0.4}, {1, 2}, {0.3, 0.6}, {0.5, 1}, {0.1, 0.2}, {0.7, 1.4}}, 4e8);
   for (double bw : {1e8, 1e9, 1e10}) {
     const Conditions c = conditions(l, {1, 0.7, 1.3}, bw, 1e-5);
-    const Plan plan = autopipe_plan(l, c);
-    EXPECT_LE(plan.seconds_per_minibatch,
-              steady_state_seconds(l, pipedream_partition(l, c), c) * (1 + 1e-12));
+    for (bool straight : {true, false}) {
+      const Plan plan = autopipe_plan(l, c, {straight});
+      EXPECT_LE(
+          plan.seconds_per_minibatch,
+          steady_state_seconds(l, pipedream_partition(l, c, {straight, {}}), c) * (1 + 1e-12));
+    }
   }
 }

@@ -35,13 +35,14 @@ constexpr const char* kThreeEqualLayers =
     "\tnode1 -- node2\n\tnode2 -- node3\n";
 
 // Two V100-SXM2-32GB hosts on a star of 100 Gbps, 1 us links; the profile is taken as measured on
-// a V100-SXM2-32GB; one minibatch.
+// a V100-SXM2-32GB; one minibatch; a straight pipeline (PipeDream's --straight_pipeline: these
+// layers have no parameters, so its default would replicate one stage over both hosts).
 json base(const std::string& profile) {
   json doc = json::parse(R"({
     "name": "pipeline_platform", "seed": 1, "include": ["../hardware/gpus.json"],
     "topology": {"kind": "star", "hosts": 2, "link": {"bandwidth": "100Gbps", "latency": "1us"},
                  "hardware": {"gpu": "V100-SXM2-32GB"}},
-    "system": {"model": "pipeline", "policy": "pipedream"},
+    "system": {"model": "pipeline", "policy": "pipedream", "straight_pipeline": true},
     "workload": {"profiled_on": "V100-SXM2-32GB", "samples_per_minibatch": 1, "minibatches": 1}
   })");
   doc["workload"]["profile"] = profile;

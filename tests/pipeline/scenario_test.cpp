@@ -57,9 +57,21 @@ std::string error_of(json doc, int hosts = 4) {
 TEST(PipelineScenario, DefaultsFromTheTopology) {
   const TrainingParams p = parse(base());
   EXPECT_EQ(p.policy, Policy::kAutoPipe);
-  EXPECT_EQ(p.hosts.size(), 4u);  // one stage per host
+  EXPECT_EQ(p.hosts.size(), 4u);  // every host of the topology
   EXPECT_EQ(p.host_links.size(), 4u);
-  EXPECT_DOUBLE_EQ(p.link_latency[0], 1e-6);  // two 500 ns hops
+  EXPECT_DOUBLE_EQ(p.latency_out[0], 500e-9);  // host -> switch
+  EXPECT_DOUBLE_EQ(p.latency_in[3], 500e-9);   // switch -> host
+  // PipeDream's optimizer defaults: replication allowed, activations not in the objective.
+  EXPECT_FALSE(p.straight);
+  EXPECT_FALSE(p.activation_compression_ratio.has_value());
+  json options = base();
+  options["system"]["straight_pipeline"] = true;
+  options["system"]["activation_compression_ratio"] = 2;
+  options["system"]["hosts"] = 3;
+  const TrainingParams o = parse(options);
+  EXPECT_TRUE(o.straight);
+  EXPECT_EQ(o.activation_compression_ratio, 2.0);
+  EXPECT_EQ(o.hosts.size(), 3u);
   EXPECT_DOUBLE_EQ(p.min_gain, 0.05);
   EXPECT_GT(p.layers.size(), 30u);  // VGG16's layers without the input node
   EXPECT_EQ(p.profiled_on, catalog().find_gpu("P"));
@@ -72,8 +84,15 @@ TEST(PipelineScenario, ErrorsNameThePath) {
   EXPECT_NE(error_of(d).find("workload.changes: moved"), std::string::npos) << error_of(d);
   EXPECT_NE(error_of(d).find("\"events\""), std::string::npos) << error_of(d);
   d = base();
-  d["system"]["stages"] = 5;
-  EXPECT_NE(error_of(d).find("system.stages"), std::string::npos) << error_of(d);
+  d["system"]["stages"] = 4;  // renamed: a stage may now span several hosts
+  EXPECT_NE(error_of(d).find("system.stages: moved"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["hosts"] = 5;
+  EXPECT_NE(error_of(d).find("system.hosts"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["activation_compression_ratio"] = 0;
+  EXPECT_NE(error_of(d).find("system.activation_compression_ratio"), std::string::npos)
+      << error_of(d);
   d = base();
   d["workload"]["gpu_speed"] = json::array({1, 1, 1, 1});
   EXPECT_NE(error_of(d).find("workload.gpu_speed: moved"), std::string::npos) << error_of(d);
