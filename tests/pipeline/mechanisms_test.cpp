@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "tests/hardware/gpu_fixtures.hpp"
+#include "tests/pipeline/simulate.hpp"
 
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
@@ -18,6 +18,8 @@
 
 using namespace mlsim;
 using namespace mlsim::pipeline;
+using mlsim::pipeline::test_support::Outcome;
+using mlsim::pipeline::test_support::simulate;
 
 namespace {
 
@@ -131,51 +133,6 @@ TEST(OneFOneB, TimingModelMatchesHandSchedule) {
 }
 
 namespace {
-
-struct Outcome {
-  Results results;
-  NetworkTotals totals;
-};
-
-// The profile's GPU: every stage host has one unless a test says otherwise, so layer times are the
-// profile's own.
-const GpuSpec& profile_gpu() {
-  static const GpuSpec gpu = test::make_gpu("profiled", 0, 10, 1000);
-  return gpu;
-}
-
-// Stage s on host s of a star whose links have `bandwidth` and `hop_latency` each way, with
-// platform `events` (host speeds, link changes) played as the runner plays them; the job's work
-// runs on the platform's Compute.
-Outcome simulate(TrainingParams p, std::size_t stages, double bandwidth, Time hop_latency,
-                 std::vector<PlatformEvent> events = {}) {
-  const Topology topo = build_topology(
-      StarSpec{static_cast<int>(stages), LinkSpec{Bandwidth{bandwidth}, hop_latency}});
-  place_stages(p, topo, stages);
-  p.profiled_on = &profile_gpu();
-  Engine engine;
-  FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  LinkConditions links(topo, net);
-  HostSpeeds speeds(topo.nodes().size());
-  NodeHealth health(topo.nodes().size());
-  NodeHardware hardware(topo.nodes().size());
-  for (NodeId h : topo.hosts())
-    hardware.set_host(
-        h, HostHardware{.gpu = &profile_gpu(), .gpus = 1, .nic = nullptr, .intra_node = {}});
-  CostModel costs;
-  Compute compute(engine, hardware, speeds, costs);
-  PlatformEvents platform;
-  platform.events = std::move(events);
-  EventScheduler scheduler(engine, PlatformState{links, speeds, health}, platform, RandomStream(1));
-  PipelineTraining training(engine, net, compute, speeds, links, std::move(p));
-  scheduler.start();
-  training.start();
-  engine.run();
-  Outcome r;
-  training.report(r.results);
-  r.totals = net.totals();
-  return r;
-}
 
 TrainingParams two_stage_params(std::size_t minibatches) {
   TrainingParams p;

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "tests/hardware/gpu_fixtures.hpp"
+#include "tests/pipeline/simulate.hpp"
 
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
@@ -22,6 +22,8 @@
 
 using namespace mlsim;
 using namespace mlsim::pipeline;
+using mlsim::pipeline::test_support::Outcome;
+using mlsim::pipeline::test_support::simulate;
 
 namespace {
 
@@ -91,44 +93,6 @@ TEST(OneFOneBReplication, TimingModelMatchesHandSchedule) {
   EXPECT_EQ(in_flight_limit(3, 1, 4), 1u);
   EXPECT_EQ(replica_minibatches(1, 3, 7), 2u);  // minibatches 1 and 4 of 0..6
 }
-
-namespace {
-
-const GpuSpec& profile_gpu() {
-  static const GpuSpec gpu = test::make_gpu("profiled", 0, 10, 1000);
-  return gpu;
-}
-
-struct Outcome {
-  Results results;
-  NetworkTotals totals;
-};
-
-Outcome simulate(TrainingParams p, std::size_t hosts, double bandwidth, Time hop_latency) {
-  const Topology topo = build_topology(
-      StarSpec{static_cast<int>(hosts), LinkSpec{Bandwidth{bandwidth}, hop_latency}});
-  place_stages(p, topo, hosts);
-  p.profiled_on = &profile_gpu();
-  Engine engine;
-  FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  LinkConditions links(topo, net);
-  HostSpeeds speeds(topo.nodes().size());
-  NodeHardware hardware(topo.nodes().size());
-  for (NodeId h : topo.hosts())
-    hardware.set_host(
-        h, HostHardware{.gpu = &profile_gpu(), .gpus = 1, .nic = nullptr, .intra_node = {}});
-  CostModel costs;
-  Compute compute(engine, hardware, speeds, costs);
-  PipelineTraining training(engine, net, compute, speeds, links, std::move(p));
-  training.start();
-  engine.run();
-  Outcome r;
-  training.report(r.results);
-  r.totals = net.totals();
-  return r;
-}
-
-}  // namespace
 
 TEST(PipelineTrainingReplication, RunMatchesTheTimingModel) {
   // The first test's layers with 0.1 GB of parameters in layer 0: PipeDream's stage 0 on two
