@@ -84,7 +84,7 @@ Outcome run(std::uint32_t seed, Policy policy) {
 }  // namespace
 
 TEST(PipelineProperties, EveryMinibatchFinishesAndNothingIsLost) {
-  int switched_runs = 0;
+  int switched_runs = 0, replicated_runs = 0;
   for (std::uint32_t seed = 1; seed <= 40; ++seed) {
     for (Policy policy : {Policy::kPipeDream, Policy::kAutoPipe}) {
       const Outcome o = run(seed, policy);
@@ -98,9 +98,17 @@ TEST(PipelineProperties, EveryMinibatchFinishesAndNothingIsLost) {
         EXPECT_EQ(o.metrics.at("repartitions"), 0);
       }
       if (o.metrics.at("repartitions") > 0) ++switched_runs;
+      bool replicated = false;
+      for (const auto& part : o.partitions)
+        for (std::size_t r : part["replicas"].get<std::vector<std::size_t>>()) replicated |= r > 1;
+      if (replicated) {
+        ++replicated_runs;
+        EXPECT_GT(o.metrics.at("allreduces"), 0) << seed;
+      }
     }
   }
-  EXPECT_GT(switched_runs, 5);  // the property covers switching, not only steady runs
+  EXPECT_GT(switched_runs, 5);    // the property covers switching, not only steady runs
+  EXPECT_GT(replicated_runs, 5);  // ... and replicated stages (PipeDream's hybrid)
 }
 
 TEST(PipelineProperties, SameInputsGiveTheSameRun) {
