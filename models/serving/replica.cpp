@@ -1,5 +1,7 @@
 #include "models/serving/replica.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -174,8 +176,29 @@ void Replica::on_stage_compute_done(std::size_t s) {
   engine_.schedule_in(allreduce, [this, s] { on_stage_done(s); });
 }
 
+void Replica::set_trace(SpanTrace* trace) {
+  trace_ = trace;
+  if (!trace_) return;
+  const auto process = static_cast<std::uint32_t>(config_.index);
+  trace_->name_process(process, "replica " + config_.name);
+  for (std::size_t s = 0; s < stages_.size(); ++s)
+    trace_->name_thread(process, static_cast<std::uint32_t>(s), fmt::format("stage {}", s));
+}
+
 void Replica::on_stage_done(std::size_t s) {
   Stage& st = stages_[s];
+  if (trace_) {
+    const Batch& batch = engines_[st.current].batch;
+    std::size_t decodes = 0;
+    for (const WorkItem& w : batch.items) decodes += w.decode ? 1 : 0;
+    const char* kind = decodes == batch.items.size() ? "decode"
+                       : decodes == 0                ? "prefill"
+                                                     : "mixed";
+    trace_->span(kind, "iteration", st.started, engine_.now(),
+                 static_cast<std::uint32_t>(config_.index), static_cast<std::uint32_t>(s),
+                 fmt::format(R"({{"requests":{},"tokens":{},"decodes":{}}})", batch.items.size(),
+                             batch.tokens, decodes));
+  }
   st.busy = false;
   st.busy_s += (engine_.now() - st.started).seconds();
   const std::uint32_t v = st.current;

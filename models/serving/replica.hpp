@@ -40,6 +40,7 @@
 #include "sim_core/base/stats.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
+#include "sim_core/run/span_trace.hpp"
 
 namespace mlsim::serving {
 
@@ -123,6 +124,9 @@ class Replica {
   // The batch of the iteration that just completed (valid inside on_iteration).
   const Batch& last_batch() const { return *last_batch_; }
   int pp() const { return static_cast<int>(stages_.size()); }
+  // Records every stage's iterations as spans on `trace` (process = the replica's index, one
+  // thread per pipeline stage); null: none (the default).
+  void set_trace(SpanTrace* trace);
 
   // Statistics. busy_seconds: the stages' busy time (compute and all-reduces) over pp.
   double busy_seconds() const;
@@ -179,6 +183,7 @@ class Replica {
   std::unique_ptr<BatchScheduler> scheduler_;  // keeps no state: shared by the virtual engines
   ReplicaObserver& observer_;
   PointToPoint* transfers_;
+  SpanTrace* trace_ = nullptr;
 
   const Batch* last_batch_ = nullptr;
   bool start_pending_ = false;

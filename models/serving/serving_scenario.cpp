@@ -370,7 +370,9 @@ ServingModel::ServingModel(ServingScenario scenario, ModelEnv& env)
       system_(std::make_unique<ServingSystem>(
           env.engine, env.compute, scenario_.gpu_slots, scenario_.config,
           make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
-          env.stream("serving.escalation"), &env.network, &env.links)) {}
+          env.stream("serving.escalation"), &env.network, &env.links)) {
+  if (env.trace) system_->set_trace(env.trace);
+}
 
 void ServingModel::start(ModelEnv&) {
   system_->start();

@@ -90,6 +90,10 @@ class ServingSystem final : public ReplicaObserver {
   static int gpus_needed(const ServingConfig& config);
 
   void start();
+  // Every replica's iterations as spans on `trace` (span_trace.hpp).
+  void set_trace(SpanTrace* trace) {
+    for (auto& r : replicas_) r->set_trace(trace);
+  }
   void finish(Results& out) const;
   double progress() const;
   const ServingMetrics& metrics() const { return metrics_; }

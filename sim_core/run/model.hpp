@@ -37,6 +37,7 @@ class NodeHardware;     // sim_core/hardware/node_hardware.hpp
 class CostModel;        // sim_core/hardware/cost_model.hpp
 class Compute;          // sim_core/hardware/compute.hpp
 struct PlatformEvents;  // sim_core/run/events.hpp
+class SpanTrace;        // sim_core/run/span_trace.hpp
 
 // What a model can use. Owned by the runner; valid from the factory call (at prepare) to finish().
 //
@@ -60,6 +61,8 @@ struct ModelEnv {
   // The scenario's events, resolved, for a model that replays the run privately (commsched's
   // tuners); the runner applies them, a model never does.
   const PlatformEvents& events;
+  // The run's timeline (span_trace.hpp) when the scenario's output.trace asks for one, else null.
+  SpanTrace* trace = nullptr;
   RandomStream stream(std::string_view component) const { return RandomStream(seed, component); }
 };
 

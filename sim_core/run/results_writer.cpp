@@ -20,6 +20,8 @@
 namespace mlsim {
 namespace {
 
+constexpr const char* kTraceFile = "trace.json";
+
 // Exact decimal seconds of an integer nanosecond count ("-0.000000500" style, 9 decimals).
 std::string seconds_text(Time t) {
   const std::int64_t ns = t.count_ns();
@@ -61,6 +63,8 @@ std::set<std::string> previous_series(const std::filesystem::path& dir) {
   text << in.rdbuf();
   const auto doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("series") || !doc["series"].is_array()) return out;
+  // A trace the previous run wrote goes the same way when this run writes none.
+  if (doc.contains("trace") && doc["trace"] == kTraceFile) out.insert(kTraceFile);
   for (const auto& name : doc["series"]) {
     if (!name.is_string()) continue;
     const auto n = name.get<std::string>();
@@ -103,6 +107,14 @@ class StagedFiles {
     out << content;
     out.flush();
     if (!out) throw std::runtime_error("cannot write " + tmp.string());
+  }
+
+  // Stages a copy of the file at `source` (e.g. a trace spilled to the temporary folder).
+  void add_copy(const std::string& name, const std::filesystem::path& source) {
+    const auto final_path = dir_ / name;
+    staged_.push_back({TemporaryFile(temporary_name(final_path, /*hidden=*/true)), final_path});
+    std::filesystem::copy_file(source, staged_.back().tmp.path(),
+                               std::filesystem::copy_options::overwrite_existing);
   }
 
   std::vector<std::filesystem::path> commit() {
@@ -173,6 +185,7 @@ nlohmann::json summary_json(const RunOutput& run, const WriteOptions& options) {
   j["series"] = nlohmann::json::array();
   if (options.csv)
     for (const auto& s : run.results.series()) j["series"].push_back(s.name + ".csv");
+  if (run.trace) j["trace"] = kTraceFile;  // only when written: other runs' bytes do not change
   j["scenario"] = run.resolved_scenario;
   j["wall"] = {
       {"wall_time_s", run.wall_seconds},
@@ -246,12 +259,15 @@ std::vector<std::filesystem::path> write_results(const RunOutput& run,
 
   const auto stale = previous_series(dir);
   StagedFiles staged(dir);
+  // The trace first: summary.json, staged last, is renamed last.
+  if (run.trace) staged.add_copy(kTraceFile, run.trace->path());
   for (const auto& [name, content] : files) staged.add(name, content);
   auto written = staged.commit();
   // summary.json is renamed last (it is the last staged), so a reader never sees the new summary
   // beside an old series it does not list; now drop the old series it does not list.
   for (const auto& name : stale)
-    if (std::none_of(files.begin(), files.end(), [&](const auto& f) { return f.first == name; })) {
+    if (std::none_of(files.begin(), files.end(), [&](const auto& f) { return f.first == name; }) &&
+        !(run.trace && name == kTraceFile)) {
       std::error_code ignored;
       std::filesystem::remove(dir / name, ignored);
     }

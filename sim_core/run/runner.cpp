@@ -56,6 +56,10 @@ PreparedRun::PreparedRun(const LoadedScenario& scenario, const Registries& regis
     env_ = std::make_unique<ModelEnv>(
         ModelEnv{engine_, *network_, topology_, scenario.hardware, *host_speeds_, scenario.seed,
                  scenario.dir(), node_hardware_, *compute_, *links_, *nodes_, events_});
+    if (scenario.output.trace) {
+      trace_ = std::make_unique<SpanTrace>();
+      env_->trace = trace_.get();
+    }
     const ModelInfo* info = registries.models.find(scenario.model);
     if (!info)
       throw InputError("system.model", "model \"" + scenario.model + "\" is not registered");
@@ -181,6 +185,7 @@ RunOutput PreparedRun::run(const RunOptions& options) {
   engine_.set_periodic_hook(0, nullptr);
   if (!probe.over_budget.empty()) throw LimitError(probe.over_budget);
   model_->finish(*env_, out.results);
+  if (trace_) out.trace = trace_->release_file();
   out.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

@@ -23,6 +23,7 @@
 #include "sim_core/run/model.hpp"
 #include "sim_core/run/results.hpp"
 #include "sim_core/run/scenario.hpp"
+#include "sim_core/run/span_trace.hpp"
 
 namespace mlsim {
 
@@ -60,8 +61,9 @@ struct RunInfo {
 struct RunOutput {
   Results results;
   RunInfo info;
-  double wall_seconds = 0;           // the only field that differs between identical runs
-  nlohmann::json resolved_scenario;  // with the model's defaults written in
+  double wall_seconds = 0;                 // the only field that differs between identical runs
+  nlohmann::json resolved_scenario;        // with the model's defaults written in
+  std::shared_ptr<const TraceFile> trace;  // the spans, when the scenario's output.trace is on
 };
 
 class PreparedRun {
@@ -95,6 +97,7 @@ class PreparedRun {
   std::unique_ptr<LinkConditions> links_;
   std::unique_ptr<NodeHealth> nodes_;
   std::unique_ptr<EventScheduler> scheduler_;
+  std::unique_ptr<SpanTrace> trace_;
   std::unique_ptr<ModelEnv> env_;
   std::unique_ptr<Model> model_;  // built against env_; destroyed before it
   bool ran_ = false;

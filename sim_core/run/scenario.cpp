@@ -143,6 +143,7 @@ void read_output(JsonReader& root, LoadedScenario& s) {
   if (dir.empty()) throw InputError(out.path_of("dir"), "expected a non-empty folder name");
   s.output.dir = dir;
   s.output.csv = out.boolean_or("csv", true);
+  s.output.trace = out.boolean_or("trace", false);
   out.finish();
 }
 

@@ -37,6 +37,7 @@ struct RunSpec {
 struct OutputSpec {
   std::filesystem::path dir;  // relative paths resolve against the working directory
   bool csv = true;            // write one CSV per time series
+  bool trace = false;         // write trace.json, the models' spans (span_trace.hpp)
 };
 
 using NetworkMaker = std::function<std::unique_ptr<Network>(Engine&, const Topology&)>;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli/registry.hpp"
 #include "tests/support/program_runner.hpp"
@@ -204,4 +205,53 @@ TEST(Cli, BudgetsRefuseUpFrontOrStopTheRunWithNothingWritten) {
   auto m = run_mlsim(dir, "validate " + q + " --max-memory lots");
   EXPECT_EQ(m.status, 2);
   EXPECT_NE(m.err.find("--max-memory"), std::string::npos) << m.err;
+}
+
+TEST(Cli, OutputTraceWritesTheIterationsAsSpansAndARerunWithoutItRemovesThem) {
+  // Two requests far apart (0.001 per second) of 1024 prompt and 3 output tokens on one idle
+  // Llama-2-7B replica: each is one prefill iteration (its first token) and two decodes, so the
+  // trace holds 6 iteration spans, and a prefill span lasts exactly that request's TTFT.
+  TempDir dir;
+  const std::string src = MLSIM_SOURCE_DIR;
+  dir.write("s.json", R"({"name": "trace_test", "seed": 1,
+    "include": [")" + src +
+                          R"(/workloads/hardware/gpus.json", ")" + src +
+                          R"(/workloads/collectives/nccl_a100.json"],
+    "topology": {"kind": "star", "hosts": 1, "link": {"bandwidth": "100GB/s", "latency": "1us"},
+                 "hardware": {"gpu": "A100-SXM4-80GB", "gpus_per_host": 1}},
+    "compute": {"providers": ["roofline"], "roofline": ")" +
+                          src + R"(/workloads/hardware/roofline_calibration.json"},
+    "system": {"model": "serving", "catalog": ")" +
+                          src +
+                          R"(/workloads/models/llama2.json", "family": ["llama-2-7b"],
+               "mode": "separate", "separate": [{"model": "llama-2-7b", "tp": 1, "replicas": 1}]},
+    "workload": {"source": "generator",
+                 "generator": {"rate": 0.001, "count": 2, "prompt_tokens": 1024, "output_tokens": 3}}})");
+  auto o = run_mlsim(dir, "run s.json --quiet --out r --set output.trace=true");
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto trace = nlohmann::json::parse(read_file(dir.path() / "r" / "trace.json"));
+  const auto summary = nlohmann::json::parse(read_file(dir.path() / "r" / "summary.json"));
+  EXPECT_EQ(summary["trace"], "trace.json");
+  int prefill = 0, decode = 0;
+  double prefill_us = 0;
+  for (const auto& e : trace) {
+    if (e["ph"] != "X") continue;
+    if (e["name"] == "prefill") {
+      ++prefill;
+      prefill_us = e["dur"].get<double>();
+    }
+    if (e["name"] == "decode") ++decode;
+  }
+  EXPECT_EQ(prefill, 2);
+  EXPECT_EQ(decode, 4);
+  EXPECT_NEAR(prefill_us * 1e-6, summary["metrics"]["serving_ttft_max_s"].get<double>(), 1e-9);
+  // The same run writes the same bytes.
+  ASSERT_EQ(run_mlsim(dir, "run s.json --quiet --out r2 --set output.trace=true").status, 0);
+  EXPECT_EQ(read_file(dir.path() / "r" / "trace.json"),
+            read_file(dir.path() / "r2" / "trace.json"));
+  // Rerun into the same folder without a trace: the old one goes, summary.json names none.
+  ASSERT_EQ(run_mlsim(dir, "run s.json --quiet --out r").status, 0);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "r" / "trace.json"));
+  EXPECT_FALSE(
+      nlohmann::json::parse(read_file(dir.path() / "r" / "summary.json")).contains("trace"));
 }
