@@ -93,9 +93,9 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
     {"llm_training",
      {
          {{"system.tp=0"}, "system.tp"},
-         {{"system.tp=3"}, "system.tp"},   // does not divide the heads
-         {{"system.tp=16"}, "system.tp"},  // a rank's GPUs span two 8-GPU hosts
-         {{"system.pp=5"}, "system.pp"},   // 96 layers do not split into 5 stages
+         {{"system.tp=3"}, "system.tp"},    // does not divide the heads
+         {{"system.tp=16"}, "system.tp"},   // a rank's GPUs span two 8-GPU hosts
+         {{"system.pp=5"}, "system.pp"},    // 96 layers do not split into 5 stages
          {{"system.dp=128"}, "system.tp"},  // 16384 GPUs, more than the topology holds
          {{"system.global_batch=100"}, "system.global_batch"},
          {{"system.micro_batch=0"}, "system.micro_batch"},
