@@ -134,6 +134,13 @@ void ServingMetrics::write(Results& out, Time makespan) const {
   out.details()["serving_e2e_cdf"] = cdf_of(e2e_);
   out.details()["serving_ttft_cdf"] = cdf_of(ttft_);
   out.details()["serving_tpot_cdf"] = cdf_of(tpot_);
+  if (kv_transfer_.count() > 0) {
+    // Prefill/decode disaggregation: the KV transfers' durations and their wait for decode KV.
+    out.set_summary("serving_kv_transfer", kv_transfer_.summary(), "_s");
+    out.set_summary("serving_kv_decode_wait", kv_decode_wait_.summary(), "_s");
+    out.set_metric("serving_kv_transfer_bytes", kv_transfer_bytes_);
+    out.details()["serving_kv_transfer_cdf"] = cdf_of(kv_transfer_);
+  }
 }
 
 }  // namespace mlsim::serving

@@ -36,6 +36,14 @@ class ServingMetrics {
   // Total KV (and feature) bytes in use across replicas changed.
   void set_kv_bytes(Time now, double bytes) { kv_bytes_.set(now, bytes); }
   void add_weight_bytes(double bytes) { weight_bytes_ += bytes; }
+  // Prefill/decode disaggregation: a request's KV waited `wait` for room in a decode replica,
+  // then took `transfer` to move `bytes`.
+  void on_kv_transfer(Time wait, Time transfer, std::int64_t bytes) {
+    kv_decode_wait_.add(wait.seconds());
+    kv_transfer_.add(transfer.seconds());
+    kv_transfer_bytes_ += static_cast<double>(bytes);
+  }
+  const ExactQuantiles& kv_transfer() const { return kv_transfer_; }
   // Samples the time series if `series_interval` has passed since the last sample.
   void maybe_sample(Time now, std::int64_t in_system, std::int64_t waiting);
 
@@ -68,6 +76,8 @@ class ServingMetrics {
   std::uint64_t rejected_context_ = 0, output_capped_ = 0, output_tokens_cut_ = 0;
   std::uint64_t tokens_requested_ = 0, tokens_generated_ = 0, preemptions_ = 0;
   ExactQuantiles ttft_, tpot_, e2e_, e2e_per_token_;
+  ExactQuantiles kv_transfer_, kv_decode_wait_;
+  double kv_transfer_bytes_ = 0;
   std::vector<ExactQuantiles> e2e_by_tier_;
   double weight_bytes_ = 0;
   TimeAverage kv_bytes_;

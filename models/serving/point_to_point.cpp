@@ -26,12 +26,15 @@ std::uint64_t PointToPoint::failed() const {
   return n;
 }
 
-void PointToPoint::send(NodeId from, NodeId to, Bytes bytes, const HostLink& host_link, Done done) {
+void PointToPoint::send(NodeId from, NodeId to, Bytes bytes, const HostLink& host_link, Done done,
+                        int lanes) {
+  MLSIM_CHECK(lanes >= 1, "at least one GPU pair sends");
   ++transfers_;
   bytes_sent_ += bytes.count;
   if (from == to) {
     const std::int64_t n = bytes.count;
-    engine_.schedule_in(within_host(bytes, host_link), [this, n, d = std::move(done)]() mutable {
+    const Bytes per_lane{(bytes.count + lanes - 1) / lanes};
+    engine_.schedule_in(within_host(per_lane, host_link), [this, n, d = std::move(done)]() mutable {
       bytes_delivered_ += n;
       d();
     });

@@ -45,9 +45,13 @@ class PointToPoint {
   PointToPoint& operator=(const PointToPoint&) = delete;
   ~PointToPoint();
 
-  // Sends `bytes` from a GPU of host `from` to a GPU of host `to`; `done` runs when the last byte
-  // arrived. `host_link` is the hosts' intra_node link, used when from == to.
-  void send(NodeId from, NodeId to, Bytes bytes, const HostLink& host_link, Done done);
+  // Sends `bytes` from host `from` to host `to`; `done` runs when the last byte arrived.
+  // `host_link` is the hosts' intra_node link, used when from == to; there the bytes are split
+  // over `lanes` GPU pairs sending at once over their own links (a tensor-parallel group's
+  // shards), so the time is that of bytes / lanes. Across hosts all the bytes cross the network
+  // between the two hosts.
+  void send(NodeId from, NodeId to, Bytes bytes, const HostLink& host_link, Done done,
+            int lanes = 1);
 
   // The closed-form time of one send within a host (what send() waits when from == to).
   Time within_host(Bytes bytes, const HostLink& link) const;

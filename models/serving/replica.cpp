@@ -59,6 +59,65 @@ Replica::Replica(Engine& engine, Compute& compute, ReplicaConfig config,
   }
 }
 
+void ReplicaObserver::on_prefill_done(Replica&, Request&) {
+  MLSIM_CHECK(false, "a prefill replica's observer must take its handed-off requests");
+}
+
+Replica::VirtualEngine& Replica::least_loaded_engine() {
+  // vLLM v0: the virtual engine with the fewest unfinished requests (the first on a tie).
+  VirtualEngine* target = &engines_.front();
+  if (engines_.size() > 1) {
+    auto load = [](const VirtualEngine& v) {
+      return v.state.waiting().size() + v.state.running().size();
+    };
+    for (auto& v : engines_)
+      if (load(v) < load(*target)) target = &v;
+  }
+  return *target;
+}
+
+void Replica::schedule_start() {
+  // Start on an event of its own at the current time, so that requests arriving at the same
+  // instant join the same batch.
+  if (!start_pending_ && !all_in_flight()) {
+    start_pending_ = true;
+    engine_.schedule_in(Time::zero(), [this] {
+      start_pending_ = false;
+      try_start();
+    });
+  }
+}
+
+bool Replica::reserve_incoming(Request& r) {
+  const std::int32_t layers = exit_layer(r.tier);
+  MLSIM_CHECK(r.incoming_kv_blocks == 0, "KV already reserved for this request");
+  if (!kv_.resize(r.incoming_kv_blocks, kv_.blocks_for(incoming_tokens(r), layers))) return false;
+  kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
+  observer_.on_kv_changed(*this);
+  return true;
+}
+
+void Replica::accept_decode(Request& r) {
+  MLSIM_CHECK(r.kv_blocks == 0 && !r.in_prefill() && !r.done(),
+              "a handed-off request arrives with its prefill done and its old KV released");
+  VirtualEngine& v = least_loaded_engine();
+  r.kv_layers = exit_layer(r.tier);
+  r.kv_blocks = r.incoming_kv_blocks;
+  r.incoming_kv_blocks = 0;
+  r.replica = config_.index;
+  v.state.running().push_back(&r);
+  v.state.add_outstanding_tokens(r.outstanding_tokens());
+  schedule_start();
+}
+
+void Replica::release_handed_off(Request& r) {
+  (void)kv_.resize(r.kv_blocks, 0);
+  kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
+  observer_.on_kv_changed(*this);
+  // Requests waiting here for KV may fit now (an idle replica would not look again otherwise).
+  if (waiting_count() > 0) schedule_start();
+}
+
 std::size_t Replica::waiting_count() const {
   std::size_t n = 0;
   for (const auto& v : engines_) n += v.state.waiting().size();
@@ -94,16 +153,7 @@ std::uint64_t Replica::preemptions() const {
 }
 
 void Replica::submit(Request& r) {
-  // vLLM v0: the virtual engine with the fewest unfinished requests (the first on a tie).
-  VirtualEngine* target = &engines_.front();
-  if (engines_.size() > 1) {
-    auto load = [](const VirtualEngine& v) {
-      return v.state.waiting().size() + v.state.running().size();
-    };
-    for (auto& v : engines_)
-      if (load(v) < load(*target)) target = &v;
-  }
-  ReplicaState& state = target->state;
+  ReplicaState& state = least_loaded_engine().state;
   if (!state.fits_at_all(r)) {
     observer_.on_dropped(*this, r);
     return;
@@ -114,15 +164,7 @@ void Replica::submit(Request& r) {
   r.answer_start = engine_.now();
   state.waiting().push_back(&r);
   state.add_outstanding_tokens(r.outstanding_tokens());
-  // Start on an event of its own at the current time, so that requests arriving at the same
-  // instant join the same batch.
-  if (!start_pending_ && !all_in_flight()) {
-    start_pending_ = true;
-    engine_.schedule_in(Time::zero(), [this] {
-      start_pending_ = false;
-      try_start();
-    });
-  }
+  schedule_start();
 }
 
 void Replica::try_start() {
@@ -248,6 +290,20 @@ void Replica::complete_iteration(std::uint32_t v) {
       observer_.on_first_token(*this, r);
     }
     if (r.done()) any_done = true;
+  }
+  if (config_.hand_off_after_prefill) {
+    // Disaggregation: a request whose prefill just sampled its first token (and that wants more)
+    // leaves for a decode replica; its KV stays here until the transfer is done.
+    std::vector<Request*> handed_off;
+    for (auto& e : batch.entries)
+      if (e.work.samples && !e.work.decode && !e.request->done()) handed_off.push_back(e.request);
+    if (!handed_off.empty()) {
+      for (Request* r : handed_off) {
+        running.erase(std::find(running.begin(), running.end(), r));
+        state.add_outstanding_tokens(-r->outstanding_tokens());
+      }
+      for (Request* r : handed_off) observer_.on_prefill_done(*this, *r);
+    }
   }
   if (any_done) {
     // Collect first, then finish: finishing may re-queue (escalation) and touch `running`.

@@ -56,6 +56,10 @@ class ReplicaObserver {
   virtual void on_answer_done(Replica& replica, Request& r) = 0;
   // The request can never fit this replica's KV pool; it was not queued.
   virtual void on_dropped(Replica& replica, Request& r) = 0;
+  // A prefill replica of a disaggregated deployment finished the request's prefill (its first
+  // token is sampled); the request left its queues and its KV stays here until
+  // release_handed_off(). Only prefill replicas call it.
+  virtual void on_prefill_done(Replica& replica, Request& r);
   // An iteration finished (for time series); default: nothing.
   virtual void on_iteration(Replica&) {}
   // The replica's KV pool usage may have changed (after scheduling); default: nothing.
@@ -81,6 +85,9 @@ struct ReplicaConfig {
   Time sampling_pass_overhead;
   // MFS: an escalated request continues here, reusing its prompt's KV of the lower tier's layers.
   bool reuse_across_tiers = false;
+  // Prefill/decode disaggregation: a prefill replica hands a request off (on_prefill_done) once its
+  // prefill sampled the first token, instead of decoding it.
+  bool hand_off_after_prefill = false;
   // Prefix caching: tokens per content-identified block (the request source's, Mooncake: 512); 0
   // is off. A multiple of the KV pool's block size; the replica must serve one depth.
   std::int32_t prefix_block_tokens = 0;
@@ -98,6 +105,20 @@ class Replica {
 
   // Queues a new answer of `r` (its tier must be served here) and starts an iteration if idle.
   void submit(Request& r);
+  // Whether the request's whole length could ever fit this replica's KV pool.
+  bool fits_at_all(const Request& r) const { return engines_.front().state.fits_at_all(r); }
+
+  // Prefill/decode disaggregation, on a decode replica: reserves room for the KV of the request's
+  // computed tokens and its next one (false, nothing reserved, when the pool is short); then,
+  // once that KV arrived, accept_decode() queues the request to decode here. On its prefill
+  // replica, release_handed_off() frees the KV that was sent.
+  bool has_room_for_incoming(const Request& r) const {
+    return kv_.free() >= kv_.blocks_for(incoming_tokens(r), exit_layer(r.tier));
+  }
+  [[nodiscard]] bool reserve_incoming(Request& r);
+  void accept_decode(Request& r);
+  void release_handed_off(Request& r);
+
   bool serves(std::int32_t tier) const { return engines_.front().state.serves(tier); }
   std::int32_t exit_layer(std::int32_t tier) const {
     return engines_.front().state.exit_layer(tier);
@@ -163,6 +184,15 @@ class Replica {
   };
 
   bool all_in_flight() const;
+  // Tokens of KV a handed-off request reserves here: its computed tokens and the next one, or
+  // under static batching (which reserves whole lengths and never grows them) its whole length.
+  std::int64_t incoming_tokens(const Request& r) const {
+    return scheduler_->name() == "static"
+               ? std::int64_t{r.spec.prompt_tokens} + r.spec.output_tokens
+               : std::int64_t{r.cached} + 1;
+  }
+  VirtualEngine& least_loaded_engine();
+  void schedule_start();
   void try_start();
   void run_stage(std::size_t s);
   void on_stage_compute_done(std::size_t s);

@@ -40,6 +40,9 @@ struct Request {
   std::int32_t kv_layers = 0;       // layers this answer keeps KV for (the tier's depth)
   std::int64_t kv_blocks = 0;       // layer-blocks held in the replica's KV pool
   std::int64_t feature_blocks = 0;  // layer-block equivalents held for exit-layer features
+  // Prefill/decode disaggregation: layer-blocks reserved in the decode replica's pool for the KV
+  // on its way from the prefill replica (kv_blocks still holds the prefill replica's copy).
+  std::int64_t incoming_kv_blocks = 0;
   std::int32_t preemptions = 0;
   // Prefix caching: the first `shared_blocks` blocks of spec.block_hashes are the replica's cached
   // blocks this request references (its KV there is shared, not in kv_blocks).

@@ -22,12 +22,12 @@ std::filesystem::path resolve(const std::filesystem::path& dir, const std::strin
   return path.is_absolute() ? path : dir / path;
 }
 
-DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog,
-                                 const std::string& name) {
+// The replicas of a deployment or of one of its pools: tp, replicas, pp, stage_layers.
+DeploymentConfig read_pool(JsonReader& r, const TransformerShape& model, const std::string& name) {
   DeploymentConfig d;
   d.name = name;
   d.where = r.path();
-  d.model = catalog.get(r.string("model"), r.path_of("model"));
+  d.model = model;
   d.tp = static_cast<int>(r.integer("tp", 1, 64));
   d.replicas = static_cast<int>(r.integer_or("replicas", 1, 1, 4096));
   if (d.model.heads % d.tp != 0 || d.model.kv_heads % d.tp != 0)
@@ -55,6 +55,11 @@ DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog,
       d.stage_layers.push_back(d.model.layers / d.pp + (s < d.model.layers % d.pp ? 1 : 0));
   }
   return d;
+}
+
+DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog,
+                                 const std::string& name) {
+  return read_pool(r, catalog.get(r.string("model"), r.path_of("model")), name);
 }
 
 }  // namespace
@@ -170,15 +175,54 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
                        fmt::format("expected one deployment per family member ({}), got {}",
                                    members.size(), deps.size()));
     for (std::size_t i = 0; i < deps.size(); ++i) {
-      DeploymentConfig d = read_deployment(deps[i], catalog, members[i].name);
+      auto& e = deps[i];
+      if (e.has("prefill") || e.has("decode")) {
+        // Prefill/decode disaggregation: the member's replicas in two pools, each with its own
+        // tp and replicas (and GPU type: that of its hosts); KV moves from a prefill replica to
+        // a decode replica after each prefill.
+        for (const char* key : {"tp", "replicas", "pp", "stage_layers"})
+          if (e.has(key))
+            throw InputError(e.path_of(key),
+                             "a disaggregated deployment gives tp and replicas per pool "
+                             "(\"prefill\" and \"decode\"), not for the whole");
+        const TransformerShape model = catalog.get(e.string("model"), e.path_of("model"));
+        if (model.name != members[i].name)
+          throw InputError(
+              e.path_of("model"),
+              fmt::format("deployment {} must serve family member \"{}\"", i, members[i].name));
+        auto pre = e.object("prefill");
+        auto dec = e.object("decode");
+        DeploymentConfig p = read_pool(pre, model, members[i].name + ".prefill");
+        DeploymentConfig d = read_pool(dec, model, members[i].name + ".decode");
+        for (auto* pool : {&p, &d})
+          if (pool->pp > 1)
+            throw InputError(pool->where + ".pp",
+                             "pipeline stages in a disaggregated pool are not modelled (the KV "
+                             "hand-off is between single-stage replicas)");
+        pre.finish();
+        dec.finish();
+        e.finish();
+        p.role = PoolRole::kPrefill;
+        d.role = PoolRole::kDecode;
+        for (auto* pool : {&p, &d}) {
+          pool->exit_layers.assign(members.size(), 0);
+          pool->exit_layers[i] = model.layers;
+          apply_common(*pool);
+        }
+        p.decode_pool = static_cast<int>(c.deployments.size()) + 1;
+        c.deployments.push_back(std::move(p));
+        c.deployments.push_back(std::move(d));
+        continue;
+      }
+      DeploymentConfig d = read_deployment(e, catalog, members[i].name);
       if (d.model.name != members[i].name)
         throw InputError(
-            deps[i].path_of("model"),
+            e.path_of("model"),
             fmt::format("deployment {} must serve family member \"{}\"", i, members[i].name));
       d.exit_layers.assign(members.size(), 0);
       d.exit_layers[i] = d.model.layers;
       apply_common(d);
-      deps[i].finish();
+      e.finish();
       c.deployments.push_back(std::move(d));
     }
     sys.ignore("mfs");
@@ -194,7 +238,11 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     const HostHardware* h = node_hardware.host(hosts[i]);
     return h == nullptr ? 1 : h->gpus;
   };
+  std::vector<std::size_t> first_slot;                 // of each deployment in s.gpu_slots
+  std::vector<std::optional<IntraNodeLink>> any_link;  // a host's intra_node link, if any
   for (auto& d : c.deployments) {
+    first_slot.push_back(s.gpu_slots.size());
+    any_link.emplace_back();
     std::optional<IntraNodeLink> link;
     // A replica is pp groups of tp GPUs (its stages), each group on one host; consecutive stages
     // on the same host send their activations over its intra_node link, on different hosts over
@@ -233,6 +281,9 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
                                      "(replica {} on host {})",
                                      d.where, d.gpu->name, gpu.name, replica, host_index));
       }
+      if (const HostHardware* hh = node_hardware.host(host);
+          hh != nullptr && hh->intra_node && !any_link.back())
+        any_link.back() = hh->intra_node;
       if (d.tp == 1 && !shares_host_with_previous_stage) continue;
       // The link between a replica's GPUs: the host's intra_node link (the GPU catalog's, or the
       // scenario's override), needed as soon as the deployment is tensor-parallel or two of its
@@ -262,6 +313,25 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
       d.host_link = HostLink{link->bandwidth, link->latency};
     }
     OperatorTimer::check(costs, *d.gpu, "compute");
+  }
+  first_slot.push_back(s.gpu_slots.size());
+  // Disaggregated pools that share a host move KV over its intra_node link.
+  for (std::size_t i = 0; i < c.deployments.size(); ++i) {
+    const auto& p = c.deployments[i];
+    if (p.role != PoolRole::kPrefill) continue;
+    auto& d = c.deployments[static_cast<std::size_t>(p.decode_pool)];
+    bool share = false;
+    for (std::size_t a = first_slot[i]; a < first_slot[i + 1]; ++a)
+      for (std::size_t b = first_slot[i + 1]; b < first_slot[i + 2]; ++b)
+        share = share || s.gpu_slots[a] == s.gpu_slots[b];
+    if (!share || d.host_link) continue;
+    const auto& link = any_link[i + 1] ? any_link[i + 1] : any_link[i];
+    if (!link)
+      throw InputError("topology.hardware",
+                       fmt::format("{} and {} share a host, whose GPUs have no intra_node link to "
+                                   "move KV over: set topology.hardware.intra_node",
+                                   p.where, d.where));
+    d.host_link = HostLink{link->bandwidth, link->latency};
   }
   c.gpu = *c.deployments.front().gpu;
   sys.finish();

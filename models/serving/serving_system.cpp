@@ -124,6 +124,7 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       rc.multi_level_sampling = d.multi_level_sampling;
       rc.sampling_pass_overhead = config_.sampling_pass_overhead;
       rc.reuse_across_tiers = d.mfs;
+      rc.hand_off_after_prefill = d.role == PoolRole::kPrefill;
       if (config_.prefix_caching) {
         rc.prefix_block_tokens = source_->hash_block_tokens();
         MLSIM_CHECK(rc.prefix_block_tokens > 0 && !d.mfs,
@@ -143,10 +144,21 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
     deployments_.push_back(std::move(dep));
   }
   replica_kv_bytes_.assign(replicas_.size(), 0);
+  for (const auto& dep : deployments_) {
+    if (dep.config.role != PoolRole::kPrefill) continue;
+    disaggregated_ = true;
+    const auto pool = static_cast<std::size_t>(dep.config.decode_pool);
+    MLSIM_CHECK(pool < deployments_.size() && deployments_[pool].config.role == PoolRole::kDecode &&
+                    deployments_[pool].config.exit_layers == dep.config.exit_layers,
+                "a prefill pool hands off to a decode pool of the same model");
+    MLSIM_CHECK(transfers_ != nullptr, "disaggregation sends KV through the network");
+  }
   for (std::int32_t t = 0; t < config_.tiers; ++t) {
     int serving = 0;
     for (const auto& dep : deployments_)
-      if (dep.config.exit_layers[static_cast<std::size_t>(t)] > 0) ++serving;
+      if (dep.config.exit_layers[static_cast<std::size_t>(t)] > 0 &&
+          dep.config.role != PoolRole::kDecode)
+        ++serving;
     // The scenario parser builds one deployment per tier (separate) or one for all (MFS).
     MLSIM_CHECK(serving == 1, "every tier must be served by exactly one deployment");
   }
@@ -234,7 +246,9 @@ void ServingSystem::retire(Request& r) {
 
 void ServingSystem::dispatch(Request& r) {
   for (auto& dep : deployments_) {
-    if (dep.config.exit_layers[static_cast<std::size_t>(r.tier)] == 0) continue;
+    if (dep.config.exit_layers[static_cast<std::size_t>(r.tier)] == 0 ||
+        dep.config.role == PoolRole::kDecode)
+      continue;
     // The model's context limit, as vLLM applies max_model_len: a prompt that leaves no room for
     // one output token is refused (reported dropped, counted apart); an output that would run
     // past the limit stops there (counted).
@@ -247,6 +261,15 @@ void ServingSystem::dispatch(Request& r) {
     if (r.spec.output_tokens > context - r.spec.prompt_tokens) {
       metrics_.on_output_capped(r, context - r.spec.prompt_tokens);
       r.spec.output_tokens = context - r.spec.prompt_tokens;
+    }
+    if (dep.config.role == PoolRole::kPrefill) {
+      // Its whole length must fit a decode replica too (the pools' KV budgets may differ).
+      const auto& decode = deployments_[static_cast<std::size_t>(dep.config.decode_pool)];
+      if (!decode.replicas.front()->fits_at_all(r)) {
+        metrics_.on_dropped(r);
+        retire(r);
+        return;
+      }
     }
     Replica& replica = dep.router->pick(dep.replicas, r);
     r.replica = replica.config().index;
@@ -290,7 +313,57 @@ void ServingSystem::on_kv_changed(Replica& replica) {
   metrics_.set_kv_bytes(engine_.now(), kv_bytes_total_);
 }
 
-void ServingSystem::on_iteration(Replica&) {
+void ServingSystem::on_prefill_done(Replica& replica, Request& r) {
+  const auto& from =
+      deployments_[replica_deployment_[static_cast<std::size_t>(replica.config().index)]];
+  auto& decode = deployments_[static_cast<std::size_t>(from.config.decode_pool)];
+  decode.awaiting_decode.push_back({&r, &replica, engine_.now()});
+  hand_off(decode);
+}
+
+void ServingSystem::hand_off(Deployment& decode) {
+  const auto& d = decode.config;
+  while (!decode.awaiting_decode.empty()) {
+    const HandOff h = decode.awaiting_decode.front();
+    Request& r = *h.request;
+    // The decode replica with the fewest outstanding tokens among those with room for the KV
+    // (first come first served: the head waits for room, those behind it wait too).
+    Replica* to = nullptr;
+    for (Replica* c : decode.replicas)
+      if (c->has_room_for_incoming(r) &&
+          (to == nullptr || c->outstanding_tokens() < to->outstanding_tokens()))
+        to = c;
+    if (to == nullptr) return;
+    const bool reserved = to->reserve_incoming(r);
+    MLSIM_CHECK(reserved, "the decode replica had room");
+    decode.awaiting_decode.pop_front();
+    // The prompt's KV, every layer: layers x KV heads x head dim x 2 (K and V) x dtype bytes x
+    // tokens (kv_bytes_per_token_layer() is 2 x KV heads x head dim x dtype bytes).
+    const std::int64_t bytes = d.model.kv_bytes_per_token_layer() *
+                               std::int64_t{to->exit_layer(r.tier)} * std::int64_t{r.cached};
+    // Within a host each GPU of the smaller TP group sends its shard over its own link.
+    const int lanes = std::min(h.from->config().tp, to->config().tp);
+    const Time start = engine_.now();
+    const Time waited = start - h.since;
+    Replica* from = h.from;
+    transfers_->send(
+        from->config().gpus.front(), to->config().gpus.front(), Bytes{bytes},
+        d.host_link ? *d.host_link : HostLink{},
+        [this, &r, from, to, start, waited, bytes] {
+          from->release_handed_off(r);
+          to->accept_decode(r);
+          metrics_.on_kv_transfer(waited, engine_.now() - start, bytes);
+        },
+        lanes);
+  }
+}
+
+void ServingSystem::on_iteration(Replica& replica) {
+  if (disaggregated_) {
+    // A decode replica's iteration may have freed KV (answers done): KV waiting for it moves.
+    auto& dep = deployments_[replica_deployment_[static_cast<std::size_t>(replica.config().index)]];
+    if (dep.config.role == PoolRole::kDecode && !dep.awaiting_decode.empty()) hand_off(dep);
+  }
   std::int64_t waiting = 0;
   for (const auto& r : replicas_) waiting += static_cast<std::int64_t>(r->waiting_count());
   metrics_.maybe_sample(engine_.now(), in_system_, waiting);
@@ -334,6 +407,9 @@ void ServingSystem::finish(Results& out) const {
       cuts += r.state(v).batches_cut_by_token_limit();
     out.set_metric("serving_utilisation_" + r.name(), util);
     per_replica.push_back({{"name", r.name()},
+                           {"role", dep.role == PoolRole::kPrefill  ? "prefill"
+                                    : dep.role == PoolRole::kDecode ? "decode"
+                                                                    : "colocated"},
                            {"model", dep.model.name},
                            {"tp", dep.tp},
                            {"pp", dep.pp},

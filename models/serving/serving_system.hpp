@@ -8,6 +8,7 @@
 //    the batch (each leaves at its exit), the KV pool and the weights; an escalated answer keeps
 //    the prompt's KV below the lower exit and prefills only above it from stored exit features.
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,8 +27,16 @@
 
 namespace mlsim::serving {
 
+// Colocated: a replica prefills and decodes its requests. Prefill/decode disaggregation
+// (Splitwise, DistServe): a prefill pool's replicas run prefills only and hand each request's KV
+// to a replica of their decode pool, which decodes it.
+enum class PoolRole { kColocated, kPrefill, kDecode };
+
 struct DeploymentConfig {
   std::string name;
+  PoolRole role = PoolRole::kColocated;
+  // kPrefill: the index (in ServingConfig::deployments) of the decode pool it hands off to.
+  int decode_pool = -1;
   std::string where;  // JSON path of its settings ("system.mfs", "system.separate[1]"), for errors
   TransformerShape model;
   int tp = 1;
@@ -109,13 +118,23 @@ class ServingSystem final : public ReplicaObserver {
   void on_dropped(Replica& replica, Request& r) override;
   void on_iteration(Replica& replica) override;
   void on_kv_changed(Replica& replica) override;
+  void on_prefill_done(Replica& replica, Request& r) override;
 
  private:
+  // A request whose prefill is done, waiting for room in its decode pool.
+  struct HandOff {
+    Request* request = nullptr;
+    Replica* from = nullptr;
+    Time since;
+  };
   struct Deployment {
     DeploymentConfig config;
     std::vector<Replica*> replicas;
     std::unique_ptr<Router> router;
+    std::deque<HandOff> awaiting_decode;  // a decode pool's queue, first come first served
   };
+  // Moves the KV of the decode pool's waiting requests to its replicas while they have room.
+  void hand_off(Deployment& decode);
   // The next request of the source with its tier and escalation drawn; nothing when exhausted.
   std::optional<RequestSpec> pull_next_arrival();
   void schedule_next_arrival();
@@ -138,6 +157,7 @@ class ServingSystem final : public ReplicaObserver {
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<double> replica_kv_bytes_;  // last reported, per replica
   std::vector<std::size_t> replica_deployment_;
+  bool disaggregated_ = false;
   double kv_bytes_total_ = 0;
   ServingMetrics metrics_;
   // Requests are recycled: memory grows with the requests in flight, not with the trace.

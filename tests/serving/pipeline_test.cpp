@@ -20,28 +20,8 @@ using namespace mlsim::serving;
 
 namespace {
 
-// 10 us per token for the MLP up-projection, nothing for every other operator.
-class TenMicrosPerTokenPerLayer final : public CostProvider {
- public:
-  std::string_view name() const override { return "test"; }
-  std::optional<double> operator_seconds(const OperatorWork& w, const GpuSpec&) const override {
-    return w.op == op_name(Op::kMlpUpGate) ? 10e-6 * static_cast<double>(w.tokens) : 0.0;
-  }
-  bool total_for(const GpuSpec&, std::string_view) const override { return true; }
-};
-
-// Two hosts on a star whose links are 1 GB/s (1 byte per ns) with 100 ns latency: a message
-// between the hosts crosses two links (200 ns) at 1 GB/s.
-struct Harness {
-  Engine engine;
-  Topology topo = build_topology(StarSpec{2, LinkSpec{Bandwidth{1e9}, Time::ns(100)}});
-  FluidNetwork network{engine, topo, Sharing::kMaxMin};
-  LinkConditions links{topo, network};
-  GpuSpec gpu = fixtures::toy_gpu();
-  NodeHardware hardware{topo.nodes().size()};
-  HostSpeeds speeds{topo.nodes().size()};
-  CostModel costs;
-  std::unique_ptr<Compute> compute;
+// Stages on the hosts of fixtures::TwoHostStar (1 GB/s links, 200 ns host to host).
+struct Harness : fixtures::TwoHostStar {
   OperatorTimer timer{costs, gpu, Dtype::kFp16};
   std::unique_ptr<PointToPoint> p2p;
   fixtures::TimesRecorder rec{engine};
@@ -51,15 +31,11 @@ struct Harness {
   // Stage s on host stage_hosts[s]; `host_link` between GPUs of one host; `p2p_costs` the
   // collective layer's launch and protocol costs of the send/recv.
   Harness(std::vector<int> stage_hosts, HostLink host_link, collectives::CostModel p2p_costs = {}) {
-    for (NodeId h : topo.hosts())
-      hardware.set_host(h, HostHardware{&gpu, 1, nullptr, std::nullopt});
-    costs.add(std::make_unique<TenMicrosPerTokenPerLayer>());
-    compute = std::make_unique<Compute>(engine, hardware, speeds, costs);
     p2p = std::make_unique<PointToPoint>(engine, network, &links, p2p_costs);
     const TransformerShape m = fixtures::toy_transformer(2, "toy");
     ReplicaConfig cfg;
     cfg.name = "pp";
-    for (int h : stage_hosts) cfg.gpus.push_back(topo.hosts()[static_cast<std::size_t>(h)]);
+    for (int h : stage_hosts) cfg.gpus.push_back(host(h));
     cfg.stage_layers.assign(stage_hosts.size(), 2 / static_cast<int>(stage_hosts.size()));
     cfg.host_link = host_link;
     replica = std::make_unique<Replica>(

@@ -62,6 +62,8 @@ struct Case {
   double escalation;
   bool prefix_caching = false;
   int pp = 1;  // pipeline stages of every replica (separate mode): activations over the network
+  // Separate mode: each member's replicas split into a prefill pool and a decode pool.
+  bool disaggregated = false;
 };
 
 }  // namespace
@@ -102,6 +104,20 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   };
   if (p.mode == "mfs") {
     c.deployments.push_back(deployment(m13, 2, 2, {20, 40}, true));
+  } else if (p.disaggregated) {
+    // 7B: one prefill and two decode replicas; 13B: one of each at TP 2 (8 GPUs).
+    const std::vector<std::pair<DeploymentConfig, int>> pools = {
+        {deployment(m7, 1, 1, {32, 0}, false), 2}, {deployment(m13, 2, 1, {0, 40}, false), 1}};
+    for (const auto& [pool, decode_replicas] : pools) {
+      DeploymentConfig pre = pool, dec = pool;
+      pre.role = PoolRole::kPrefill;
+      pre.decode_pool = static_cast<int>(c.deployments.size()) + 1;
+      dec.role = PoolRole::kDecode;
+      dec.replicas = decode_replicas;
+      dec.host_link = HostLink{Bandwidth{300e9}, Time::us(1)};
+      c.deployments.push_back(pre);
+      c.deployments.push_back(dec);
+    }
   } else {
     c.deployments.push_back(deployment(m7, 1, 2, {32, 0}, false));
     c.deployments.push_back(deployment(m13, 2, 1, {0, 40}, false));
@@ -168,12 +184,22 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
       EXPECT_GT(r->activation_bytes(), 0);
     }
   }
-  // Every activation sent between pipeline stages arrived.
-  if (p.pp > 1) {
+  // Every activation sent between pipeline stages and every KV cache sent from a prefill replica
+  // to a decode replica arrived.
+  if (p.pp > 1 || p.disaggregated) {
+    EXPECT_GT(sys.transfers().bytes_sent(), 0);
     EXPECT_EQ(sys.transfers().bytes_delivered(), sys.transfers().bytes_sent());
   }
   Results out;
   sys.finish(out);
+  if (p.disaggregated) {
+    EXPECT_EQ(static_cast<double>(sys.transfers().bytes_sent()),
+              out.metrics().at("serving_kv_transfer_bytes"));
+    std::printf("[disaggregated %s/%s u=%.2f] KV transfers %.0f, decode wait p99 %.4f s\n",
+                p.scheduler.c_str(), p.router.c_str(), p.utilisation,
+                out.metrics().at("serving_kv_transfer_count"),
+                out.metrics().at("serving_kv_decode_wait_p99_s"));
+  }
   if (p.utilisation < 0.3)
     std::printf("[%s/%s/%s u=%.2f] completed %llu dropped %llu preemptions %.0f\n", p.mode.c_str(),
                 p.scheduler.c_str(), p.router.c_str(), p.utilisation,
@@ -208,4 +234,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Pipelines of two stages (the 7B's and the 13B's layers split in half).
         Case{"separate", "continuous", "least_outstanding_tokens", 0.9, 0.3, false, 2},
         Case{"separate", "chunked_prefill", "round_robin", 0.1, 0.3, false, 2},
-        Case{"separate", "continuous", "round_robin", 0.1, 0, false, 2}));
+        Case{"separate", "continuous", "round_robin", 0.1, 0, false, 2},
+        // Prefill and decode pools (squeezed: decode admission waits for KV).
+        Case{"separate", "continuous", "least_outstanding_tokens", 0.9, 0.3, false, 1, true},
+        Case{"separate", "chunked_prefill", "round_robin", 0.185, 0.3, false, 1, true},
+        Case{"separate", "static", "least_outstanding_tokens", 0.185, 0, false, 1, true}));

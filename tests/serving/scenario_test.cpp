@@ -291,3 +291,73 @@ TEST(ServingScenarios, BadPipelineKeysNameTheirPath) {
   expect_error("mfs_llama2.json", "mfs", {{"system.mfs.tp", 4}, {"system.mfs.pp", 2}},
                "system.mfs.pp: pipeline stages with MFS tiers");
 }
+
+// Prefill/decode disaggregation through the scenario (issue 15): Llama-2-70B as a TP 4 prefill
+// replica and a TP 4 decode replica on one 8-GPU host (KV over NVLink), and as TP 8 pools on two
+// hosts (KV through the star's links: a slower fabric lengthens the time between tokens, not the
+// time to the first one, which the prefill replica samples).
+TEST(ServingScenarios, DisaggregatedPoolsOnOneHostAndAcrossHosts) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  auto with = [&](std::vector<std::pair<std::string, nlohmann::json>> sets) {
+    sets.emplace_back("workload.limit", 200);
+    return run("serving_azure_conv_70b.json", "continuous", std::move(sets));
+  };
+  const auto pools = [](int tp) {
+    return nlohmann::json::array(
+        {{{"model", "llama-2-70b"}, {"prefill", {{"tp", tp}}}, {"decode", {{"tp", tp}}}}});
+  };
+  const auto one_host = with({{"system.separate", pools(4)}});
+  const auto two_hosts = with({{"system.separate", pools(8)}, {"topology.hosts", 2}});
+  const auto slow = with({{"system.separate", pools(8)},
+                          {"topology.hosts", 2},
+                          {"topology.link.bandwidth", "10GB/s"}});
+  for (const auto* r : {&one_host, &two_hosts, &slow}) {
+    const auto& m = r->results.metrics();
+    EXPECT_EQ(m.at("serving_requests_completed") + m.at("serving_requests_dropped"), 200);
+    // Every completed request with more than one output token moved its KV once.
+    EXPECT_GT(m.at("serving_kv_transfer_count"), 150);
+    const auto& reps = r->results.details().at("serving_replicas");
+    EXPECT_EQ(reps.at(0).at("role"), "prefill");
+    EXPECT_EQ(reps.at(1).at("role"), "decode");
+  }
+  const auto metric = [](const RunOutput& r, const char* k) { return r.results.metrics().at(k); };
+  EXPECT_GT(metric(slow, "serving_kv_transfer_mean_s"),
+            5 * metric(two_hosts, "serving_kv_transfer_mean_s"));
+  EXPECT_GT(metric(slow, "serving_tpot_mean_s"), metric(two_hosts, "serving_tpot_mean_s"));
+  EXPECT_EQ(metric(slow, "serving_ttft_mean_s"), metric(two_hosts, "serving_ttft_mean_s"));
+  std::printf(
+      "[disaggregated] 70B, 200 requests: 1+1 TP4 on one host TTFT %.3f s TPOT %.4f s "
+      "KV transfer mean %.2f ms; 1+1 TP8 on two hosts TTFT %.3f s TPOT %.4f s KV %.2f ms "
+      "(10 GB/s fabric: KV %.2f ms)\n",
+      metric(one_host, "serving_ttft_mean_s"), metric(one_host, "serving_tpot_mean_s"),
+      1e3 * metric(one_host, "serving_kv_transfer_mean_s"),
+      metric(two_hosts, "serving_ttft_mean_s"), metric(two_hosts, "serving_tpot_mean_s"),
+      1e3 * metric(two_hosts, "serving_kv_transfer_mean_s"),
+      1e3 * metric(slow, "serving_kv_transfer_mean_s"));
+}
+
+TEST(ServingScenarios, BadDisaggregationKeysNameTheirPath) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  auto expect_error = [](nlohmann::json separate, const std::string& path) {
+    try {
+      (void)run("serving_azure_conv_70b.json", "continuous", {{"system.separate", separate}});
+      ADD_FAILURE() << "expected an InputError at " << path;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  };
+  auto j = [](const char* text) { return nlohmann::json::parse(text); };
+  expect_error(
+      j(R"([{"model": "llama-2-70b", "tp": 4, "prefill": {"tp": 4}, "decode": {"tp": 4}}])"),
+      "system.separate[0].tp: a disaggregated deployment gives tp and replicas per pool");
+  expect_error(j(R"([{"model": "llama-2-70b", "prefill": {"tp": 4}}])"),
+               "system.separate[0].decode");
+  expect_error(
+      j(R"([{"model": "llama-2-70b", "prefill": {"tp": 4}, "decode": {"tp": 4, "pp": 2}}])"),
+      "system.separate[0].decode.pp: pipeline stages in a disaggregated pool");
+  expect_error(
+      j(R"([{"model": "llama-2-70b", "prefill": {"tp": 4}, "decode": {"tp": 4, "tpp": 2}}])"),
+      "system.separate[0].decode.tpp: unknown key");
+  expect_error(j(R"([{"model": "llama-2-70b", "prefill": {"tp": 8}, "decode": {"tp": 8}}])"),
+               "system.mode");  // 16 GPUs on one 8-GPU host
+}

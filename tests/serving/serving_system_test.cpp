@@ -17,18 +17,7 @@ using namespace mlsim::serving;
 
 namespace {
 
-class ListSource final : public RequestSource {
- public:
-  explicit ListSource(std::vector<RequestSpec> specs) : specs_(std::move(specs)) {}
-  std::optional<RequestSpec> next() override {
-    if (i_ >= specs_.size()) return std::nullopt;
-    return specs_[i_++];
-  }
-
- private:
-  std::vector<RequestSpec> specs_;
-  std::size_t i_ = 0;
-};
+using fixtures::ListSource;
 
 // One replica of a one-layer toy transformer (tp 1) on the toy GPU, continuous batching.
 struct System {

@@ -8,10 +8,14 @@
 
 #include "models/serving/model_catalog.hpp"
 #include "models/serving/replica.hpp"
+#include "models/serving/request_source.hpp"
 #include "models/serving/transformer_cost.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/hardware.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
+#include "sim_core/network/topology_builders.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::serving::fixtures {
@@ -82,6 +86,56 @@ struct Platform {
   GpuSpec gpu;
   NodeHardware hardware;
   HostSpeeds speeds;
+  CostModel costs;
+  std::unique_ptr<Compute> compute;
+};
+
+// Simple numbers for hand-worked schedules: the MLP up-projection costs 10 us per token and every
+// other operator nothing, so a layer costs 10 us per token.
+class TenMicrosPerTokenPerLayer final : public CostProvider {
+ public:
+  std::string_view name() const override { return "test"; }
+  std::optional<double> operator_seconds(const OperatorWork& w, const GpuSpec&) const override {
+    return w.op == op_name(Op::kMlpUpGate) ? 10e-6 * static_cast<double>(w.tokens) : 0.0;
+  }
+  bool total_for(const GpuSpec&, std::string_view) const override { return true; }
+};
+
+// A request source replaying a fixed list.
+class ListSource final : public RequestSource {
+ public:
+  explicit ListSource(std::vector<RequestSpec> specs) : specs_(std::move(specs)) {}
+  std::optional<RequestSpec> next() override {
+    if (i_ >= specs_.size()) return std::nullopt;
+    return specs_[i_++];
+  }
+
+ private:
+  std::vector<RequestSpec> specs_;
+  std::size_t i_ = 0;
+};
+
+// Two hosts with the toy GPU on a star whose links are 1 GB/s (1 byte per ns) with 100 ns
+// latency (a message between the hosts crosses two links: 200 ns at 1 GB/s), the flow backend,
+// and GPU work priced at 10 us per token per layer. Not movable (members keep references).
+struct TwoHostStar {
+  TwoHostStar() {
+    for (NodeId h : topo.hosts())
+      hardware.set_host(h, HostHardware{&gpu, 1, nullptr, std::nullopt});
+    costs.add(std::make_unique<TenMicrosPerTokenPerLayer>());
+    compute = std::make_unique<Compute>(engine, hardware, speeds, costs);
+  }
+  TwoHostStar(const TwoHostStar&) = delete;
+  TwoHostStar& operator=(const TwoHostStar&) = delete;
+  NodeId host(int i) const { return topo.hosts()[static_cast<std::size_t>(i)]; }
+
+  Engine engine;
+  Topology topo = build_topology(StarSpec{2, LinkSpec{Bandwidth{1e9}, Time::ns(100)}});
+  FluidNetwork network{engine, topo, Sharing::kMaxMin};
+  LinkConditions links{topo, network};
+  GpuSpec gpu = toy_gpu();
+  NodeHardware hardware{topo.nodes().size()};
+  HostSpeeds speeds{topo.nodes().size()};
   CostModel costs;
   std::unique_ptr<Compute> compute;
 };
