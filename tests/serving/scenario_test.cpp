@@ -361,3 +361,27 @@ TEST(ServingScenarios, BadDisaggregationKeysNameTheirPath) {
   expect_error(j(R"([{"model": "llama-2-70b", "prefill": {"tp": 8}, "decode": {"tp": 8}}])"),
                "system.mode");  // 16 GPUs on one 8-GPU host
 }
+
+// The shipped colocated-vs-disaggregated study (workloads/serving/pd_disaggregation.json) on the
+// first 300 requests: every variant runs, every request completes or is refused, and the pooled
+// variants move one KV cache per request with more than one output token.
+TEST(ServingScenarios, DisaggregationStudyRunsEveryVariant) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  for (const char* variant : {"colocated", "colocated_chunked", "pd_1p3d", "pd_2p2d", "pd_3p1d"}) {
+    const auto registries = make_registries();
+    ScenarioRequest req{
+        serving::fixtures::source_dir() / "workloads/serving/pd_disaggregation.json", variant, {}};
+    req.overrides.push_back(Override{"workload.limit", 300, "workload.limit"});
+    const auto loaded = load_scenario(req, registries);
+    PreparedRun prepared(loaded, registries);
+    const auto out = prepared.run();
+    const auto& m = out.results.metrics();
+    EXPECT_EQ(m.at("serving_requests_completed") + m.at("serving_requests_dropped"), 300)
+        << variant;
+    if (std::string(variant).starts_with("pd_")) {
+      EXPECT_EQ(m.at("serving_kv_transfer_count"),
+                m.at("serving_requests_completed") - m.at("serving_requests_tpot_undefined"))
+          << variant;
+    }
+  }
+}
