@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <array>
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/ring_bottleneck.hpp"
@@ -295,6 +296,12 @@ void GraphExecutor::arrive(RankId r, NodeIndex i) {
       std::find_if(rank.positions.begin(), rank.positions.end(), [&](const auto& p) {
         return p.first == state.node.target;
       })->second;
+  const int copies = rank.width / group.gpus_per_member;
+  if (group.members.size() == 1) {  // nothing to wait for (a collapsed tensor-parallel group)
+    const NodeRef self{r, i};
+    launch(state.node, group.members, group.gpus_per_member, copies, std::span(&self, 1));
+    return;
+  }
   auto [it, fresh] = gs.pending.try_emplace(state.seq);
   auto& pending = it->second;
   if (fresh) {
@@ -306,18 +313,16 @@ void GraphExecutor::arrive(RankId r, NodeIndex i) {
               "the members of a group reached different collectives");
   pending.nodes[static_cast<std::size_t>(position)] = i;
   if (++pending.arrived < static_cast<int>(group.members.size())) return;
-  std::vector<std::pair<RankId, NodeIndex>> nodes;
-  nodes.reserve(group.members.size());
+  launching_.clear();
   for (std::size_t m = 0; m < group.members.size(); ++m)
-    nodes.emplace_back(group.members[m], pending.nodes[m]);
+    launching_.push_back({group.members[m], pending.nodes[m]});
   Node op;
   op.kind = NodeKind::kCollective;
   op.operation = pending.operation;
   op.bytes = pending.bytes;
   op.target = state.node.target;
   gs.pending.erase(it);
-  const int copies = rank.width / group.gpus_per_member;
-  launch(op, group.members, group.gpus_per_member, copies, std::move(nodes));
+  launch(op, group.members, group.gpus_per_member, copies, launching_);
 }
 
 void GraphExecutor::match(RankId r, NodeIndex i) {
@@ -345,7 +350,8 @@ void GraphExecutor::match(RankId r, NodeIndex i) {
   const std::array<RankId, 2> pair = {from, to};
   const int copies = std::min(ranks_[static_cast<std::size_t>(from)].width,
                               ranks_[static_cast<std::size_t>(to)].width);
-  launch(op, pair, 1, copies, {{from, send_index}, {to, recv_index}});
+  const std::array<NodeRef, 2> ends = {NodeRef{from, send_index}, NodeRef{to, recv_index}};
+  launch(op, pair, 1, copies, ends);
 }
 
 std::uint32_t GraphExecutor::new_active() {
@@ -377,16 +383,16 @@ GraphExecutor::Route GraphExecutor::route_between(std::span<const NodeId> hosts)
 }
 
 void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gpus, int copies,
-                           std::vector<std::pair<RankId, NodeIndex>> nodes) {
+                           std::span<const NodeRef> nodes) {
   const std::uint32_t slot = new_active();
-  active_[slot].nodes = std::move(nodes);
+  active_[slot].nodes.assign(nodes.begin(), nodes.end());
   if (op.kind == NodeKind::kSend)
     ++counts_.messages;
   else
     ++counts_.collectives;
   const int participants = static_cast<int>(ranks.size()) * gpus;
-  std::vector<NodeId> hosts;
-  hosts.reserve(ranks.size());
+  std::vector<NodeId>& hosts = hosts_;
+  hosts.clear();
   bool one_host = true, distinct = true;
   for (RankId r : ranks) {
     const NodeId h = ranks_[static_cast<std::size_t>(r)].host;
@@ -439,10 +445,10 @@ void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gp
 void GraphExecutor::finish_active(std::uint32_t slot) {
   Active& a = active_[slot];
   a.collective.reset();
-  std::vector<std::pair<RankId, NodeIndex>> nodes;
-  nodes.swap(a.nodes);
+  finishing_.assign(a.nodes.begin(), a.nodes.end());
+  a.nodes.clear();
   free_active_.push_back(slot);
-  for (const auto& [r, i] : nodes) complete(r, i);
+  for (const NodeRef& n : finishing_) complete(n.rank, n.index);
 }
 
 std::vector<std::string> GraphExecutor::stalled() const {

@@ -21,7 +21,11 @@
 // a host are not network endpoints).
 //
 // Memory: a rank asks its source for more nodes when fewer than `low_water` of its nodes are
-// unfinished, and forgets a node once it and every node before it have finished.
+// unfinished, and forgets a node once it and every node before it have finished. What a rank
+// has been given is always a prefix of its program, so a program that completes when every rank
+// runs its nodes one at a time in the order emitted also completes here; one that needs later
+// nodes to start first (a send and a receive posted together) must emit them in one piece.
+// A graph that cannot finish stops with the ranks left unfinished (stalled()), never hangs.
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -45,7 +49,7 @@ enum class CommunicationMode { kNetwork, kClosedForm };
 struct ExecutorOptions {
   CommunicationMode mode = CommunicationMode::kClosedForm;
   collectives::CostModel costs;  // NCCL-like launch, per-step latency, protocols
-  std::size_t low_water = 64;    // a rank pulls more nodes below this many unfinished ones
+  std::size_t low_water = 4;     // a rank pulls more nodes below this many unfinished ones
 };
 
 // What a rank did: its kernels' time, and its idle time charged to phases (phase 0, the rank's
@@ -123,10 +127,15 @@ class GraphExecutor {
     std::uint64_t next_send = 0, next_recv = 0;
     std::map<std::uint64_t, NodeIndex> sends, recvs;  // reached, not yet matched
   };
-  // One collective or message in flight, and the nodes it ends.
+  struct NodeRef {
+    RankId rank;
+    NodeIndex index;
+  };
+  // One collective or message in flight, and the nodes it ends (slots are reused, so their
+  // node lists keep their capacity: launching allocates nothing in the steady state).
   struct Active {
     std::unique_ptr<collectives::Collective> collective;
-    std::vector<std::pair<RankId, NodeIndex>> nodes;
+    std::vector<NodeRef> nodes;
   };
   struct Route {
     Bandwidth bandwidth;
@@ -143,7 +152,7 @@ class GraphExecutor {
   void arrive(RankId r, NodeIndex i);
   void match(RankId r, NodeIndex i);
   void launch(const Node& op, std::span<const RankId> ranks, int gpus, int copies,
-              std::vector<std::pair<RankId, NodeIndex>> nodes);
+              std::span<const NodeRef> nodes);
   void finish_active(std::uint32_t slot);
   std::uint32_t new_active();
   double kernel_seconds(const Rank& rank, KernelId k);
@@ -166,6 +175,8 @@ class GraphExecutor {
   std::vector<double> kernel_price_;  // kernel x gpu class; < 0 until priced
   std::map<std::vector<NodeId>, Route> routes_;
   std::vector<Node> buffer_;
+  std::vector<NodeRef> launching_, finishing_;  // scratch (finish_active never nests)
+  std::vector<NodeId> hosts_;                   // scratch
   std::size_t finished_ranks_ = 0;
   ExecutorCounts counts_;
 };

@@ -245,3 +245,54 @@ TEST(MegatronSchedule, CollapsingTensorParallelChangesNothingButTheRankCount) {
 
 }  // namespace
 }  // namespace mlsim::llm_training
+
+namespace mlsim::workload {
+namespace {
+
+// A graph that cannot finish: rank 0 waits for a message rank 1 never sends.
+class Orphan final : public GraphSource {
+ public:
+  RankId ranks() const override { return 2; }
+  std::int64_t first_gpu(RankId r) const override { return r; }
+  int width(RankId) const override { return 1; }
+  const std::vector<Group>& groups() const override { return groups_; }
+  const std::vector<std::vector<Work>>& kernels() const override { return kernels_; }
+  const std::vector<std::string>& phases() const override { return phases_; }
+  bool next(RankId r, std::vector<Node>& out) override {
+    if (r != 0 || given_) return false;
+    given_ = true;
+    Node recv;
+    recv.kind = NodeKind::kRecv;
+    recv.target = 1;
+    out.push_back(recv);
+    return true;
+  }
+
+ private:
+  std::vector<Group> groups_;
+  std::vector<std::vector<Work>> kernels_;
+  std::vector<std::string> phases_ = {"compute", "p2p"};
+  bool given_ = false;
+};
+
+TEST(GraphExecutor, AGraphThatCannotFinishStopsAndSaysWhere) {
+  const Topology topo = build_topology(StarSpec{2, LinkSpec{Bandwidth{1e9}, Time::zero()}});
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  LinkConditions links(topo, net);
+  HostSpeeds speeds(topo.nodes().size());
+  NodeHardware hardware(topo.nodes().size());
+  CostModel costs;
+  Compute compute(engine, hardware, speeds, costs);
+  Orphan source;
+  GraphExecutor executor(engine, net, compute, links, source, {}, "test");
+  executor.start();
+  engine.run();  // returns: nothing is left to do
+  EXPECT_FALSE(executor.done());
+  ASSERT_EQ(executor.stalled().size(), 1u);
+  EXPECT_NE(executor.stalled()[0].find("rank 0: node 0 (recv"), std::string::npos);
+  EXPECT_TRUE(executor.reports()[1].done);
+}
+
+}  // namespace
+}  // namespace mlsim::workload

@@ -305,15 +305,16 @@ ChakraSource::ChakraSource(const ChakraTraceSpec& spec) {
                                                  "communicator group {}",
                                                  members.front(), m, g));
   }
-  cursor_.assign(programs_.size(), 0);
+  ranks_ = spec.ranks;
 }
 
 bool ChakraSource::next(RankId r, std::vector<Node>& out) {
+  // The whole program at once: a trace's nodes may need to run out of the order they are
+  // emitted in (a send and a receive posted together), which a partial window could block.
   auto& program = programs_[static_cast<std::size_t>(r)];
-  std::size_t& c = cursor_[static_cast<std::size_t>(r)];
-  if (c == program.size()) return false;
-  const std::size_t end = std::min(program.size(), c + 256);
-  for (; c < end; ++c) out.push_back(program[c]);
+  if (program.empty()) return false;
+  for (Node& n : program) out.push_back(std::move(n));
+  program = {};
   return true;
 }
 

@@ -49,7 +49,7 @@ class ChakraSource final : public GraphSource {
 
   explicit ChakraSource(const ChakraTraceSpec& spec);
 
-  RankId ranks() const override { return static_cast<RankId>(programs_.size()); }
+  RankId ranks() const override { return ranks_; }
   std::int64_t first_gpu(RankId r) const override { return r; }
   int width(RankId) const override { return 1; }
   const std::vector<Group>& groups() const override { return groups_; }
@@ -59,12 +59,12 @@ class ChakraSource final : public GraphSource {
   double expected_nodes() const override { return expected_nodes_; }
 
  private:
-  std::vector<std::vector<Node>> programs_;  // per rank, in execution order
-  std::vector<std::size_t> cursor_;
+  std::vector<std::vector<Node>> programs_;  // per rank, in execution order, until emitted
   std::vector<Group> groups_;
   std::vector<std::vector<Work>> kernels_;
   std::vector<std::string> phases_ = {"compute", "collective", "p2p"};
   double expected_nodes_ = 0;
+  RankId ranks_ = 0;
 };
 
 }  // namespace mlsim::workload
