@@ -95,7 +95,7 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.tp=0"}, "system.tp"},
          {{"system.tp=3"}, "system.tp"},    // does not divide the heads
          {{"system.tp=16"}, "system.tp"},   // a rank's GPUs span two 8-GPU hosts
-         {{"system.pp=5"}, "system.pp"},    // 96 layers do not split into 5 stages
+         {{"system.pp=7"}, "system.pp"},    // 96 or 80 layers do not split into 7 stages
          {{"system.dp=128"}, "system.tp"},  // 16384 GPUs, more than the topology holds
          {{"system.global_batch=100"}, "system.global_batch"},
          {{"system.micro_batch=0"}, "system.micro_batch"},
@@ -103,7 +103,7 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.dp_sync=zero3"}, "system.dp_sync"},
          {{"system.recompute=1"}, "system.recompute"},
          {{"system.costs.launch=-1us"}, "system.costs.launch"},
-         {{"workload.model.heads=7"}, "workload.model.heads"},
+         {{"workload.model.heads=0"}, "workload.model.heads"},
          {{"workload.model.architecture=mamba"}, "workload.model.architecture"},
          {{"workload.model.layers=0"}, "workload.model.layers"},
          {{"system.communication=network", "system.tp=4"}, "system.tp"},  // DP pairs on a host
