@@ -65,18 +65,21 @@ Blocks blocks(const TransformerShape& m, int micro_batch, int tp) {
   return out;
 }
 
-std::vector<Work> work(const std::vector<Kernel>& kernels, double factor, std::int64_t tokens,
+// Each kernel `times` times: a backward runs every forward kernel twice (input and weight
+// gradients), so that a provider pricing by operator and token count (Vidur's measured tables)
+// charges it twice too; one kernel of doubled FLOPs would be priced as one forward there.
+std::vector<Work> work(const std::vector<Kernel>& kernels, int times, std::int64_t tokens,
                        const OperatorShape& shape) {
   std::vector<Work> out;
   for (const Kernel& k : kernels) {
     OperatorWork w;
     w.op = k.op;
-    w.flops = k.flops * factor;
-    w.bytes = k.bytes * factor;
+    w.flops = k.flops;
+    w.bytes = k.bytes;
     w.dtype = Dtype::kFp16;
     w.tokens = tokens;
     w.shape = shape;
-    out.emplace_back(w);
+    for (int i = 0; i < times; ++i) out.emplace_back(w);
   }
   return out;
 }

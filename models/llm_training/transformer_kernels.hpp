@@ -11,10 +11,11 @@
 // tensor split (Shoeybi et al. 2019): QKV and up projections column-parallel, attention output
 // and down projection row-parallel, norms and residual adds replicated.
 //
-// Backward: every operator again with twice its forward FLOPs and bytes ([assumed] the
-// standard rule that a backward pass costs two forward passes, one GEMM for the input gradient
-// and one for the weight gradient: Kaplan et al. 2020, "Scaling laws", section 2.1; Narayanan
-// et al. SC'21, section 5.1, count training FLOPs as 3x forward, 4x with recomputation).
+// Backward: every forward operator run twice ([assumed] the standard rule that a backward pass
+// costs two forward passes, one GEMM for the input gradient and one for the weight gradient:
+// Kaplan et al. 2020, "Scaling laws", section 2.1; Narayanan et al. SC'21, section 5.1, count
+// training FLOPs as 3x forward, 4x with recomputation). Two kernels rather than one of doubled
+// FLOPs, so that measured tables keyed by operator and token count charge it twice as well.
 #include <cstdint>
 #include <string>
 
