@@ -1,9 +1,9 @@
 #pragma once
 // What the strategies that move their bytes through sim_core/collectives share: the engine,
 // network and options they were built with, one send clock per host for all their collectives
-// (message_overhead is paid one message after another per host), the collectives in flight and
+// (message_overhead is paid one message after another per host), the chunks' collectives and
 // the traffic totals.
-#include "models/training/collective_slots.hpp"
+#include "models/training/chunk_collectives.hpp"
 #include "models/training/sync_setup.hpp"
 #include "sim_core/collectives/host_send_clock.hpp"
 
@@ -16,11 +16,12 @@ class CollectiveSync : public GradientSync {
   std::uint64_t messages() const override { return slots_.messages(); }
 
  protected:
-  explicit CollectiveSync(SyncSetup setup)
+  CollectiveSync(SyncSetup setup, std::uint32_t copies)
       : engine_(setup.engine),
         network_(setup.network),
         events_(setup.events),
-        options_(std::move(setup.options)) {
+        options_(std::move(setup.options)),
+        slots_(copies) {
     options_.host.send_clock = &clock_;
   }
   // A spec for one chunk's all-reduce with `algorithm`: its bytes, no window, the host costs.
@@ -40,7 +41,7 @@ class CollectiveSync : public GradientSync {
   SyncEvents& events_;
   SyncOptions options_;
   collectives::HostSendClock clock_;
-  CollectiveSlots slots_;
+  ChunkCollectives slots_;  // last: the collectives refer to clock_
 };
 
 }  // namespace mlsim::training

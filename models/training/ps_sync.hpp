@@ -3,9 +3,11 @@
 // its scheduler releases it, without waiting for the other workers; a server answers a slice's
 // pulls once every worker pushed it. A chunk larger than `bigarray_bound` values is sliced
 // evenly over all servers, otherwise it goes whole to server (key mod servers), keys numbered
-// over (layer, chunk). Each (chunk, round) is one sim_core parameter-server collective whose
-// workers join as they push (Collective::join); its kSent event gives the worker's credit back
-// (or its kHolds event, with credit_until_pull), its kHolds event is the chunk's arrival.
+// over (layer, chunk). Each round of a chunk is one sim_core parameter-server collective whose
+// workers join as they push (Collective::join); two collectives per chunk take the rounds in
+// turn (round i+1 can start before round i's last pull arrived, never before round i-1 ended); its
+// kSent event gives the worker's credit back (or its kHolds event, with credit_until_pull), its
+// kHolds event is the chunk's arrival.
 #include <vector>
 
 #include "models/training/collective_sync.hpp"
@@ -23,16 +25,17 @@ class PsSync final : public CollectiveSync {
   void start(std::size_t worker, const Chunk& chunk) override;
 
  private:
-  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
   struct Round {
-    std::uint32_t slot = kNone;  // the collective workers join now
-    std::uint32_t joined = 0;
+    std::uint32_t round = 0;   // of this chunk; its collective is copy round % 2
+    std::uint32_t joined = 0;  // workers that joined it
   };
-  std::uint32_t open(const Chunk& chunk);
-  void on_participant(std::uint32_t slot, std::uint32_t worker, collectives::ParticipantEvent e);
+  ChunkCollectives::Entry& open(const Chunk& chunk, std::uint32_t copy);
+  void on_participant(std::uint32_t layer, std::uint32_t index, std::uint32_t worker,
+                      collectives::ParticipantEvent e);
 
-  std::vector<std::size_t> first_key_;    // per layer: key of its chunk 0
-  std::vector<std::vector<Round>> open_;  // per layer and chunk
+  std::vector<std::size_t> first_key_;             // per layer: key of its chunk 0
+  std::vector<std::vector<Round>> rounds_;         // per layer and chunk
+  std::vector<std::vector<std::int64_t>> chunks_;  // per layer: the chunks' parameters
 };
 
 }  // namespace mlsim::training

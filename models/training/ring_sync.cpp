@@ -4,7 +4,7 @@
 
 namespace mlsim::training {
 
-RingSync::RingSync(SyncSetup setup) : CollectiveSync(std::move(setup)) {
+RingSync::RingSync(SyncSetup setup) : CollectiveSync(std::move(setup), 1) {
   MLSIM_CHECK(!options_.workers.empty(), "ring sync needs a worker");
 }
 
@@ -13,19 +13,25 @@ void RingSync::start(std::size_t, const Chunk& c) {
     engine_.schedule_in(Time::zero(), [this, c] { events_.on_chunk(0, c, true, true); });
     return;
   }
-  const std::uint32_t slot = slots_.reserve(c);
-  const collectives::CollectiveSpec spec = chunk_spec(collectives::Algorithm::kRing, c);
-  auto& collective = slots_[slot].collective;
-  collective = std::make_unique<collectives::Collective>(
-      engine_, network_, options_.workers, spec,
-      [this, slot](const collectives::CollectiveResult&) { done(slot); });
-  collective->start();
+  ChunkCollectives::Entry& e = slots_.at(c.layer, c.index);
+  if (e.collective) {
+    MLSIM_CHECK(e.collective->done(), "a ring chunk started again before it finished");
+    // A partition change since (all-reduce applies it to gradients cut afterwards): rebuild.
+    if (e.chunk.parameters != c.parameters || !e.collective->rearm()) slots_.drop(e);
+  }
+  if (!e.collective) {
+    e.chunk = c;
+    e.collective = std::make_unique<collectives::Collective>(
+        engine_, network_, options_.workers, chunk_spec(collectives::Algorithm::kRing, c),
+        [this, layer = c.layer, index = c.index](const collectives::CollectiveResult&) {
+          done(layer, index);
+        });
+  }
+  e.collective->start();
 }
 
-void RingSync::done(std::uint32_t slot) {
-  const Chunk chunk = slots_[slot].chunk;
-  events_.on_chunk(0, chunk, true, true);
-  slots_.retire(slot);
+void RingSync::done(std::uint32_t layer, std::uint32_t index) {
+  events_.on_chunk(0, slots_.at(layer, index).chunk, true, true);
 }
 
 }  // namespace mlsim::training

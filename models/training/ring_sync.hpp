@@ -3,7 +3,8 @@
 // produced the layer (one scheduler for the job, Horovod's coordinator), and each chunk is one
 // sim_core ring all-reduce over the workers: 2 (N - 1) steps of chunk / N bytes, each worker
 // forwarding a step as soon as it received the previous one. The framework runs one tensor at a
-// time (collectives in order on one stream).
+// time (collectives in order on one stream). A chunk's collective is kept and rearmed for its
+// next round while the partition leaves its size unchanged.
 #include <vector>
 
 #include "models/training/collective_sync.hpp"
@@ -21,7 +22,7 @@ class RingSync final : public CollectiveSync {
   void start(std::size_t owner, const Chunk& chunk) override;
 
  private:
-  void done(std::uint32_t slot);
+  void done(std::uint32_t layer, std::uint32_t index);
 };
 
 }  // namespace mlsim::training

@@ -24,6 +24,9 @@ class CollectiveAlgorithm : public MessageSink {
   virtual int ranks() const = 0;
   // See CollectiveResult::verified_pieces; nullopt for algorithms that do not follow the data.
   virtual std::optional<std::uint64_t> verified_pieces() const { return std::nullopt; }
+  // Collective::rearm: back to the state before start(), for another round of the same
+  // collective. Algorithms that support it return true.
+  virtual bool rearm() { return false; }
   // Staggered entry (Collective::join): algorithms that support it start one participant's part.
   virtual bool supports_join() const { return false; }
   virtual void join(std::uint32_t /*participant*/) {

@@ -254,6 +254,14 @@ void Collective::start() {
   }
 }
 
+bool Collective::rearm() {
+  MLSIM_CHECK(done_, "only a finished collective can be rearmed");
+  if (spec_.algorithm_by_size || !algorithm_->rearm()) return false;
+  done_ = false;
+  begun_ = false;
+  return true;
+}
+
 bool Collective::supports_join() const {
   return !spec_.algorithm_by_size && algorithm_->supports_join();
 }

@@ -160,6 +160,11 @@ class Collective {
   // (dedicated servers serve whatever arrives); other algorithms start together.
   void join(std::uint32_t participant);
   bool supports_join() const;
+  // A finished collective made ready for another round with the same participants and spec
+  // (a training job's gradient key, every iteration), without building it again; its traffic
+  // counts (result()) keep adding up over the rounds, its times are the last round's. ps and
+  // ring only; false (nothing changed) for the others.
+  bool rearm();
   // Called when a participant reaches a ParticipantEvent (ps reports both; the other
   // algorithms report nothing and only on_done).
   void set_participant_callback(ParticipantCallback cb) { on_participant_ = std::move(cb); }

@@ -38,6 +38,13 @@ class ParameterServer final : public CollectiveAlgorithm {
 
   bool supports_join() const override { return true; }
 
+  bool rearm() override {
+    std::fill(contributions_.begin(), contributions_.end(), 0);
+    workers_state_.assign(workers_, WorkerState{0, servers_ * chunks_, false});
+    pulled_ = 0;
+    return true;
+  }
+
   // Every worker pushes piece 0 of every shard first, so servers can start pulling early.
   // Worker w starts with shard w mod servers: with a window, the workers then push to different
   // servers at once instead of all to the same one.

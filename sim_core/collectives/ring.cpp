@@ -78,6 +78,10 @@ class Ring final : public CollectiveAlgorithm {
   }
 
   double progress() const override { return fraction_done(received_, needed_); }
+  bool rearm() override {
+    received_ = 0;
+    return true;
+  }
   int ranks() const override { return static_cast<int>(n_); }
 
  private:
