@@ -137,3 +137,30 @@ TEST(StaggeredEntry, OnlyTheParameterServerTakesStaggeredEntry) {
   Collective c(engine, net, topo.hosts(), ring);
   EXPECT_FALSE(c.supports_join());
 }
+
+// A finished collective rearmed runs the same round again on 2 hosts, 1 MB. ps (1 worker + 1
+// server): push [0,1] pull [1,2]; rearmed and started at 5: done at 7. ring of 2: two steps of
+// 0.5 MB each way, 0.5 s each: done at 1, then at 6. Traffic adds up over both rounds.
+TEST(StaggeredEntry, ARearmedCollectiveRunsAnotherRound) {
+  const Topology topo = build_topology(StarSpec{2, LinkSpec{Bandwidth{1e6}, Time::zero()}});
+  for (Algorithm a : {Algorithm::kParameterServer, Algorithm::kRing}) {
+    Engine engine;
+    FluidNetwork net(engine, topo, Sharing::kMaxMin);
+    CollectiveSpec spec = ps(1'000'000);
+    spec.algorithm = a;
+    std::vector<Time> done;
+    Collective c(engine, net, topo.hosts(), spec,
+                 [&](const CollectiveResult& r) { done.push_back(r.finished); });
+    c.start();
+    engine.run();
+    ASSERT_TRUE(c.rearm());
+    EXPECT_FALSE(c.done());
+    engine.schedule_at(Time::s(5), [&] { c.start(); });
+    engine.run();
+    // ps: push 1 s then pull 1 s. ring of 2: each step sends 0.5 MB each way, 0.5 s, 2 steps.
+    const Time one = a == Algorithm::kParameterServer ? Time::s(2) : Time::s(1);
+    EXPECT_EQ(done, (std::vector<Time>{one, Time::s(5) + one})) << to_string(a);
+    // ps: 1 MB pushed and pulled per round; ring: 2 steps x 2 x 0.5 MB per round.
+    EXPECT_EQ(c.result().bytes_delivered, Bytes{4'000'000});
+  }
+}
