@@ -97,6 +97,9 @@ void ServingMetrics::write(Results& out, Time makespan) const {
       makespan.count_ns() > 0 ? static_cast<double>(completed_) / makespan.seconds() : 0);
   out.set_metric("serving_slo_attainment",
                  arrived_ ? static_cast<double>(slo_met_) / static_cast<double>(arrived_) : 0);
+  // Goodput (DistServe's term): requests per second that met both SLOs, over the makespan.
+  out.set_metric("serving_goodput_requests_per_s",
+                 makespan.count_ns() > 0 ? static_cast<double>(slo_met_) / makespan.seconds() : 0);
   out.set_summary("serving_ttft", ttft_.summary(), "_s");
   // Like serving_slo_attainment, over every arrival (a dropped request meets no SLO).
   out.set_metric("serving_slo_ttft_attainment",

@@ -133,6 +133,8 @@ TEST(Metrics, OneTokenAnswersHaveNoTpot) {
   Results out;
   m.write(out, Time::s(3));
   EXPECT_DOUBLE_EQ(out.metrics().at("serving_slo_attainment"), 1.0 / 3);
+  // One request met both SLOs over a 3 s makespan: 1/3 request per second of goodput.
+  EXPECT_DOUBLE_EQ(out.metrics().at("serving_goodput_requests_per_s"), 1.0 / 3);
   EXPECT_DOUBLE_EQ(out.metrics().at("serving_slo_ttft_attainment"), 2.0 / 3);
   EXPECT_DOUBLE_EQ(out.metrics().at("serving_slo_tpot_attainment"), 0.0);
   EXPECT_DOUBLE_EQ(out.metrics().at("serving_requests_tpot_undefined"), 2.0);
