@@ -56,12 +56,7 @@ int search_command(const SearchArgs& a, const Registries& registries) {
     std::vector<std::filesystem::path> dirs;
     for (const RunRequest& r : batch) {
       // A run's folder is named by its configuration and load, so a rerun reuses it.
-      SweepSpec one;
-      one.scenario = r.scenario;
-      one.set = r.overrides;
-      if (r.variant) one.variants = {*r.variant};
-      const std::string id = expand_sweep(one).front().id;
-      dirs.push_back(out / "runs" / id);
+      dirs.push_back(out / "runs" / run_id(r));
       if (!run_finished(dirs.back())) {
         to_run.push_back(dirs.size() - 1);
         runs.push_back({r, dirs.back()});

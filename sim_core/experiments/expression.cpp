@@ -20,8 +20,10 @@ namespace {
 //   atom    := number | name | name '(' sum (',' sum)* ')' | '(' sum ')'
 class Parser {
  public:
-  Parser(std::string_view text, const std::map<std::string, double>& vars, const std::string& where)
-      : text_(text), vars_(vars), where_(where) {}
+  // `any_name`: an unknown variable reads as 1 instead of failing (a syntax check).
+  Parser(std::string_view text, const std::map<std::string, double>& vars, const std::string& where,
+         bool any_name = false)
+      : text_(text), vars_(vars), where_(where), any_name_(any_name) {}
 
   double parse() {
     const double v = sum();
@@ -110,6 +112,7 @@ class Parser {
     const std::string id(text_.substr(start, pos_ - start));
     if (accept('(')) return call(id);
     const auto it = vars_.find(id);
+    if (it == vars_.end() && any_name_) return 1;
     if (it == vars_.end()) {
       pos_ = start;
       fail(fmt::format("unknown variable \"{}\"", id));
@@ -140,6 +143,7 @@ class Parser {
   std::string_view text_;
   const std::map<std::string, double>& vars_;
   const std::string& where_;
+  bool any_name_;
   std::size_t pos_ = 0;
 };
 
@@ -148,6 +152,11 @@ class Parser {
 double evaluate_expression(std::string_view text, const std::map<std::string, double>& variables,
                            const std::string& where) {
   return Parser(text, variables, where).parse();
+}
+
+void check_expression_syntax(std::string_view text, const std::string& where) {
+  static const std::map<std::string, double> none;
+  (void)Parser(text, none, where, /*any_name=*/true).parse();
 }
 
 }  // namespace mlsim

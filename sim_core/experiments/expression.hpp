@@ -12,4 +12,8 @@ namespace mlsim {
 double evaluate_expression(std::string_view text, const std::map<std::string, double>& variables,
                            const std::string& where);
 
+// Throws InputError(where, ...) for a syntax error or an unknown function; names are not looked
+// up (for expressions whose variables are known only later, such as a run's metrics).
+void check_expression_syntax(std::string_view text, const std::string& where);
+
 }  // namespace mlsim

@@ -29,33 +29,10 @@ bool identifier(const std::string& s) {
   });
 }
 
-std::string value_text(const nlohmann::json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
 const nlohmann::json* parameter(const SweepPoint& p, const std::string& path) {
   for (const auto& [name, value] : p.parameters)
     if (name == path) return &value;
   return nullptr;
-}
-
-// Evaluates `text` with every name in it set to 1, so that a syntax error surfaces when the file
-// is read rather than after the first runs (names are checked against the runs' metrics later).
-void check_expression_syntax(const std::string& text, const std::string& where) {
-  std::map<std::string, double> ones;
-  for (std::size_t i = 0; i < text.size();) {
-    if (std::isalpha(static_cast<unsigned char>(text[i])) || text[i] == '_') {
-      std::size_t j = i;
-      while (j < text.size() &&
-             (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_'))
-        ++j;
-      ones[text.substr(i, j - i)] = 1;
-      i = j;
-    } else {
-      ++i;
-    }
-  }
-  (void)evaluate_expression(text, ones, where);
 }
 
 }  // namespace
@@ -265,7 +242,7 @@ std::vector<std::string> row_cells(const SearchSpec& spec, const SearchRow& r) {
   std::vector<std::string> cells;
   for (const auto& c : parameter_columns(spec.configurations)) {
     const nlohmann::json* v = parameter(r.configuration, c);
-    cells.push_back(v ? value_text(*v) : "");
+    cells.push_back(v ? value_cell(*v) : "");
   }
   auto num = [](std::optional<double> v) { return v ? fmt::format("{}", *v) : std::string(); };
   cells.push_back(num(r.capacity));

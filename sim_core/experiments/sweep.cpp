@@ -110,10 +110,6 @@ std::uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-std::string value_cell(const nlohmann::json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
 }  // namespace
 
 SweepSpec parse_sweep_text(const std::string& text, const std::filesystem::path& file) {
@@ -182,13 +178,7 @@ std::vector<SweepPoint> expand_sweep(const SweepSpec& spec) {
         p.parameters.emplace_back(path, value);
       }
     }
-    // The id covers what the run does (variant and every override), not the point's position,
-    // so a point keeps its id, and its finished result, when the grid grows around it.
-    nlohmann::json key = nlohmann::json::array();
-    key.push_back(p.request.variant ? nlohmann::json(*p.request.variant) : nlohmann::json());
-    for (const auto& [path, value] : p.request.overrides)
-      key.push_back(nlohmann::json::array({path, value}));
-    p.id = fmt::format("{:016x}", fnv1a(key.dump()));
+    p.id = run_id(p.request);
     out.push_back(std::move(p));
     for (std::size_t d = sizes.size(); d-- > 0;) {
       if (++at[d] < sizes[d]) break;
@@ -206,6 +196,19 @@ std::string csv_cell(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+std::string value_cell(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string run_id(const RunRequest& r) {
+  // What the run does (variant and every override), not a point's position, so a point keeps
+  // its id, and its finished result, when the grid grows around it.
+  nlohmann::json key = nlohmann::json::array();
+  key.push_back(r.variant ? nlohmann::json(*r.variant) : nlohmann::json());
+  for (const auto& [path, value] : r.overrides) key.push_back(nlohmann::json::array({path, value}));
+  return fmt::format("{:016x}", fnv1a(key.dump()));
 }
 
 std::filesystem::path point_dir(const std::filesystem::path& out, const SweepPoint& p) {

@@ -50,6 +50,11 @@ std::vector<std::string> parameter_columns(const SweepSpec& spec);
 
 // A CSV cell, RFC 4180 quoted when it holds a comma, quote or line break.
 std::string csv_cell(const std::string& s);
+// A parameter's value as a cell's text: a string bare, anything else as JSON.
+std::string value_cell(const nlohmann::json& v);
+// 16 hex digits naming what a run does: its variant and overrides, in order (the scenario file is
+// the sweep's, so it is left out). Sweep points and search runs name their folders by it.
+std::string run_id(const RunRequest& r);
 
 std::filesystem::path point_dir(const std::filesystem::path& out, const SweepPoint& p);
 

@@ -44,3 +44,11 @@ TEST(Expression, ErrorsNameThePlaceAndTheProblem) {
   EXPECT_THROW(evaluate_expression("sqrt(1, 2)", {}, "x"), InputError);
   EXPECT_THROW(evaluate_expression("", {}, "x"), InputError);
 }
+
+TEST(Expression, SyntaxCheckLeavesNamesForLater) {
+  // Names are not looked up (a run's metrics come later); syntax and functions are checked.
+  EXPECT_NO_THROW(check_expression_syntax("serving_slo_attainment * 2 + max(a, b)", "x"));
+  EXPECT_THROW(check_expression_syntax("m >= 1", "x"), InputError);
+  EXPECT_THROW(check_expression_syntax("(m", "x"), InputError);
+  EXPECT_THROW(check_expression_syntax("cos(m)", "x"), InputError);
+}
