@@ -9,10 +9,12 @@
 
 #include "sim_core/base/error.hpp"
 #include "tests/support/program_runner.hpp"
+#include "tests/support/serving_scenarios.hpp"
 
 using namespace mlsim;
 using mlsim::testing::read_file;
 using mlsim::testing::run_mlsim;
+using mlsim::testing::small_serving_scenario;
 using mlsim::testing::TempDir;
 
 namespace {
@@ -134,21 +136,11 @@ TEST(SearchCommand, SmallServingScenarioEndToEnd) {
   // tokens; the capacity is the largest request rate keeping SLO attainment >= 0.9. More replicas
   // sustain more; a second run reuses every finished run; the same input gives the same CSV.
   TempDir dir;
-  const std::string src = MLSIM_SOURCE_DIR;
-  dir.write("small.json", R"({"name": "serving_small", "seed": 1,
-    "include": [")" + src + R"(/workloads/hardware/gpus.json", ")" +
-                              src + R"(/workloads/hardware/engines.json", ")" + src +
-                              R"(/workloads/collectives/nccl_a100.json"],
-    "topology": {"kind": "star", "hosts": 1, "link": {"bandwidth": "100GB/s", "latency": "1us"},
-                 "hardware": {"gpu": "A100-SXM4-80GB", "gpus_per_host": 4}},
-    "compute": {"providers": ["roofline"], "roofline": ")" +
-                              src + R"(/workloads/hardware/roofline_calibration.json"},
-    "system": {"model": "serving", "catalog": ")" +
-                              src + R"(/workloads/models/llama2.json", "family": ["llama-2-7b"],
-               "mode": "separate", "separate": [{"model": "llama-2-7b", "tp": 1, "replicas": 1}],
-               "scheduler": "continuous"},
-    "workload": {"source": "generator",
-                 "generator": {"rate": 1, "count": 200, "prompt_tokens": 1024, "output_tokens": 128}}})");
+  dir.write("small.json", small_serving_scenario({.gpus_per_host = 4,
+                                                  .rate = 1,
+                                                  .count = 200,
+                                                  .prompt_tokens = 1024,
+                                                  .output_tokens = 128}));
   dir.write("search.json", R"({"scenario": "small.json",
     "grid": {"system.separate[0].replicas": [1, 2]},
     "search": {"load": {"path": "workload.generator.rate", "low": 1, "high": 256},

@@ -7,6 +7,7 @@
 
 #include "cli/registry.hpp"
 #include "tests/support/program_runner.hpp"
+#include "tests/support/serving_scenarios.hpp"
 
 using mlsim::testing::read_file;
 using mlsim::testing::run_mlsim;
@@ -212,21 +213,11 @@ TEST(Cli, OutputTraceWritesTheIterationsAsSpansAndARerunWithoutItRemovesThem) {
   // Llama-2-7B replica: each is one prefill iteration (its first token) and two decodes, so the
   // trace holds 6 iteration spans, and a prefill span lasts exactly that request's TTFT.
   TempDir dir;
-  const std::string src = MLSIM_SOURCE_DIR;
-  dir.write("s.json", R"({"name": "trace_test", "seed": 1,
-    "include": [")" + src +
-                          R"(/workloads/hardware/gpus.json", ")" + src +
-                          R"(/workloads/collectives/nccl_a100.json"],
-    "topology": {"kind": "star", "hosts": 1, "link": {"bandwidth": "100GB/s", "latency": "1us"},
-                 "hardware": {"gpu": "A100-SXM4-80GB", "gpus_per_host": 1}},
-    "compute": {"providers": ["roofline"], "roofline": ")" +
-                          src + R"(/workloads/hardware/roofline_calibration.json"},
-    "system": {"model": "serving", "catalog": ")" +
-                          src +
-                          R"(/workloads/models/llama2.json", "family": ["llama-2-7b"],
-               "mode": "separate", "separate": [{"model": "llama-2-7b", "tp": 1, "replicas": 1}]},
-    "workload": {"source": "generator",
-                 "generator": {"rate": 0.001, "count": 2, "prompt_tokens": 1024, "output_tokens": 3}}})");
+  dir.write("s.json", mlsim::testing::small_serving_scenario({.name = "trace_test",
+                                                              .rate = 0.001,
+                                                              .count = 2,
+                                                              .prompt_tokens = 1024,
+                                                              .output_tokens = 3}));
   auto o = run_mlsim(dir, "run s.json --quiet --out r --set output.trace=true");
   ASSERT_EQ(o.status, 0) << o.err;
   const auto trace = nlohmann::json::parse(read_file(dir.path() / "r" / "trace.json"));
