@@ -1,7 +1,14 @@
 #include "models/cluster/cluster_model.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "models/cluster/policies.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
 #include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/run/events.hpp"
@@ -62,11 +69,69 @@ void read_failures(JsonReader& system, ClusterParams& c) {
       system.choice_or("on_failure", {"requeue", "drop"}, "requeue") == "requeue";
 }
 
+// workload.jobs.list: each job's submit time, GPUs, runtime (or, in the detailed mode,
+// iterations of its model), user and GPU type, in submit order.
+std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
+    JsonReader& jobs, const std::vector<GpuType>& types, const CommunicationParams* training) {
+  std::vector<std::string> names;
+  for (const GpuType& t : types) names.push_back(t.name);
+  std::vector<JobSpec> list;
+  UserTable users;
+  for (JsonReader& e : jobs.objects("list")) {
+    JobSpec j;
+    j.submit = e.duration("submit");
+    if (!list.empty() && j.submit < list.back().submit)
+      throw InputError(e.path_of("submit"), "jobs must be listed in submit order");
+    j.gpus = static_cast<int>(e.integer("gpus", 1, 1'000'000));
+    j.user = users.index_of(e.string_or("user", "all"));
+    j.types = parse_type_list(e.string_or("gpu_type", ""), names, e.path_of("gpu_type"));
+    if ((e.has("model") || e.has("iterations")) && !training)
+      throw InputError(e.path_of(e.has("model") ? "model" : "iterations"),
+                       "names a training model: needs workload.training");
+    if (training && e.has("model")) {
+      const std::string model = e.string("model");
+      std::string known;
+      for (std::size_t m = 0; m < training->models.size(); ++m) {
+        if (training->models[m].name == model) j.model = static_cast<int>(m);
+        known += (m ? ", " : "") + training->models[m].name;
+      }
+      if (j.model < 0)
+        throw InputError(e.path_of("model"),
+                         "unknown model '" + model + "' (workload.training.models: " + known + ")");
+    }
+    if (training && e.has("iterations")) {
+      if (e.has("duration"))
+        throw InputError(e.path_of("duration"), "give either duration or iterations, not both");
+      if (j.model < 0)
+        throw InputError(e.path_of("iterations"), "needs the job's model (\"model\")");
+      j.iterations = static_cast<std::uint64_t>(e.integer("iterations", 1, 1'000'000'000));
+      // The runtime the schedulers estimate from: the iterations' compute on the reference GPU.
+      j.work = Time::from_seconds_ceil(
+          static_cast<double>(j.iterations) *
+          training->models[static_cast<std::size_t>(j.model)].reference_iteration_s);
+    } else {
+      j.work = e.duration("duration");
+      if (j.work <= Time::zero()) throw InputError(e.path_of("duration"), "must be positive");
+    }
+    e.finish();
+    list.push_back(j);
+  }
+  if (list.empty()) throw InputError(jobs.path_of("list"), "expected at least one job");
+  return [list = std::move(list), users](std::uint64_t) -> std::unique_ptr<JobSource> {
+    return std::make_unique<ListJobSource>(list, users);
+  };
+}
+
 std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_jobs(
     JsonReader& workload, const std::vector<GpuType>& types,
-    const std::filesystem::path& scenario_dir) {
+    const std::filesystem::path& scenario_dir, const CommunicationParams* training) {
   JsonReader jobs = workload.object("jobs");
-  const std::string kind = jobs.choice("source", {"trace", "poisson"});
+  const std::string kind = jobs.choice("source", {"trace", "poisson", "list"});
+  if (kind == "list") {
+    auto make = read_job_list(jobs, types, training);
+    jobs.finish();
+    return make;
+  }
   std::function<std::unique_ptr<JobSource>(std::uint64_t)> make;
   if (kind == "trace") {
     TraceOptions o;
@@ -80,6 +145,7 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_jobs(
     o.gpu_type_column = jobs.string_or("gpu_type_column", "");
     o.limit = static_cast<std::uint64_t>(jobs.integer_or("limit", 1'000'000'000, 1, 1'000'000'000));
     o.duration_scale = jobs.number_or("duration_scale", 1.0, 1e-6, 1e6);
+    o.submit_scale = jobs.number_or("submit_scale", 1.0, 1e-6, 1e6);
     std::vector<std::string> names;
     for (const GpuType& t : types) names.push_back(t.name);
     // Scanned now, so that a bad trace is an input error before the run.
@@ -110,6 +176,79 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_jobs(
   return make;
 }
 
+// workload.training (detailed mode): the training models jobs run, each a DNN profile with its
+// communication scheduler and gradient-synchronisation strategy, chosen by name from the
+// training core's registries (models/training/policies.cpp), so a strategy registered there
+// (e.g. in-network aggregation) is usable here by its name.
+std::shared_ptr<const CommunicationParams> read_training(
+    JsonReader& workload, const HardwareCatalog& hardware, const GpuSpec& reference,
+    const std::string& reference_where, const Topology& topology, const NodeHardware& node_hardware,
+    const std::filesystem::path& scenario_dir) {
+  constexpr std::int64_t kMillion = 1'000'000;
+  auto out = std::make_shared<CommunicationParams>();
+  JsonReader training = workload.object("training");
+  NodeId max_host = 0;
+  for (NodeId h : topology.hosts()) max_host = std::max(max_host, h);
+  double weights = 0;
+  for (JsonReader& m : training.objects("models")) {
+    TrainingModel t;
+    t.name = m.string("name");
+    for (const TrainingModel& other : out->models)
+      if (other.name == t.name)
+        throw InputError(m.path_of("name"), "model '" + t.name + "' is listed twice");
+    t.weight = m.number_or("weight", 1.0, 0.0, 1e9);
+    weights += t.weight;
+    const auto& scheduler = training::training_policies().schedulers.choose(m, "scheduler");
+    const auto& sync = training::training_policies().syncs.choose(m, "sync");
+    t.scheduler = scheduler.name;
+    t.sync = sync.name;
+    t.make_scheduler = scheduler.value;
+    t.make_sync = sync.value;
+    if (t.scheduler == "fifo") {
+      for (const char* key : {"partition", "credit"})
+        if (m.has(key))
+          throw InputError(m.path_of(key), "the fifo scheduler sends whole tensors, untuned");
+    } else {
+      // ByteScheduler's defaults [code: bytescheduler/common/bytecore.py, docs/scheduling.md]:
+      // partition 1M and credit 4M parameters for PS, 8M and 16M for all-reduce (as commsched).
+      const bool ps = t.sync == "ps";
+      t.config.partition =
+          m.integer_or("partition", ps ? kMillion : 8 * kMillion, 1, 1'000'000'000'000);
+      t.config.credit =
+          m.integer_or("credit", ps ? 4 * kMillion : 16 * kMillion, 1, 1'000'000'000'000);
+    }
+    const DnnProfile profile = read_pipedream_graph_field(m, "profile", scenario_dir);
+    const std::string profiled_where = m.path_of("profiled_on");
+    const GpuSpec& profiled = hardware.gpu(m.string("profiled_on"), profiled_where);
+    for (const LayerProfile& l : profile.layers) {
+      if (l.is_input) continue;  // data loading runs on the host, not the GPU
+      t.parameters.push_back((l.parameters.count + 3) / 4);  // fp32
+      const LayerSeconds s =
+          layer_seconds_on(l, profiled, reference, profiled_where, reference_where);
+      t.reference_iteration_s += s.forward + s.backward;
+    }
+    if (t.parameters.empty()) throw InputError(m.path_of("profile"), "the profile has no layers");
+    if (t.reference_iteration_s <= 0)
+      throw InputError(m.path_of("profile"), "the profile's layers take no time");
+    const auto tables = profile_seconds_on_hosts(
+        profile, false, profiled, profiled_where, node_hardware, topology.hosts(),
+        [&](std::size_t i) {
+          return "topology.hardware (host " + topology.node(topology.hosts()[i]).name + ")";
+        });
+    t.times.assign(static_cast<std::size_t>(max_host) + 1, nullptr);
+    for (std::size_t i = 0; i < topology.hosts().size(); ++i)
+      t.times[topology.hosts()[i]] = tables[i];
+    m.finish();
+    out->models.push_back(std::move(t));
+  }
+  if (out->models.empty())
+    throw InputError(training.path_of("models"), "expected at least one training model");
+  if (weights <= 0)
+    throw InputError(training.path_of("models"), "at least one model needs a positive weight");
+  training.finish();
+  return out;
+}
+
 }  // namespace
 
 ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
@@ -138,19 +277,111 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
   c.series_interval = system.duration_or("series_interval", "1h");
   if (c.series_interval <= Time::zero())
     throw InputError(system.path_of("series_interval"), "must be positive");
-  p.make_source = read_jobs(workload, c.types, scenario_dir);
+  // The job-level mode times a job by its trace runtime; the detailed mode simulates the
+  // communication of the jobs it places on several hosts (communication_mode.hpp). The training
+  // models are read (and checked) in both, so that one scenario runs either mode; the job-level
+  // mode uses them only for a listed job's iterations.
+  const bool detailed =
+      system.choice_or("detail", {"job", "communication"}, "job") == "communication";
+  std::shared_ptr<const CommunicationParams> training;
+  if (detailed || workload.has("training")) {
+    const std::string ref_where = system.path_of("reference_gpu");
+    training =
+        read_training(workload, hardware, hardware.gpu(system.string("reference_gpu"), ref_where),
+                      ref_where, topology, node_hardware, scenario_dir);
+  }
+  if (detailed) p.communication = training;
+  p.make_source = read_jobs(workload, c.types, scenario_dir, training.get());
   return p;
 }
 
 namespace {
 
-void check_events(const PlatformEvents& events) {
+void check_events(const PlatformEvents& events, bool detailed) {
   // Job runtimes come from the trace (scaled per GPU type); a host speed is not modelled.
   if (events.has(EventChange::kSpeed))
     throw InputError("events",
                      "the cluster model does not model host speed changes (job "
                      "runtimes come from the trace and the GPU type)");
+  // A failure would have to kill a job's collectives in flight and requeue it: not built yet.
+  if (detailed && (events.has(EventChange::kNodeUp) || events.has(EventChange::kLinkUp) ||
+                   events.random_failures))
+    throw InputError("events",
+                     "node and link failures are not supported in the detailed mode "
+                     "(system.detail: \"communication\"); bandwidth and latency changes are");
 }
+
+// Lower bounds of the detailed mode's work (budget.hpp), from one pass over the job source (a
+// trace is streamed, as in the run): a job of G GPUs spans at least ceil(G / the largest
+// host's GPUs) hosts; on W >= 2 hosts every iteration computes forward and backward of every
+// layer on every worker, and sends each gradient chunk over the network at least 2(W-1) times
+// (ps: a push and a pull per remote worker of the chunk's server; ring: 2(W-1) steps of W
+// transfers; another strategy: at least one transfer from each of the W-1 other workers).
+void estimate_work(const ModelParams& p, int max_gpus_per_host, WorkEstimate& estimate) {
+  if (!p.communication) return;
+  const auto& models = p.communication->models;
+  std::vector<double> chunks(models.size(), 0);
+  for (std::size_t m = 0; m < models.size(); ++m)
+    for (std::int64_t n : models[m].parameters)
+      if (n > 0)
+        chunks[m] += models[m].config.partition > 0
+                         ? std::ceil(static_cast<double>(n) /
+                                     static_cast<double>(models[m].config.partition))
+                         : 1.0;
+  double transfers = 0, events = 0;
+  std::uint64_t spanning = 0;
+  auto source = p.make_source(1);
+  while (const std::optional<JobSpec> job = source->next()) {
+    const int hosts = (job->gpus + max_gpus_per_host - 1) / max_gpus_per_host;
+    if (hosts < 2) continue;
+    ++spanning;
+    const auto w = static_cast<double>(hosts);
+    double least_t = std::numeric_limits<double>::infinity(), least_e = least_t;
+    for (std::size_t m = 0; m < models.size(); ++m) {
+      if (job->model >= 0 && static_cast<std::size_t>(job->model) != m) continue;
+      const double iterations =
+          job->iterations > 0
+              ? static_cast<double>(job->iterations)
+              : std::max(1.0, std::round(job->work.seconds() / models[m].reference_iteration_s));
+      const double per_chunk = models[m].sync == "ring" ? 2 * (w - 1) * w
+                               : models[m].sync == "ps" ? 2 * (w - 1)
+                                                        : w - 1;
+      least_t = std::min(least_t, iterations * chunks[m] * per_chunk);
+      least_e =
+          std::min(least_e, iterations * 2 * static_cast<double>(models[m].parameters.size()) * w);
+    }
+    transfers += least_t;
+    events += least_e;
+  }
+  const std::string key = "workload.jobs";
+  estimate.transfers.push_back(
+      {transfers, fmt::format("gradient chunks of {} jobs spanning several hosts", spanning), key});
+  estimate.events.push_back(
+      {events, fmt::format("forward and backward ops of {} jobs spanning several hosts", spanning),
+       key});
+}
+
+// The detailed mode's runner beside the cluster simulation (declared first: it outlives it).
+class ClusterRun {
+ public:
+  ClusterRun(ModelEnv& env, const ModelParams& params) {
+    if (params.communication)
+      runner_ = std::make_unique<CommunicationMode>(env.engine, env.network, env.compute,
+                                                    *params.communication,
+                                                    env.stream("cluster.job_models"));
+    sim_ = std::make_unique<ClusterSimulation>(env.engine, params.cluster,
+                                               params.make_source(env.seed), env.seed, &env.nodes,
+                                               env.topology.hosts());
+    sim_->set_runner(runner_.get());
+  }
+  void start() { sim_->start(); }
+  double progress() const { return sim_->progress(); }
+  void report(Results& out) const { sim_->report(out); }
+
+ private:
+  std::unique_ptr<CommunicationMode> runner_;
+  std::unique_ptr<ClusterSimulation> sim_;
+};
 
 }  // namespace
 
@@ -162,12 +393,14 @@ std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
                                            setup.node_hardware, setup.scenario_dir);
   system.finish();
   workload.finish();
-  check_events(setup.events);
-  return std::make_unique<SimulationModel<ClusterSimulation>>(
+  check_events(setup.events, params.communication != nullptr);
+  int max_gpus_per_host = 1;
+  for (const NodeGroup& g : params.cluster.groups)
+    max_gpus_per_host = std::max(max_gpus_per_host, g.gpus_per_node);
+  estimate_work(params, max_gpus_per_host, setup.estimate);
+  return std::make_unique<SimulationModel<ClusterRun>>(
       setup.env, [params = std::move(params)](ModelEnv& env) {
-        return std::make_unique<ClusterSimulation>(env.engine, params.cluster,
-                                                   params.make_source(env.seed), env.seed,
-                                                   &env.nodes, env.topology.hosts());
+        return std::make_unique<ClusterRun>(env, params);
       });
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "models/cluster/cluster_sim.hpp"
+#include "models/cluster/communication_mode.hpp"
 #include "sim_core/hardware/hardware.hpp"
 #include "sim_core/hardware/node_hardware.hpp"
 #include "sim_core/network/topology.hpp"
@@ -15,6 +16,9 @@ struct ModelParams {
   ClusterParams cluster;
   // Built at start (a Poisson source holds a random stream; a trace source an open file).
   std::function<std::unique_ptr<JobSource>(std::uint64_t seed)> make_source;
+  // The detailed mode (system.detail "communication"): the training models the placed jobs run
+  // on the training core over the run's network; null in the job-level mode.
+  std::shared_ptr<const CommunicationParams> communication;
 };
 
 // Reads "system" and "workload"; errors name the JSON path. The node pool is the topology's

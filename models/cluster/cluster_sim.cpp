@@ -25,6 +25,7 @@ ClusterSimulation::ClusterSimulation(Engine& engine, ClusterParams params,
       pool_(params_.types, params_.groups),
       fair_share_(params_.fair_share_half_life),
       type_rng_(seed, "cluster.gpu_types"),
+      hosts_(hosts),
       series_("gpu_utilisation", {"allocated_fraction", "queued_jobs", "up_fraction"},
               params_.series_interval) {
   MLSIM_CHECK(params_.estimate_factor >= 1.0, "estimates must not be shorter than runtimes");
@@ -66,6 +67,7 @@ void ClusterSimulation::pull_next_arrival() {
 void ClusterSimulation::on_arrival(JobSpec job) {
   ++submitted_;
   pull_next_arrival();
+  if (runner_) runner_->admit(job);
   Queued q{std::move(job), 0, std::nullopt};
   TypeMask mask = q.spec.types;
   if (mask == 0 && params_.flexible_types) mask = pool_.all_types();
@@ -235,8 +237,26 @@ void ClusterSimulation::start_job(Queued job, const Placement& p) {
   r.placement = p;
   const std::uint64_t id = job.spec.id;
   r.job = std::move(job);
-  r.end_event = engine_.schedule_at(r.end, [this, id] { on_end(id); });
+  if (runner_)
+    r.end_event = engine_.schedule_at(r.useful_start, [this, id] { start_useful_work(id); });
+  else
+    r.end_event = engine_.schedule_at(r.end, [this, id] { on_end(id); });
   running_.emplace(id, std::move(r));
+}
+
+void ClusterSimulation::start_useful_work(std::uint64_t id) {
+  Running& r = running_.at(id);
+  std::vector<NodeId> hosts;
+  for (const Slice& s : r.placement.slices) {
+    MLSIM_CHECK(static_cast<std::size_t>(s.node) < hosts_.size(),
+                "the detailed mode needs the topology host of every pool node");
+    hosts.push_back(hosts_[static_cast<std::size_t>(s.node)]);
+  }
+  if (runner_->start(r.job.spec, hosts, r.placement.type, [this, id] { on_end(id); })) {
+    r.end_event = {};
+    return;
+  }
+  r.end_event = engine_.schedule_at(r.end, [this, id] { on_end(id); });
 }
 
 void ClusterSimulation::on_end(std::uint64_t id) {
@@ -245,6 +265,7 @@ void ClusterSimulation::on_end(std::uint64_t id) {
   Running r = std::move(it->second);
   running_.erase(it);
   const Time now = engine_.now();
+  r.end = now;  // a job the runner simulated ends when its last iteration does
   fair_share_.advance(now);
   account(now);
   pool_.release(r.placement);
@@ -299,6 +320,7 @@ void ClusterSimulation::drop(const Queued& q, const std::string& reason) {
 void ClusterSimulation::on_node_failure(int node) {
   // Failures after the work is done do not count (the platform's events may go on).
   if (!work_left() || !pool_.node_up(node)) return;
+  MLSIM_CHECK(runner_ == nullptr, "node failures with the detailed mode are rejected at prepare");
   const Time now = engine_.now();
   ++failures_;
   fair_share_.advance(now);
@@ -403,6 +425,7 @@ void ClusterSimulation::report(Results& out) const {
   // The series may have seen a failure after the last job ended (before a later arrival that was
   // dropped); it ends with its last change then.
   out.add_series(series.finish(std::max(end, series.last_change())));
+  if (runner_) runner_->report(out);
 }
 
 }  // namespace mlsim::cluster

@@ -24,6 +24,7 @@
 #include "models/cluster/fair_share.hpp"
 #include "models/cluster/interval_series.hpp"
 #include "models/cluster/job_queue.hpp"
+#include "models/cluster/job_runner.hpp"
 #include "models/cluster/job_source.hpp"
 #include "models/cluster/node_pool.hpp"
 #include "sim_core/base/stats.hpp"
@@ -83,6 +84,10 @@ class ClusterSimulation {
   void report(Results& out) const;
 
   void set_observer(std::function<void(const JobRecord&)> f) { observer_ = std::move(f); }
+  // The detailed mode: `runner` (which must outlive the simulation) times the jobs it simulates
+  // on the topology hosts their placement gives them (pool node i = hosts[i]). Set before
+  // start(); node failures are not supported with a runner (rejected at prepare time).
+  void set_runner(JobRunner* runner) { runner_ = runner; }
   const NodePool& pool() const { return pool_; }
   std::size_t queued() const { return queue_.size(); }
   std::size_t running() const { return running_.size(); }
@@ -93,7 +98,7 @@ class ClusterSimulation {
     Queued job;
     Placement placement;
     Time start, useful_start, end, estimated_end;
-    EventHandle end_event;
+    EventHandle end_event;  // the start-up's end with a runner, else the job's end
   };
   struct UserStats {
     std::uint64_t jobs = 0;
@@ -108,6 +113,7 @@ class ClusterSimulation {
   void pass();
   bool eligible(const Queued& q) const;
   void start_job(Queued job, const Placement& p);
+  void start_useful_work(std::uint64_t id);
   void on_end(std::uint64_t id);
   void on_node_failure(int node);
   void on_node_repair(int node);
@@ -130,6 +136,8 @@ class ClusterSimulation {
   FairShare fair_share_;
   RandomStream type_rng_;
   std::function<void(const JobRecord&)> observer_;
+  JobRunner* runner_ = nullptr;
+  std::vector<NodeId> hosts_;  // pool node -> topology host
 
   JobQueue queue_;
   std::map<std::uint64_t, Running> running_;  // by job id

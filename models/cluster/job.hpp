@@ -20,6 +20,11 @@ struct JobSpec {
   int user = 0;          // index into the source's user names
   TypeMask types = 0;    // 0 = any type (resolved by the simulation)
   std::size_t line = 0;  // trace line, for messages; 0 for synthetic jobs
+  // The detailed mode (communication_mode.hpp) only: the training model the job runs (an index
+  // into workload.training.models; -1 = drawn at arrival) and its iterations (0 = as many as
+  // fill `work` on the reference GPU).
+  int model = -1;
+  std::uint64_t iterations = 0;
 };
 
 }  // namespace mlsim::cluster

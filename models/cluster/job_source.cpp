@@ -134,10 +134,23 @@ std::optional<JobSpec> TraceJobSource::next() {
     if (!parse(line, line_no_, job, submit_s)) continue;
     if (produced_ == 0) origin_s_ = submit_s;
     job.id = produced_++;
-    job.submit = Time::from_seconds(submit_s - origin_s_);
+    job.submit = Time::from_seconds((submit_s - origin_s_) * o_.submit_scale);
     return job;
   }
   return std::nullopt;
+}
+
+ListJobSource::ListJobSource(std::vector<JobSpec> jobs, UserTable users)
+    : jobs_(std::move(jobs)), users_(std::move(users)) {
+  for (std::size_t i = 0; i < jobs_.size(); ++i) {
+    jobs_[i].id = i;
+    MLSIM_CHECK(i == 0 || jobs_[i - 1].submit <= jobs_[i].submit, "a job list out of order");
+  }
+}
+
+std::optional<JobSpec> ListJobSource::next() {
+  if (next_ >= jobs_.size()) return std::nullopt;
+  return jobs_[next_++];
 }
 
 PoissonJobSource::PoissonJobSource(PoissonOptions options, RandomStream stream)

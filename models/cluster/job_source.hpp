@@ -46,6 +46,9 @@ struct TraceOptions {
   std::string gpu_type_column;  // empty: no type in the trace; else "NAME", "A|B" or "any"
   std::uint64_t limit = UINT64_MAX;
   double duration_scale = 1.0;  // multiplies every duration (shrinks a trace for quick runs)
+  // Multiplies every submit offset: with the same duration_scale, a time-compressed trace whose
+  // queueing scales exactly in the job-level mode (start-up times excepted).
+  double submit_scale = 1.0;
 };
 
 // Reads a CSV trace with a header row. Rows must be sorted by submit time, so that the file can be
@@ -76,6 +79,21 @@ class TraceJobSource final : public JobSource {
   std::uint64_t produced_ = 0, total_ = 0;
   double origin_s_ = 0;
   UserTable users_;
+};
+
+// Jobs listed in the scenario (workload.jobs.list), already checked and in submit order; ids
+// are assigned in that order.
+class ListJobSource final : public JobSource {
+ public:
+  ListJobSource(std::vector<JobSpec> jobs, UserTable users);
+  std::optional<JobSpec> next() override;
+  std::uint64_t total() const override { return jobs_.size(); }
+  const UserTable& users() const override { return users_; }
+
+ private:
+  std::vector<JobSpec> jobs_;
+  UserTable users_;
+  std::size_t next_ = 0;
 };
 
 struct PoissonOptions {

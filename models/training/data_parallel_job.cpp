@@ -129,6 +129,7 @@ void DataParallelJob::check_progress() {
     if (!wk.computing_done) return;
   finished_ = true;
   finish_ = engine_.now();
+  if (on_finished_) on_finished_();
 }
 
 void DataParallelJob::hold_before(std::size_t iteration, std::function<void()> on_drained) {

@@ -68,6 +68,9 @@ class DataParallelJob {
 
   void set_gradient_sink(GradientSink* sink) { sink_ = sink; }
   void set_iteration_hook(IterationHook* hook) { hook_ = hook; }
+  // Called once, when the job finishes (a model running several jobs frees it then; the
+  // callback must not destroy the job from inside itself: it runs inside the job's own call).
+  void set_on_finished(std::function<void()> on_finished) { on_finished_ = std::move(on_finished); }
   void start();
 
   // Layer `layer`'s updated parameters are on `worker`.
@@ -113,6 +116,7 @@ class DataParallelJob {
   JobSpec spec_;
   GradientSink* sink_ = nullptr;
   IterationHook* hook_ = nullptr;
+  std::function<void()> on_finished_;
   std::vector<Worker> workers_;
   std::size_t pending_updates_ = 0;  // (worker, layer) gradients handed over, not back yet
   // Hold.

@@ -319,3 +319,96 @@ TEST(ClusterScenario, HeterogeneousPoolIsOneTopology) {
   EXPECT_NE(mlsim::test::prepare_error(doc, registries).find("A100-SXM4-40GB"), std::string::npos)
       << mlsim::test::prepare_error(doc, registries);
 }
+
+// The detailed mode (system.detail "communication") through the runner: the shipped Philly
+// fat-tree scenario, cut to its first 30 jobs, in both modes; errors name the JSON path; the
+// work estimate refuses a run above the event budget before it starts.
+TEST(ClusterScenario, DetailedModeRunsTheShippedExcerptAndRejectsBadInput) {
+  std::ifstream in(kSource / "workloads/scenarios/cluster_philly_fat_tree.json");
+  json scenario = json::parse(in);
+  scenario["workload"]["jobs"]["limit"] = 30;
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_philly_fat_tree.json";
+  std::map<std::string, std::map<std::string, double>> m;
+  for (const std::string detail : {"job", "communication"}) {
+    json d = scenario;
+    d["system"]["detail"] = detail;
+    m[detail] = mlsim::test::run_json(d, registries, file).results.metrics();
+    EXPECT_EQ(m[detail].at("jobs_finished"), 30) << detail;
+  }
+  EXPECT_EQ(m["job"].count("detailed_jobs_simulated"), 0u);
+  EXPECT_GT(m["communication"].at("detailed_jobs_simulated"), 0);
+  EXPECT_EQ(m["communication"].at("gradient_bytes_sent"),
+            m["communication"].at("gradient_bytes_delivered"));
+  // Communication only adds time to the simulated jobs' compute.
+  EXPECT_GE(m["communication"].at("communication_slowdown_mean"), 1.0);
+
+  const auto expect_error = [&](const json& d, const std::string& text) {
+    const std::string e = mlsim::test::prepare_error(d, registries, file);
+    EXPECT_NE(e.find(text), std::string::npos) << e;
+  };
+  json d = scenario;
+  d["workload"].erase("training");
+  expect_error(d, "workload.training");
+  d = scenario;
+  d["workload"]["training"]["models"][1]["sync"] = "carrier_pigeon";
+  expect_error(d, "workload.training.models[1].sync");
+  d = scenario;
+  d["workload"]["training"]["models"][0]["colour"] = "blue";
+  expect_error(d, "workload.training.models[0].colour");
+  d = scenario;
+  d["workload"]["training"]["models"][0]["partition"] = 1000;  // fifo has no partition
+  expect_error(d, "workload.training.models[0].partition");
+  d = scenario;
+  d["workload"]["training"]["models"][2]["name"] = "vgg16_ring_fifo";
+  expect_error(d, "workload.training.models[2].name");
+  d = scenario;
+  d["system"]["detail"] = "packets";
+  expect_error(d, "system.detail");
+  d = scenario;
+  d["events"] = json::parse(R"({"list": [{"at": "1s", "node": "h0", "up": false}]})");
+  expect_error(d, "events: node and link failures are not supported in the detailed mode");
+  // A job list: submit order, known models, iterations only with a model.
+  d = scenario;
+  d["workload"]["jobs"] = json::parse(R"({"source": "list", "list": [
+      {"submit": "0s", "gpus": 8, "model": "gnmt_ps_fifo", "iterations": 3},
+      {"submit": "1s", "gpus": 8, "model": "alexnet", "duration": "1s"}]})");
+  expect_error(d, "workload.jobs.list[1].model: unknown model 'alexnet'");
+  d["workload"]["jobs"]["list"][1] =
+      json::parse(R"({"submit": "0.5s", "gpus": 8, "iterations": 3})");
+  expect_error(d, "workload.jobs.list[1].iterations: needs the job's model");
+  d["workload"]["jobs"]["list"][1] = json::parse(
+      R"({"submit": "0s", "gpus": 8, "duration": "1s", "user": "a", "gpu_type": "V100-SXM2-32GB"})");
+  EXPECT_EQ(mlsim::test::prepare_error(d, registries, file), "no error");
+  d["workload"]["jobs"]["list"][1]["submit"] = "-1s";
+  expect_error(d, "workload.jobs.list[1].submit");
+  // Budget: the full six hours ask for millions of events; a budget of 1000 refuses them.
+  const LoadedScenario s =
+      load_scenario_text(scenario.dump(), ScenarioRequest{file, {}, {}}, registries);
+  RunBudget budget;
+  budget.max_events = 1000;
+  try {
+    PreparedRun prepared(s, registries, budget);
+    ADD_FAILURE() << "no budget error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("workload.jobs"), std::string::npos) << e.what();
+  }
+}
+
+// A listed job names its model and iterations; the same list runs in both modes. Two 8-GPU
+// jobs on 4-GPU hosts each span two hosts.
+TEST(ClusterScenario, ListedJobsNameTheirModelAndIterations) {
+  std::ifstream in(kSource / "workloads/scenarios/cluster_philly_fat_tree.json");
+  json d = json::parse(in);
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_philly_fat_tree.json";
+  d["workload"]["jobs"] = json::parse(R"({"source": "list", "list": [
+      {"submit": "0s", "gpus": 8, "model": "resnet50_ring_bytescheduler", "iterations": 3},
+      {"submit": "0.5s", "gpus": 8, "model": "vgg16_ps_bytescheduler", "iterations": 2},
+      {"submit": "1s", "gpus": 1, "duration": "10s"}]})");
+  const auto m = mlsim::test::run_json(d, registries, file).results.metrics();
+  EXPECT_EQ(m.at("jobs_finished"), 3);
+  EXPECT_EQ(m.at("detailed_jobs_simulated"), 2);
+  EXPECT_EQ(m.at("detailed_jobs_one_host"), 1);
+  EXPECT_EQ(m.at("detailed_iterations"), 5);
+}

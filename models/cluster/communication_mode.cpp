@@ -1,0 +1,165 @@
+#include "models/cluster/communication_mode.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim_core/base/error.hpp"
+
+namespace mlsim::cluster {
+
+struct CommunicationMode::Live {
+  Live(Engine& engine, Compute& compute, training::JobSpec spec, const TrainingModel& m)
+      : core(engine, compute, std::move(spec)), path(engine, core, m.make_scheduler, m.config) {}
+  training::DataParallelJob core;
+  training::GradientPath path;
+  std::unique_ptr<training::GradientSync> sync;
+  std::function<void()> done;
+  int model = 0;
+  Time start;
+  double compute_only_s = 0;
+};
+
+CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& compute,
+                                     const CommunicationParams& params, RandomStream draws)
+    : engine_(engine),
+      network_(network),
+      compute_(compute),
+      params_(params),
+      draws_(draws),
+      per_model_(params.models.size(), 0) {
+  MLSIM_CHECK(!params_.models.empty(), "the detailed mode needs a training model");
+  for (const TrainingModel& m : params_.models) weight_sum_ += m.weight;
+}
+
+CommunicationMode::~CommunicationMode() = default;
+
+void CommunicationMode::admit(JobSpec& job) {
+  if (job.model < 0) {
+    // In proportion to the weights; one draw per job, in submit order.
+    double u = draws_.uniform() * weight_sum_;
+    job.model = static_cast<int>(params_.models.size()) - 1;
+    for (std::size_t m = 0; m < params_.models.size(); ++m) {
+      if (u < params_.models[m].weight) {
+        job.model = static_cast<int>(m);
+        break;
+      }
+      u -= params_.models[m].weight;
+    }
+  }
+  MLSIM_CHECK(static_cast<std::size_t>(job.model) < params_.models.size(), "unknown model");
+  if (job.iterations == 0) {
+    const double it = params_.models[static_cast<std::size_t>(job.model)].reference_iteration_s;
+    job.iterations = static_cast<std::uint64_t>(std::max(1.0, std::round(job.work.seconds() / it)));
+  }
+}
+
+bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts, int,
+                              std::function<void()> done) {
+  if (hosts.size() < 2) {
+    ++one_host_;
+    return false;
+  }
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  training::JobSpec spec;
+  spec.parameters = m.parameters;
+  spec.workers.assign(hosts.begin(), hosts.end());
+  spec.iterations = job.iterations;
+  double slowest = 0;
+  for (NodeId h : hosts) {
+    MLSIM_CHECK(h < m.times.size() && m.times[h], "no layer times for a worker host");
+    std::vector<training::LayerTimes> t;
+    double per_iteration = 0;
+    for (const LayerSeconds& s : *m.times[h]) {
+      t.push_back({Time::from_seconds(s.forward), Time::from_seconds(s.backward)});
+      per_iteration += t.back().forward.seconds() + t.back().backward.seconds();
+    }
+    slowest = std::max(slowest, per_iteration);
+    spec.times.push_back(std::move(t));
+  }
+  auto live = std::make_unique<Live>(engine_, compute_, std::move(spec), m);
+  training::SyncOptions options;
+  options.workers = live->core.spec().workers;
+  options.servers = options.workers;  // colocated parameter servers (ps only)
+  options.layer_parameters = m.parameters;
+  options.bytes_per_parameter = m.bytes_per_parameter;
+  live->sync = m.make_sync(training::SyncSetup{engine_, network_, live->path, std::move(options)});
+  live->path.set_sync(live->sync.get());
+  live->core.set_gradient_sink(&live->path);
+  live->done = std::move(done);
+  live->model = job.model;
+  live->start = engine_.now();
+  live->compute_only_s = slowest * static_cast<double>(job.iterations);
+  const std::uint64_t id = job.id;
+  // The core calls this from inside its own call chain: free the job from a later event.
+  live->core.set_on_finished(
+      [this, id] { engine_.schedule_in(Time::zero(), [this, id] { finish(id); }); });
+  Live& started = *live;
+  live_.emplace(id, std::move(live));
+  started.core.start();
+  return true;
+}
+
+void CommunicationMode::finish(std::uint64_t id) {
+  auto it = live_.find(id);
+  MLSIM_CHECK(it != live_.end(), "the end of a job that is not running");
+  std::unique_ptr<Live> live = std::move(it->second);
+  live_.erase(it);
+  const double useful_s = (live->core.finish_time() - live->start).seconds();
+  ++simulated_;
+  ++per_model_[static_cast<std::size_t>(live->model)];
+  iterations_ += live->core.spec().iterations;
+  useful_s_ += useful_s;
+  compute_only_s_ += live->compute_only_s;
+  if (live->compute_only_s > 0) slowdown_.add(useful_s / live->compute_only_s);
+  bytes_sent_ += live->sync->bytes_sent();
+  bytes_delivered_ += live->sync->bytes_delivered();
+  messages_ += live->sync->messages();
+  if (observer_) {
+    TrainingRecord r;
+    r.id = id;
+    r.model = live->model;
+    r.hosts = live->core.spec().workers;
+    r.iterations = live->core.spec().iterations;
+    r.start = live->start;
+    r.end = live->core.finish_time();
+    r.compute_only_s = live->compute_only_s;
+    const std::size_t layers = live->core.spec().parameters.size();
+    for (std::size_t w = 0; w < r.hosts.size(); ++w) {
+      r.updates.emplace_back();
+      for (std::size_t l = 0; l < layers; ++l) r.updates.back().push_back(live->core.updates(w, l));
+    }
+    for (std::int64_t p : live->core.spec().parameters)
+      r.gradient_bytes +=
+          p * params_.models[static_cast<std::size_t>(live->model)].bytes_per_parameter;
+    r.bytes_sent = live->sync->bytes_sent();
+    r.bytes_delivered = live->sync->bytes_delivered();
+    observer_(r);
+  }
+  std::function<void()> done = std::move(live->done);
+  live.reset();
+  done();
+}
+
+void CommunicationMode::report(Results& out) const {
+  out.set_metric("detailed_jobs_simulated", static_cast<double>(simulated_));
+  out.set_metric("detailed_jobs_one_host", static_cast<double>(one_host_));
+  out.set_metric("detailed_jobs_running", static_cast<double>(live_.size()));
+  out.set_metric("detailed_iterations", static_cast<double>(iterations_));
+  // How much longer the simulated jobs ran than their compute alone: communication not hidden
+  // behind backward, and contention with the other jobs on shared links.
+  out.set_summary("communication_slowdown", slowdown_.summary(), "");
+  out.set_metric("communication_overhead_fraction",
+                 useful_s_ > 0 ? (useful_s_ - compute_only_s_) / useful_s_ : 0);
+  out.set_metric("gradient_bytes_sent", static_cast<double>(bytes_sent_));
+  out.set_metric("gradient_bytes_delivered", static_cast<double>(bytes_delivered_));
+  out.set_metric("gradient_messages", static_cast<double>(messages_));
+  nlohmann::json models = nlohmann::json::array();
+  for (std::size_t m = 0; m < params_.models.size(); ++m)
+    models.push_back({{"model", params_.models[m].name},
+                      {"scheduler", params_.models[m].scheduler},
+                      {"sync", params_.models[m].sync},
+                      {"jobs_simulated", per_model_[m]}});
+  out.details()["training_models"] = std::move(models);
+}
+
+}  // namespace mlsim::cluster

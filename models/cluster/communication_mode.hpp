@@ -1,0 +1,114 @@
+#pragma once
+// The cluster model's detailed mode (docs/cluster.md, "Detailed mode: communication simulated"):
+// each job the schedulers place on more than one host runs as a data-parallel training job of
+// the training core (models/training: DataParallelJob, a GradientPath with the model's
+// CommScheduler, a GradientSync strategy, all chosen by name from training_policies()) on the
+// hosts its placement gave it, over the run's one network. Jobs therefore contend on the host
+// links, leaf uplinks and switches their placements share, and a job ends when its last
+// iteration's gradients are back, not after its trace runtime.
+//
+//   - Workers: one per host of the placement, standing for that host's GPUs of the job; each
+//     GPU computes its own minibatch at once, so the worker takes one GPU's layer times. The
+//     reduction among a host's GPUs (NVLink / PCIe) is not simulated [assumed free]: only the
+//     network step is (hierarchical data parallelism, one worker per host).
+//   - Parameter servers (`ps`): one per worker host, colocated, as MXNet/BytePS deployments do
+//     [assumed]; a push to the host's own server crosses no link.
+//   - Iterations: a job that names none gets as many as fill its trace runtime on the reference
+//     GPU with its model's compute alone (forward + backward of every layer): the trace's
+//     duration is read as compute, and the mode adds what communication and contention cost.
+//   - A job on one host has nothing to send over the network: the runner leaves it to the
+//     job-level timing (its runtime scaled to the GPU type).
+//
+// Memory: the running jobs' cores, paths and strategies, freed when each job ends; a finished
+// job leaves only its contribution to the statistics.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/cluster/job_runner.hpp"
+#include "models/training/gradient_path.hpp"
+#include "models/training/policies.hpp"
+#include "sim_core/base/stats.hpp"
+#include "sim_core/engine/random.hpp"
+#include "sim_core/hardware/compute.hpp"
+#include "sim_core/hardware/profile_scaling.hpp"
+#include "sim_core/network/network.hpp"
+
+namespace mlsim::cluster {
+
+// A training model the jobs may run (workload.training.models[i]).
+struct TrainingModel {
+  std::string name;
+  double weight = 1;  // share of the jobs that name no model
+  std::string scheduler, sync;
+  training::SchedulerFactory make_scheduler;
+  training::SyncFactory make_sync;
+  training::SchedulerConfig config;      // the scheduler's initial knobs
+  std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
+  std::int64_t bytes_per_parameter = 4;  // fp32
+  // Indexed by topology NodeId: one GPU's layer times on that host at speed 1 (one table per
+  // GPU type, shared); null for a node that is not a host.
+  std::vector<std::shared_ptr<const ProfileSeconds>> times;
+  double reference_iteration_s = 0;  // forward + backward of every layer on the reference GPU
+};
+
+struct CommunicationParams {
+  std::vector<TrainingModel> models;
+};
+
+// One simulated job, handed to the observer (tests) when it ends.
+struct TrainingRecord {
+  std::uint64_t id = 0;
+  int model = 0;
+  std::vector<NodeId> hosts;
+  std::uint64_t iterations = 0;
+  Time start, end;
+  double compute_only_s = 0;  // iterations x the slowest worker's compute per iteration
+  // Per worker and layer: updates applied to its parameters (each must equal `iterations`).
+  std::vector<std::vector<std::size_t>> updates;
+  std::int64_t gradient_bytes = 0;  // one worker's gradient of one iteration
+  std::int64_t bytes_sent = 0, bytes_delivered = 0;
+};
+
+class CommunicationMode final : public JobRunner {
+ public:
+  // `params` must outlive the mode; draws the model of a job that names none from `draws`.
+  CommunicationMode(Engine& engine, Network& network, Compute& compute,
+                    const CommunicationParams& params, RandomStream draws);
+  ~CommunicationMode() override;
+  CommunicationMode(const CommunicationMode&) = delete;
+  CommunicationMode& operator=(const CommunicationMode&) = delete;
+
+  void admit(JobSpec& job) override;
+  bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
+             std::function<void()> done) override;
+  void report(Results& out) const override;
+
+  void set_observer(std::function<void(const TrainingRecord&)> f) { observer_ = std::move(f); }
+  std::size_t running() const { return live_.size(); }
+
+ private:
+  struct Live;
+  void finish(std::uint64_t id);
+
+  Engine& engine_;
+  Network& network_;
+  Compute& compute_;
+  const CommunicationParams& params_;
+  RandomStream draws_;
+  double weight_sum_ = 0;
+  std::function<void(const TrainingRecord&)> observer_;
+  std::map<std::uint64_t, std::unique_ptr<Live>> live_;
+  // Statistics.
+  std::uint64_t simulated_ = 0, one_host_ = 0, iterations_ = 0;
+  std::vector<std::uint64_t> per_model_;
+  LogHistogram slowdown_;  // useful time over compute-only time, per simulated job
+  double useful_s_ = 0, compute_only_s_ = 0;
+  std::int64_t bytes_sent_ = 0, bytes_delivered_ = 0;
+  std::uint64_t messages_ = 0;
+};
+
+}  // namespace mlsim::cluster

@@ -1,0 +1,31 @@
+#pragma once
+// How a placed job's useful work is timed. Without a runner (the job-level mode) a job runs for
+// its trace runtime scaled to the GPU type it got. A runner (the detailed mode,
+// communication_mode.hpp) may instead simulate the job on the hosts its placement gave it, and
+// say when it ends.
+#include <cstdint>
+#include <functional>
+#include <span>
+
+#include "models/cluster/job.hpp"
+#include "sim_core/network/topology.hpp"
+#include "sim_core/run/results.hpp"
+
+namespace mlsim::cluster {
+
+class JobRunner {
+ public:
+  virtual ~JobRunner() = default;
+  // At arrival, in submit order whatever the scheduling policy: settles what the job will run
+  // (its model, its iterations), so that every policy runs the same jobs.
+  virtual void admit(JobSpec& job) = 0;
+  // The job's useful work starts now on `hosts` (one per node of its placement, in placement
+  // order) with GPUs of pool type `type`. Returns false when the runner does not simulate this
+  // job (the cluster then times it as the job-level mode does); else calls `done` once, from an
+  // engine event, when the job ends.
+  virtual bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
+                     std::function<void()> done) = 0;
+  virtual void report(Results& out) const = 0;
+};
+
+}  // namespace mlsim::cluster
