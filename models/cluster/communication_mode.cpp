@@ -26,7 +26,7 @@ CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& 
       compute_(compute),
       params_(params),
       draws_(draws),
-      per_model_(params.models.size(), 0) {
+      per_model_(params.models.size()) {
   MLSIM_CHECK(!params_.models.empty(), "the detailed mode needs a training model");
   for (const TrainingModel& m : params_.models) weight_sum_ += m.weight;
 }
@@ -106,7 +106,10 @@ void CommunicationMode::finish(std::uint64_t id) {
   live_.erase(it);
   const double useful_s = (live->core.finish_time() - live->start).seconds();
   ++simulated_;
-  ++per_model_[static_cast<std::size_t>(live->model)];
+  PerModel& pm = per_model_[static_cast<std::size_t>(live->model)];
+  ++pm.jobs;
+  pm.useful_s += useful_s;
+  pm.compute_only_s += live->compute_only_s;
   iterations_ += live->core.spec().iterations;
   useful_s_ += useful_s;
   compute_only_s_ += live->compute_only_s;
@@ -155,10 +158,15 @@ void CommunicationMode::report(Results& out) const {
   out.set_metric("gradient_messages", static_cast<double>(messages_));
   nlohmann::json models = nlohmann::json::array();
   for (std::size_t m = 0; m < params_.models.size(); ++m)
-    models.push_back({{"model", params_.models[m].name},
-                      {"scheduler", params_.models[m].scheduler},
-                      {"sync", params_.models[m].sync},
-                      {"jobs_simulated", per_model_[m]}});
+    models.push_back(
+        {{"model", params_.models[m].name},
+         {"scheduler", params_.models[m].scheduler},
+         {"sync", params_.models[m].sync},
+         {"jobs_simulated", per_model_[m].jobs},
+         // Useful time over compute alone, summed over the model's jobs.
+         {"communication_slowdown", per_model_[m].compute_only_s > 0
+                                        ? per_model_[m].useful_s / per_model_[m].compute_only_s
+                                        : 0.0}});
   out.details()["training_models"] = std::move(models);
 }
 

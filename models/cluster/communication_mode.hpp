@@ -104,7 +104,11 @@ class CommunicationMode final : public JobRunner {
   std::map<std::uint64_t, std::unique_ptr<Live>> live_;
   // Statistics.
   std::uint64_t simulated_ = 0, one_host_ = 0, iterations_ = 0;
-  std::vector<std::uint64_t> per_model_;
+  struct PerModel {
+    std::uint64_t jobs = 0;
+    double useful_s = 0, compute_only_s = 0;
+  };
+  std::vector<PerModel> per_model_;
   LogHistogram slowdown_;  // useful time over compute-only time, per simulated job
   double useful_s_ = 0, compute_only_s_ = 0;
   std::int64_t bytes_sent_ = 0, bytes_delivered_ = 0;
