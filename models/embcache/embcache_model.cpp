@@ -4,6 +4,7 @@
 
 #include "models/embcache/policies.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/run/simulation_model.hpp"
 
 namespace mlsim::embcache {
@@ -18,6 +19,16 @@ ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const
   t.sync = policies.syncs.choose_or(system, "sync", preset.sync).value;
   p.cache_ratio = system.number_or("cache_ratio", 0.1, 0, 1);
   t.row_bytes = 4 * system.integer_or("embedding_dim", 128, 1, 1 << 20);
+  // Every pull, push and refresh is a send_recv call of the collective layer, with its costs.
+  if (std::optional<JsonReader> costs = system.optional_object("costs"))
+    t.messages.costs = collectives::read_cost_model(*costs);
+  if (std::optional<JsonReader> host = system.optional_object("host")) {
+    const std::string where = host->path();
+    t.messages.host = collectives::read_host_costs(*host);
+    if (t.messages.host.ps_aggregation.bytes_per_s > 0)
+      throw InputError(where + ".ps_aggregation",
+                       "not modelled by embcache (the PS applies rows without a cost)");
+  }
 
   const auto hosts = static_cast<std::int64_t>(topology.hosts().size());
   if (hosts < 2)
@@ -72,7 +83,7 @@ std::unique_ptr<Model> make_embcache_model(ModelSetup& setup) {
         t.cache_rows = static_cast<std::size_t>(
             std::ceil(params.cache_ratio * static_cast<double>(source->distinct_rows())));
         return std::make_unique<EmbeddingTraining>(env.engine, env.network, env.compute, t,
-                                                   std::move(source));
+                                                   std::move(source), &env.links);
       });
 }
 

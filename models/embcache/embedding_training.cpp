@@ -7,11 +7,12 @@
 namespace mlsim::embcache {
 
 EmbeddingTraining::EmbeddingTraining(Engine& engine, Network& network, Compute& compute,
-                                     TrainingParams params, std::unique_ptr<SampleSource> source)
+                                     TrainingParams params, std::unique_ptr<SampleSource> source,
+                                     const LinkConditions* links)
     : engine_(engine),
-      network_(network),
       compute_(compute),
       params_(std::move(params)),
+      messages_(engine, network, params_.messages, links),
       source_(std::move(source)),
       caches_(params_.workers.size(), LruCache(params_.cache_rows)),
       used_(params_.workers.size()),
@@ -94,11 +95,9 @@ void EmbeddingTraining::begin_iteration() {
       }
     }
     const Bytes bytes{static_cast<std::int64_t>(to_pull_[w].size()) * params_.row_bytes};
-    network_.start_transfer(params_.server, params_.workers[w], bytes,
-                            [this, w](const TransferResult& r) {
-                              if (r.failed) ++failed_transfers_;
-                              worker_pulled(w);
-                            });
+    // A failed message never completes: the iteration stalls (counted in failed_transfers).
+    messages_.send(params_.server, params_.workers[w], bytes,
+                   [this, w](const collectives::CollectiveResult&) { worker_pulled(w); });
   }
 }
 
@@ -109,11 +108,8 @@ void EmbeddingTraining::worker_pulled(std::size_t w) {
   compute_.run(params_.workers[w], FixedWork{compute}, [this, w] {
     counters_.pushes += used_[w].size();
     const Bytes bytes{static_cast<std::int64_t>(used_[w].size()) * params_.row_bytes};
-    network_.start_transfer(params_.workers[w], params_.server, bytes,
-                            [this](const TransferResult& r) {
-                              if (r.failed) ++failed_transfers_;
-                              worker_pushed();
-                            });
+    messages_.send(params_.workers[w], params_.server, bytes,
+                   [this](const collectives::CollectiveResult&) { worker_pushed(); });
   });
 }
 
@@ -154,11 +150,10 @@ void EmbeddingTraining::synchronise() {
     counters_.refreshes += refresh_rows[w];
     ++pending_;
     const Bytes bytes{static_cast<std::int64_t>(refresh_rows[w]) * params_.row_bytes};
-    network_.start_transfer(params_.server, params_.workers[w], bytes,
-                            [this](const TransferResult& r) {
-                              if (r.failed) ++failed_transfers_;
-                              if (--pending_ == 0) end_iteration();
-                            });
+    messages_.send(params_.server, params_.workers[w], bytes,
+                   [this](const collectives::CollectiveResult&) {
+                     if (--pending_ == 0) end_iteration();
+                   });
   }
   if (pending_ == 0) end_iteration();
 }
@@ -193,7 +188,7 @@ void EmbeddingTraining::report(Results& out) const {
   out.set_metric("embedding_bytes",
                  static_cast<double>(c.transmissions()) * static_cast<double>(params_.row_bytes));
   out.set_metric("eager_sync_violations", static_cast<double>(c.eager_sync_violations));
-  out.set_metric("failed_transfers", static_cast<double>(failed_transfers_));
+  out.set_metric("failed_transfers", static_cast<double>(messages_.failed_transfers()));
   out.details()["allocation"] =
       params_.allocation == Allocation::kSequential ? "sequential" : "location_aware";
   out.details()["sync"] = params_.sync == Sync::kEager ? "eager" : "on_demand";

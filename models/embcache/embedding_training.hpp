@@ -16,7 +16,10 @@
 //     hold outdated rows at the start of an iteration) or on demand (Herald: such rows are only
 //     marked outdated and pulled when next used, if still cached).
 // het = sequential + eager; herald = location-aware + on demand.
-// A transmission is one embedding row sent (pull, push or sync refresh), of `row_bytes`.
+// A transmission is one embedding row sent (pull, push or sync refresh), of `row_bytes`. Each
+// worker's pull, push and refresh of an iteration is one point-to-point message through the
+// collective layer (sim_core/collectives/point_to_point.hpp: a send_recv call paying the
+// layer's launch, protocol and host costs, `messages`, none by default).
 //
 // Which worker holds which row, and whether up to date, is one directory entry per row (two
 // bitmasks over at most 64 workers): Herald's scheduler scores a sample against every worker
@@ -31,6 +34,7 @@
 #include "models/embcache/lru_cache.hpp"
 #include "models/embcache/sample_source.hpp"
 #include "sim_core/base/stats.hpp"
+#include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/network/network.hpp"
@@ -51,6 +55,8 @@ struct TrainingParams {
   Time compute_per_sample;       // dense forward + backward on the GPU (run on Compute)
   NodeId server = 0;
   std::vector<NodeId> workers;
+  // Costs of every message (system.costs, system.host): none by default.
+  collectives::PointToPoint::Options messages;
 };
 
 struct Counters {
@@ -63,9 +69,9 @@ struct Counters {
 class EmbeddingTraining {
  public:
   // A worker's dense compute runs on `compute` (fixed work per sample, divided by the host's
-  // speed).
+  // speed). `links` (for a cost model with several protocols) must outlive the job.
   EmbeddingTraining(Engine& engine, Network& network, Compute& compute, TrainingParams params,
-                    std::unique_ptr<SampleSource> source);
+                    std::unique_ptr<SampleSource> source, const LinkConditions* links = nullptr);
   void start();
   bool finished() const { return done_ == params_.iterations; }
   double progress() const {
@@ -89,9 +95,9 @@ class EmbeddingTraining {
   void hold(std::size_t w, Key k);  // worker w now holds k up to date (after a pull)
 
   Engine& engine_;
-  Network& network_;
   Compute& compute_;
   TrainingParams params_;
+  collectives::PointToPoint messages_;
   std::unique_ptr<SampleSource> source_;
   std::vector<LruCache> caches_;
   struct Holders {
@@ -106,7 +112,6 @@ class EmbeddingTraining {
   Time iteration_start_;
   Counters counters_;
   LogHistogram iteration_seconds_;  // bounded memory whatever the iteration count
-  std::uint64_t failed_transfers_ = 0;
   TimeSeries series_{"iterations", {"iteration_time_s", "transmissions"}, {}};
   std::uint64_t transmissions_before_ = 0;
 };

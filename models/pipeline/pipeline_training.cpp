@@ -17,7 +17,8 @@ PipelineTraining::PipelineTraining(Engine& engine, Network& network, Compute& co
       compute_(compute),
       speeds_(speeds),
       links_(links),
-      params_(std::move(params)) {
+      params_(std::move(params)),
+      messages_(engine, network, params_.collective_costs, &links) {
   MLSIM_CHECK(!params_.hosts.empty() && params_.host_links.size() == params_.hosts.size() &&
                   params_.latency_out.size() == params_.hosts.size() &&
                   params_.latency_in.size() == params_.hosts.size() && params_.minibatches > 0,
@@ -126,17 +127,14 @@ void PipelineTraining::op_done(std::size_t w, bool forward, std::size_t k) {
   auto send = [this, w, m](std::size_t to, std::size_t boundary, bool activation) {
     const std::size_t r = partition_.replication(to);
     const std::size_t dest = partition_.first_host(to) + m % r, k_dest = m / r;
-    network_.start_transfer(params_.hosts[w], params_.hosts[dest],
-                            Bytes{static_cast<std::int64_t>(base_costs_.boundary_bytes[boundary])},
-                            [this, dest, k_dest, activation](const TransferResult& r) {
-                              if (r.failed) {  // no route left: counted; the pipeline stalls
-                                ++failed_transfers_;
-                                return;
-                              }
-                              Worker& d = workers_[dest];
-                              (activation ? d.activations : d.gradients).insert(k_dest);
-                              try_start(dest);
-                            });
+    // A message whose transfer fails (no route left) never arrives: counted, the pipeline stalls.
+    messages_.send(params_.hosts[w], params_.hosts[dest],
+                   Bytes{static_cast<std::int64_t>(base_costs_.boundary_bytes[boundary])},
+                   [this, dest, k_dest, activation](const collectives::CollectiveResult&) {
+                     Worker& d = workers_[dest];
+                     (activation ? d.activations : d.gradients).insert(k_dest);
+                     try_start(dest);
+                   });
   };
   if (forward) {
     ++wk.forwards;
@@ -187,6 +185,8 @@ void PipelineTraining::maybe_start_allreduce(std::size_t s, std::size_t k) {
   std::vector<NodeId> hosts(params_.hosts.begin() + static_cast<std::ptrdiff_t>(first),
                             params_.hosts.begin() + static_cast<std::ptrdiff_t>(first + members));
   collectives::CollectiveSpec spec;  // ring, one chunk, window 1 (one_f_one_b.hpp's estimate)
+  spec.costs = params_.collective_costs.costs;
+  spec.host = params_.collective_costs.host;  // no send clock: the ring pays its own messages
   spec.bytes = Bytes{static_cast<std::int64_t>(base_costs_.parameter_bytes[s])};
   allreduce_bytes_ += base_costs_.parameter_bytes[s];
   ++allreduce_count_;
@@ -263,13 +263,13 @@ void PipelineTraining::consider_repartition() {
     const double bytes = mv.parameter_bytes * params_.migrated_state_factor;
     migrated_bytes_ += bytes;
     ++migrations_in_flight_;
-    network_.start_transfer(params_.hosts[mv.from_host], params_.hosts[mv.to_host],
-                            Bytes{static_cast<std::int64_t>(bytes)},
-                            [this](const TransferResult& r) {
-                              if (r.failed) ++failed_transfers_;
-                              --migrations_in_flight_;
-                              maybe_resume();
-                            });
+    // A failed migration never completes: the switch does not end (counted in failed_transfers).
+    messages_.send(params_.hosts[mv.from_host], params_.hosts[mv.to_host],
+                   Bytes{static_cast<std::int64_t>(bytes)},
+                   [this](const collectives::CollectiveResult&) {
+                     --migrations_in_flight_;
+                     maybe_resume();
+                   });
   }
   // Workers waiting for a forward the segment no longer has move on to their backwards.
   for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
@@ -305,7 +305,8 @@ void PipelineTraining::report(Results& out) const {
   out.set_metric("migrated_bytes", migrated_bytes_);
   out.set_metric("allreduces", static_cast<double>(allreduce_count_));
   out.set_metric("allreduce_bytes", allreduce_bytes_);
-  out.set_metric("failed_transfers", static_cast<double>(failed_transfers_));
+  out.set_metric("failed_transfers",
+                 static_cast<double>(failed_transfers_ + messages_.failed_transfers()));
   out.set_metric("initial_estimate_s_per_minibatch", initial_estimate_s_);
   out.set_metric("initial_pipedream_objective_s", initial_pipedream_objective_s_);
   auto& d = out.details();

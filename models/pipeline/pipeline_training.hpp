@@ -2,7 +2,9 @@
 // One pipeline-parallel training job run on the engine: stages on hosts (a stage may be
 // replicated over several hosts, PipeDream's hybrid), 1F1B on each host's GPU (one_f_one_b.hpp
 // for the order and the round-robin of minibatches over a stage's replicas), activations and
-// gradients as network transfers between the hosts, and the all-reduce of a replicated stage's
+// gradients (and a switch's migrated parameters) as point-to-point messages of the collective
+// layer between the hosts (send_recv calls, sim_core/collectives/point_to_point.hpp, paying the
+// layer's costs `collective_costs`, none by default), and the all-reduce of a replicated stage's
 // parameters after each round of backwards as a ring collective (sim_core/collectives). Every
 // forward and backward is work on the platform's Compute: the profile's layer times, measured on
 // the profile's GPU, moved to the host's GPU type by the catalog scaling (profile_scaling.hpp)
@@ -43,6 +45,7 @@
 
 #include "models/pipeline/pipeline_costs.hpp"
 #include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/host_speeds.hpp"
@@ -75,6 +78,9 @@ struct TrainingParams {
   // search to one host per stage.
   bool straight = false;
   std::optional<double> activation_compression_ratio;
+  // The collective layer's costs (system.costs, system.host) for every message and all-reduce;
+  // none by default. The 1F1B timing model (one_f_one_b.hpp) does not include them.
+  collectives::PointToPoint::Options collective_costs;
 };
 
 class PipelineTraining {
@@ -127,6 +133,7 @@ class PipelineTraining {
   HostSpeeds& speeds_;
   LinkConditions& links_;
   TrainingParams params_;
+  collectives::PointToPoint messages_;
   Conditions now_;  // hosts' layer times at speed 1 (from the constructor), speeds, links
   bool started_ = false;
   Partition partition_;

@@ -124,3 +124,42 @@ TEST(EmbeddingTraining, HeraldOnDemandCountedByHand) {
   // Fewer rows and no sync phase: Herald finishes first.
   EXPECT_LT(o.end, run(Allocation::kSequential, Sync::kEager).end);
 }
+
+// Every pull and push is a send_recv call of the collective layer and pays its costs. One worker
+// (host 0), PS host 1, one sample of rows {1, 2}, one iteration, 1 GB/s links of 1 us on a star:
+// 2 rows x 512 B = 1,024 B each way, 1,024 ns + 2 x 1 us = 3,024 ns per message.
+//   no costs:    pull 0 -> 3,024; compute 10 us -> 13,024; push -> 16,048 ns.
+//   launch 2 us, host overhead 3 us: each message leaves 5 us later:
+//                pull -> 8,024; compute -> 18,024; push -> 26,048 ns (+ 2 x 5 us).
+TEST(EmbeddingTraining, EveryMessagePaysTheCollectiveLayersCosts) {
+  auto end_time = [](const collectives::PointToPoint::Options& costs) {
+    const Topology topo = build_topology(StarSpec{2, LinkSpec{Bandwidth{1e9}, Time::us(1)}});
+    Engine engine;
+    FluidNetwork net(engine, topo, Sharing::kMaxMin);
+    TrainingParams p;
+    p.batch_per_worker = 1;
+    p.iterations = 1;
+    p.row_bytes = 512;
+    p.cache_rows = 10;
+    p.compute_per_sample = Time::us(10);
+    p.workers = {topo.hosts()[0]};
+    p.server = topo.hosts()[1];
+    p.messages = costs;
+    NodeHardware no_gpus;
+    HostSpeeds speeds(topo.nodes().size());
+    CostModel compute_costs;
+    Compute compute(engine, no_gpus, speeds, compute_costs);
+    EmbeddingTraining t(engine, net, compute, p,
+                        std::make_unique<Scripted>(std::deque<Sample>{{1, 2}}));
+    t.start();
+    engine.run();
+    EXPECT_TRUE(t.finished());
+    EXPECT_EQ(t.counters().transmissions(), 4u);
+    return engine.now();
+  };
+  EXPECT_EQ(end_time({}), Time::ns(16'048));
+  collectives::PointToPoint::Options costs;
+  costs.costs.launch = Time::us(2);
+  costs.host.message_overhead = Time::us(3);
+  EXPECT_EQ(end_time(costs), Time::ns(26'048));
+}

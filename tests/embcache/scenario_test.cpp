@@ -110,3 +110,17 @@ TEST(EmbcacheScenario, RealCriteoSampleLoads) {
   EXPECT_EQ(s.size(), 200u);
   EXPECT_GT(s.distinct_rows(), 26u);
 }
+
+TEST(EmbcacheScenario, CollectiveLayerCosts) {
+  json d = base();
+  d["system"]["costs"] = {{"launch", "5us"}};
+  d["system"]["host"] = {{"message_overhead", "16us"}};
+  const ModelParams p = parse(d);
+  EXPECT_EQ(p.training.messages.costs.launch, Time::us(5));
+  EXPECT_EQ(p.training.messages.host.message_overhead, Time::us(16));
+  EXPECT_EQ(parse(base()).training.messages.costs.launch, Time::zero());  // none by default
+  d["system"]["host"] = {{"ps_aggregation", "10GB/s"}};
+  EXPECT_NE(error_of(d).find("system.host.ps_aggregation"), std::string::npos) << error_of(d);
+  d["system"]["host"] = {{"overhead", "1us"}};
+  EXPECT_NE(error_of(d).find("system.host"), std::string::npos) << error_of(d);
+}

@@ -156,6 +156,22 @@ TEST(PipelineTraining, SimulatedRunMatchesTheHandSchedule) {
   EXPECT_EQ(r.totals.bytes_delivered.count, std::int64_t{6} * 500'000'000);
 }
 
+// Activations and gradients are send_recv calls of the collective layer and pay its costs: with
+// a 0.1 s launch and 0.1 s of sender overhead per message, each crossing takes 0.8 s instead of
+// 0.6 s (a host's messages leave at least 1 s apart, so no overhead waits for another). The hand
+// schedule above with 0.8 s crossings: s0 F0 [0,1] -> 1.8, F1 [1,2] -> 2.8; s1 F0 [1.8,2.8]
+// B0 [2.8,4.8] -> 5.6, F1 [4.8,5.8], B1 [5.8,7.8] -> 8.6; s0 B0 [5.6,7.6] F2 [7.6,8.6] -> 9.4,
+// B1 [8.6,10.6]; s1 F2 [9.4,10.4] B2 [10.4,12.4] -> 13.2; s0 B2 [13.2,15.2]: 15.2 s
+// (12 s + 4 crossings on the critical path x 0.8 s; 14.4 s = 12 + 4 x 0.6 without costs).
+TEST(PipelineTraining, MessagesPayTheCollectiveLayersCosts) {
+  TrainingParams p = two_stage_params(3);
+  p.collective_costs.costs.launch = Time::ms(100);
+  p.collective_costs.host.message_overhead = Time::ms(100);
+  const Outcome r = simulate(p, 2, 1e9, Time::ms(50));
+  EXPECT_NEAR(r.results.metrics().at("time_s"), 15.2, 1e-8);
+  EXPECT_EQ(r.totals.transfers_delivered, 6u);
+}
+
 TEST(PipelineTraining, SimulatedSteadyStateMatchesTheTimingModel) {
   // Without contention on any link, the run and the timing model agree for any length.
   for (std::size_t m : {1u, 2u, 7u, 40u}) {

@@ -106,6 +106,12 @@ TEST(PipelineScenario, ErrorsNameThePath) {
   d["workload"]["profiled_on"] = "Q";  // not in the catalog
   EXPECT_NE(error_of(d).find("workload.profiled_on"), std::string::npos) << error_of(d);
   d = base();
+  d["system"]["host"] = {{"ps_aggregation", "10GB/s"}};  // no parameter server here
+  EXPECT_NE(error_of(d).find("system.host.ps_aggregation"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["costs"] = {{"launch", "-1us"}};
+  EXPECT_NE(error_of(d).find("system.costs.launch"), std::string::npos) << error_of(d);
+  d = base();
   d["system"]["policy"] = "gpipe";
   EXPECT_NE(error_of(d).find("system.policy"), std::string::npos) << error_of(d);
 }
