@@ -123,10 +123,8 @@ TEST(DetailedMode, ClusterPlacesAndTheRunnerTimesTheJobs) {
   CommunicationParams params;
   params.models.push_back(model(p.topology, "fifo", "ring", {{1.0, 1.0, M}}));
   CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
-  ClusterSimulation sim(
-      p.engine, one_type(4, 2, Policy::kFcfs),
-      std::make_unique<ListSource>(std::vector<JobSpec>{job(0, 3, 2), job(0, 3, 2)}), 1, nullptr,
-      p.topology.hosts());
+  ClusterSimulation sim(p.engine, one_type(4, 2, Policy::kFcfs),
+                        list_source({job(0, 3, 2), job(0, 3, 2)}), 1, nullptr, p.topology.hosts());
   sim.set_runner(&mode);
   std::vector<JobRecord> records;
   sim.set_observer([&](const JobRecord& r) { records.push_back(r); });

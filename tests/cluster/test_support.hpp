@@ -17,28 +17,15 @@
 
 namespace mlsim::cluster::testing {
 
-class ListSource final : public JobSource {
- public:
-  // Jobs must be in submit order; ids are assigned in that order.
-  explicit ListSource(std::vector<JobSpec> jobs) : jobs_(std::move(jobs)) {
-    for (std::size_t i = 0; i < jobs_.size(); ++i) {
-      jobs_[i].id = i;
-      while (users_.names().size() <= static_cast<std::size_t>(jobs_[i].user))
-        users_.index_of("u" + std::to_string(users_.names().size()));
-    }
-  }
-  std::optional<JobSpec> next() override {
-    if (next_ >= jobs_.size()) return std::nullopt;
-    return jobs_[next_++];
-  }
-  std::uint64_t total() const override { return jobs_.size(); }
-  const UserTable& users() const override { return users_; }
-
- private:
-  std::vector<JobSpec> jobs_;
-  std::size_t next_ = 0;
-  UserTable users_;
-};
+// The model's own list source (workload.jobs.list) over `jobs`, in submit order; user i is
+// named "u<i>".
+inline std::unique_ptr<JobSource> list_source(std::vector<JobSpec> jobs) {
+  UserTable users;
+  for (const JobSpec& j : jobs)
+    while (users.names().size() <= static_cast<std::size_t>(j.user))
+      users.index_of("u" + std::to_string(users.names().size()));
+  return std::make_unique<ListJobSource>(std::move(jobs), std::move(users));
+}
 
 inline JobSpec job(double submit_s, int gpus, double work_s, int user = 0, TypeMask types = 0) {
   JobSpec j;
@@ -97,8 +84,7 @@ inline RunResult run(ClusterParams params, std::unique_ptr<JobSource> source,
 
 inline RunResult run(ClusterParams params, std::vector<JobSpec> jobs, std::uint64_t seed = 1,
                      PlatformEvents events = {}) {
-  return run(std::move(params), std::make_unique<ListSource>(std::move(jobs)), seed,
-             std::move(events));
+  return run(std::move(params), list_source(std::move(jobs)), seed, std::move(events));
 }
 
 // Host `node` fails at `at` and is repaired `repair` later: the events section's
