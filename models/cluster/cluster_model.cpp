@@ -10,6 +10,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
+#include "sim_core/network/host_access_links.hpp"
 #include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
@@ -274,6 +275,18 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
     throw InputError(system.path_of("startup_warm"),
                      "a pre-initialised start cannot be slower than a cold one (startup_cold)");
   read_failures(system, c);
+  // Where a job that fits no single node goes: the fewest nodes anywhere (the default), or
+  // within one rack (the switch its hosts hang off) when one has room.
+  if (system.choice_or("placement", {"fewest_nodes", "rack_local"}, "fewest_nodes") ==
+      "rack_local") {
+    std::vector<NodeId> switches;
+    for (NodeId host : topology.hosts()) {
+      const NodeId sw = topology.link(host_access_links(topology, host, "a cluster node").up).dst;
+      const auto it = std::find(switches.begin(), switches.end(), sw);
+      c.racks.push_back(static_cast<int>(it - switches.begin()));
+      if (it == switches.end()) switches.push_back(sw);
+    }
+  }
   c.series_interval = system.duration_or("series_interval", "1h");
   if (c.series_interval <= Time::zero())
     throw InputError(system.path_of("series_interval"), "must be positive");

@@ -29,6 +29,7 @@ ClusterSimulation::ClusterSimulation(Engine& engine, ClusterParams params,
       series_("gpu_utilisation", {"allocated_fraction", "queued_jobs", "up_fraction"},
               params_.series_interval) {
   MLSIM_CHECK(params_.estimate_factor >= 1.0, "estimates must not be shorter than runtimes");
+  pool_.set_racks(params_.racks);
   series_.set(Time::zero(), kUpFraction, 1.0);
   if (nodes)
     nodes->on_change([this, hosts = std::move(hosts)](NodeId host, bool up) {

@@ -56,6 +56,8 @@ struct ClusterParams {
   Time startup_warm = Time::zero();  // the same with a pre-initialised environment
   bool preinitialised = false;
   bool requeue_on_failure = true;  // false: a job hit by a failure is dropped
+  // Rack-local placement (NodePool::set_racks): per pool node, its rack; empty = off.
+  std::vector<int> racks;
   Time series_interval = Time::s(3600);
 };
 

@@ -46,18 +46,58 @@ Placement NodePool::place_on_type(int gpus, int type) const {
     const Node& node = nodes_[static_cast<std::size_t>(n)];
     if (node.up && node.type == type && node.free > 0) order.push_back(n);
   }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+  auto emptiest_first = [&](int a, int b) {
     return nodes_[static_cast<std::size_t>(a)].free > nodes_[static_cast<std::size_t>(b)].free;
-  });
+  };
+  if (!racks_.empty()) {
+    // Per rack: free GPUs of this type on up nodes.
+    std::vector<int> rack_free(
+        static_cast<std::size_t>(*std::max_element(racks_.begin(), racks_.end()) + 1), 0);
+    for (int n : order)
+      rack_free[static_cast<std::size_t>(racks_[static_cast<std::size_t>(n)])] +=
+          nodes_[static_cast<std::size_t>(n)].free;
+    int rack = -1;
+    for (std::size_t r = 0; r < rack_free.size(); ++r)
+      if (rack_free[r] >= gpus &&
+          (rack < 0 || rack_free[r] < rack_free[static_cast<std::size_t>(rack)]))
+        rack = static_cast<int>(r);
+    auto rack_of = [&](int n) { return racks_[static_cast<std::size_t>(n)]; };
+    if (rack >= 0) {
+      std::erase_if(order, [&](int n) { return rack_of(n) != rack; });
+      std::stable_sort(order.begin(), order.end(), emptiest_first);
+    } else {
+      // Across racks: the emptiest racks first (fewest racks), their emptiest nodes first.
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        const int fa = rack_free[static_cast<std::size_t>(rack_of(a))];
+        const int fb = rack_free[static_cast<std::size_t>(rack_of(b))];
+        if (fa != fb) return fa > fb;
+        if (rack_of(a) != rack_of(b)) return rack_of(a) < rack_of(b);
+        return emptiest_first(a, b);
+      });
+    }
+  } else {
+    std::stable_sort(order.begin(), order.end(), emptiest_first);
+  }
+  take(order, gpus, p);
+  return p;
+}
+
+void NodePool::take(const std::vector<int>& order, int gpus, Placement& p) const {
   int left = gpus;
   for (int n : order) {
-    const int take = std::min(left, nodes_[static_cast<std::size_t>(n)].free);
-    p.slices.push_back({n, take});
-    left -= take;
+    const int amount = std::min(left, nodes_[static_cast<std::size_t>(n)].free);
+    p.slices.push_back({n, amount});
+    left -= amount;
     if (left == 0) break;
   }
   MLSIM_CHECK(left == 0, "free count per type disagrees with the nodes");
-  return p;
+}
+
+void NodePool::set_racks(std::vector<int> racks) {
+  MLSIM_CHECK(racks.empty() || racks.size() == nodes_.size(), "one rack per node");
+  MLSIM_CHECK(std::all_of(racks.begin(), racks.end(), [](int r) { return r >= 0; }),
+              "rack indices are not negative");
+  racks_ = std::move(racks);
 }
 
 Placement NodePool::place(int gpus, TypeMask accepted) const {

@@ -60,6 +60,12 @@ class NodePool {
   // time_factor; ties: lower index).
   Placement place(int gpus, TypeMask accepted) const;
 
+  // Rack-local placement: `racks[i]` is node i's rack (the switch its host hangs off). A job that
+  // fits no single node then goes into one rack when one has room: the rack with the fewest free
+  // GPUs that is still large enough (best fit), its emptiest nodes first; otherwise it spans
+  // racks, the emptiest racks first. Empty (the default): racks are ignored.
+  void set_racks(std::vector<int> racks);
+
   void allocate(const Placement& p);
   void release(const Placement& p);
   // A node going down keeps its allocations' bookkeeping: the caller releases the jobs on it.
@@ -72,8 +78,12 @@ class NodePool {
     int free = 0;
     bool up = true;
   };
+  // Takes the nodes of `order` in turn until `gpus` are placed.
+  void take(const std::vector<int>& order, int gpus, Placement& p) const;
+
   std::vector<GpuType> types_;
   std::vector<Node> nodes_;
+  std::vector<int> racks_;                   // per node; empty: no rack-local placement
   std::vector<int> type_total_, type_free_;  // free counts up nodes only
   int total_ = 0, allocated_ = 0, up_ = 0;
 };

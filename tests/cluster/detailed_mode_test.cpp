@@ -179,6 +179,7 @@ TEST(DetailedMode, EveryJobEndsAndEveryGradientByteIsSynchronisedOnce) {
                            RandomStream(static_cast<std::uint64_t>(trial), "models"));
     ClusterParams c = one_type(6, 2, trial % 2 ? Policy::kEasyBackfill : Policy::kFcfs);
     c.estimate_factor = 1.5;
+    if (trial % 3 == 0) c.racks = {0, 0, 0, 1, 1, 1};  // rack-local placement, by leaf
     PoissonOptions o;
     o.jobs = 25;
     o.mean_interarrival = Time::s(0.3);
@@ -221,4 +222,30 @@ TEST(DetailedMode, EveryJobEndsAndEveryGradientByteIsSynchronisedOnce) {
     EXPECT_EQ(p.network.totals().transfers_in_flight, 0u);
     EXPECT_EQ(mode.running(), 0u);
   }
+}
+
+// Rack-local placement, by hand: 4 nodes of 4 GPUs, nodes 0 and 1 in rack 0, 2 and 3 in rack 1.
+// With 1 GPU taken on node 0 and 2 on node 2, free: node 0 3, node 1 4 (rack 0: 7), node 2 2,
+// node 3 4 (rack 1: 6). A 6-GPU job fits no node:
+//   - fewest nodes: the emptiest nodes first, node 1 (4) then node 3 (2): across the racks;
+//   - rack-local: both racks have room; the one with the fewest free GPUs (rack 1, 6) takes it,
+//     node 3 (4) then node 2 (2), leaving rack 0's 7 for a larger job.
+// A 10-GPU job fits no rack: the emptiest rack first (rack 0: nodes 1, 0), then rack 1's node 3.
+TEST(DetailedMode, RackLocalPlacementKeepsAJobUnderOneSwitch) {
+  NodePool pool({{"ref", 1.0}}, {{0, 4, 4}});
+  Placement taken;
+  taken.type = 0;
+  taken.slices = {{0, 1}, {2, 2}};
+  pool.allocate(taken);
+  auto nodes = [](const Placement& p) {
+    std::vector<std::pair<int, int>> out;
+    for (const Slice& s : p.slices) out.emplace_back(s.node, s.gpus);
+    return out;
+  };
+  using V = std::vector<std::pair<int, int>>;
+  EXPECT_EQ(nodes(pool.place(6, pool.all_types())), (V{{1, 4}, {3, 2}}));
+  pool.set_racks({0, 0, 1, 1});
+  EXPECT_EQ(nodes(pool.place(6, pool.all_types())), (V{{3, 4}, {2, 2}}));
+  EXPECT_EQ(nodes(pool.place(10, pool.all_types())), (V{{1, 4}, {0, 3}, {3, 3}}));
+  EXPECT_EQ(nodes(pool.place(3, pool.all_types())), (V{{0, 3}}));  // one node: best fit as before
 }
