@@ -277,8 +277,8 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
   read_failures(system, c);
   // Where a job that fits no single node goes: the fewest nodes anywhere (the default), or
   // within one rack (the switch its hosts hang off) when one has room.
-  if (system.choice_or("placement", {"fewest_nodes", "rack_local"}, "fewest_nodes") ==
-      "rack_local") {
+  if (cluster_policies().placements.choose_or(system, "placement", "fewest_nodes").value ==
+      PlacementRule::kRackLocal) {
     std::vector<NodeId> switches;
     for (NodeId host : topology.hosts()) {
       const NodeId sw = topology.link(host_access_links(topology, host, "a cluster node").up).dst;
@@ -295,7 +295,7 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
   // models are read (and checked) in both, so that one scenario runs either mode; the job-level
   // mode uses them only for a listed job's iterations.
   const bool detailed =
-      system.choice_or("detail", {"job", "communication"}, "job") == "communication";
+      cluster_policies().details.choose_or(system, "detail", "job").value == Detail::kCommunication;
   std::shared_ptr<const CommunicationParams> training;
   if (detailed || workload.has("training")) {
     const std::string ref_where = system.path_of("reference_gpu");

@@ -18,6 +18,21 @@ ClusterPolicies build() {
   p.orders.add("submit", "queue in submission order", Order::kSubmit)
       .add("fair_share", "queue by the user's decayed GPU usage, lightest first",
            Order::kFairShare);
+  p.placements
+      .add("fewest_nodes",
+           "a job that fits no node goes on the nodes with the most free GPUs, wherever they are",
+           PlacementRule::kFewestNodes)
+      .add("rack_local",
+           "a job that fits no node goes under one rack switch when one has room (the tightest "
+           "such rack), else across the emptiest racks",
+           PlacementRule::kRackLocal);
+  p.details
+      .add("job", "each job runs for its trace runtime scaled to its GPU type (fast, whole traces)",
+           Detail::kJob)
+      .add("communication",
+           "each job placed on several hosts trains its model on the training core over the "
+           "shared network (contention between jobs simulated)",
+           Detail::kCommunication);
   return p;
 }
 
@@ -27,6 +42,8 @@ std::vector<PolicyInfo> ClusterPolicies::describe() const {
   std::vector<PolicyInfo> out;
   policies.describe(out);
   orders.describe(out);
+  placements.describe(out);
+  details.describe(out);
   return out;
 }
 

@@ -18,9 +18,16 @@ struct SchedulingPreset {
   bool preinitialised = false;
 };
 
+// Where a job that fits no single node goes (NodePool::set_racks).
+enum class PlacementRule { kFewestNodes, kRackLocal };
+// How long a placed job runs: its trace runtime, or its training simulated (detailed mode).
+enum class Detail { kJob, kCommunication };
+
 struct ClusterPolicies {
   PolicyRegistry<SchedulingPreset> policies{"policy"};
   PolicyRegistry<Order> orders{"order"};
+  PolicyRegistry<PlacementRule> placements{"placement"};
+  PolicyRegistry<Detail> details{"detail"};
   std::vector<PolicyInfo> describe() const;
 };
 

@@ -342,6 +342,10 @@ TEST(ClusterScenario, DetailedModeRunsTheShippedExcerptAndRejectsBadInput) {
             m["communication"].at("gradient_bytes_delivered"));
   // Communication only adds time to the simulated jobs' compute.
   EXPECT_GE(m["communication"].at("communication_slowdown_mean"), 1.0);
+  // Same scenario and seed, same results.
+  json again = scenario;
+  again["system"]["detail"] = "communication";
+  EXPECT_EQ(mlsim::test::run_json(again, registries, file).results.metrics(), m["communication"]);
 
   const auto expect_error = [&](const json& d, const std::string& text) {
     const std::string e = mlsim::test::prepare_error(d, registries, file);
@@ -365,6 +369,9 @@ TEST(ClusterScenario, DetailedModeRunsTheShippedExcerptAndRejectsBadInput) {
   d = scenario;
   d["system"]["detail"] = "packets";
   expect_error(d, "system.detail");
+  d = scenario;
+  d["system"]["placement"] = "random";
+  expect_error(d, "system.placement");
   d = scenario;
   d["events"] = json::parse(R"({"list": [{"at": "1s", "node": "h0", "up": false}]})");
   expect_error(d, "events: node and link failures are not supported in the detailed mode");
