@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/embcache/policies.hpp"
+#include "models/training/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/run/simulation_model.hpp"
@@ -41,6 +42,9 @@ ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const
       static_cast<std::size_t>(workload.integer_or("batch_per_worker", 256, 1, 1 << 24));
   t.iterations = static_cast<std::size_t>(workload.integer("iterations", 1, 100'000'000));
   t.compute_per_sample = workload.duration("compute_per_sample");
+  // The dense part's gradient, synchronised by the training core's ps (on the PS host) or ring.
+  t.dense_parameters = workload.integer_or("dense_parameters", 0, 0, std::int64_t{1} << 40);
+  t.dense_sync = training::training_policies().syncs.choose_or(system, "dense_sync", "ring").name;
 
   JsonReader samples = workload.object("samples");
   const std::string kind = samples.choice("source", {"zipf", "csv"});

@@ -1,174 +1,70 @@
 #include "models/embcache/embedding_training.hpp"
 
-#include <algorithm>
-
+#include "models/training/policies.hpp"
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::embcache {
+namespace {
+
+constexpr std::size_t kEmbedding = 0, kDense = 1;
+
+training::JobSpec job_spec(const TrainingParams& p, std::uint64_t distinct_rows) {
+  training::JobSpec spec;
+  // The embedding layer's values: every row of the tables (its gradient is sparse: the strategy
+  // sends the rows used, not this count).
+  spec.parameters = {static_cast<std::int64_t>(distinct_rows) * (p.row_bytes / 4),
+                     p.dense_parameters};
+  spec.workers = p.workers;
+  spec.iterations = p.iterations;
+  spec.fetched_each_iteration = {true, false};
+  const std::int64_t compute =
+      p.compute_per_sample.count_ns() * static_cast<std::int64_t>(p.batch_per_worker);
+  const Time forward = Time::ns(compute / 3), backward = Time::ns(compute - compute / 3);
+  spec.times.assign(p.workers.size(), {training::LayerTimes{Time::zero(), Time::zero()},
+                                       training::LayerTimes{forward, backward}});
+  return spec;
+}
+
+training::SchedulerFactory fifo() {
+  return training::training_policies().schedulers.get("fifo", "system").value;
+}
+
+}  // namespace
 
 EmbeddingTraining::EmbeddingTraining(Engine& engine, Network& network, Compute& compute,
                                      TrainingParams params, std::unique_ptr<SampleSource> source,
                                      const LinkConditions* links)
     : engine_(engine),
-      compute_(compute),
       params_(std::move(params)),
-      messages_(engine, network, params_.messages, links),
-      source_(std::move(source)),
-      caches_(params_.workers.size(), LruCache(params_.cache_rows)),
-      used_(params_.workers.size()),
-      to_pull_(params_.workers.size()),
-      samples_of_(params_.workers.size(), 0) {
-  MLSIM_CHECK(!params_.workers.empty() && params_.workers.size() <= 64 && params_.iterations > 0 &&
-                  params_.batch_per_worker > 0,
-              "embedding training needs 1 to 64 workers, iterations and samples");
+      job_(engine, compute, job_spec(params_, source->distinct_rows())),
+      embedding_path_(engine, job_, fifo(), {}),
+      dense_path_(engine, job_, fifo(), {}),
+      router_({&embedding_path_, &dense_path_}) {
+  EmbeddingSyncParams e = params_;
+  e.layer = kEmbedding;
+  embedding_ = std::make_unique<EmbeddingSync>(engine, network, embedding_path_, std::move(e),
+                                               std::move(source), links);
+  training::SyncOptions o;
+  o.workers = params_.workers;
+  o.servers = {params_.server};
+  o.layer_parameters = job_.spec().parameters;
+  o.host = params_.messages.host;
+  dense_ = training::training_policies()
+               .syncs.get(params_.dense_sync, "system.dense_sync")
+               .value(training::SyncSetup{engine, network, dense_path_, std::move(o)});
+  embedding_path_.set_sync(embedding_.get());
+  dense_path_.set_sync(dense_.get());
+  job_.set_gradient_sink(&router_);
+  static_assert(kDense == 1);
 }
 
 void EmbeddingTraining::start() {
-  begin_iteration();
-}
-
-void EmbeddingTraining::hold(std::size_t w, Key k) {
-  const std::uint64_t bit = std::uint64_t{1} << w;
-  Holders& h = directory_[k];
-  h.cached |= bit;
-  h.fresh |= bit;
-  if (const auto evicted = caches_[w].put(k)) {
-    auto it = directory_.find(*evicted);
-    it->second.cached &= ~bit;
-    it->second.fresh &= ~bit;
-    if (it->second.cached == 0) directory_.erase(it);
-  }
-}
-
-bool EmbeddingTraining::directory_matches_caches() const {
-  std::size_t bits = 0;
-  for (const auto& [k, h] : directory_) {
-    if ((h.fresh & ~h.cached) != 0 || h.cached == 0) return false;
-    bits += static_cast<std::size_t>(__builtin_popcountll(h.cached));
-  }
-  std::size_t held = 0;
-  bool ok = true;
-  for (std::size_t w = 0; w < caches_.size(); ++w) {
-    held += caches_[w].size();
-    caches_[w].for_each([&](Key k) {
-      auto it = directory_.find(k);
-      if (it == directory_.end() || !((it->second.cached >> w) & 1)) ok = false;
-    });
-  }
-  return ok && held == bits;
-}
-
-void EmbeddingTraining::begin_iteration() {
-  iteration_start_ = engine_.now();
-  const std::size_t n = params_.workers.size();
-  std::vector<Sample> batch;
-  batch.reserve(n * params_.batch_per_worker);
-  for (std::size_t j = 0; j < n * params_.batch_per_worker; ++j) batch.push_back(source_->next());
-  const std::vector<std::vector<std::size_t>> alloc =
-      params_.allocation == Allocation::kSequential
-          ? sequential_allocation(batch.size(), n)
-          : location_aware_allocation(batch, n, done_, [this](Key k) { return fresh_mask(k); });
-  pending_ = n;
-  for (std::size_t w = 0; w < n; ++w) {
-    used_[w].clear();
-    for (std::size_t j : alloc[w])
-      used_[w].insert(used_[w].end(), batch[j].begin(), batch[j].end());
-    std::sort(used_[w].begin(), used_[w].end());  // distinct rows, in a deterministic order
-    used_[w].erase(std::unique(used_[w].begin(), used_[w].end()), used_[w].end());
-    samples_of_[w] = alloc[w].size();
-    to_pull_[w].clear();
-    const std::uint64_t bit = std::uint64_t{1} << w;
-    for (Key k : used_[w]) {
-      ++counters_.accesses;
-      auto it = directory_.find(k);
-      const Holders h = it == directory_.end() ? Holders{} : it->second;
-      if (!(h.cached & bit)) {
-        ++counters_.misses;
-        to_pull_[w].push_back(k);
-      } else if (!(h.fresh & bit)) {
-        ++counters_.outdated_pulls;
-        if (params_.sync == Sync::kEager) ++counters_.eager_sync_violations;
-        to_pull_[w].push_back(k);
-      } else {
-        ++counters_.hits;
-        caches_[w].put(k);  // a use: most recent
-      }
-    }
-    const Bytes bytes{static_cast<std::int64_t>(to_pull_[w].size()) * params_.row_bytes};
-    // A failed message never completes: the iteration stalls (counted in failed_transfers).
-    messages_.send(params_.server, params_.workers[w], bytes,
-                   [this, w](const collectives::CollectiveResult&) { worker_pulled(w); });
-  }
-}
-
-void EmbeddingTraining::worker_pulled(std::size_t w) {
-  for (Key k : to_pull_[w]) hold(w, k);
-  const Time compute =
-      Time::ns(params_.compute_per_sample.count_ns() * static_cast<std::int64_t>(samples_of_[w]));
-  compute_.run(params_.workers[w], FixedWork{compute}, [this, w] {
-    counters_.pushes += used_[w].size();
-    const Bytes bytes{static_cast<std::int64_t>(used_[w].size()) * params_.row_bytes};
-    messages_.send(params_.workers[w], params_.server, bytes,
-                   [this](const collectives::CollectiveResult&) { worker_pushed(); });
-  });
-}
-
-void EmbeddingTraining::worker_pushed() {
-  if (--pending_ == 0) synchronise();
-}
-
-void EmbeddingTraining::synchronise() {
-  // The PS applies every pushed gradient. Who updated each row: one worker index, or `many`.
-  const std::size_t n = params_.workers.size(), many = n;
-  // Only sums and per-row updates depend on it, never the map's iteration order.
-  absl::flat_hash_map<Key, std::size_t> updater;
-  for (std::size_t w = 0; w < n; ++w)
-    for (Key k : used_[w]) {
-      auto [it, first] = updater.try_emplace(k, w);
-      if (!first && it->second != w) it->second = many;
-    }
-  // A holder that alone updated a row applied the whole update itself; every other holder's copy
-  // is now outdated: re-pulled at once (eager) or left marked (on demand).
-  std::vector<std::uint64_t> refresh_rows(n, 0);
-  for (const auto& [k, who] : updater) {
-    auto it = directory_.find(k);
-    if (it == directory_.end()) continue;
-    Holders& h = it->second;
-    const std::uint64_t own = who == many ? 0 : (h.cached & (std::uint64_t{1} << who));
-    const std::uint64_t others = h.cached & ~own;
-    if (params_.sync == Sync::kEager) {
-      for (std::uint64_t m = others; m != 0; m &= m - 1)
-        ++refresh_rows[static_cast<std::size_t>(__builtin_ctzll(m))];
-      h.fresh = h.cached;
-    } else {
-      h.fresh = own;
-    }
-  }
-  pending_ = 0;
-  for (std::size_t w = 0; w < n; ++w) {
-    if (refresh_rows[w] == 0) continue;
-    counters_.refreshes += refresh_rows[w];
-    ++pending_;
-    const Bytes bytes{static_cast<std::int64_t>(refresh_rows[w]) * params_.row_bytes};
-    messages_.send(params_.server, params_.workers[w], bytes,
-                   [this](const collectives::CollectiveResult&) {
-                     if (--pending_ == 0) end_iteration();
-                   });
-  }
-  if (pending_ == 0) end_iteration();
-}
-
-void EmbeddingTraining::end_iteration() {
-  iteration_seconds_.add((engine_.now() - iteration_start_).seconds());
-  const std::uint64_t t = counters_.transmissions();
-  series_.add(engine_.now(), {(engine_.now() - iteration_start_).seconds(),
-                              static_cast<double>(t - transmissions_before_)});
-  transmissions_before_ = t;
-  if (++done_ < params_.iterations) begin_iteration();
+  embedding_->begin();  // the first iteration's rows are pulled before any compute
+  job_.start();
 }
 
 void EmbeddingTraining::report(Results& out) const {
-  const double iters = static_cast<double>(done_);
+  const double iters = static_cast<double>(embedding_->iterations_done());
   const double samples =
       iters * static_cast<double>(params_.batch_per_worker * params_.workers.size());
   const double t = engine_.now().seconds();
@@ -176,25 +72,11 @@ void EmbeddingTraining::report(Results& out) const {
   out.set_metric("iterations", iters);
   out.set_metric("time_s", t);
   out.set_metric("throughput_samples_per_s", t > 0 ? samples / t : 0);
-  out.set_summary("iteration_time", iteration_seconds_.summary(), "_s");
-  const Counters& c = counters_;
-  const double per = iters > 0 ? 1 / iters : 0;
-  out.set_metric("transmissions_per_iteration", static_cast<double>(c.transmissions()) * per);
-  out.set_metric("pulls_per_iteration", static_cast<double>(c.misses + c.outdated_pulls) * per);
-  out.set_metric("pushes_per_iteration", static_cast<double>(c.pushes) * per);
-  out.set_metric("refreshes_per_iteration", static_cast<double>(c.refreshes) * per);
-  out.set_metric("hit_rate",
-                 c.accesses ? static_cast<double>(c.hits) / static_cast<double>(c.accesses) : 0);
-  out.set_metric("embedding_bytes",
-                 static_cast<double>(c.transmissions()) * static_cast<double>(params_.row_bytes));
-  out.set_metric("eager_sync_violations", static_cast<double>(c.eager_sync_violations));
-  out.set_metric("failed_transfers", static_cast<double>(messages_.failed_transfers()));
-  out.details()["allocation"] =
-      params_.allocation == Allocation::kSequential ? "sequential" : "location_aware";
-  out.details()["sync"] = params_.sync == Sync::kEager ? "eager" : "on_demand";
-  out.details()["cache_rows_per_worker"] = params_.cache_rows;
-  out.details()["distinct_rows"] = source_->distinct_rows();
-  out.add_series(series_);
+  embedding_->report(out);
+  if (params_.dense_parameters > 0) {
+    out.set_metric("dense_bytes", static_cast<double>(dense_->bytes_delivered()));
+    out.details()["dense_sync"] = params_.dense_sync;
+  }
 }
 
 }  // namespace mlsim::embcache

@@ -2,7 +2,9 @@
 // The embcache model's registered policies (sim_core/run/policy_registry.hpp): training systems,
 // each a preset of an input allocation and a cache sync (the scenario may set either apart, for
 // ablations), and the allocations and syncs themselves. Adding one: one add() line in
-// policies.cpp (a new mechanism also needs its code in embedding_training).
+// policies.cpp (a new mechanism also needs its code in embedding_sync, the training core's
+// strategy that runs them). The dense layer's sync (ps, ring) is chosen from the training core's
+// registry (models/training/policies.hpp).
 #include <string>
 #include <vector>
 

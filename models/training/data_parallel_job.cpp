@@ -15,8 +15,13 @@ DataParallelJob::DataParallelJob(Engine& engine, Compute& compute, JobSpec spec)
                   std::all_of(spec_.times.begin(), spec_.times.end(),
                               [&](const auto& t) { return t.size() == layers; }),
               "layer times need one entry per worker and layer");
+  MLSIM_CHECK(spec_.fetched_each_iteration.empty() || spec_.fetched_each_iteration.size() == layers,
+              "fetched layers need one entry per layer");
   workers_.resize(spec_.workers.size());
-  for (Worker& wk : workers_) wk.updated.assign(layers, 0);
+  for (Worker& wk : workers_) {
+    wk.updated.assign(layers, 0);
+    wk.fetched.assign(layers, 0);
+  }
 }
 
 void DataParallelJob::start() {
@@ -57,6 +62,9 @@ void DataParallelJob::try_start(std::size_t w) {
     if (wk.position == 0 && wk.iteration >= gate_) return;  // held before this iteration
     layer = wk.position;
     if (wk.updated[layer] < wk.iteration) return;  // its parameters are not back yet
+    if (!spec_.fetched_each_iteration.empty() && spec_.fetched_each_iteration[layer] &&
+        wk.fetched[layer] <= wk.iteration)
+      return;  // this iteration's parameters are not fetched yet
     if (w == 0 && layer == 0) iteration_starts_.push_back(engine_.now());
     nominal = spec_.times[w][layer].forward;
   } else {
@@ -109,6 +117,13 @@ void DataParallelJob::parameters_back(std::size_t w, std::size_t layer) {
   MLSIM_CHECK(pending_updates_ > 0, "parameters came back that were never sent");
   ++workers_[w].updated[layer];
   --pending_updates_;
+  try_start(w);
+}
+
+void DataParallelJob::parameters_fetched(std::size_t w, std::size_t layer) {
+  MLSIM_CHECK(!spec_.fetched_each_iteration.empty() && spec_.fetched_each_iteration[layer],
+              "parameters fetched for a layer that is not fetched each iteration");
+  ++workers_[w].fetched[layer];
   try_start(w);
 }
 

@@ -18,8 +18,10 @@
 //   - ina: layer times from its profiles as here, an INA GradientSync (kPerWorker, the packets
 //     through the switch program's aggregator pool); its job arrivals become several cores in
 //     one run;
-//   - embcache: the embedding layer's rows as the gradient of one layer, a Herald/HET
-//     GradientSync for it and PS for the dense layers;
+//   - embcache (done): the embedding layer is a fetched layer (below) whose Herald/HET
+//     GradientSync (models/embcache/embedding_sync.hpp) pulls each iteration's rows and pushes
+//     their gradients; the dense layer is synchronised by ps or ring through a second gradient
+//     path (layer_router.hpp);
 //   - pipeline: a stage is a worker whose "layers" are its stage's layers; 1F1B/GPipe order the
 //     micro-batches' forward and backward ops, which this core would take as a schedule of ops
 //     per worker (today it runs one fixed order: all forwards, then all backwards).
@@ -43,6 +45,10 @@ struct JobSpec {
   // Per worker (as `workers`), each layer's times on the GPU of the worker's host at speed 1.
   std::vector<std::vector<LayerTimes>> times;
   std::size_t iterations = 1;
+  // Per layer (empty: none): the layer's parameters are fetched anew for every iteration before
+  // its forward (an embedding layer pulls the rows of the iteration's batch from a parameter
+  // server), so the forward of iteration i also waits for the (i+1)-th parameters_fetched().
+  std::vector<bool> fetched_each_iteration;
 };
 
 class GradientSink {
@@ -75,6 +81,9 @@ class DataParallelJob {
 
   // Layer `layer`'s updated parameters are on `worker`.
   void parameters_back(std::size_t worker, std::size_t layer);
+  // A fetched layer's parameters for `worker`'s next iteration are there
+  // (JobSpec::fetched_each_iteration).
+  void parameters_fetched(std::size_t worker, std::size_t layer);
   // Re-checks the hold and the end of the job; the gradient path calls it after every chunk.
   void check_progress();
   // No worker starts iteration `iteration` until release_hold(); `on_drained` runs once every
@@ -103,6 +112,7 @@ class DataParallelJob {
     bool forward = true, busy = false, computing_done = false;
     std::size_t position = 0;          // ops done in the current pass
     std::vector<std::size_t> updated;  // per layer: updates applied to its parameters
+    std::vector<std::size_t> fetched;  // per layer: fetches arrived (fetched layers only)
     double nominal_s = 0, actual_s = 0;
     Time op_started;
   };

@@ -39,6 +39,9 @@ class GradientPath final : public GradientSink, public SyncEvents {
 
   void gradient_ready(std::size_t worker, std::size_t layer) override;
   void on_chunk(std::size_t owner, const Chunk& chunk, bool release, bool arrived) override;
+  void on_fetched(std::size_t worker, std::uint32_t layer) override {
+    job_.parameters_fetched(worker, layer);
+  }
 
   // Every scheduler's knobs (credit at once, partition for gradients cut afterwards; a
   // strategy whose layout depends on the partition must have nothing in flight).

@@ -12,12 +12,15 @@
 //   - in-network aggregation (ina: SwitchML, ATP, DSA): entry kPerWorker, each chunk's packets
 //     sent to the switch program hosting the aggregator pool; kHolds when the aggregate is back;
 //   - RAT / tree all-reduce: as RingSync with another collectives::Algorithm;
-//   - Herald/HET embedding sync (embcache): per-worker, chunks standing for embedding rows.
+//   - Herald/HET embedding sync (models/embcache/embedding_sync.hpp, done): per worker, the
+//     embedding layer's one chunk stands for the rows the worker used; the strategy also pulls
+//     each iteration's rows before the forward (SyncEvents::on_fetched).
 #include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "models/training/chunk.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/base/units.hpp"
 
 namespace mlsim::training {
@@ -29,6 +32,11 @@ class SyncEvents {
  public:
   virtual ~SyncEvents() = default;
   virtual void on_chunk(std::size_t owner, const Chunk& chunk, bool release, bool arrived) = 0;
+  // A strategy that fetches a layer's parameters before each iteration (an embedding's rows,
+  // JobSpec::fetched_each_iteration): the next iteration's parameters are on `worker`.
+  virtual void on_fetched(std::size_t /*worker*/, std::uint32_t /*layer*/) {
+    MLSIM_CHECK(false, "these sync events take no fetched parameters");
+  }
 };
 
 class GradientSync {

@@ -125,6 +125,43 @@ TEST(EmbeddingTraining, HeraldOnDemandCountedByHand) {
   EXPECT_LT(o.end, run(Allocation::kSequential, Sync::kEager).end);
 }
 
+namespace {
+
+// One iteration of one sample per worker on a star of 1 GB/s, 1 us links (hosts: the workers,
+// then the PS), 512-byte rows; `adjust` sets what a test varies. Returns the job and end time.
+struct OneIteration {
+  Time end;
+  Counters counters;
+  std::int64_t dense_bytes;
+};
+template <typename Adjust>
+OneIteration one_iteration(std::size_t workers, Sharing sharing, std::deque<Sample> samples,
+                           Adjust adjust) {
+  const Topology topo = build_topology(
+      StarSpec{static_cast<int>(workers) + 1, LinkSpec{Bandwidth{1e9}, Time::us(1)}});
+  Engine engine;
+  FluidNetwork net(engine, topo, sharing);
+  TrainingParams p;
+  p.batch_per_worker = 1;
+  p.iterations = 1;
+  p.row_bytes = 512;
+  p.cache_rows = 10;
+  for (std::size_t w = 0; w < workers; ++w) p.workers.push_back(topo.hosts()[w]);
+  p.server = topo.hosts()[workers];
+  adjust(p);
+  NodeHardware no_gpus;
+  HostSpeeds speeds(topo.nodes().size());
+  CostModel compute_costs;
+  Compute compute(engine, no_gpus, speeds, compute_costs);
+  EmbeddingTraining t(engine, net, compute, p, std::make_unique<Scripted>(std::move(samples)));
+  t.start();
+  engine.run();
+  EXPECT_TRUE(t.finished());
+  return {engine.now(), t.counters(), t.dense_bytes_delivered()};
+}
+
+}  // namespace
+
 // Every pull and push is a send_recv call of the collective layer and pays its costs. One worker
 // (host 0), PS host 1, one sample of rows {1, 2}, one iteration, 1 GB/s links of 1 us on a star:
 // 2 rows x 512 B = 1,024 B each way, 1,024 ns + 2 x 1 us = 3,024 ns per message.
@@ -133,33 +170,44 @@ TEST(EmbeddingTraining, HeraldOnDemandCountedByHand) {
 //                pull -> 8,024; compute -> 18,024; push -> 26,048 ns (+ 2 x 5 us).
 TEST(EmbeddingTraining, EveryMessagePaysTheCollectiveLayersCosts) {
   auto end_time = [](const collectives::PointToPoint::Options& costs) {
-    const Topology topo = build_topology(StarSpec{2, LinkSpec{Bandwidth{1e9}, Time::us(1)}});
-    Engine engine;
-    FluidNetwork net(engine, topo, Sharing::kMaxMin);
-    TrainingParams p;
-    p.batch_per_worker = 1;
-    p.iterations = 1;
-    p.row_bytes = 512;
-    p.cache_rows = 10;
-    p.compute_per_sample = Time::us(10);
-    p.workers = {topo.hosts()[0]};
-    p.server = topo.hosts()[1];
-    p.messages = costs;
-    NodeHardware no_gpus;
-    HostSpeeds speeds(topo.nodes().size());
-    CostModel compute_costs;
-    Compute compute(engine, no_gpus, speeds, compute_costs);
-    EmbeddingTraining t(engine, net, compute, p,
-                        std::make_unique<Scripted>(std::deque<Sample>{{1, 2}}));
-    t.start();
-    engine.run();
-    EXPECT_TRUE(t.finished());
-    EXPECT_EQ(t.counters().transmissions(), 4u);
-    return engine.now();
+    const OneIteration o = one_iteration(1, Sharing::kMaxMin, {{1, 2}}, [&](TrainingParams& p) {
+      p.compute_per_sample = Time::us(10);
+      p.messages = costs;
+    });
+    EXPECT_EQ(o.counters.transmissions(), 4u);
+    return o.end;
   };
   EXPECT_EQ(end_time({}), Time::ns(16'048));
   collectives::PointToPoint::Options costs;
   costs.costs.launch = Time::us(2);
   costs.host.message_overhead = Time::us(3);
   EXPECT_EQ(end_time(costs), Time::ns(26'048));
+}
+
+// The dense layer's gradient through the training core's ps or ring strategy, on the analytic
+// backend (no sharing: a message of b bytes over the star's two 1 us links takes b ns + 2 us).
+// Workers 0 and 1 (samples {1, 2} and {2, 3}, sequential, eager), PS host 2, one iteration,
+// 30 us per sample: dense forward 10 us, backward 20 us.
+//   pulls (1,024 B each) arrive at 3,024 ns; forward 3,024-13,024, backward -33,024 ns; then the
+//   embedding pushes (1,024 B) arrive at 36,048 and both re-pull row 2 (512 B): 38,560 ns.
+//   dense 0 values: the job ends with the embedding sync, 38,560 ns.
+//   dense 10,000 values (40,000 B) by ring: 2 steps of 20,000 B, 22,000 ns each, from 33,024:
+//     77,024 ns.
+//   by ps on host 2: pushes of 40,000 B arrive at 75,024, pulls at 117,024 ns.
+TEST(EmbeddingTraining, DenseLayerSyncsThroughTheTrainingCore) {
+  auto end_time = [](std::int64_t dense, const std::string& sync) {
+    const OneIteration o =
+        one_iteration(2, Sharing::kNone, {{1, 2}, {2, 3}}, [&](TrainingParams& p) {
+          p.compute_per_sample = Time::us(30);
+          p.dense_parameters = dense;
+          p.dense_sync = sync;
+        });
+    EXPECT_EQ(o.counters.refreshes, 2u);
+    // ring: 2 (n-1) steps of S/n each, 2 x 20,000 B; ps: 2 workers x (push + pull) of S.
+    EXPECT_EQ(o.dense_bytes, dense == 0 ? 0 : (sync == "ring" ? 2 : 4) * 4 * dense);
+    return o.end;
+  };
+  EXPECT_EQ(end_time(0, "ring"), Time::ns(38'560));
+  EXPECT_EQ(end_time(10'000, "ring"), Time::ns(77'024));
+  EXPECT_EQ(end_time(10'000, "ps"), Time::ns(117'024));
 }

@@ -124,3 +124,20 @@ TEST(EmbcacheScenario, CollectiveLayerCosts) {
   d["system"]["host"] = {{"overhead", "1us"}};
   EXPECT_NE(error_of(d).find("system.host"), std::string::npos) << error_of(d);
 }
+
+TEST(EmbcacheScenario, DenseLayerKeys) {
+  ModelParams p = parse(base());
+  EXPECT_EQ(p.training.dense_parameters, 0);  // not synchronised by default
+  EXPECT_EQ(p.training.dense_sync, "ring");
+  json d = base();
+  d["workload"]["dense_parameters"] = 1000;
+  d["system"]["dense_sync"] = "ps";
+  p = parse(d);
+  EXPECT_EQ(p.training.dense_parameters, 1000);
+  EXPECT_EQ(p.training.dense_sync, "ps");
+  d["system"]["dense_sync"] = "allreduce";  // not a registered strategy
+  EXPECT_NE(error_of(d).find("system.dense_sync"), std::string::npos) << error_of(d);
+  d = base();
+  d["workload"]["dense_parameters"] = -1;
+  EXPECT_NE(error_of(d).find("workload.dense_parameters"), std::string::npos) << error_of(d);
+}
