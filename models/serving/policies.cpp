@@ -42,6 +42,15 @@ ServingPolicies build() {
            "model-family serving: one copy of the largest member, tiers leave at exit layers, "
            "features shared, escalation in place",
            DeploymentMode::kMfs);
+  p.process_groups
+      .add("single_world",
+           "one static process group over every stage worker: a failure stops the deployment "
+           "until the group is rebuilt (weights reloaded), growth needs a restart",
+           ProcessGroupSemantics{false, false, false})
+      .add("multiworld",
+           "MultiWorld: one world per pair of neighbouring stage workers; a failure breaks only "
+           "its worlds (traffic re-routes), new workers join online; sends pay async polling",
+           ProcessGroupSemantics{true, true, true});
   return p;
 }
 
@@ -52,6 +61,7 @@ std::vector<PolicyInfo> ServingPolicies::describe() const {
   modes.describe(out);
   schedulers.describe(out);
   routers.describe(out);
+  process_groups.describe(out);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "models/serving/elastic.hpp"
 #include "models/serving/router.hpp"
 #include "models/serving/scheduler.hpp"
 #include "sim_core/run/policy_registry.hpp"
@@ -22,6 +23,8 @@ struct ServingPolicies {
   PolicyRegistry<SchedulerFactory> schedulers{"scheduler"};
   PolicyRegistry<RouterFactory> routers{"router"};
   PolicyRegistry<DeploymentMode> modes{"mode"};
+  // Elastic deployments' process-group semantics (elastic.hpp).
+  PolicyRegistry<ProcessGroupSemantics> process_groups{"process_groups"};
   std::vector<PolicyInfo> describe() const;
 };
 

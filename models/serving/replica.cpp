@@ -24,31 +24,50 @@ Replica::Replica(Engine& engine, Compute& compute, ReplicaConfig config,
       observer_(observer),
       transfers_(transfers) {
   MLSIM_CHECK(config_.tp == cost_->tp(), "replica and cost model disagree on tp");
+  if (!config_.stage_workers.empty()) {
+    // An elastic deployment's front replica: the workers are the deployment's.
+    stages_ = config_.stage_workers;
+    config_.stage_layers.clear();
+    for (const StageWorker* w : stages_)
+      config_.stage_layers.push_back(w->last_layer - w->first_layer);
+  }
   if (config_.stage_layers.empty()) config_.stage_layers = {cost_->model().layers};
   const auto pp = config_.stage_layers.size();
   MLSIM_CHECK(std::accumulate(config_.stage_layers.begin(), config_.stage_layers.end(), 0) ==
                   cost_->model().layers,
               "the stages' layers sum to the model's depth");
-  MLSIM_CHECK(config_.gpus.size() == pp * static_cast<std::size_t>(config_.tp),
-              "a replica names the host of each of its GPUs");
   MLSIM_CHECK(pp == 1 || transfers_ != nullptr, "a pipeline sends activations between stages");
-  std::int32_t layer = 0;
-  stages_.resize(pp);
-  for (std::size_t s = 0; s < pp; ++s) {
-    Stage& st = stages_[s];
-    st.first_layer = layer;
-    layer += config_.stage_layers[s];
-    st.last_layer = layer;
-    MLSIM_CHECK(st.last_layer > st.first_layer, "a stage has at least one layer");
-    for (int g = 0; g < config_.tp; ++g) {
-      const NodeId h = config_.gpus[s * static_cast<std::size_t>(config_.tp) + g];
-      if (std::find(st.hosts.begin(), st.hosts.end(), h) == st.hosts.end()) st.hosts.push_back(h);
+  if (stages_.empty()) {
+    MLSIM_CHECK(config_.gpus.size() == pp * static_cast<std::size_t>(config_.tp),
+                "a replica names the host of each of its GPUs");
+    std::int32_t layer = 0;
+    for (std::size_t s = 0; s < pp; ++s) {
+      auto st = std::make_unique<StageWorker>();
+      st->stage = static_cast<int>(s);
+      st->first_layer = layer;
+      layer += config_.stage_layers[s];
+      st->last_layer = layer;
+      MLSIM_CHECK(st->last_layer > st->first_layer, "a stage has at least one layer");
+      for (int g = 0; g < config_.tp; ++g) {
+        const NodeId h = config_.gpus[s * static_cast<std::size_t>(config_.tp) + g];
+        if (std::find(st->hosts.begin(), st->hosts.end(), h) == st->hosts.end())
+          st->hosts.push_back(h);
+      }
+      st->nominal.resize(st->hosts.size());
+      stages_.push_back(st.get());
+      own_stages_.push_back(std::move(st));
     }
-    st.nominal.resize(st.hosts.size());
   }
-  engines_.reserve(pp);
-  for (std::size_t v = 0; v < pp; ++v)
+  for (std::size_t s = 0; s < pp; ++s)
+    MLSIM_CHECK(stages_[s]->stage == static_cast<int>(s),
+                "a path has one worker per stage, in order");
+  const auto virtual_engines =
+      config_.virtual_engines > 0 ? static_cast<std::size_t>(config_.virtual_engines) : pp;
+  engines_.reserve(virtual_engines);
+  for (std::size_t v = 0; v < virtual_engines; ++v) {
     engines_.emplace_back(ReplicaState(kv_, exit_layers, feature_layers, limits));
+    engines_.back().path = stages_;
+  }
   kv_usage_.set(engine_.now(), 0);
   if (config_.prefix_block_tokens > 0) {
     const std::int32_t bt = config_.prefix_block_tokens;
@@ -142,7 +161,7 @@ bool Replica::busy() const {
 
 double Replica::busy_seconds() const {
   double s = 0;
-  for (const auto& st : stages_) s += st.busy_s;
+  for (const auto* st : stages_) s += st->busy_s;
   return s / static_cast<double>(stages_.size());
 }
 
@@ -153,7 +172,12 @@ std::uint64_t Replica::preemptions() const {
 }
 
 void Replica::submit(Request& r) {
-  ReplicaState& state = least_loaded_engine().state;
+  VirtualEngine& ve = least_loaded_engine();
+  if (binder_ != nullptr) {
+    const auto v = static_cast<std::uint32_t>(&ve - engines_.data());
+    if (engine_idle(v)) binder_->bind_idle_engine(*this, v);
+  }
+  ReplicaState& state = ve.state;
   if (!state.fits_at_all(r)) {
     observer_.on_dropped(*this, r);
     return;
@@ -168,6 +192,7 @@ void Replica::submit(Request& r) {
 }
 
 void Replica::try_start() {
+  if (!active_) return;
   bool scheduled = false;
   for (std::uint32_t v = 0; v < engines_.size(); ++v) {
     VirtualEngine& ve = engines_[v];
@@ -177,45 +202,65 @@ void Replica::try_start() {
     if (ve.batch.empty()) continue;
     ve.in_flight = true;
     ve.started = engine_.now();
-    stages_.front().queue.push_back(v);
+    ve.path.front()->queue.push_back({this, v, ve.epoch});
   }
   if (scheduled) {
     kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
     observer_.on_kv_changed(*this);
   }
-  if (!stages_.front().busy && !stages_.front().queue.empty()) run_stage(0);
+  StageWorker& front = *stages_.front();
+  if (!front.busy) run_next(front);
 }
 
-void Replica::run_stage(std::size_t s) {
-  Stage& st = stages_[s];
-  st.current = st.queue.front();
-  st.queue.pop_front();
-  st.busy = true;
-  st.started = engine_.now();
-  const Batch& batch = engines_[st.current].batch;
-  const IterationCost c = cost_->cost(batch.items, st.first_layer, st.last_layer);
-  st.allreduce = c.allreduce;
+void Replica::run_next(StageWorker& w) {
+  while (!w.busy && !w.queue.empty()) {
+    const StageJob job = w.queue.front();
+    if (job.replica->engines_[job.engine].epoch == job.epoch) {
+      job.replica->run_job(w);
+      return;
+    }
+    // The engine was reset since this micro-batch was queued: it is dropped.
+    w.queue.pop_front();
+    ++job.replica->lost_micro_batches_;
+  }
+}
+
+void Replica::run_job(StageWorker& w) {
+  w.current = w.queue.front();
+  w.queue.pop_front();
+  w.busy = true;
+  w.started = engine_.now();
+  const Batch& batch = engines_[w.current.engine].batch;
+  const IterationCostModel& cost = w.cost != nullptr ? *w.cost : *cost_;
+  const IterationCost c = cost.cost(batch.items, w.first_layer, w.last_layer);
+  w.allreduce = c.allreduce;
   // The framework's per-iteration overhead (scheduling, input preparation) before the first stage.
   double host_seconds = 0;
-  if (s == 0) {
+  if (w.stage == 0) {
     host_seconds = config_.iteration_overhead.seconds();
     if (!config_.multi_level_sampling && c.exits_sampled > 1)
       host_seconds += (c.exits_sampled - 1) * config_.sampling_pass_overhead.seconds();
   }
-  std::fill(st.nominal.begin(), st.nominal.end(), c.compute_s);
+  std::fill(w.nominal.begin(), w.nominal.end(), c.compute_s);
   compute_.run_for(
-      st.hosts, st.nominal, [this, s] { on_stage_compute_done(s); }, host_seconds);
+      w.hosts, w.nominal,
+      [this, &w, e = w.epoch] {
+        if (w.epoch == e) on_stage_compute_done(w);
+      },
+      host_seconds);
 }
 
-void Replica::on_stage_compute_done(std::size_t s) {
+void Replica::on_stage_compute_done(StageWorker& w) {
   // The stage's tensor-parallel all-reduces, one after another after the compute (Megatron TP
   // puts them on the critical path), each costed by the collective layer for its size.
-  const Time allreduce = stages_[s].allreduce;
+  const Time allreduce = w.allreduce;
   if (allreduce == Time::zero()) {
-    on_stage_done(s);
+    on_stage_done(w);
     return;
   }
-  engine_.schedule_in(allreduce, [this, s] { on_stage_done(s); });
+  engine_.schedule_in(allreduce, [this, &w, e = w.epoch] {
+    if (w.epoch == e) on_stage_done(w);
+  });
 }
 
 void Replica::set_trace(SpanTrace* trace) {
@@ -227,43 +272,124 @@ void Replica::set_trace(SpanTrace* trace) {
     trace_->name_thread(process, static_cast<std::uint32_t>(s), fmt::format("stage {}", s));
 }
 
-void Replica::on_stage_done(std::size_t s) {
-  Stage& st = stages_[s];
-  if (trace_) {
-    const Batch& batch = engines_[st.current].batch;
+void Replica::on_stage_done(StageWorker& w) {
+  const StageJob job = w.current;
+  const bool stale = engines_[job.engine].epoch != job.epoch;
+  if (trace_ && !stale) {
+    const Batch& batch = engines_[job.engine].batch;
     std::size_t decodes = 0;
-    for (const WorkItem& w : batch.items) decodes += w.decode ? 1 : 0;
+    for (const WorkItem& item : batch.items) decodes += item.decode ? 1 : 0;
     const char* kind = decodes == batch.items.size() ? "decode"
                        : decodes == 0                ? "prefill"
                                                      : "mixed";
-    trace_->span(kind, "iteration", st.started, engine_.now(),
-                 static_cast<std::uint32_t>(config_.index), static_cast<std::uint32_t>(s),
+    trace_->span(kind, "iteration", w.started, engine_.now(),
+                 static_cast<std::uint32_t>(config_.index), static_cast<std::uint32_t>(w.stage),
                  fmt::format(R"({{"requests":{},"tokens":{},"decodes":{}}})", batch.items.size(),
                              batch.tokens, decodes));
   }
-  st.busy = false;
-  st.busy_s += (engine_.now() - st.started).seconds();
-  const std::uint32_t v = st.current;
-  if (s + 1 == stages_.size())
-    complete_iteration(v);
+  w.busy = false;
+  w.busy_s += (engine_.now() - w.started).seconds();
+  if (stale)
+    ++lost_micro_batches_;
+  else if (static_cast<std::size_t>(w.stage) + 1 == engines_[job.engine].path.size())
+    complete_iteration(job.engine);
   else
-    forward(s, v);
-  if (!st.busy && !st.queue.empty()) run_stage(s);
+    forward(w, job.engine);
+  if (!w.busy) run_next(w);
 }
 
-void Replica::forward(std::size_t s, std::uint32_t v) {
-  // The hidden states of the batch's tokens, from stage s's GPUs to stage s+1's.
+void Replica::forward(StageWorker& w, std::uint32_t v) {
+  // The hidden states of the batch's tokens, from stage s's GPUs to the next stage's.
   const Bytes bytes{engines_[v].batch.tokens * cost_->model().hidden *
                     cost_->model().dtype_bytes()};
   activation_bytes_ += bytes.count;
-  transfers_->send(stages_[s].hosts.front(), stages_[s + 1].hosts.front(), bytes, config_.host_link,
-                   [this, s, v] { arrive_at_stage(s + 1, v); });
+  StageWorker& to = *engines_[v].path[static_cast<std::size_t>(w.stage) + 1];
+  transfers_->send(w.hosts.front(), to.hosts.front(), bytes, config_.host_link,
+                   [this, &to, v, we = to.epoch, ve = engines_[v].epoch] {
+                     if (config_.send_overhead == Time::zero()) {
+                       arrive_at_stage(to, v, we, ve);
+                       return;
+                     }
+                     engine_.schedule_in(config_.send_overhead, [this, &to, v, we, ve] {
+                       arrive_at_stage(to, v, we, ve);
+                     });
+                   });
 }
 
-void Replica::arrive_at_stage(std::size_t s, std::uint32_t v) {
-  Stage& st = stages_[s];
-  st.queue.push_back(v);
-  if (!st.busy) run_stage(s);
+void Replica::arrive_at_stage(StageWorker& w, std::uint32_t v, std::uint32_t worker_epoch,
+                              std::uint32_t engine_epoch) {
+  if (w.epoch != worker_epoch || !w.alive || engines_[v].epoch != engine_epoch) {
+    // Sent to a worker that failed meanwhile (its receive never completes), or the engine was
+    // reset: dropped; the engine waits for the failure to be detected.
+    ++lost_micro_batches_;
+    return;
+  }
+  w.queue.push_back({this, v, engine_epoch});
+  if (!w.busy) run_next(w);
+}
+
+std::size_t Replica::reset_engine(std::uint32_t v) {
+  VirtualEngine& ve = engines_[v];
+  ve.epoch += 1;
+  ve.in_flight = false;
+  ve.batch.clear();
+  auto& running = ve.state.running();
+  const std::size_t n = running.size();
+  // From the back, so that the waiting queue keeps their order at its front.
+  while (!running.empty()) ve.state.preempt(*running.back());
+  kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
+  observer_.on_kv_changed(*this);
+  schedule_start();
+  return n;
+}
+
+void Replica::evacuate(std::vector<Request*>& out) {
+  for (auto& ve : engines_) {
+    ve.epoch += 1;
+    ve.in_flight = false;
+    ve.batch.clear();
+    for (Request* r : ve.state.running()) {
+      ve.state.release(*r);
+      out.push_back(r);
+    }
+    for (Request* r : ve.state.waiting()) {
+      ve.state.release(*r);
+      out.push_back(r);
+    }
+    ve.state.running().clear();
+    ve.state.waiting().clear();
+    ve.state.add_outstanding_tokens(-ve.state.outstanding_tokens());
+  }
+  kv_usage_.set(engine_.now(), static_cast<double>(kv_.used()));
+  observer_.on_kv_changed(*this);
+}
+
+void Replica::set_active(bool active) {
+  active_ = active;
+  if (active_) schedule_start();
+}
+
+void Replica::submit_recompute(Request& r) {
+  if (r.generated == 0) {
+    // Nothing generated yet: a fresh start is the same recompute.
+    submit(r);
+    return;
+  }
+  VirtualEngine& ve = least_loaded_engine();
+  if (binder_ != nullptr) {
+    const auto v = static_cast<std::uint32_t>(&ve - engines_.data());
+    if (engine_idle(v)) binder_->bind_idle_engine(*this, v);
+  }
+  if (!ve.state.fits_at_all(r)) {
+    observer_.on_dropped(*this, r);
+    return;
+  }
+  r.prefill_target = r.spec.prompt_tokens + r.generated;
+  r.cached = 0;
+  r.reused_layers = 0;
+  ve.state.waiting().push_back(&r);
+  ve.state.add_outstanding_tokens(r.outstanding_tokens());
+  schedule_start();
 }
 
 void Replica::complete_iteration(std::uint32_t v) {

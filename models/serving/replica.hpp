@@ -20,13 +20,16 @@
 // Simplifications: the virtual engines share one KV pool (vLLM v0 splits the blocks evenly
 // between them), and the per-iteration framework overhead is paid once, on the first stage.
 //
-// Stage abstraction and issue 16 (replicated stages): a Stage is a TP group on one host running
-// a layer range with a FIFO of micro-batches; the only thing that ties stage s to stage s+1 is
-// forward(), which sends a micro-batch's activations to the next Stage. Stages with their own
-// replica counts would make forward() pick one of stage s+1's replicas (a router per stage
-// boundary, over the send/recv links between neighbouring replicas: MultiWorld's worlds) and pin
-// a request to the stage replicas that hold its KV; the virtual engines would move to the
-// first stage's replicas. Not built here.
+// Replicated stages (issue 16, elastic.hpp): a stage is a StageWorker (stage_worker.hpp), a TP
+// group on one host running a layer range with a FIFO of micro-batches. Each virtual engine has
+// its own path, one worker per stage; forward() sends its micro-batch's activations to the next
+// worker of that path. A plain replica owns its workers and every path is the same; in an
+// elastic deployment the replica is the front (stage 0) worker with its virtual engines, the
+// workers of later stages are shared with the other front replicas, and a router per stage
+// boundary binds each virtual engine to one of them (bind()); the engine's requests keep their
+// KV on the workers of its path. A failure resets the engines routed through the failed worker
+// (reset_engine(): their micro-batch is dropped, their requests recompute) or, when the front
+// worker fails, empties the replica (evacuate()).
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -37,6 +40,7 @@
 #include "models/serving/kv_cache.hpp"
 #include "models/serving/point_to_point.hpp"
 #include "models/serving/scheduler.hpp"
+#include "models/serving/stage_worker.hpp"
 #include "sim_core/base/stats.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
@@ -45,6 +49,14 @@
 namespace mlsim::serving {
 
 class Replica;
+
+// Chooses the path of a virtual engine that holds no request (elastic.hpp): called by submit()
+// before a request joins an empty engine, so that an engine is re-routed only when no KV is lost.
+class PathBinder {
+ public:
+  virtual ~PathBinder() = default;
+  virtual void bind_idle_engine(Replica& replica, std::uint32_t engine) = 0;
+};
 
 // Hooks the serving system implements; called from within the replica's events.
 class ReplicaObserver {
@@ -91,6 +103,15 @@ struct ReplicaConfig {
   // Prefix caching: tokens per content-identified block (the request source's, Mooncake: 512); 0
   // is off. A multiple of the KV pool's block size; the replica must serve one depth.
   std::int32_t prefix_block_tokens = 0;
+  // Elastic deployments: the workers of every stage at the start (the path of every virtual
+  // engine; owned by the deployment, outliving the replica). Empty: the replica builds its own
+  // stages from `gpus` and `stage_layers`.
+  std::vector<StageWorker*> stage_workers;
+  // Virtual engines (micro-batches in the pipeline at once); 0: one per stage (vLLM v0).
+  int virtual_engines = 0;
+  // Added to every activation send between stages: MultiWorld's asynchronous completion polling
+  // (elastic.hpp); zero otherwise.
+  Time send_overhead;
 };
 
 class Replica {
@@ -149,10 +170,45 @@ class Replica {
   // thread per pipeline stage); null: none (the default).
   void set_trace(SpanTrace* trace);
 
+  // Elastic deployments (elastic.hpp).
+  // The worker of stage `stage` on virtual engine `engine`'s path.
+  StageWorker* path(std::uint32_t engine, std::size_t stage) const {
+    return engines_[engine].path[stage];
+  }
+  // Routes the engine's micro-batches through `worker` at its stage from now on.
+  void bind(std::uint32_t engine, StageWorker& worker) {
+    engines_[engine].path[static_cast<std::size_t>(worker.stage)] = &worker;
+  }
+  // Whether the engine holds no request (waiting or running) and has no batch in flight.
+  bool engine_idle(std::uint32_t engine) const {
+    const auto& v = engines_[engine];
+    return !v.in_flight && v.state.waiting().empty() && v.state.running().empty();
+  }
+  std::size_t engine_requests(std::uint32_t engine) const {
+    return engines_[engine].state.waiting().size() + engines_[engine].state.running().size();
+  }
+  // The KV of the engine's requests is lost (a worker of its path failed): its micro-batch in
+  // flight is dropped and every running request is rewound to recompute its prompt and the
+  // tokens it generated (as a preemption by recompute), first in the waiting queue. Returns the
+  // requests rewound.
+  std::size_t reset_engine(std::uint32_t engine);
+  // The front worker failed: every request queued or running here leaves (KV released, progress
+  // kept for recompute elsewhere) and is appended to `out`; nothing runs until set_active(true).
+  void evacuate(std::vector<Request*>& out);
+  // An inactive replica starts no batch (its front worker is down or not yet joined).
+  void set_active(bool active);
+  bool active() const { return active_; }
+  // Queues a request that left another replica (evacuate()): it prefills its prompt and the tokens
+  // it generated there, then continues.
+  void submit_recompute(Request& r);
+  void set_binder(PathBinder* binder) { binder_ = binder; }
+  // Micro-batches dropped: sent to a worker that failed, or stale after a reset.
+  std::uint64_t lost_micro_batches() const { return lost_micro_batches_; }
+
   // Statistics. busy_seconds: the stages' busy time (compute and all-reduces) over pp.
   double busy_seconds() const;
   double stage_busy_seconds(int stage) const {
-    return stages_[static_cast<std::size_t>(stage)].busy_s;
+    return stages_[static_cast<std::size_t>(stage)]->busy_s;
   }
   std::uint64_t iterations() const { return iterations_; }
   std::uint64_t tokens_processed() const { return tokens_processed_; }
@@ -168,19 +224,9 @@ class Replica {
     ReplicaState state;
     Batch batch;
     bool in_flight = false;
-    Time started;  // when its batch was scheduled
-  };
-  // A pipeline stage: a TP group on one host running layers [first_layer, last_layer).
-  struct Stage {
-    std::int32_t first_layer = 0, last_layer = 0;
-    std::vector<NodeId> hosts;        // the distinct hosts of its GPUs (lock-step on each)
-    std::vector<double> nominal;      // this micro-batch's GPU seconds per host (scratch)
-    std::deque<std::uint32_t> queue;  // virtual engines whose batch waits for this stage
-    bool busy = false;
-    std::uint32_t current = 0;  // the virtual engine whose batch runs here
-    Time allreduce;             // the current micro-batch's all-reduces
-    Time started;
-    double busy_s = 0;
+    Time started;                    // when its batch was scheduled
+    std::vector<StageWorker*> path;  // one worker per stage
+    std::uint32_t epoch = 0;         // bumped by a reset: its micro-batches in flight are stale
   };
 
   bool all_in_flight() const;
@@ -194,12 +240,16 @@ class Replica {
   VirtualEngine& least_loaded_engine();
   void schedule_start();
   void try_start();
-  void run_stage(std::size_t s);
-  void on_stage_compute_done(std::size_t s);
-  void on_stage_done(std::size_t s);
-  // Sends the micro-batch's activations from stage s to stage s+1.
-  void forward(std::size_t s, std::uint32_t engine);
-  void arrive_at_stage(std::size_t s, std::uint32_t engine);
+  // Starts the worker's next micro-batch that is not stale (on the replica it belongs to).
+  static void run_next(StageWorker& w);
+  void run_job(StageWorker& w);
+  void on_stage_compute_done(StageWorker& w);
+  void on_stage_done(StageWorker& w);
+  // Sends the micro-batch's activations from worker w to the next worker of the engine's path.
+  void forward(StageWorker& w, std::uint32_t engine);
+  void arrive_at_stage(StageWorker& w, std::uint32_t engine, std::uint32_t worker_epoch,
+                       std::uint32_t engine_epoch);
+  void enqueue(StageWorker& w, std::uint32_t engine);
   void complete_iteration(std::uint32_t engine);
   void finish_answer(ReplicaState& state, Request& r);
 
@@ -209,7 +259,8 @@ class Replica {
   std::unique_ptr<IterationCostModel> cost_;
   KvBlockPool kv_;
   std::vector<VirtualEngine> engines_;
-  std::vector<Stage> stages_;
+  std::vector<std::unique_ptr<StageWorker>> own_stages_;
+  std::vector<StageWorker*> stages_;           // the path every engine starts with
   std::unique_ptr<BatchScheduler> scheduler_;  // keeps no state: shared by the virtual engines
   ReplicaObserver& observer_;
   PointToPoint* transfers_;
@@ -217,6 +268,9 @@ class Replica {
 
   const Batch* last_batch_ = nullptr;
   bool start_pending_ = false;
+  bool active_ = true;
+  PathBinder* binder_ = nullptr;
+  std::uint64_t lost_micro_batches_ = 0;
 
   std::uint64_t iterations_ = 0;
   std::uint64_t tokens_processed_ = 0;

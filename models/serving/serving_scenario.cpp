@@ -62,6 +62,86 @@ DeploymentConfig read_deployment(JsonReader& r, const ModelCatalog& catalog,
   return read_pool(r, catalog.get(r.string("model"), r.path_of("model")), name);
 }
 
+// system.separate[i].elastic: replicated stages with process-group semantics (elastic.hpp).
+ElasticConfig read_elastic(JsonReader& e, DeploymentConfig& d) {
+  ElasticConfig c;
+  const auto policy =
+      serving_policies().process_groups.choose_or(e, "process_groups", "multiworld");
+  c.process_groups = policy.name;
+  c.semantics = policy.value;
+  auto stages = e.objects("stages");
+  if (stages.empty()) throw InputError(e.path_of("stages"), "expected at least one stage");
+  std::int64_t sum = 0;
+  for (auto& st : stages) {
+    ElasticStage x;
+    x.layers = static_cast<std::int32_t>(st.integer("layers", 1, d.model.layers));
+    x.replicas = static_cast<int>(st.integer_or("replicas", 1, 0, 4096));
+    x.max_replicas = static_cast<int>(st.integer_or("max_replicas", x.replicas, 1, 4096));
+    if (x.max_replicas < x.replicas)
+      throw InputError(st.path_of("max_replicas"),
+                       fmt::format("expected at least replicas ({})", x.replicas));
+    sum += x.layers;
+    st.finish();
+    c.stages.push_back(x);
+  }
+  if (sum != d.model.layers)
+    throw InputError(e.path_of("stages"),
+                     fmt::format("the stages' layers must sum to the {} layers of {}, got {}",
+                                 d.model.layers, d.model.name, sum));
+  if (c.stages.front().replicas < 1)
+    throw InputError(e.path_of("stages") + "[0].replicas",
+                     "the first stage needs a replica at the start (it holds the queues)");
+  // Costs: no defaults, each scenario states its values with their sources.
+  c.costs.polling_overhead = e.duration("polling_overhead");
+  c.costs.world_creation = e.duration("world_creation");
+  c.costs.weight_load = e.bandwidth("weight_load");
+  auto wd = e.object_or_empty("watchdog");
+  // pymultiworld v0.2.3, multiworld/watchdog.py: UPDATE_PERIOD, UPDATES_PER_CHECK.
+  c.costs.watchdog.update_period = wd.duration_or("update_period", "300ms");
+  if (c.costs.watchdog.update_period <= Time::zero())
+    throw InputError(wd.path_of("update_period"), "expected a duration > 0");
+  c.costs.watchdog.updates_per_check =
+      static_cast<int>(wd.integer_or("updates_per_check", 10, 1, 1000000));
+  wd.finish();
+  c.virtual_engines = static_cast<int>(e.integer_or("virtual_engines", 0, 0, 4096));
+  const auto last_stage = static_cast<std::int64_t>(c.stages.size()) - 1;
+  if (e.has("scale")) {
+    for (auto& x : e.objects("scale")) {
+      ScaleCommand cmd;
+      cmd.at = x.duration("at");
+      cmd.stage = static_cast<int>(x.integer("stage", 0, last_stage));
+      cmd.delta = static_cast<int>(x.integer("add", -4096, 4096));
+      if (cmd.delta == 0) throw InputError(x.path_of("add"), "expected a non-zero count");
+      x.finish();
+      c.scale.push_back(cmd);
+    }
+  } else {
+    e.ignore("scale");
+  }
+  if (auto a = e.optional_object("autoscaler")) {
+    auto& as = c.autoscaler;
+    as.enabled = true;
+    as.stage = static_cast<int>(a->integer_or("stage", 0, 0, last_stage));
+    as.interval = a->duration_or("interval", "10s");
+    if (as.interval <= Time::zero())
+      throw InputError(a->path_of("interval"), "expected a duration > 0");
+    as.scale_out_above = a->number("scale_out_above", 0, 1e12);
+    as.scale_in_below = a->number_or("scale_in_below", 0, 0, 1e12);
+    if (as.scale_in_below >= as.scale_out_above)
+      throw InputError(a->path_of("scale_in_below"),
+                       fmt::format("expected below scale_out_above ({})", as.scale_out_above));
+    as.min_replicas = static_cast<int>(a->integer_or("min_replicas", 1, 1, 4096));
+    as.cooldown = a->duration_or("cooldown", "60s");
+    a->finish();
+  }
+  e.finish();
+  d.pp = static_cast<int>(c.stages.size());
+  d.stage_layers.clear();
+  for (const auto& st : c.stages) d.stage_layers.push_back(st.layers);
+  d.replicas = c.stages.front().replicas;
+  return c;
+}
+
 }  // namespace
 
 std::int32_t tier_depth(const TransformerShape& member, const TransformerShape& largest,
@@ -214,7 +294,24 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
         c.deployments.push_back(std::move(d));
         continue;
       }
+      const bool elastic = e.has("elastic");
+      if (elastic)
+        for (const char* key : {"replicas", "pp", "stage_layers"})
+          if (e.has(key))
+            throw InputError(e.path_of(key),
+                             "an elastic deployment gives its stages, their layers and replica "
+                             "counts in \"elastic.stages\"");
       DeploymentConfig d = read_deployment(e, catalog, members[i].name);
+      if (elastic) {
+        if (c.deployments.end() !=
+            std::find_if(c.deployments.begin(), c.deployments.end(),
+                         [](const DeploymentConfig& x) { return x.elastic.has_value(); }))
+          throw InputError(e.path_of("elastic"), "at most one elastic deployment per scenario");
+        auto el = e.object("elastic");
+        d.elastic = read_elastic(el, d);
+      } else {
+        e.ignore("elastic");
+      }
       if (d.model.name != members[i].name)
         throw InputError(
             e.path_of("model"),
@@ -247,9 +344,15 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     // A replica is pp groups of tp GPUs (its stages), each group on one host; consecutive stages
     // on the same host send their activations over its intra_node link, on different hosts over
     // the network.
-    for (int group = 0; group < d.replicas * d.pp; ++group) {
-      const int replica = group / d.pp;
-      const int stage = group % d.pp;
+    // An elastic deployment's groups are its stage workers (spares included), stage by stage.
+    int groups = d.replicas * d.pp;
+    if (d.elastic) {
+      groups = 0;
+      for (const auto& st : d.elastic->stages) groups += st.max_replicas;
+    }
+    for (int group = 0; group < groups; ++group) {
+      const int replica = d.elastic ? group : group / d.pp;
+      const int stage = d.elastic ? (group > 0 ? 1 : 0) : group % d.pp;
       while (host_index < hosts.size() && gpus_on(host_index) - used_on_host < d.tp) {
         if (used_on_host == 0)  // an empty host too small for the group
           throw InputError(d.where + ".tp",
@@ -442,6 +545,7 @@ ServingModel::ServingModel(ServingScenario scenario, ModelEnv& env)
           make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
           env.stream("serving.escalation"), &env.network, &env.links)) {
   if (env.trace) system_->set_trace(env.trace);
+  system_->watch(env.nodes);
 }
 
 void ServingModel::start(ModelEnv&) {

@@ -48,7 +48,13 @@ std::vector<std::int32_t> cost_exits(const DeploymentConfig& d) {
 
 int ServingSystem::gpus_needed(const ServingConfig& config) {
   int n = 0;
-  for (const auto& d : config.deployments) n += d.tp * d.pp * d.replicas;
+  for (const auto& d : config.deployments) {
+    if (d.elastic) {
+      for (const auto& st : d.elastic->stages) n += d.tp * st.max_replicas;
+      continue;
+    }
+    n += d.tp * d.pp * d.replicas;
+  }
   return n;
 }
 
@@ -92,10 +98,20 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       // as many tokens as its tightest stage: min over stages of (memory - weights) / (layers x
       // a block's bytes per layer) blocks, times the model's depth in layer-blocks.
       std::int64_t per_layer = std::numeric_limits<std::int64_t>::max();
-      for (std::size_t s = 0; s < d.stage_layers.size(); ++s)
-        per_layer = std::min(per_layer,
-                             static_cast<std::int64_t>((stage_memory - stage_weight_bytes(d, s)) /
-                                                       (block_bytes * d.stage_layers[s])));
+      for (std::size_t s = 0; s < d.stage_layers.size(); ++s) {
+        auto stage_blocks = static_cast<std::int64_t>((stage_memory - stage_weight_bytes(d, s)) /
+                                                      (block_bytes * d.stage_layers[s]));
+        if (d.elastic) {
+          // Replicated stages: a stage-s worker holds the KV of the engines bound to it, from
+          // every front replica; a front replica counts on its share of stage s's workers at
+          // the start (at most one worker's worth) [simplification: the share is fixed].
+          const auto& st = d.elastic->stages;
+          const double share = std::min(
+              1.0, static_cast<double>(st[s].replicas) / static_cast<double>(st[0].replicas));
+          stage_blocks = static_cast<std::int64_t>(static_cast<double>(stage_blocks) * share);
+        }
+        per_layer = std::min(per_layer, stage_blocks);
+      }
       blocks = std::max<std::int64_t>(0, per_layer) * d.model.layers;
     }
     if (blocks < d.model.layers)
@@ -112,6 +128,11 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
     Deployment dep;
     dep.config = d;
     dep.router = make_router(d.router, "system.router");
+    if (d.elastic) {
+      build_elastic(di, dep, hosts, next_host, blocks, feature_layers, tp_allreduce);
+      deployments_.push_back(std::move(dep));
+      continue;
+    }
     for (int i = 0; i < d.replicas; ++i) {
       ReplicaConfig rc;
       rc.name = d.replicas == 1 ? d.name : fmt::format("{}.{}", d.name, i);
@@ -164,16 +185,100 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
   }
 }
 
+void ServingSystem::build_elastic(std::size_t di, Deployment& dep, const std::vector<NodeId>& hosts,
+                                  std::size_t& next_host, std::int64_t blocks,
+                                  std::int32_t feature_layers, const TpAllReduce& tp_allreduce) {
+  const DeploymentConfig& d = dep.config;
+  MLSIM_CHECK(elastic_ == nullptr, "one elastic deployment per system");
+  MLSIM_CHECK(transfers_ != nullptr && !d.mfs && d.role == PoolRole::kColocated,
+              "elastic stages send activations through the network, without MFS or pools");
+  const ElasticConfig& e = *d.elastic;
+  MLSIM_CHECK(static_cast<int>(e.stages.size()) == d.pp, "one elastic stage per pipeline stage");
+  // The workers: max_replicas per stage, tp GPUs of one host each, stage by stage.
+  std::vector<std::vector<std::unique_ptr<StageWorker>>> workers(e.stages.size());
+  std::vector<double> weights;
+  std::int32_t layer = 0;
+  for (std::size_t s = 0; s < e.stages.size(); ++s) {
+    for (int i = 0; i < e.stages[s].max_replicas; ++i) {
+      auto w = std::make_unique<StageWorker>();
+      w->name = fmt::format("{}.s{}.{}", d.name, s, i);
+      w->stage = static_cast<int>(s);
+      w->first_layer = layer;
+      w->last_layer = layer + e.stages[s].layers;
+      for (int g = 0; g < d.tp; ++g) {
+        const NodeId h = hosts[next_host++];
+        if (std::find(w->hosts.begin(), w->hosts.end(), h) == w->hosts.end()) w->hosts.push_back(h);
+      }
+      w->nominal.resize(w->hosts.size());
+      workers[s].push_back(std::move(w));
+    }
+    layer += e.stages[s].layers;
+    weights.push_back(stage_weight_bytes(d, s));
+  }
+  const int engines = ElasticDeployment::virtual_engines(e);
+  std::vector<Replica*> front;
+  for (int i = 0; i < e.stages.front().max_replicas; ++i) {
+    ReplicaConfig rc;
+    rc.name = fmt::format("{}.{}", d.name, i);
+    rc.index = static_cast<std::int32_t>(replicas_.size());
+    rc.tp = d.tp;
+    for (std::size_t s = 0; s < workers.size(); ++s)
+      rc.stage_workers.push_back(workers[s][s == 0 ? static_cast<std::size_t>(i) : 0].get());
+    for (int g = 0; g < d.tp; ++g)
+      rc.gpus.push_back(workers[0][static_cast<std::size_t>(i)]->hosts.front());
+    if (d.host_link) rc.host_link = *d.host_link;
+    rc.iteration_overhead = config_.iteration_overhead;
+    rc.virtual_engines = engines;
+    rc.send_overhead = e.semantics.polls ? e.costs.polling_overhead : Time::zero();
+    auto replica = std::make_unique<Replica>(
+        engine_, compute_, std::move(rc),
+        std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
+                                             tp_allreduce),
+        KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
+        make_scheduler(d.scheduler, "system.scheduler"), *this, transfers_.get());
+    dep.replicas.push_back(replica.get());
+    front.push_back(replica.get());
+    replica_deployment_.push_back(di);
+    replicas_.push_back(std::move(replica));
+  }
+  for (std::size_t s = 0; s < e.stages.size(); ++s)
+    metrics_.add_weight_bytes(weights[s] * e.stages[s].replicas);
+  elastic_deployment_ = di;
+  elastic_ =
+      std::make_unique<ElasticDeployment>(engine_, e, std::move(workers), std::move(front),
+                                          std::move(weights), d.tp, *this, config_.series_interval);
+}
+
+void ServingSystem::watch(NodeHealth& nodes) {
+  if (elastic_) elastic_->watch(nodes);
+}
+
+void ServingSystem::reroute(Request& r) {
+  auto& dep = deployments_[elastic_deployment_];
+  const auto& routable = elastic_->routable();
+  if (routable.empty()) {
+    elastic_->hold(r);
+    return;
+  }
+  Replica& replica = dep.router->pick(routable, r);
+  r.replica = replica.config().index;
+  replica.submit_recompute(r);
+}
+
 ServingSystem::~ServingSystem() = default;
 
 void ServingSystem::start() {
   metrics_.set_kv_bytes(engine_.now(), 0);
   schedule_next_arrival();
+  if (elastic_) elastic_->start();
 }
 
 std::optional<RequestSpec> ServingSystem::pull_next_arrival() {
   auto spec = source_->next();
-  if (!spec) return spec;
+  if (!spec) {
+    arrivals_done_ = true;
+    return spec;
+  }
   ++consumed_;
   // Both draws are made for every request, so the tier of request i and whether it escalates do
   // not depend on anything but the seed (the same workload for every variant).
@@ -270,6 +375,18 @@ void ServingSystem::dispatch(Request& r) {
         retire(r);
         return;
       }
+    }
+    if (dep.config.elastic) {
+      const auto& routable = elastic_->routable();
+      if (routable.empty()) {
+        // Nothing can serve now (a restart, a stage without a live worker): it waits.
+        elastic_->hold(r);
+        return;
+      }
+      Replica& replica = dep.router->pick(routable, r);
+      r.replica = replica.config().index;
+      replica.submit(r);
+      return;
     }
     Replica& replica = dep.router->pick(dep.replicas, r);
     r.replica = replica.config().index;
@@ -378,6 +495,7 @@ double ServingSystem::progress() const {
 void ServingSystem::finish(Results& out) const {
   const Time makespan = last_completion_;
   metrics_.write(out, makespan);
+  if (elastic_) elastic_->report(out, makespan);
   if (config_.prefix_caching) {
     // Prefix caching: prompt tokens of admitted prefills (re-admissions after a preemption
     // included), those found cached (prefill saved), requests with a hit, blocks evicted.

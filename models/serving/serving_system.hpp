@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/serving/compute_model.hpp"
+#include "models/serving/elastic.hpp"
 #include "models/serving/metrics.hpp"
 #include "models/serving/model_catalog.hpp"
 #include "models/serving/replica.hpp"
@@ -58,6 +59,9 @@ struct DeploymentConfig {
   // The intra_node link of its hosts (activations between stages on one host); absent when no
   // two GPUs of a replica share a host.
   std::optional<HostLink> host_link;
+  // Replicated pipeline stages with process-group semantics (elastic.hpp): `pp` and
+  // `stage_layers` are the stages', `replicas` the front (stage 0) workers at the start.
+  std::optional<ElasticConfig> elastic;
 };
 
 struct ServingConfig {
@@ -81,7 +85,7 @@ struct ServingConfig {
   Time series_interval = Time::s(1);
 };
 
-class ServingSystem final : public ReplicaObserver {
+class ServingSystem final : public ReplicaObserver, public ElasticHost {
  public:
   // `hosts` are the topology hosts the GPUs map to, in order: deployment by deployment, replica by
   // replica, stage by stage, tp GPUs each. GPU time is priced by `compute`'s cost model and runs
@@ -99,6 +103,9 @@ class ServingSystem final : public ReplicaObserver {
   static int gpus_needed(const ServingConfig& config);
 
   void start();
+  // Elastic deployments follow the failures and repairs of their workers' hosts.
+  void watch(NodeHealth& nodes);
+  ElasticDeployment* elastic() const { return elastic_.get(); }
   // Every replica's iterations as spans on `trace` (span_trace.hpp).
   void set_trace(SpanTrace* trace) {
     for (auto& r : replicas_) r->set_trace(trace);
@@ -106,7 +113,6 @@ class ServingSystem final : public ReplicaObserver {
   void finish(Results& out) const;
   double progress() const;
   const ServingMetrics& metrics() const { return metrics_; }
-  std::int64_t in_system() const { return in_system_; }
   std::size_t live_request_objects() const { return pool_.size(); }
   const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
   // Transfers between GPUs (activations between stages); needs the network given at construction.
@@ -119,6 +125,13 @@ class ServingSystem final : public ReplicaObserver {
   void on_iteration(Replica& replica) override;
   void on_kv_changed(Replica& replica) override;
   void on_prefill_done(Replica& replica, Request& r) override;
+
+  // ElasticHost
+  void reroute(Request& r) override;
+  std::uint64_t completed() const override { return metrics_.completed(); }
+  std::uint64_t tokens_generated() const override { return metrics_.tokens_generated(); }
+  std::int64_t in_system() const override { return in_system_; }
+  bool arrivals_done() const override { return arrivals_done_; }
 
  private:
   // A request whose prefill is done, waiting for room in its decode pool.
@@ -133,6 +146,9 @@ class ServingSystem final : public ReplicaObserver {
     std::unique_ptr<Router> router;
     std::deque<HandOff> awaiting_decode;  // a decode pool's queue, first come first served
   };
+  void build_elastic(std::size_t di, Deployment& dep, const std::vector<NodeId>& hosts,
+                     std::size_t& next_host, std::int64_t blocks, std::int32_t feature_layers,
+                     const TpAllReduce& tp_allreduce);
   // Moves the KV of the decode pool's waiting requests to its replicas while they have room.
   void hand_off(Deployment& decode);
   // The next request of the source with its tier and escalation drawn; nothing when exhausted.
@@ -153,7 +169,10 @@ class ServingSystem final : public ReplicaObserver {
   // One per deployment, pricing its model's operators on its GPU (GPU types may differ).
   std::vector<std::unique_ptr<OperatorTimer>> timers_;
   std::vector<Deployment> deployments_;
-  std::unique_ptr<PointToPoint> transfers_;  // when a network is given
+  std::unique_ptr<PointToPoint> transfers_;     // when a network is given
+  std::unique_ptr<ElasticDeployment> elastic_;  // the elastic deployment, if any (at most one)
+  std::size_t elastic_deployment_ = 0;
+  bool arrivals_done_ = false;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<double> replica_kv_bytes_;  // last reported, per replica
   std::vector<std::size_t> replica_deployment_;

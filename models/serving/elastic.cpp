@@ -1,0 +1,538 @@
+#include "models/serving/elastic.hpp"
+
+#include <algorithm>
+
+#include "sim_core/base/error.hpp"
+
+namespace mlsim::serving {
+
+int ElasticDeployment::virtual_engines(const ElasticConfig& config) {
+  if (config.virtual_engines > 0) return config.virtual_engines;
+  // Enough micro-batches in flight for every worker of the widest stage to have one per front
+  // replica's share, times the pipeline's depth (vLLM v0 keeps pp micro-batches in a pipeline).
+  const int front = std::max(1, config.stages.front().max_replicas);
+  int widest = 1;
+  for (const auto& s : config.stages) widest = std::max(widest, s.max_replicas);
+  return static_cast<int>(config.stages.size()) * ((widest + front - 1) / front);
+}
+
+ElasticDeployment::ElasticDeployment(Engine& engine, ElasticConfig config,
+                                     std::vector<std::vector<std::unique_ptr<StageWorker>>> workers,
+                                     std::vector<Replica*> front, std::vector<double> weight_bytes,
+                                     int gpus_per_worker, ElasticHost& host, Time series_interval)
+    : engine_(engine),
+      config_(std::move(config)),
+      owned_(std::move(workers)),
+      front_(std::move(front)),
+      weight_bytes_(std::move(weight_bytes)),
+      gpus_per_worker_(gpus_per_worker),
+      host_(host),
+      series_interval_(series_interval) {
+  MLSIM_CHECK(owned_.size() == config_.stages.size() && weight_bytes_.size() == owned_.size(),
+              "one worker list and weight size per stage");
+  MLSIM_CHECK(front_.size() == owned_.front().size(), "one front replica per stage-0 worker");
+  workers_.resize(owned_.size());
+  for (std::size_t s = 0; s < owned_.size(); ++s) {
+    MLSIM_CHECK(static_cast<int>(owned_[s].size()) == config_.stages[s].max_replicas,
+                "max_replicas workers per stage");
+    for (auto& w : owned_[s]) {
+      Worker k;
+      k.w = w.get();
+      workers_[s].push_back(k);
+    }
+  }
+  for (Replica* r : front_) r->set_binder(this);
+}
+
+void ElasticDeployment::watch(NodeHealth& nodes) {
+  nodes.on_change([this](NodeId node, bool up) {
+    for (std::size_t s = 0; s < workers_.size(); ++s)
+      for (std::size_t i = 0; i < workers_[s].size(); ++i) {
+        const auto& hosts = workers_[s][i].w->hosts;
+        if (std::find(hosts.begin(), hosts.end(), node) == hosts.end()) continue;
+        if (up)
+          repair_worker(static_cast<int>(s), static_cast<int>(i));
+        else
+          fail_worker(static_cast<int>(s), static_cast<int>(i));
+      }
+  });
+}
+
+void ElasticDeployment::start() {
+  for (std::size_t s = 0; s < workers_.size(); ++s)
+    for (std::size_t i = 0; i < workers_[s].size(); ++i) {
+      Worker& k = workers_[s][i];
+      const bool live = static_cast<int>(i) < config_.stages[s].replicas;
+      k.state = live ? State::kLive : State::kSpare;
+      k.w->alive = live;
+      k.joined = engine_.now();
+      if (live) allocate(k, true);
+    }
+  // Every engine's path starts balanced over the live workers of each stage.
+  for (std::size_t s = 1; s < workers_.size(); ++s) rebalance(static_cast<int>(s));
+  refresh_routable();
+  for (const ScaleCommand& c : config_.scale)
+    engine_.schedule_at(std::max(c.at, engine_.now()), [this, c] { scale(c.stage, c.delta); });
+  next_autoscale_ = engine_.now() + config_.autoscaler.interval;
+  engine_.schedule_in(Time::zero(), [this] { sample(); });
+}
+
+void ElasticDeployment::allocate(Worker& k, bool on) {
+  if (on == k.allocated_now) return;
+  k.allocated_now = on;
+  if (on)
+    k.allocated = engine_.now();
+  else
+    gpu_seconds_ += (engine_.now() - k.allocated).seconds() * gpus_per_worker_;
+}
+
+int ElasticDeployment::live_workers(int stage) const {
+  int n = 0;
+  for (const auto& k : workers_[static_cast<std::size_t>(stage)]) n += k.state == State::kLive;
+  return n;
+}
+
+Time ElasticDeployment::load_time(int stage) const {
+  const double bps = config_.costs.weight_load.bytes_per_s;
+  if (bps <= 0) return Time::zero();
+  return Time::from_seconds(weight_bytes_[static_cast<std::size_t>(stage)] / bps);
+}
+
+Time ElasticDeployment::detection_delay(int stage, int index, Time failure) const {
+  // The first neighbour whose watchdog finds one of the failed worker's worlds broken tells the
+  // routers. The upstream worker of a pair hosts the pair's store (rank 0, as the leader in
+  // pymultiworld's examples/resnet/m8d.py), so a downstream neighbour notices at its next tick.
+  const Worker& failed = workers_[static_cast<std::size_t>(stage)][static_cast<std::size_t>(index)];
+  const auto& wd = config_.costs.watchdog;
+  auto detect = [&](Time observer, bool store_on_peer) {
+    // A world created after the observer's loop started (the failed worker joined later) is
+    // first checked at the observer's first check after its creation, against 0.
+    const Time check = wd.update_period * wd.updates_per_check;
+    if (failed.joined > observer) {
+      const std::int64_t cp = check.count_ns();
+      observer = observer + check * (((failed.joined - observer).count_ns() + cp - 1) / cp);
+    }
+    return collectives::watchdog_detection_time(wd, observer, failed.joined, failure,
+                                                store_on_peer);
+  };
+  Time first = Time::max();
+  for (int ns : {stage - 1, stage + 1}) {
+    if (ns < 0 || ns >= static_cast<int>(workers_.size())) continue;
+    for (const auto& n : workers_[static_cast<std::size_t>(ns)])
+      if (n.state == State::kLive) first = std::min(first, detect(n.joined, ns > stage));
+  }
+  if (first == Time::max())  // no live neighbour: the serving front's own check [assumed]
+    first = detect(Time::zero(), false);
+  MLSIM_CHECK(first >= failure, "a failure is detected after it happens");
+  return first - failure;
+}
+
+void ElasticDeployment::fail_worker(int stage, int index) {
+  Worker& k = at(stage, index);
+  if (k.state != State::kLive && k.state != State::kLoading) return;
+  const bool was_live = k.state == State::kLive;
+  ++k.generation;
+  ++failures_;
+  allocate(k, false);
+  StageWorker& w = *k.w;
+  w.alive = false;
+  w.epoch += 1;  // work running there and transfers addressed to it are lost
+  w.busy = false;
+  w.queue.clear();
+  if (!was_live) {
+    k.state = State::kDown;  // it had not joined: nothing else depended on it
+    return;
+  }
+  k.state = State::kFailed;
+  k.repaired_before_detection = false;
+  if (stage == 0) {
+    // The process is gone with its queues; the requests are lost until the failure is detected.
+    Replica& r = *front_[static_cast<std::size_t>(index)];
+    r.set_active(false);
+  }
+  const Time delay = detection_delay(stage, index, engine_.now());
+  detection_s_.add(delay.seconds());
+  engine_.schedule_in(delay,
+                      [this, stage, index, g = k.generation] { on_detected(stage, index, g); });
+}
+
+void ElasticDeployment::on_detected(int stage, int index, std::uint64_t generation) {
+  Worker& k = at(stage, index);
+  if (k.generation != generation || k.state != State::kFailed) return;
+  ++detections_;
+  k.state = State::kDown;
+  take_out(stage, index);
+  if (k.repaired_before_detection) {
+    k.repaired_before_detection = false;
+    begin_join(stage, index);
+  }
+}
+
+void ElasticDeployment::take_out(int stage, int index) {
+  if (!config_.semantics.isolates_failures) {
+    // Single world: the group is gone; rebuild it over the live workers, every one reloading its
+    // weights (the processes were torn down).
+    Time reload = Time::zero();
+    for (std::size_t s = 0; s < workers_.size(); ++s)
+      if (live_workers(static_cast<int>(s)) > 0)
+        reload = std::max(reload, load_time(static_cast<int>(s)));
+    restart(config_.costs.world_creation + reload, /*lose_kv=*/true);
+    return;
+  }
+  if (stage == 0) {
+    Replica& r = *front_[static_cast<std::size_t>(index)];
+    std::vector<Request*> out;
+    r.evacuate(out);
+    rerouted_ += out.size();
+    recomputed_ += out.size();
+    refresh_routable();
+    for (Request* q : out) host_.reroute(*q);
+    return;
+  }
+  const StageWorker* gone = at(stage, index).w;
+  StageWorker* to = least_bound(stage);
+  for (Replica* r : front_)
+    for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
+      if (r->path(v, static_cast<std::size_t>(stage)) != gone) continue;
+      if (to != nullptr) {
+        r->bind(v, *to);
+        to = least_bound(stage);
+      }
+      recomputed_ += r->reset_engine(v);
+    }
+  refresh_routable();
+}
+
+void ElasticDeployment::restart(Time outage, bool lose_kv) {
+  ++restarts_;
+  restarting_ = true;
+  std::vector<Request*> out;
+  for (Replica* r : front_) {
+    r->set_active(false);
+    if (lose_kv) r->evacuate(out);
+  }
+  if (lose_kv) {
+    recomputed_ += out.size();
+    for (auto& stage : workers_)
+      for (auto& k : stage) {
+        k.w->epoch += 1;
+        k.w->busy = false;
+        k.w->queue.clear();
+      }
+    for (Request* q : out) held_.push_back(q);
+  }
+  restart_until_ = std::max(restart_until_, engine_.now() + outage);
+  refresh_routable();
+  engine_.schedule_at(restart_until_, [this] { end_restart(); });
+}
+
+void ElasticDeployment::end_restart() {
+  if (!restarting_ || engine_.now() < restart_until_) return;
+  restarting_ = false;
+  for (std::size_t s = 0; s < workers_.size(); ++s)
+    for (auto& k : workers_[s]) {
+      if (k.state == State::kLoading && k.awaiting_restart) {
+        k.awaiting_restart = false;
+        k.state = State::kLive;
+        ++joins_;
+      }
+      if (k.state == State::kLive) {
+        k.joined = engine_.now();  // the re-created group's monitor starts now
+        k.w->alive = true;
+      }
+    }
+  for (std::size_t s = 1; s < workers_.size(); ++s) rebalance(static_cast<int>(s));
+  refresh_routable();
+}
+
+void ElasticDeployment::repair_worker(int stage, int index) {
+  Worker& k = at(stage, index);
+  if (k.state == State::kFailed) {
+    // The restarted process rejoins once its old worlds are known broken.
+    k.repaired_before_detection = true;
+    return;
+  }
+  if (k.state != State::kDown) return;
+  begin_join(stage, index);
+}
+
+void ElasticDeployment::begin_join(int stage, int index) {
+  Worker& k = at(stage, index);
+  k.state = State::kLoading;
+  k.awaiting_restart = false;
+  ++k.generation;
+  allocate(k, true);
+  Time delay = load_time(stage);
+  if (config_.semantics.joins_online) {
+    // One world per live neighbour, created one after another (WorldManager.initialize_world is
+    // awaited per world) [assumed sequential].
+    int neighbours = 0;
+    for (int ns : {stage - 1, stage + 1})
+      if (ns >= 0 && ns < static_cast<int>(workers_.size())) neighbours += live_workers(ns);
+    delay += config_.costs.world_creation * std::max(1, neighbours);
+  }
+  engine_.schedule_in(delay,
+                      [this, stage, index, g = k.generation] { finish_join(stage, index, g); });
+}
+
+void ElasticDeployment::finish_join(int stage, int index, std::uint64_t generation) {
+  Worker& k = at(stage, index);
+  if (k.generation != generation || k.state != State::kLoading) return;
+  StageWorker& w = *k.w;
+  w.epoch += 1;
+  w.busy = false;
+  w.queue.clear();
+  if (!config_.semantics.joins_online) {
+    // Single world: the weights are loaded; the group is re-created with the new worker, the
+    // others pausing meanwhile (the micro-batches in the pipeline finish [assumed drained]).
+    k.awaiting_restart = true;
+    restart(config_.costs.world_creation, /*lose_kv=*/false);
+    return;
+  }
+  ++joins_;
+  k.state = State::kLive;
+  k.joined = engine_.now();
+  w.alive = true;
+  if (stage > 0) rebalance(stage);
+  refresh_routable();
+}
+
+void ElasticDeployment::scale(int stage, int delta) {
+  auto& list = workers_[static_cast<std::size_t>(stage)];
+  for (; delta > 0; --delta) {
+    auto it = std::find_if(list.begin(), list.end(),
+                           [](const Worker& k) { return k.state == State::kSpare; });
+    if (it == list.end()) return;  // no spare host left
+    ++scale_outs_;
+    begin_join(stage, static_cast<int>(it - list.begin()));
+  }
+  for (; delta < 0; ++delta) {
+    int index = -1;
+    for (int i = static_cast<int>(list.size()) - 1; i >= 0 && index < 0; --i)
+      if (list[static_cast<std::size_t>(i)].state == State::kLive) index = i;
+    if (index < 0) return;
+    ++scale_ins_;
+    Worker& k = list[static_cast<std::size_t>(index)];
+    ++k.generation;
+    allocate(k, false);
+    k.state = State::kSpare;
+    k.w->alive = false;
+    k.w->epoch += 1;
+    k.w->busy = false;
+    k.w->queue.clear();
+    if (stage == 0) front_[static_cast<std::size_t>(index)]->set_active(false);
+    if (config_.semantics.isolates_failures) {
+      take_out(stage, index);
+    } else {
+      // The group is re-created without it; the requests it held recompute elsewhere.
+      if (stage == 0) {
+        std::vector<Request*> out;
+        front_[static_cast<std::size_t>(index)]->evacuate(out);
+        rerouted_ += out.size();
+        recomputed_ += out.size();
+        for (Request* q : out) held_.push_back(q);
+      } else {
+        for (Replica* r : front_)
+          for (std::uint32_t v = 0; v < r->virtual_engines(); ++v)
+            if (r->path(v, static_cast<std::size_t>(stage)) == k.w)
+              recomputed_ += r->reset_engine(v);
+      }
+      restart(config_.costs.world_creation, /*lose_kv=*/false);
+    }
+  }
+}
+
+StageWorker* ElasticDeployment::least_bound(int stage) const {
+  StageWorker* best = nullptr;
+  std::size_t best_bound = 0;
+  for (const auto& k : workers_[static_cast<std::size_t>(stage)]) {
+    if (k.state != State::kLive) continue;
+    std::size_t bound = 0;
+    for (const Replica* r : front_)
+      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v)
+        bound += r->path(v, static_cast<std::size_t>(stage)) == k.w;
+    if (best == nullptr || bound < best_bound) {
+      best = k.w;
+      best_bound = bound;
+    }
+  }
+  return best;
+}
+
+void ElasticDeployment::rebalance(int stage) {
+  // Binds the engines on workers that are not live, then evens out the engines per live worker,
+  // moving the engines with the fewest requests (each move loses the moved requests' KV).
+  const auto s = static_cast<std::size_t>(stage);
+  auto& list = workers_[s];
+  std::vector<const StageWorker*> live;
+  for (const auto& k : list)
+    if (k.state == State::kLive) live.push_back(k.w);
+  if (live.empty()) return;
+  std::size_t engines = 0;
+  for (const Replica* r : front_) engines += r->virtual_engines();
+  const std::size_t target = (engines + live.size() - 1) / live.size();
+  auto count = [&](const StageWorker* w) {
+    std::size_t n = 0;
+    for (const Replica* r : front_)
+      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) n += r->path(v, s) == w;
+    return n;
+  };
+  auto is_live = [&](const StageWorker* w) {
+    return std::find(live.begin(), live.end(), w) != live.end();
+  };
+  for (;;) {
+    // The engine to move: on a dead worker first, else on a worker above the target, the one
+    // with the fewest requests.
+    Replica* from_r = nullptr;
+    std::uint32_t from_v = 0;
+    bool dead = false;
+    std::size_t fewest = 0;
+    for (Replica* r : front_)
+      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
+        const StageWorker* w = r->path(v, s);
+        const bool on_dead = !is_live(w);
+        if (!on_dead && count(w) <= target) continue;
+        const std::size_t n = r->engine_requests(v);
+        if (from_r == nullptr || (on_dead && !dead) || (on_dead == dead && n < fewest)) {
+          from_r = r;
+          from_v = v;
+          dead = on_dead;
+          fewest = n;
+        }
+      }
+    if (from_r == nullptr) return;
+    StageWorker* to = least_bound(stage);
+    if (!dead && count(to) + 1 >= count(from_r->path(from_v, s))) return;  // balanced enough
+    from_r->bind(from_v, *to);
+    recomputed_ += from_r->reset_engine(from_v);
+  }
+}
+
+void ElasticDeployment::bind_idle_engine(Replica& replica, std::uint32_t engine) {
+  // An engine holding no KV moves for free to the least-bound live worker of each stage.
+  for (std::size_t s = 1; s < workers_.size(); ++s) {
+    StageWorker* to = least_bound(static_cast<int>(s));
+    if (to == nullptr || to == replica.path(engine, s)) continue;
+    replica.bind(engine, *to);
+  }
+}
+
+bool ElasticDeployment::can_serve() const {
+  if (restarting_) return false;
+  for (std::size_t s = 0; s < workers_.size(); ++s)
+    if (live_workers(static_cast<int>(s)) == 0) return false;
+  return true;
+}
+
+void ElasticDeployment::set_serving(bool serving) {
+  if (serving == serving_) return;
+  if (serving_) serving_s_ += (engine_.now() - serving_since_).seconds();
+  serving_ = serving;
+  serving_since_ = engine_.now();
+}
+
+void ElasticDeployment::refresh_routable() {
+  const bool ok = can_serve();
+  routable_.clear();
+  for (std::size_t i = 0; i < front_.size(); ++i) {
+    const State st = workers_.front()[i].state;
+    // A failed front worker stays routable until its failure is detected (nobody knows yet).
+    if (ok && (st == State::kLive || st == State::kFailed)) routable_.push_back(front_[i]);
+    const bool active = ok && st == State::kLive;
+    if (front_[i]->active() != active) front_[i]->set_active(active);
+  }
+  set_serving(ok);
+  if (routable_.empty()) return;
+  while (!held_.empty()) {
+    Request* r = held_.front();
+    held_.pop_front();
+    host_.reroute(*r);
+  }
+}
+
+double ElasticDeployment::available_seconds(Time now) const {
+  return serving_s_ + (serving_ ? (now - serving_since_).seconds() : 0);
+}
+
+void ElasticDeployment::sample() {
+  int live = 0;
+  for (std::size_t s = 0; s < workers_.size(); ++s) live += live_workers(static_cast<int>(s));
+  series_.add(engine_.now(), {static_cast<double>(host_.completed()),
+                              static_cast<double>(host_.tokens_generated()),
+                              static_cast<double>(host_.in_system()), serving_ ? 1.0 : 0.0,
+                              static_cast<double>(live), static_cast<double>(recomputed_)});
+  if (config_.autoscaler.enabled && engine_.now() >= next_autoscale_) {
+    next_autoscale_ = engine_.now() + config_.autoscaler.interval;
+    autoscale();
+  }
+  // Sampling stops when nothing else can happen: every request is done, or no other event is
+  // pending (requests that can never be served are reported unfinished, report()).
+  if (host_.arrivals_done() && host_.in_system() == 0) return;
+  if (engine_.pending_events() == 0) return;
+  engine_.schedule_in(series_interval_, [this] { sample(); });
+}
+
+void ElasticDeployment::autoscale() {
+  const AutoscalerConfig& a = config_.autoscaler;
+  if (routable_.empty()) return;
+  if (autoscaled_once_ && engine_.now() - last_autoscale_ < a.cooldown) return;
+  std::size_t waiting = 0;
+  for (const Replica* r : routable_) waiting += r->waiting_count();
+  const double per_front = static_cast<double>(waiting) / static_cast<double>(routable_.size());
+  int delta = 0;
+  if (per_front > a.scale_out_above)
+    delta = 1;
+  else if (per_front < a.scale_in_below && live_workers(a.stage) > a.min_replicas)
+    delta = -1;
+  if (delta == 0) return;
+  autoscaled_once_ = true;
+  last_autoscale_ = engine_.now();
+  scale(a.stage, delta);
+}
+
+void ElasticDeployment::report(Results& out, Time makespan) const {
+  double gpu_s = gpu_seconds_;
+  for (const auto& stage : workers_)
+    for (const auto& k : stage)
+      if (k.allocated_now && makespan > k.allocated)
+        gpu_s += (makespan - k.allocated).seconds() * gpus_per_worker_;
+  const double span = makespan.seconds();
+  const double serving =
+      serving_s_ +
+      (serving_ && makespan > serving_since_ ? (makespan - serving_since_).seconds() : 0);
+  std::uint64_t lost = 0;
+  for (const Replica* r : front_) lost += r->lost_micro_batches();
+  out.set_metric("serving_elastic_availability", span > 0 ? std::min(1.0, serving / span) : 0);
+  out.set_metric("serving_elastic_unavailable_s", std::max(0.0, span - serving));
+  out.set_metric("serving_elastic_gpu_hours", gpu_s / 3600.0);
+  out.set_metric("serving_elastic_requests_recomputed", static_cast<double>(recomputed_));
+  out.set_metric("serving_elastic_requests_rerouted", static_cast<double>(rerouted_));
+  out.set_metric("serving_elastic_micro_batches_lost", static_cast<double>(lost));
+  out.set_metric("serving_elastic_failures", static_cast<double>(failures_));
+  out.set_metric("serving_elastic_failures_detected", static_cast<double>(detections_));
+  out.set_metric("serving_elastic_detection_mean_s", detection_s_.mean());
+  out.set_metric("serving_elastic_restarts", static_cast<double>(restarts_));
+  out.set_metric("serving_elastic_joins", static_cast<double>(joins_));
+  out.set_metric("serving_elastic_scale_outs", static_cast<double>(scale_outs_));
+  out.set_metric("serving_elastic_scale_ins", static_cast<double>(scale_ins_));
+  // Requests still in the system when nothing more could happen (a stage left without a worker
+  // for good): reported, never silently lost.
+  out.set_metric("serving_elastic_requests_unfinished", static_cast<double>(host_.in_system()));
+  out.add_series(series_);
+  auto& d = out.details()["serving_elastic"];
+  d["process_groups"] = config_.process_groups;
+  d["virtual_engines_per_front_replica"] = front_.front()->virtual_engines();
+  auto& stages = d["stages"];
+  stages = nlohmann::json::array();
+  for (std::size_t s = 0; s < workers_.size(); ++s) {
+    nlohmann::json st;
+    st["layers"] = config_.stages[s].layers;
+    st["live_at_end"] = live_workers(static_cast<int>(s));
+    auto& util = st["worker_utilisation"];
+    util = nlohmann::json::array();
+    for (const auto& k : workers_[s]) util.push_back(span > 0 ? k.w->busy_s / span : 0.0);
+    stages.push_back(std::move(st));
+  }
+}
+
+}  // namespace mlsim::serving
