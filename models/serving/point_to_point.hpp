@@ -11,7 +11,8 @@
 //    backend, so the bytes cross the fabric's links, contend with other transfers and follow link
 //    events.
 // A transfer whose network path fails never completes (its receiver waits); this is counted
-// (`failed()`), and recovering from it is issue 16's (elastic serving).
+// (`failed()`). Elastic deployments (elastic.hpp) drop what was addressed to a failed worker and
+// recover at the failure's detection.
 #include <cstdint>
 #include <memory>
 

@@ -60,7 +60,8 @@ struct Deployment {
 
   // Stage 0: one worker; stage 1: `stage1` workers at the start, `stage1_max` placed.
   Deployment(const std::string& groups, int requests, int stage1, int stage1_max,
-             std::vector<ScaleCommand> scale = {}) {
+             std::vector<ScaleCommand> scale = {}, AutoscalerConfig autoscaler = {},
+             std::vector<RequestSpec> later = {}) {
     ServingConfig c;
     c.gpu = star.gpu;
     c.series_interval = Time::ms(10);
@@ -78,11 +79,13 @@ struct Deployment {
     e.costs.weight_load = Bandwidth{1e9};
     e.stages = {ElasticStage{1, 1, 1}, ElasticStage{4, stage1, stage1_max}};
     e.scale = std::move(scale);
+    e.autoscaler = autoscaler;
     d.elastic = e;
     c.deployments.push_back(d);
     std::vector<RequestSpec> specs;
     for (int i = 0; i < requests; ++i)
       specs.push_back({static_cast<std::uint64_t>(i), Time::zero(), 100, 1, 0, -1, {}});
+    specs.insert(specs.end(), later.begin(), later.end());
     std::vector<NodeId> hosts;
     for (int i = 0; i < 1 + stage1_max; ++i) hosts.push_back(star.topo.hosts()[i]);
     sys = std::make_unique<ServingSystem>(
@@ -193,6 +196,40 @@ TEST(Elastic, AScaleOutJoinsAfterLoadingAndWorldCreation) {
       EXPECT_NEAR(dep.metric("serving_elastic_unavailable_s"), 2.0, 1e-9);
     }
   }
+}
+
+// The autoscaler on stage 1 (one worker, a spare): checks every 100 ms (on the 10 ms samples),
+// scales out above 50 waiting requests per front replica, in below 1, cool-down 1 s. All 3,000
+// requests wait at 0, so the first check (0.1 s) adds the spare, which joins (MultiWorld) after
+// its weights and one world: 0.1 + 0.022004736 + 2 = 2.122004736 s. Then the queue stays long but
+// there is no spare left (no more scale-outs). The burst drains at about 7.1 s (2,000-odd requests
+// at 500/s after the join); then 50 requests arrive one per 100 ms from 8 s (none waits long), so
+// the first check with an empty queue removes the last live stage-1 worker (two live, min 1):
+// one scale-in; every request still completes on the other.
+TEST(Elastic, AutoscalerAddsTheSpareUnderLoadAndRemovesItWhenTheQueueDrains) {
+  AutoscalerConfig a;
+  a.enabled = true;
+  a.stage = 1;
+  a.interval = Time::ms(100);
+  a.scale_out_above = 50;
+  a.scale_in_below = 1;
+  a.min_replicas = 1;
+  a.cooldown = Time::s(1);
+  std::vector<RequestSpec> trickle;
+  for (int i = 0; i < 50; ++i)
+    trickle.push_back({static_cast<std::uint64_t>(3000 + i), Time::ms(8000 + 100 * i), 100, 1, 0,
+                       -1, {}});
+  Deployment dep("multiworld", 3000, 1, 2, {}, a, trickle);
+  dep.run();
+  EXPECT_EQ(dep.at(0.09, 4), 2);
+  EXPECT_EQ(dep.at(2.12, 4), 2);  // joining
+  EXPECT_EQ(dep.at(2.13, 4), 3);
+  EXPECT_NEAR(dep.completed(2.5, 4.5), 0.5 * 2000, 3);  // both workers
+  EXPECT_EQ(dep.metric("serving_elastic_scale_outs"), 1);
+  EXPECT_EQ(dep.metric("serving_elastic_scale_ins"), 1);
+  EXPECT_EQ(dep.at(9.0, 4), 2);  // scaled in
+  EXPECT_EQ(dep.metric("serving_requests_completed"), 3050);
+  EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
 }
 
 // Property: under random worker failures (each repaired), scale-outs and scale-ins, with either
