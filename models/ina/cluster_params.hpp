@@ -9,6 +9,7 @@
 #include "models/ina/data_path.hpp"
 #include "models/ina/job_plan.hpp"
 #include "models/ina/packet_loss.hpp"
+#include "models/training/chunk.hpp"
 #include "sim_core/base/time.hpp"
 #include "sim_core/base/units.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
@@ -32,6 +33,13 @@ struct JobSpec {
 
 struct ClusterParams {
   PolicyKind policy = PolicyKind::kAtp;
+  // The training core's communication scheduler (models/training/policies.cpp) that orders each
+  // worker's ready gradients before they leave: "fifo" (the framework's order, whole layers as
+  // they are produced; the default) or "bytescheduler" (chunks of scheduler_config.partition
+  // values by layer priority within scheduler_config.credit values in flight; not with
+  // SwitchML, whose slots stream chunks in production order).
+  std::string scheduler = "fifo";
+  training::SchedulerConfig scheduler_config;
   // How packets move (data_path.hpp): the model's own packet links on a star, or transfers of
   // the scenario's network backend to the switch node `switch_node` (by name; empty = the
   // topology's only switch).

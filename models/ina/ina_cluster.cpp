@@ -8,6 +8,7 @@
 #include "models/ina/network_path.hpp"
 #include "models/ina/packet_path.hpp"
 #include "models/ina/switchml_policy.hpp"
+#include "models/training/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/stats.hpp"
 
@@ -30,6 +31,15 @@ double JobOutcome::mean_iteration_s() const {
   return (iteration_marks.back() - iteration_marks.front()).seconds() /
          static_cast<double>(iteration_marks.size() - 1);
 }
+
+struct InaCluster::OwnCompute {
+  explicit OwnCompute(Engine& engine, std::size_t nodes)
+      : speeds(nodes), hardware(nodes), compute(engine, hardware, speeds, costs) {}
+  HostSpeeds speeds;
+  NodeHardware hardware;
+  CostModel costs;
+  Compute compute;
+};
 
 InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
                        const Topology* topology, Compute* compute)
@@ -73,6 +83,17 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
   policy_->set_pipeline_latency(p.switch_latency);
   if (p.occupancy_interval > Time::zero()) policy_->pool().record_intervals(p.occupancy_interval);
 
+  if (switchml && p.scheduler != "fifo")
+    throw InputError("system.scheduler",
+                     "SwitchML streams a job's chunks through its slots in production order; "
+                     "only the framework's \"fifo\" order is modelled with it");
+  if (p.scheduler_config.partition > 0 && p.scheduler_config.partition < values_per_packet_)
+    throw InputError("system.partition",
+                     "a chunk smaller than one packet's " + std::to_string(values_per_packet_) +
+                         " values is not modelled (a packet carries one chunk)");
+  const training::SchedulerFactory& make_scheduler =
+      training::training_policies().schedulers.get(p.scheduler, "system.scheduler").value;
+
   SenderConfig sender;
   sender.packet_bytes = static_cast<double>(packet_bytes_.count);
   sender.max_window_packets = p.sender_threads * p.window_cap_packets_per_thread;
@@ -89,6 +110,7 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     o.values_per_packet = values_per_packet_;
     o.burst_packets = burst_packets_;
     o.include_input_layers = p.include_input_layers;
+    o.partition = p.scheduler_config.partition;
     auto& plan = plans[spec.profile.get()];
     if (!plan) plan = std::make_shared<const JobPlan>(make_job_plan(*spec.profile, o));
     job_plans.push_back(plan);
@@ -111,8 +133,16 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
 
   std::size_t hosts = 0;
+  for (const JobSpec& spec : p.jobs) hosts += static_cast<std::size_t>(spec.workers) + 1;
+  if (!compute) {
+    own_compute_ =
+        std::make_unique<OwnCompute>(engine_, topology ? topology->nodes().size() : hosts);
+    compute = &own_compute_->compute;
+  }
+  hosts = 0;
   for (int j = 0; j < jobs; ++j) {
     const JobSpec& spec = p.jobs[static_cast<std::size_t>(j)];
+    const JobPlan& plan = *job_plans[static_cast<std::size_t>(j)];
     const auto id = static_cast<std::uint16_t>(j);
     const auto rank =
         static_cast<std::uint8_t>(std::lower_bound(distinct.begin(), distinct.end(),
@@ -124,16 +154,32 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
       host_role_.push_back({id, static_cast<std::uint16_t>(w)});
     SenderConfig s = sender;
     s.slot_window = policy_->slot_window(id);
-    std::vector<NodeId> worker_nodes;
+    // The core job: the plan's layers, one host per worker, each worker's layer times on its
+    // host's GPU (or the profile's, as measured).
+    training::JobSpec core;
+    for (const LayerPlan& l : plan.layers) core.parameters.push_back(l.elements);
+    core.iterations = static_cast<std::size_t>(spec.iterations);
+    MLSIM_CHECK(
+        spec.worker_times.empty() || static_cast<int>(spec.worker_times.size()) == spec.workers,
+        "one layer-time table per worker");
     for (int w = 0; w < spec.workers; ++w) {
       const std::size_t h = host_base_.back() + static_cast<std::size_t>(w);
-      worker_nodes.push_back(topology ? topology->hosts().at(h) : static_cast<NodeId>(h));
+      core.workers.push_back(topology ? topology->hosts().at(h) : static_cast<NodeId>(h));
+      std::vector<training::LayerTimes> times;
+      if (spec.worker_times.empty()) {
+        for (const LayerPlan& l : plan.layers) times.push_back({l.forward, l.backward});
+      } else {
+        const LayerTimes& t = *spec.worker_times[static_cast<std::size_t>(w)];
+        MLSIM_CHECK(t.size() == plan.layers.size(), "a time per layer of the plan");
+        for (const OpTimes& op : t) times.push_back({op.forward, op.backward});
+      }
+      core.times.push_back(std::move(times));
     }
-    jobs_.push_back(std::make_unique<TrainingJob>(
-        engine_, id, job_plans[static_cast<std::size_t>(j)], spec.workers, spec.iterations, rank, s,
-        counters_, [this](const Packet& q) { send_from_worker(q); },
-        [this](TrainingJob& done) { job_finished(done); }, compute, std::move(worker_nodes),
-        spec.worker_times));
+    jobs_.push_back(std::make_unique<InaJob>(
+        engine_, *compute, id, job_plans[static_cast<std::size_t>(j)], std::move(core),
+        make_scheduler, p.scheduler_config, rank, s, counters_,
+        [this](const Packet& q) { send_from_worker(q); },
+        [this](InaJob& done) { job_finished(done); }));
     servers_.push_back(std::make_unique<ParameterServer>(
         id, spec.workers, p.policy == PolicyKind::kDsa && p.selective_retransmission,
         // A result can go missing only under loss or, on the network path, when a failed link
@@ -174,7 +220,7 @@ InaCluster::~InaCluster() = default;
 
 void InaCluster::start() {
   for (auto& job : jobs_) {
-    TrainingJob* j = job.get();
+    InaJob* j = job.get();
     engine_.schedule_at(params_.jobs[j->id()].arrival, [this, j] {
       policy_->job_started(j->id());
       j->start();
@@ -188,7 +234,8 @@ double InaCluster::progress() const {
     total += j->iterations();
     done += j->finished() || j->failed()
                 ? j->iterations()
-                : static_cast<double>(std::max<std::size_t>(j->iteration_marks().size(), 1) - 1);
+                : static_cast<double>(
+                      std::max<std::size_t>(j->core().iteration_starts().size(), 1) - 1);
   }
   return total > 0 ? done / total : 1;
 }
@@ -234,7 +281,7 @@ void InaCluster::to_worker(const Packet& p, std::uint16_t w) {
 
 void InaCluster::at_host(std::size_t host, const Packet& p) {
   const HostRole role = host_role_[host];
-  TrainingJob& job = *jobs_[role.job];
+  InaJob& job = *jobs_[role.job];
   if (job.failed()) {
     counters_.packets_after_abort += p.packets;  // in flight when the job was aborted
     return;
@@ -252,13 +299,13 @@ void InaCluster::at_host(std::size_t host, const Packet& p) {
            Time::from_seconds_ceil(payload / params_.ps_aggregation.bytes_per_s);
     engine_.schedule_at(busy, [ps, p] { ps->on_packet(p); });
   } else if (p.kind == PacketKind::kResult) {
-    job.worker(role.index).on_result(p);
+    job.sync().on_result(role.index, p);
   } else {
-    job.worker(role.index).on_resend_request(p);
+    job.sync().on_resend_request(role.index, p);
   }
 }
 
-void InaCluster::job_finished(TrainingJob& job) {
+void InaCluster::job_finished(InaJob& job) {
   if (job.failed())
     policy_->job_aborted(job.id());
   else

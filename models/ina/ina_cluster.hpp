@@ -13,9 +13,9 @@
 
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/data_path.hpp"
+#include "models/ina/ina_job.hpp"
 #include "models/ina/parameter_server.hpp"
 #include "models/ina/policy.hpp"
-#include "models/ina/training_job.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/network/network.hpp"
@@ -42,7 +42,9 @@ class InaCluster : public SwitchPorts, public HostEnds {
   // packet path builds its own links and needs neither. Worker w of job j runs on host (hosts of
   // jobs 0..j-1, one PS each) + w: topology host i (node i without a topology); its ops run on
   // `compute` on that host (its speed applies, also to the op in progress; null: the profile's
-  // times as they are, for tests of the aggregation alone). `compute` must outlive the cluster.
+  // times as they are at speed 1, for tests of the aggregation alone). `compute` must outlive
+  // the cluster. Each job is a training-core job (ina_job.hpp) whose gradients are synchronised
+  // by in-network aggregation (ina_sync.hpp) in the order of the scheduler params.scheduler.
   InaCluster(Engine& engine, ClusterParams params, Network* network = nullptr,
              const Topology* topology = nullptr, Compute* compute = nullptr);
   ~InaCluster() override;
@@ -59,7 +61,7 @@ class InaCluster : public SwitchPorts, public HostEnds {
   const InaCounters& stats() const { return counters_; }
   AggregationPolicy& policy() { return *policy_; }
   const std::vector<JobOutcome>& outcomes() const { return outcomes_; }
-  TrainingJob& job(std::size_t j) { return *jobs_.at(j); }
+  InaJob& job(std::size_t j) { return *jobs_.at(j); }
   std::size_t pool_units() const { return policy_->pool().size(); }
   int burst_packets() const { return burst_packets_; }
   // Total gradient values every worker of every job must receive (for exactly-once checks).
@@ -86,7 +88,7 @@ class InaCluster : public SwitchPorts, public HostEnds {
   bool lost(Hop hop, const Packet& p, std::uint16_t to);
   void send_from_worker(const Packet& p);
   void send_from_ps(const Packet& p);
-  void job_finished(TrainingJob& job);
+  void job_finished(InaJob& job);
 
   Engine& engine_;
   ClusterParams params_;
@@ -95,7 +97,9 @@ class InaCluster : public SwitchPorts, public HostEnds {
   Bytes packet_bytes_;
   InaCounters counters_;
   std::unique_ptr<AggregationPolicy> policy_;
-  std::vector<std::unique_ptr<TrainingJob>> jobs_;
+  struct OwnCompute;  // the platform's Compute at speed 1, when the caller gives none
+  std::unique_ptr<OwnCompute> own_compute_;
+  std::vector<std::unique_ptr<InaJob>> jobs_;
   std::vector<double> intensity_;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<Time> ps_busy_until_;  // per job: when its PS has summed what it received

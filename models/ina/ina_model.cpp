@@ -12,6 +12,7 @@
 #include "models/ina/arrival_trace.hpp"
 #include "models/ina/ina_cluster.hpp"
 #include "models/ina/policies.hpp"
+#include "models/training/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/engine/random.hpp"
@@ -74,6 +75,20 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
                                    const std::filesystem::path& scenario_dir, std::uint64_t seed) {
   ClusterParams p;
   p.policy = ina_policies().policies.choose(system, "policy").value;
+  // The training core's communication scheduler (docs/training.md): the framework's FIFO by
+  // default, or ByteScheduler with its partition and credit in gradient values.
+  p.scheduler = system.string_or("scheduler", "fifo");
+  training::training_policies().schedulers.get(p.scheduler, system.path_of("scheduler"));
+  if (p.scheduler == "bytescheduler") {
+    constexpr std::int64_t kMaxValues = std::int64_t{1} << 40;
+    p.scheduler_config.partition = system.integer("partition", 1, kMaxValues);
+    p.scheduler_config.credit = system.integer("credit", 1, kMaxValues);
+  } else {
+    for (const char* key : {"partition", "credit"})
+      if (system.has(key))
+        throw InputError(system.path_of(key),
+                         "a ByteScheduler knob: only with system.scheduler \"bytescheduler\"");
+  }
   const SwitchSpec& sw = hardware.switch_spec(system.string("switch"), system.path_of("switch"));
   p.data_path = ina_policies().data_paths.choose_or(system, "data_path", "packet").value;
   Link host_link;

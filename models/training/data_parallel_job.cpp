@@ -26,6 +26,7 @@ DataParallelJob::DataParallelJob(Engine& engine, Compute& compute, JobSpec spec)
 
 void DataParallelJob::start() {
   MLSIM_CHECK(sink_ != nullptr, "a training job needs a gradient sink");
+  last_compute_end_ = engine_.now();
   for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
 }
 
@@ -54,7 +55,7 @@ std::vector<double> DataParallelJob::take_compute_slowdown() {
 
 void DataParallelJob::try_start(std::size_t w) {
   Worker& wk = workers_[w];
-  if (wk.busy || wk.computing_done) return;
+  if (wk.busy || wk.computing_done || aborted_) return;
   const std::size_t layers = spec_.parameters.size();
   std::size_t layer = 0;
   Time nominal;
@@ -80,6 +81,8 @@ void DataParallelJob::try_start(std::size_t w) {
 }
 
 void DataParallelJob::op_done(std::size_t w, std::size_t layer, bool forward) {
+  if (aborted_) return;
+  last_compute_end_ = engine_.now();
   Worker& wk = workers_[w];
   wk.busy = false;
   wk.actual_s += (engine_.now() - wk.op_started).seconds();

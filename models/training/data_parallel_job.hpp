@@ -90,6 +90,12 @@ class DataParallelJob {
   // worker waits there and every gradient handed over is back.
   void hold_before(std::size_t iteration, std::function<void()> on_drained);
   void release_hold();
+  // The job is given up (a model's watchdog found it hung): no op starts any more and the ops
+  // in progress end without effect. It never finishes.
+  void abort() { aborted_ = true; }
+  bool aborted() const { return aborted_; }
+  // When a compute op last ended (the job's start before any): a watchdog's sign of progress.
+  Time last_compute_end() const { return last_compute_end_; }
 
   const JobSpec& spec() const { return spec_; }
   bool finished() const { return finished_; }
@@ -134,6 +140,8 @@ class DataParallelJob {
   std::size_t gate_ = kNoHold;  // no worker starts this iteration yet
   std::function<void()> on_drained_;
   bool drain_reported_ = false;
+  bool aborted_ = false;
+  Time last_compute_end_;
   // Metrics.
   bool finished_ = false;
   Time finish_;

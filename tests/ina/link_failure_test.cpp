@@ -98,7 +98,7 @@ Outcome run_checked(ClusterParams p, Failure failure, Time fail_at, const std::s
   EXPECT_EQ(c.duplicate_results, 0u);
   Outcome o;
   for (std::size_t j = 0; j < p.jobs.size(); ++j) {
-    TrainingJob& job = cluster.job(j);
+    InaJob& job = cluster.job(j);
     EXPECT_NE(job.finished(), job.failed()) << "job " << j;
     if (job.finished()) {
       ++o.finished;

@@ -66,3 +66,17 @@ TEST(HandComputed, ByteSchedulerOverParameterServer) {
   using Order = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
   EXPECT_EQ(job.started(), (Order{{1, 0}, {0, 0}, {1, 1}}));
 }
+
+// abort() (a model's watchdog gives the job up): ring sync as above, aborted at 2.5 s while B1
+// [2,3] runs. B1's end has no effect (no gradient handed over, nothing sent), no op starts
+// after it, and the job never finishes; the last op that counted ended at 2 (F1).
+TEST(HandComputed, AbortStopsTheJob) {
+  Job job(2, 0, kTwoLayers, 2, "fifo", "ring", {});
+  job.engine.schedule_at(Time::ms(2500), [&] { job.core->abort(); });
+  job.run();
+  EXPECT_TRUE(job.core->aborted());
+  EXPECT_FALSE(job.core->finished());
+  EXPECT_EQ(job.core->last_compute_end(), Time::s(2));
+  EXPECT_TRUE(job.tap.starts.empty());
+  EXPECT_EQ(job.engine.now(), Time::s(3));  // B1's end was the last event
+}

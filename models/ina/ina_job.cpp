@@ -1,0 +1,72 @@
+#include "models/ina/ina_job.hpp"
+
+#include <algorithm>
+
+#include "sim_core/base/error.hpp"
+
+namespace mlsim::ina {
+
+InaJob::InaJob(Engine& engine, Compute& compute, std::uint16_t id,
+               std::shared_ptr<const JobPlan> plan, training::JobSpec core,
+               const training::SchedulerFactory& scheduler,
+               training::SchedulerConfig scheduler_config, std::uint8_t priority,
+               SenderConfig sender, InaCounters& counters, InaSync::Send send, Finished finished)
+    : engine_(engine),
+      id_(id),
+      priority_(priority),
+      stall_timeout_(sender.stall_timeout),
+      core_(engine, compute, std::move(core)),
+      path_(engine, core_, scheduler, scheduler_config),
+      on_finished_(std::move(finished)) {
+  MLSIM_CHECK(plan->partition == scheduler_config.partition,
+              "the job plan is cut at the scheduler's partition");
+  MLSIM_CHECK(plan->layers.size() == core_.spec().parameters.size(), "a plan layer per layer");
+  const int workers = static_cast<int>(core_.spec().workers.size());
+  sync_ = std::make_unique<InaSync>(engine, *this, id, std::move(plan), workers, priority, sender,
+                                    counters, std::move(send));
+  core_.set_gradient_sink(&path_);
+  path_.set_sync(sync_.get());
+}
+
+void InaJob::start() {
+  started_ = engine_.now();
+  sync_->set_started(started_);
+  arm_watchdog();
+  core_.start();
+}
+
+void InaJob::on_chunk(std::size_t owner, const training::Chunk& chunk, bool release, bool arrived) {
+  path_.on_chunk(owner, chunk, release, arrived);
+  if (ended_ || !core_.finished()) return;
+  ended_ = true;
+  engine_.cancel(watchdog_);
+  finished_at_ = core_.finish_time();
+  on_finished_(*this);
+}
+
+std::vector<Time> InaJob::iteration_marks() const {
+  std::vector<Time> marks = core_.iteration_starts();
+  if (core_.finished()) marks.push_back(core_.finish_time());
+  return marks;
+}
+
+void InaJob::arm_watchdog() {
+  if (stall_timeout_ <= Time::zero()) return;
+  watchdog_ = engine_.schedule_at(last_progress() + stall_timeout_, [this] { on_watchdog(); });
+}
+
+// Fires at the earliest time the job can have stalled for the whole timeout; if something
+// happened since, it looks again from the last progress (one event per timeout per job).
+void InaJob::on_watchdog() {
+  if (engine_.now() - last_progress() < stall_timeout_) {
+    arm_watchdog();
+    return;
+  }
+  ended_ = true;
+  finished_at_ = engine_.now();
+  core_.abort();
+  sync_->abort();
+  on_finished_(*this);
+}
+
+}  // namespace mlsim::ina
