@@ -3,6 +3,7 @@
 // build it directly). Defaults are the papers' published figures (papers.md section 2); the
 // [inferred] ones are modelling choices, documented in docs/ina.md.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ std::string_view policy_name(PolicyKind p);
 
 struct JobSpec {
   std::string model;  // for output
+  // The job's aggregation policy; empty: ClusterParams::policy. SwitchML jobs may share the
+  // switch with ATP or DSA jobs (docs/ina.md, "Mixed policies").
+  std::optional<PolicyKind> policy;
   std::shared_ptr<const DnnProfile> profile;
   int workers = 4;
   int iterations = 10;
@@ -67,7 +71,10 @@ struct ClusterParams {
   double window_increase_bytes = 1500;
   Time atp_timeout = Time::ms(1);        // [inferred] between ATP's 50 ms initial and 0.2 ms
   Time switchml_timeout = Time::ms(10);  // SwitchML client default
-  int switchml_partitions = 0;           // 0 = number of jobs [inferred]
+  int switchml_partitions = 0;           // 0 = number of (SwitchML) jobs [inferred]
+  // With SwitchML and ATP/DSA jobs on one switch: the register bytes for SwitchML's partitions
+  // (the rest is the shared pool); 0 = the SwitchML jobs' equal share per job [inferred].
+  Bytes switchml_memory{0};
   bool selective_retransmission = true;  // DSA
   // A job in which nothing happens for this long (no compute op ends, no worker receives a new
   // result: e.g. its hosts are cut off from the switch by failed links) is aborted and reported

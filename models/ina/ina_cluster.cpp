@@ -48,74 +48,137 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
       loss_(params_.loss_rate, params_.seed, params_.loss_rule) {
   const ClusterParams& p = params_;
   if (p.jobs.empty()) throw InputError("workload.jobs", "no jobs");
-  const bool switchml = p.policy == PolicyKind::kSwitchMl;
-  values_per_packet_ = switchml ? p.switchml_values_per_packet : p.atp_values_per_packet;
-  burst_packets_ = std::max(1, p.burst_values / values_per_packet_);
-  packet_bytes_ = Bytes{p.header_bytes.count + 4LL * values_per_packet_};
-  const std::int64_t aggregator_bytes = 4LL * values_per_packet_;
-
   const int jobs = static_cast<int>(p.jobs.size());
-  if (switchml) {
-    const int partitions = p.switchml_partitions > 0 ? p.switchml_partitions : jobs;
-    if (partitions < jobs)
+  // Each job's aggregation policy (its own `policy`, else system.policy) and packet format.
+  std::vector<int> jobs_of(3, 0);  // by PolicyKind
+  for (const JobSpec& spec : p.jobs) {
+    const PolicyKind kind = spec.policy.value_or(p.policy);
+    const bool switchml = kind == PolicyKind::kSwitchMl;
+    Format f;
+    f.policy = kind;
+    f.values_per_packet = switchml ? p.switchml_values_per_packet : p.atp_values_per_packet;
+    f.burst_packets = std::max(1, p.burst_values / f.values_per_packet);
+    f.packet_bytes = Bytes{p.header_bytes.count + 4LL * f.values_per_packet};
+    format_.push_back(f);
+    ++jobs_of[static_cast<std::size_t>(kind)];
+  }
+  const int switchml_jobs = jobs_of[static_cast<std::size_t>(PolicyKind::kSwitchMl)];
+  const int shared_jobs = jobs - switchml_jobs;
+  if (jobs_of[static_cast<std::size_t>(PolicyKind::kAtp)] > 0 &&
+      jobs_of[static_cast<std::size_t>(PolicyKind::kDsa)] > 0)
+    throw InputError("workload.jobs",
+                     "ATP and DSA jobs on one switch are not modelled (one shared-pool program "
+                     "per switch); SwitchML jobs may share the switch with either");
+  const bool mixed = switchml_jobs > 0 && shared_jobs > 0;
+  // The register memory: all of it to the one policy, or, with SwitchML beside ATP/DSA,
+  // system.switchml.memory (default: the SwitchML jobs' equal share per job) for SwitchML's
+  // static partitions and the rest for the shared pool [inferred: how a switch running both
+  // programs splits its registers is not in papers.md; each job's equal share is the neutral
+  // choice].
+  std::int64_t switchml_memory = switchml_jobs > 0 ? p.aggregator_memory.count : 0;
+  if (mixed) {
+    switchml_memory = p.switchml_memory.count > 0
+                          ? p.switchml_memory.count
+                          : p.aggregator_memory.count * switchml_jobs / jobs;
+    if (switchml_memory >= p.aggregator_memory.count)
+      throw InputError("system.switchml.memory",
+                       "leaves no aggregator memory for the ATP/DSA jobs' shared pool");
+    if (p.occupancy_interval > Time::zero())
+      throw InputError("system.occupancy_interval",
+                       "the occupancy series of a switch shared by SwitchML and ATP/DSA jobs "
+                       "(two pools) is not reported");
+  } else if (p.switchml_memory.count > 0) {
+    throw InputError("system.switchml.memory",
+                     "only for a workload with both SwitchML and ATP/DSA jobs (the SwitchML "
+                     "share of the aggregator memory)");
+  }
+  policy_of_job_.assign(p.jobs.size(), nullptr);
+  if (switchml_jobs > 0) {
+    const Format& f = *std::find_if(format_.begin(), format_.end(), [](const Format& x) {
+      return x.policy == PolicyKind::kSwitchMl;
+    });
+    const std::int64_t aggregator_bytes = 4LL * f.values_per_packet;
+    const int partitions = p.switchml_partitions > 0 ? p.switchml_partitions : switchml_jobs;
+    if (partitions < switchml_jobs)
       throw InputError("system.switchml.partitions",
                        "fewer SwitchML partitions than jobs is not modelled");
     // Each slot has a shadow copy: 2 aggregators of one packet's payload.
-    const std::int64_t slots = p.aggregator_memory.count / (2 * aggregator_bytes);
-    const std::int64_t slot_units = slots / burst_packets_;
+    const std::int64_t slots = switchml_memory / (2 * aggregator_bytes);
+    const std::int64_t slot_units = slots / f.burst_packets;
     if (slot_units / partitions < 1)
-      throw InputError("system.aggregator_memory",
+      throw InputError(mixed ? "system.switchml.memory" : "system.aggregator_memory",
                        "too little memory for one SwitchML slot (burst) per job: " +
                            std::to_string(slots) + " slots, " + std::to_string(partitions) +
-                           " partitions, bursts of " + std::to_string(burst_packets_));
-    policy_ = std::make_unique<SwitchMlPolicy>(*this, static_cast<std::size_t>(slot_units),
-                                               partitions, jobs);
-  } else {
-    const std::int64_t units = p.aggregator_memory.count / aggregator_bytes / burst_packets_;
+                           " partitions, bursts of " + std::to_string(f.burst_packets));
+    programs_.push_back({std::make_unique<SwitchMlPolicy>(
+                             *this, static_cast<std::size_t>(slot_units), partitions, jobs),
+                         f.burst_packets, aggregator_bytes});
+  }
+  if (shared_jobs > 0) {
+    const Format& f = *std::find_if(format_.begin(), format_.end(), [](const Format& x) {
+      return x.policy != PolicyKind::kSwitchMl;
+    });
+    const std::int64_t aggregator_bytes = 4LL * f.values_per_packet;
+    const std::int64_t units =
+        (p.aggregator_memory.count - switchml_memory) / aggregator_bytes / f.burst_packets;
     if (units < 1)
       throw InputError("system.aggregator_memory", "too little memory for one aggregator");
-    if (p.policy == PolicyKind::kDsa)
-      policy_ = std::make_unique<DsaPolicy>(*this, static_cast<std::size_t>(units));
+    std::unique_ptr<AggregationPolicy> policy;
+    if (f.policy == PolicyKind::kDsa)
+      policy = std::make_unique<DsaPolicy>(*this, static_cast<std::size_t>(units));
     else
-      policy_ = std::make_unique<AtpPolicy>(*this, static_cast<std::size_t>(units));
+      policy = std::make_unique<AtpPolicy>(*this, static_cast<std::size_t>(units));
+    programs_.push_back({std::move(policy), f.burst_packets, aggregator_bytes});
+  }
+  for (Program& prog : programs_) {
+    prog.policy->set_pipeline_latency(p.switch_latency);
+    if (p.occupancy_interval > Time::zero())
+      prog.policy->pool().record_intervals(p.occupancy_interval);
+  }
+  for (std::size_t j = 0; j < p.jobs.size(); ++j)
+    policy_of_job_[j] =
+        (format_[j].policy == PolicyKind::kSwitchMl ? programs_.front() : programs_.back())
+            .policy.get();
+  SwitchProgram<Packet>* program = programs_.front().policy.get();
+  if (mixed) {
+    dispatch_ = std::make_unique<JobDispatch>(policy_of_job_, p.switch_latency);
+    program = dispatch_.get();
   }
 
-  policy_->set_pipeline_latency(p.switch_latency);
-  if (p.occupancy_interval > Time::zero()) policy_->pool().record_intervals(p.occupancy_interval);
-
-  if (switchml && p.scheduler != "fifo")
+  if (switchml_jobs > 0 && p.scheduler != "fifo")
     throw InputError("system.scheduler",
                      "SwitchML streams a job's chunks through its slots in production order; "
                      "only the framework's \"fifo\" order is modelled with it");
-  if (p.scheduler_config.partition > 0 && p.scheduler_config.partition < values_per_packet_)
-    throw InputError("system.partition",
-                     "a chunk smaller than one packet's " + std::to_string(values_per_packet_) +
-                         " values is not modelled (a packet carries one chunk)");
+  for (const Format& f : format_)
+    if (p.scheduler_config.partition > 0 && p.scheduler_config.partition < f.values_per_packet)
+      throw InputError("system.partition",
+                       "a chunk smaller than one packet's " + std::to_string(f.values_per_packet) +
+                           " values is not modelled (a packet carries one chunk)");
   const training::SchedulerFactory& make_scheduler =
       training::training_policies().schedulers.get(p.scheduler, "system.scheduler").value;
 
   SenderConfig sender;
-  sender.packet_bytes = static_cast<double>(packet_bytes_.count);
   sender.max_window_packets = p.sender_threads * p.window_cap_packets_per_thread;
   sender.initial_window_packets = sender.max_window_packets;
   sender.increase_bytes_per_ack = p.window_increase_bytes;
-  sender.retransmission_timeout = switchml ? p.switchml_timeout : p.atp_timeout;
   sender.stall_timeout = p.stall_timeout;
 
   // Plans, shared between jobs of the same profile; communication intensity for DSA's priority.
-  std::map<const DnnProfile*, std::shared_ptr<const JobPlan>> plans;
+  std::map<std::pair<const DnnProfile*, int>, std::shared_ptr<const JobPlan>> plans;
   std::vector<std::shared_ptr<const JobPlan>> job_plans;
-  for (const JobSpec& spec : p.jobs) {
+  for (std::size_t j = 0; j < p.jobs.size(); ++j) {
+    const JobSpec& spec = p.jobs[j];
+    const Format& f = format_[j];
     PlanOptions o;
-    o.values_per_packet = values_per_packet_;
-    o.burst_packets = burst_packets_;
+    o.values_per_packet = f.values_per_packet;
+    o.burst_packets = f.burst_packets;
     o.include_input_layers = p.include_input_layers;
     o.partition = p.scheduler_config.partition;
-    auto& plan = plans[spec.profile.get()];
+    auto& plan = plans[{spec.profile.get(), f.values_per_packet}];
     if (!plan) plan = std::make_shared<const JobPlan>(make_job_plan(*spec.profile, o));
     job_plans.push_back(plan);
     const double comm = static_cast<double>(plan->packets()) *
-                        static_cast<double>(packet_bytes_.count) / p.link_bandwidth.bytes_per_s;
+                        static_cast<double>(f.packet_bytes.count) / p.link_bandwidth.bytes_per_s;
     // Synchronous training: an iteration's compute is its slowest worker's (their GPUs may
     // differ).
     double compute_s = spec.worker_times.empty() ? plan->compute().seconds() : 0;
@@ -140,6 +203,7 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     compute = &own_compute_->compute;
   }
   hosts = 0;
+  std::vector<Bytes> host_packet_bytes;  // each host's job's packet size
   for (int j = 0; j < jobs; ++j) {
     const JobSpec& spec = p.jobs[static_cast<std::size_t>(j)];
     const JobPlan& plan = *job_plans[static_cast<std::size_t>(j)];
@@ -152,8 +216,13 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     hosts += static_cast<std::size_t>(spec.workers) + 1;
     for (int w = 0; w <= spec.workers; ++w)
       host_role_.push_back({id, static_cast<std::uint16_t>(w)});
+    const Format& f = format_[static_cast<std::size_t>(j)];
     SenderConfig s = sender;
-    s.slot_window = policy_->slot_window(id);
+    s.packet_bytes = static_cast<double>(f.packet_bytes.count);
+    s.retransmission_timeout =
+        f.policy == PolicyKind::kSwitchMl ? p.switchml_timeout : p.atp_timeout;
+    s.slot_window = policy_of_job_[static_cast<std::size_t>(j)]->slot_window(id);
+    for (int w = 0; w <= spec.workers; ++w) host_packet_bytes.push_back(f.packet_bytes);
     // The core job: the plan's layers, one host per worker, each worker's layer times on its
     // host's GPU (or the profile's, as measured).
     training::JobSpec core;
@@ -181,7 +250,7 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
         [this](const Packet& q) { send_from_worker(q); },
         [this](InaJob& done) { job_finished(done); }));
     servers_.push_back(std::make_unique<ParameterServer>(
-        id, spec.workers, p.policy == PolicyKind::kDsa && p.selective_retransmission,
+        id, spec.workers, f.policy == PolicyKind::kDsa && p.selective_retransmission,
         // A result can go missing only under loss or, on the network path, when a failed link
         // leaves no route; only then must the PS answer retransmissions of finished chunks.
         /*answer_late_resends=*/loss_.enabled() || p.data_path == DataPathKind::kNetwork,
@@ -189,8 +258,8 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
   }
   ps_busy_until_.assign(jobs_.size(), Time::zero());
   if (p.data_path == DataPathKind::kPacket) {
-    path_ = std::make_unique<PacketPath>(engine_, *this, *policy_, hosts, p.link_bandwidth,
-                                         p.link_latency, packet_bytes_, p.ecn_threshold_bytes);
+    path_ = std::make_unique<PacketPath>(engine_, *this, *program, p.link_bandwidth, p.link_latency,
+                                         std::move(host_packet_bytes), p.ecn_threshold_bytes);
   } else {
     MLSIM_CHECK(network && topology, "the ina network path without a network");
     MLSIM_CHECK(topology->hosts().size() >= hosts, "ina: fewer topology hosts than placed");
@@ -211,8 +280,8 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     std::vector<NodeId> host_nodes(topology->hosts().begin(),
                                    topology->hosts().begin() + static_cast<std::ptrdiff_t>(hosts));
     path_ = std::make_unique<NetworkPath>(engine_, *network, *topology, switch_node,
-                                          std::move(host_nodes), *this, *policy_, packet_bytes_,
-                                          p.ecn_threshold_bytes);
+                                          std::move(host_nodes), *this, *program,
+                                          std::move(host_packet_bytes), p.ecn_threshold_bytes);
   }
 }
 
@@ -222,7 +291,7 @@ void InaCluster::start() {
   for (auto& job : jobs_) {
     InaJob* j = job.get();
     engine_.schedule_at(params_.jobs[j->id()].arrival, [this, j] {
-      policy_->job_started(j->id());
+      policy_of_job_[j->id()]->job_started(j->id());
       j->start();
     });
   }
@@ -258,12 +327,13 @@ void InaCluster::send_from_worker(const Packet& p) {
 }
 
 void InaCluster::to_ps(const Packet& p) {
-  MLSIM_CHECK(policy_->uses_parameter_server(), "a policy without PS sent to the PS");
+  MLSIM_CHECK(policy_of_job_[p.job]->uses_parameter_server(), "a policy without PS sent to the PS");
   // Fallback traffic: everything but the aggregates the switch completed itself.
   const bool complete_aggregate =
       p.kind == PacketKind::kPartial && p.bitmap == full_bitmap(jobs_[p.job]->workers());
   if (!complete_aggregate)
-    counters_.ps_fallback_bytes += static_cast<std::uint64_t>(p.packets) * packet_bytes_.count;
+    counters_.ps_fallback_bytes +=
+        static_cast<std::uint64_t>(p.packets) * format_[p.job].packet_bytes.count;
   path_->from_switch(ps_host(p.job), p, lost(Hop::kSwitchToPs, p, 0));
 }
 
@@ -293,7 +363,7 @@ void InaCluster::at_host(std::size_t host, const Packet& p) {
       return;
     }
     // The PS sums each packet's payload at its rate, one after another, before it counts.
-    const double payload = 4.0 * values_per_packet_ * p.packets;
+    const double payload = 4.0 * format_[role.job].values_per_packet * p.packets;
     Time& busy = ps_busy_until_[role.job];
     busy = std::max(busy, engine_.now()) +
            Time::from_seconds_ceil(payload / params_.ps_aggregation.bytes_per_s);
@@ -307,9 +377,9 @@ void InaCluster::at_host(std::size_t host, const Packet& p) {
 
 void InaCluster::job_finished(InaJob& job) {
   if (job.failed())
-    policy_->job_aborted(job.id());
+    policy_of_job_[job.id()]->job_aborted(job.id());
   else
-    policy_->job_finished(job.id());
+    policy_of_job_[job.id()]->job_finished(job.id());
   JobOutcome o;
   const JobSpec& spec = params_.jobs[job.id()];
   o.model = spec.model;
@@ -359,15 +429,38 @@ void InaCluster::report(Results& out) const {
   out.set_metric("jobs_failed", static_cast<double>(failed_jobs_));
   out.set_metric("jobs_total", static_cast<double>(jobs_.size()));
   out.set_metric("makespan_s", last_finish_.seconds());
-  const AggregatorSlots& pool = policy_->pool();
-  out.set_metric("aggregators",
-                 static_cast<double>(pool.size() * static_cast<std::size_t>(burst_packets_)));
-  out.set_metric("aggregator_occupancy_mean", pool.mean_occupancy(end));
-  out.set_metric("aggregator_idle_reserved_mean", pool.mean_idle_reserved(end));
-  out.set_metric("aggregator_occupancy_peak", pool.peak_occupancy());
-  // Switch-memory utilisation: the time-averaged share of aggregator memory held by a chunk
-  // (aggregator_idle_reserved_mean is the part of it that is complete and only waiting).
-  out.set_metric("switch_memory_utilisation", pool.mean_occupancy(end));
+  const AggregatorSlots& pool = programs_.front().policy->pool();
+  if (programs_.size() == 1) {
+    out.set_metric("aggregators",
+                   static_cast<double>(pool.size() * static_cast<std::size_t>(burst_packets())));
+    out.set_metric("aggregator_occupancy_mean", pool.mean_occupancy(end));
+    out.set_metric("aggregator_idle_reserved_mean", pool.mean_idle_reserved(end));
+    out.set_metric("aggregator_occupancy_peak", pool.peak_occupancy());
+    // Switch-memory utilisation: the time-averaged share of aggregator memory held by a chunk
+    // (aggregator_idle_reserved_mean is the part of it that is complete and only waiting).
+    out.set_metric("switch_memory_utilisation", pool.mean_occupancy(end));
+  } else {
+    // SwitchML's partitions and the shared pool: the means weighted by their register bytes;
+    // each pool's own figures under its policy's name (the peak of the sum is not tracked).
+    double bytes = 0, held = 0, idle = 0, aggregators = 0;
+    for (const Program& prog : programs_) {
+      const AggregatorSlots& q = prog.policy->pool();
+      const double b = static_cast<double>(q.size()) * prog.burst_packets *
+                       static_cast<double>(prog.aggregator_bytes);
+      bytes += b;
+      held += b * q.mean_occupancy(end);
+      idle += b * q.mean_idle_reserved(end);
+      aggregators += static_cast<double>(q.size()) * prog.burst_packets;
+      const std::string name(prog.policy->name());
+      out.set_metric(name + "_aggregator_occupancy_mean", q.mean_occupancy(end));
+      out.set_metric(name + "_aggregator_occupancy_peak", q.peak_occupancy());
+      out.set_metric(name + "_aggregator_memory_bytes", b);
+    }
+    out.set_metric("aggregators", aggregators);
+    out.set_metric("aggregator_occupancy_mean", held / bytes);
+    out.set_metric("aggregator_idle_reserved_mean", idle / bytes);
+    out.set_metric("switch_memory_utilisation", held / bytes);
+  }
   const InaCounters& c = counters_;
   out.set_metric("gradient_packets", static_cast<double>(c.gradient_packets));
   out.set_metric("retransmitted_packets", static_cast<double>(c.retransmitted_packets));
@@ -388,9 +481,9 @@ void InaCluster::report(Results& out) const {
   out.set_metric("late_results", static_cast<double>(c.late_results));
   out.set_metric("late_retransmissions", static_cast<double>(c.late_retransmissions));
   out.set_metric("result_reanswers", static_cast<double>(c.result_reanswers));
-  out.set_metric("burst_packets", burst_packets_);
+  out.set_metric("burst_packets", burst_packets());
   out.details()["jobs"] = std::move(table);
-  if (const auto iv = pool.intervals(end)) {
+  if (const auto iv = programs_.size() == 1 ? pool.intervals(end) : std::nullopt) {
     // One row per interval, stamped with its start.
     TimeSeries s{"aggregator_occupancy", {"occupancy", "idle_reserved"}, {}};
     for (std::size_t k = 0; k < iv->occupancy.size(); ++k)
@@ -398,7 +491,10 @@ void InaCluster::report(Results& out) const {
             {iv->occupancy[k], iv->idle_reserved[k]});
     out.add_series(std::move(s));
   }
-  out.details()["policy"] = std::string(policy_->name());
+  std::string names;
+  for (const Program& prog : programs_)
+    names += (names.empty() ? "" : "+") + std::string(prog.policy->name());
+  out.details()["policy"] = names;
 }
 
 }  // namespace mlsim::ina

@@ -14,6 +14,7 @@
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/data_path.hpp"
 #include "models/ina/ina_job.hpp"
+#include "models/ina/job_dispatch.hpp"
 #include "models/ina/parameter_server.hpp"
 #include "models/ina/policy.hpp"
 #include "sim_core/engine/engine.hpp"
@@ -59,11 +60,20 @@ class InaCluster : public SwitchPorts, public HostEnds {
   double progress() const;
 
   const InaCounters& stats() const { return counters_; }
-  AggregationPolicy& policy() { return *policy_; }
+  // The switch program when all jobs run one policy (tests); programs() in general: SwitchML's
+  // first, then ATP's or DSA's shared pool.
+  AggregationPolicy& policy() {
+    MLSIM_CHECK(programs_.size() == 1, "jobs of several policies: use programs()");
+    return *programs_.front().policy;
+  }
+  AggregationPolicy& program(std::size_t i) { return *programs_.at(i).policy; }
+  std::size_t programs() const { return programs_.size(); }
+  AggregationPolicy& policy_of(std::uint16_t job) { return *policy_of_job_.at(job); }
   const std::vector<JobOutcome>& outcomes() const { return outcomes_; }
   InaJob& job(std::size_t j) { return *jobs_.at(j); }
-  std::size_t pool_units() const { return policy_->pool().size(); }
-  int burst_packets() const { return burst_packets_; }
+  std::size_t pool_units() const { return programs_.front().policy->pool().size(); }
+  // Packets per burst of the first program's jobs (SwitchML's in a mixed run).
+  int burst_packets() const { return programs_.front().burst_packets; }
   // Total gradient values every worker of every job must receive (for exactly-once checks).
   std::int64_t expected_elements() const;
   // Bytes that crossed the PS ports, both directions.
@@ -93,10 +103,24 @@ class InaCluster : public SwitchPorts, public HostEnds {
   Engine& engine_;
   ClusterParams params_;
   PacketLoss loss_;
-  int values_per_packet_ = 0, burst_packets_ = 1;
-  Bytes packet_bytes_;
+  // Each job's policy and packet format.
+  struct Format {
+    PolicyKind policy = PolicyKind::kAtp;
+    int values_per_packet = 0, burst_packets = 1;
+    Bytes packet_bytes;
+  };
+  std::vector<Format> format_;
   InaCounters counters_;
-  std::unique_ptr<AggregationPolicy> policy_;
+  // The switch programs: one policy, or SwitchML's partitions beside ATP's or DSA's shared pool
+  // (then dispatch_ hands each packet to its job's policy).
+  struct Program {
+    std::unique_ptr<AggregationPolicy> policy;
+    int burst_packets = 1;
+    std::int64_t aggregator_bytes = 0;  // one packet's payload
+  };
+  std::vector<Program> programs_;
+  std::vector<AggregationPolicy*> policy_of_job_;
+  std::unique_ptr<JobDispatch> dispatch_;
   struct OwnCompute;  // the platform's Compute at speed 1, when the caller gives none
   std::unique_ptr<OwnCompute> own_compute_;
   std::vector<std::unique_ptr<InaJob>> jobs_;

@@ -156,6 +156,10 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   if (p.switchml_timeout <= Time::zero())
     throw InputError(sml.path_of("timeout"), "must be positive");
   p.switchml_partitions = static_cast<int>(sml.integer_or("partitions", 0, 0, 65535));
+  if (sml.has("memory")) {
+    p.switchml_memory = sml.bytes("memory");
+    if (p.switchml_memory.count <= 0) throw InputError(sml.path_of("memory"), "must be positive");
+  }
   sml.finish();
 
   // Host costs, read as the collective layer reads them. Only the PS's summing rate applies: an
@@ -198,6 +202,8 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   for (JsonReader& j : workload.objects("jobs")) {
     JobSpec spec;
     spec.model = j.string("model");
+    // A job's own aggregation policy (SwitchML beside ATP or DSA on one switch).
+    if (j.has("policy")) spec.policy = ina_policies().policies.choose(j, "policy").value;
     std::filesystem::path file = j.string("profile");
     if (file.is_relative()) file = scenario_dir / file;
     auto& profile = profiles[file];

@@ -30,14 +30,15 @@ namespace mlsim::ina {
 
 class NetworkPath final : public DataPath {
  public:
-  // `host_nodes[h]` is the topology node of host h; the program is hosted on `switch_node`.
+  // `host_nodes[h]` is the topology node of host h, whose packets are `packet_bytes[h]` on the
+  // wire (its job's format); the program is hosted on `switch_node`.
   NetworkPath(Engine& engine, Network& network, const Topology& topology, NodeId switch_node,
               std::vector<NodeId> host_nodes, HostEnds& ends, SwitchProgram<Packet>& program,
-              Bytes packet_bytes, double ecn_threshold_bytes)
+              std::vector<Bytes> packet_bytes, double ecn_threshold_bytes)
       : messages_(engine, network, topology),
         switch_node_(switch_node),
         host_nodes_(std::move(host_nodes)),
-        packet_bytes_(packet_bytes),
+        packet_bytes_(std::move(packet_bytes)),
         ecn_threshold_(ecn_threshold_bytes) {
     messages_.host(switch_node_, program);
     endpoints_.reserve(host_nodes_.size());
@@ -51,14 +52,14 @@ class NetworkPath final : public DataPath {
 
   void to_switch(std::size_t host, const Packet& p, bool /*forwarded*/, bool lost) override {
     if (lost) return;
-    messages_.send(host_nodes_[host], switch_node_, wire_bytes(p), p);
+    messages_.send(host_nodes_[host], switch_node_, wire_bytes(host, p), p);
   }
   void from_switch(std::size_t host, const Packet& p, bool lost) override {
     Packet q = p;
     if (messages_.egress_backlog_bytes(switch_node_, host_nodes_[host]) > ecn_threshold_)
       q.ecn = true;
     if (lost) return;
-    messages_.send(switch_node_, host_nodes_[host], wire_bytes(q), q);
+    messages_.send(switch_node_, host_nodes_[host], wire_bytes(host, q), q);
   }
   std::uint64_t undelivered_packets() const override { return undelivered_packets_; }
 
@@ -72,12 +73,14 @@ class NetworkPath final : public DataPath {
     HostEnds& ends_;
     std::size_t host_;
   };
-  Bytes wire_bytes(const Packet& p) const { return Bytes{packet_bytes_.count * p.packets}; }
+  Bytes wire_bytes(std::size_t host, const Packet& p) const {
+    return Bytes{packet_bytes_[host].count * p.packets};
+  }
 
   MessageNetwork<Packet> messages_;
   NodeId switch_node_;
   std::vector<NodeId> host_nodes_;
-  Bytes packet_bytes_;
+  std::vector<Bytes> packet_bytes_;  // per host
   double ecn_threshold_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::uint64_t undelivered_packets_ = 0;

@@ -15,15 +15,15 @@ namespace mlsim::ina {
 
 class PacketPath final : public DataPath {
  public:
-  // `hosts` host cables of `bandwidth` and one-way `latency`; ECN marks a burst that finds more
-  // than `ecn_threshold_bytes` queued at a switch egress.
-  PacketPath(Engine& engine, HostEnds& ends, SwitchProgram<Packet>& program, std::size_t hosts,
-             Bandwidth bandwidth, Time latency, Bytes packet_bytes, double ecn_threshold_bytes)
+  // A host cable of `bandwidth` and one-way `latency` per entry of `packet_bytes` (host h's
+  // packets are packet_bytes[h] on the wire: its job's format); ECN marks a burst that finds
+  // more than `ecn_threshold_bytes` queued at a switch egress.
+  PacketPath(Engine& engine, HostEnds& ends, SwitchProgram<Packet>& program, Bandwidth bandwidth,
+             Time latency, const std::vector<Bytes>& packet_bytes, double ecn_threshold_bytes)
       : engine_(engine), ends_(ends), program_(program), ecn_threshold_(ecn_threshold_bytes) {
-    ports_.reserve(hosts);
-    for (std::size_t h = 0; h < hosts; ++h)
-      ports_.push_back({PacketLink(bandwidth, latency, packet_bytes),
-                        PacketLink(bandwidth, latency, packet_bytes)});
+    ports_.reserve(packet_bytes.size());
+    for (const Bytes b : packet_bytes)
+      ports_.push_back({PacketLink(bandwidth, latency, b), PacketLink(bandwidth, latency, b)});
   }
 
   void to_switch(std::size_t host, const Packet& p, bool forwarded, bool lost) override {

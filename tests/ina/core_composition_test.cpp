@@ -4,6 +4,7 @@
 // pipeline, arrivals rounded up to whole nanoseconds at each hop.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "models/ina/ina_cluster.hpp"
@@ -86,4 +87,98 @@ TEST(InaOnTheCore, SwitchMlRefusesByteScheduler) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("system.scheduler"), std::string::npos) << e.what();
   }
+}
+
+// A SwitchML job and an ATP job on one switch (each job its own `policy`): 2296 bytes of
+// aggregator memory, system.switchml.memory 2048 of it for SwitchML's partition (one slot and
+// its shadow copy, 2 x 1024 B), the remaining 248 B one ATP aggregator. Both jobs arrive at 0,
+// 2 workers each, forward 1 ms, backward 1 ms; hosts 0-1 (+ PS 2) and 3-4 (+ PS 5).
+//   SwitchML job, 512 values = 2 packets of 1084 B (86.72 ns): seq 0 at the switch at
+//   2,000,086.72 -> 2,000,087 + 900 = 2,000,987, multicast 2,001,073.72 -> 2,001,074 + 500 =
+//   2,001,574. Seq 1 may leave only then (one slot): switch 2,001,660.72 -> 2,001,661 + 900 =
+//   2,002,561, workers 2,002,647.72 -> 2,002,648 + 500 = 2,003,148.
+//   ATP job, 124 values = 2 packets of 308 B (24.64 ns), sent back to back: seq 0 at the switch
+//   at 2,000,925 claims the one aggregator and completes it; seq 1 at 2,000,049.28 -> 2,000,050
+//   + 900 = 2,000,950 finds it held and both workers' packets fall back to the PS. The PS link
+//   carries the partial (2,000,925 -> 2,000,949.64 -> 2,000,950 + 500 = 2,001,450) and then the
+//   two fallbacks (-> 2,000,974.64 -> 2,001,475; -> 2,000,999.28 -> 2,001,500). The PS's
+//   results: seq 0 2,001,474.64 -> 2,001,475 + 900 = 2,002,375 at the switch (aggregator
+//   released), seq 1 2,001,524.64 -> 2,001,525 + 900 = 2,002,425; multicast to each worker:
+//   2,002,399.64 -> 2,002,400 + 500 = 2,002,900, then 2,002,449.64 -> 2,002,450 + 500 =
+//   2,002,950, the ATP job's end.
+// Neither job touches the other's aggregators: SwitchML's partition is not in ATP's pool.
+TEST(InaOnTheCore, SwitchMlAndAtpJobsShareOneSwitch) {
+  Engine engine;
+  ClusterParams p;
+  p.policy = PolicyKind::kAtp;
+  p.atp_timeout = Time::ms(10);
+  p.aggregator_memory = Bytes{2048 + 248};
+  p.switchml_memory = Bytes{2048};
+  JobSpec sml = job(one_layer(1.0, 1.0, 512), 2, 1);
+  sml.policy = PolicyKind::kSwitchMl;
+  p.jobs.push_back(sml);
+  p.jobs.push_back(job(one_layer(1.0, 1.0, 124), 2, 1));
+  InaCluster cluster(engine, p);
+  ASSERT_EQ(cluster.programs(), 2u);
+  ASSERT_EQ(cluster.program(0).pool().size(), 2u);  // SwitchML: 1 slot x 2 copies
+  ASSERT_EQ(cluster.program(1).pool().size(), 1u);  // ATP: 1 aggregator
+  EXPECT_EQ(cluster.policy_of(0).name(), "switchml");
+  EXPECT_EQ(cluster.policy_of(1).name(), "atp");
+  OwnershipTracker switchml_pool, atp_pool;
+  std::set<std::uint16_t> switchml_jobs, atp_jobs;
+  cluster.program(0).pool().set_observer([&](const PoolEvent& e) {
+    switchml_pool(e);
+    switchml_jobs.insert(e.job);
+  });
+  cluster.program(1).pool().set_observer([&](const PoolEvent& e) {
+    atp_pool(e);
+    atp_jobs.insert(e.job);
+  });
+  cluster.start();
+  engine.run();
+  ASSERT_TRUE(cluster.all_finished());
+  EXPECT_EQ(cluster.job(0).finished_at(), Time::ns(2'003'148));
+  EXPECT_EQ(cluster.job(1).finished_at(), Time::ns(2'002'950));
+  EXPECT_EQ(switchml_jobs, (std::set<std::uint16_t>{0}));
+  EXPECT_EQ(atp_jobs, (std::set<std::uint16_t>{1}));
+  EXPECT_EQ(switchml_pool.violations + atp_pool.violations, 0);
+  EXPECT_TRUE(switchml_pool.held.empty());
+  EXPECT_TRUE(atp_pool.held.empty());
+  const InaCounters& c = cluster.stats();
+  EXPECT_EQ(c.aggregated_packets, 4u + 2u);  // SwitchML's 2 x 2, ATP's seq 0 x 2
+  EXPECT_EQ(c.collision_packets, 2u);
+  EXPECT_EQ(c.fallback_packets, 2u);
+  EXPECT_EQ(c.ps_fallback_bytes, 2u * 308);
+  EXPECT_EQ(c.elements_delivered, 2 * 512 + 2 * 124);
+  EXPECT_EQ(c.wrong_sums, 0u);
+  Results r;
+  cluster.report(r);
+  EXPECT_EQ(r.details()["policy"], "switchml+atp");
+}
+
+// What one switch cannot run, refused when the cluster is built, naming the key: ATP beside DSA
+// (one shared-pool program), and a SwitchML share that leaves the shared pool nothing.
+TEST(InaOnTheCore, MixedPoliciesThatCannotShareAreRefused) {
+  auto refused = [](ClusterParams p, const std::string& key) {
+    Engine engine;
+    try {
+      InaCluster cluster(engine, p);
+      ADD_FAILURE() << "accepted, expected an error at " << key;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  ClusterParams p;
+  p.policy = PolicyKind::kAtp;
+  p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 2, 1));
+  JobSpec dsa = job(one_layer(1.0, 1.0, 62), 2, 1);
+  dsa.policy = PolicyKind::kDsa;
+  p.jobs.push_back(dsa);
+  refused(p, "workload.jobs");
+  p.jobs[1].policy = PolicyKind::kSwitchMl;
+  p.switchml_memory = p.aggregator_memory;
+  refused(p, "system.switchml.memory");
+  p.jobs.pop_back();
+  p.switchml_memory = Bytes{2048};
+  refused(p, "system.switchml.memory");  // one policy only: the key has no meaning
 }
