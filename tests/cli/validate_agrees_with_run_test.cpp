@@ -90,14 +90,14 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"workload.profiled_on=K80"}, "workload.profiled_on"},
          {{"topology.hardware.gpu=no-such-gpu"}, "topology.hardware.gpu"},
          // The training core's scheduler, and jobs of two policies on one switch.
-         {{"system.scheduler=bytescheduler"}, "system.partition"},
-         {{"system.scheduler=bytescheduler", "system.partition=10", "system.credit=1000"},
+         {{"system.policy=atp", "system.scheduler=bytescheduler", "system.partition=10",
+           "system.credit=1000"},
           "system.partition"},
-         {{"system.partition=1000000"}, "system.partition"},
+         {{"system.scheduler=fifo", "system.partition=1000000"}, "system.partition"},
          {{"system.policy=switchml", "system.scheduler=bytescheduler", "system.partition=1000000",
            "system.credit=1000000"},
           "system.scheduler"},
-         {{"workload.jobs[1].policy=atp"}, "workload.jobs"},  // beside DSA jobs
+         {{"workload.jobs[0].policy=atp", "workload.jobs[1].policy=dsa"}, "workload.jobs"},
          {{"workload.jobs[1].policy=switchml", "system.switchml.memory=1MiB"},
           "system.switchml.memory"},
          {{"system.switchml.memory=1KiB"}, "system.switchml.memory"},

@@ -159,3 +159,119 @@ TEST(InaProperties, DsaLowestPriorityJobStillFinishes) {
   EXPECT_EQ(cluster.stats().wrong_sums, 0u);
   EXPECT_EQ(cluster.stats().elements_delivered, cluster.expected_elements());
 }
+
+// The same invariants through the training core (models/training: each job a DataParallelJob,
+// its gradients ordered by a CommScheduler, INA its GradientSync), with what only the core
+// makes possible: ByteScheduler's order (random partition and credit) over ATP and DSA, and
+// SwitchML jobs beside ATP or DSA jobs on one switch. Checked, beside the above:
+// - every layer's parameters were updated exactly once per iteration on every worker (the
+//   core's count: each gradient came back exactly once);
+// - every job finished or was reported failed, never both (no failures here: all finish);
+// - no aggregator had two owners in either pool, and each pool held only its own policy's jobs.
+struct CoreCase {
+  PolicyKind shared;   // ATP or DSA
+  bool with_switchml;  // some jobs SwitchML (then the scheduler is FIFO)
+  double loss;
+  DataPathKind path;
+};
+
+class InaCoreProperties : public ::testing::TestWithParam<CoreCase> {};
+
+TEST_P(InaCoreProperties, ExactlyOnceThroughTheCore) {
+  const CoreCase k = GetParam();
+  std::uint64_t reordered_runs = 0, mixed_runs = 0;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    Workload w = random_workload(seed, k.shared, 62 * 4, k.loss);
+    ClusterParams& p = w.params;
+    p.data_path = k.path;
+    RandomStream rng(seed, "ina-core-properties");
+    if (k.with_switchml) {
+      // At least one job of each policy.
+      for (std::size_t j = 0; j < p.jobs.size(); ++j)
+        if (j == 0 || (j + 1 < p.jobs.size() && rng.uniform() < 0.5))
+          p.jobs[j].policy = PolicyKind::kSwitchMl;
+    } else {
+      p.scheduler = "bytescheduler";
+      const std::int64_t partition = 62 + static_cast<std::int64_t>(rng.below(4000));
+      p.scheduler_config = {partition, partition * (1 + static_cast<std::int64_t>(rng.below(8)))};
+    }
+    SCOPED_TRACE(w.label + " scheduler " + p.scheduler + " partition " +
+                 std::to_string(p.scheduler_config.partition) + " credit " +
+                 std::to_string(p.scheduler_config.credit));
+    int hosts = 0;
+    for (const JobSpec& j : p.jobs) hosts += j.workers + 1;
+    const Topology topology =
+        build_topology(StarSpec{hosts, LinkSpec{p.link_bandwidth, p.link_latency}});
+    Engine engine;
+    FluidNetwork flow(engine, topology, Sharing::kMaxMin);
+    ComputeOn platform(engine, w.speeds);
+    InaCluster cluster(engine, p, &flow, &topology, &platform.compute);
+    std::vector<OwnershipTracker> ownership(cluster.programs());
+    int foreign_claims = 0;
+    for (std::size_t i = 0; i < cluster.programs(); ++i) {
+      const AggregationPolicy* program = &cluster.program(i);
+      cluster.program(i).pool().set_observer([&, i, program](const PoolEvent& e) {
+        ownership[i](e);
+        if (&cluster.policy_of(e.job) != program) ++foreign_claims;
+      });
+    }
+    cluster.start();
+    engine.run_until(Time::s(1000));
+    const InaCounters& c = cluster.stats();
+    EXPECT_TRUE(cluster.all_finished());
+    EXPECT_EQ(cluster.failed_jobs(), 0u);
+    for (const OwnershipTracker& o : ownership) {
+      EXPECT_EQ(o.violations, 0);
+      EXPECT_TRUE(o.held.empty());
+    }
+    EXPECT_EQ(foreign_claims, 0);
+    EXPECT_EQ(c.wrong_sums, 0u);
+    EXPECT_EQ(c.duplicate_results, 0u);
+    EXPECT_EQ(c.elements_delivered, cluster.expected_elements());
+    std::uint64_t units = 0;
+    for (std::size_t j = 0; j < p.jobs.size(); ++j) {
+      InaJob& job = cluster.job(j);
+      EXPECT_NE(job.finished(), job.failed());
+      units += static_cast<std::uint64_t>(job.plan().units()) *
+               static_cast<std::uint64_t>(job.workers() * job.iterations());
+      const training::DataParallelJob& core = job.core();
+      for (std::size_t wk = 0; wk < core.spec().workers.size(); ++wk)
+        for (std::size_t l = 0; l < core.spec().parameters.size(); ++l)
+          EXPECT_EQ(core.updates(wk, l), core.spec().iterations) << "job " << j << " layer " << l;
+      EXPECT_EQ(job.sync().elements_delivered(),
+                job.plan().elements() * job.workers() * job.iterations());
+    }
+    EXPECT_EQ(c.results_received, units);
+    if (cluster.programs() == 2) ++mixed_runs;
+    if (p.scheduler == "bytescheduler") {
+      // More than one chunk in some layer: ByteScheduler had something to order.
+      for (std::size_t j = 0; j < p.jobs.size(); ++j)
+        if (cluster.job(j).plan().chunks.size() > cluster.job(j).plan().layers.size()) {
+          ++reordered_runs;
+          break;
+        }
+    }
+  }
+  if (k.with_switchml) {
+    EXPECT_EQ(mixed_runs, 8u);
+  } else {
+    EXPECT_GE(reordered_runs, 6u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Core, InaCoreProperties,
+    ::testing::Values(CoreCase{PolicyKind::kAtp, false, 0.0, DataPathKind::kPacket},
+                      CoreCase{PolicyKind::kAtp, false, 0.01, DataPathKind::kPacket},
+                      CoreCase{PolicyKind::kDsa, false, 0.0, DataPathKind::kPacket},
+                      CoreCase{PolicyKind::kDsa, false, 0.01, DataPathKind::kNetwork},
+                      CoreCase{PolicyKind::kAtp, true, 0.0, DataPathKind::kPacket},
+                      CoreCase{PolicyKind::kAtp, true, 0.01, DataPathKind::kNetwork},
+                      CoreCase{PolicyKind::kDsa, true, 0.0, DataPathKind::kNetwork},
+                      CoreCase{PolicyKind::kDsa, true, 0.01, DataPathKind::kPacket}),
+    [](const auto& info) {
+      const CoreCase& k = info.param;
+      return std::string(k.with_switchml ? "switchml_and_" : "bytescheduler_over_") +
+             std::string(policy_name(k.shared)) + (k.loss > 0 ? "_lossy" : "") +
+             (k.path == DataPathKind::kNetwork ? "_flow" : "");
+    });
