@@ -217,8 +217,8 @@ TEST(Elastic, AutoscalerAddsTheSpareUnderLoadAndRemovesItWhenTheQueueDrains) {
   a.cooldown = Time::s(1);
   std::vector<RequestSpec> trickle;
   for (int i = 0; i < 50; ++i)
-    trickle.push_back({static_cast<std::uint64_t>(3000 + i), Time::ms(8000 + 100 * i), 100, 1, 0,
-                       -1, {}});
+    trickle.push_back(
+        {static_cast<std::uint64_t>(3000 + i), Time::ms(8000 + 100 * i), 100, 1, 0, -1, {}});
   Deployment dep("multiworld", 3000, 1, 2, {}, a, trickle);
   dep.run();
   EXPECT_EQ(dep.at(0.09, 4), 2);
