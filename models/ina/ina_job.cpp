@@ -22,9 +22,10 @@ InaJob::InaJob(Engine& engine, Compute& compute, std::uint16_t id,
               "the job plan is cut at the scheduler's partition");
   MLSIM_CHECK(plan->layers.size() == core_.spec().parameters.size(), "a plan layer per layer");
   const int workers = static_cast<int>(core_.spec().workers.size());
-  sync_ = std::make_unique<InaSync>(engine, *this, id, std::move(plan), workers, priority, sender,
+  sync_ = std::make_unique<InaSync>(engine, path_, id, std::move(plan), workers, priority, sender,
                                     counters, std::move(send));
   core_.set_gradient_sink(&path_);
+  core_.set_on_finished([this] { ended(); });
   path_.set_sync(sync_.get());
 }
 
@@ -35,10 +36,7 @@ void InaJob::start() {
   core_.start();
 }
 
-void InaJob::on_chunk(std::size_t owner, const training::Chunk& chunk, bool release, bool arrived) {
-  path_.on_chunk(owner, chunk, release, arrived);
-  if (ended_ || !core_.finished()) return;
-  ended_ = true;
+void InaJob::ended() {
   engine_.cancel(watchdog_);
   finished_at_ = core_.finish_time();
   on_finished_(*this);
@@ -62,7 +60,6 @@ void InaJob::on_watchdog() {
     arm_watchdog();
     return;
   }
-  ended_ = true;
   finished_at_ = engine_.now();
   core_.abort();
   sync_->abort();

@@ -20,7 +20,7 @@
 
 namespace mlsim::ina {
 
-class InaJob final : public training::SyncEvents {
+class InaJob {
  public:
   using Finished = InlineFunction<void(InaJob&), 16>;
 
@@ -34,10 +34,6 @@ class InaJob final : public training::SyncEvents {
   InaJob& operator=(const InaJob&) = delete;
 
   void start();
-
-  // training::SyncEvents: the strategy's chunks go to the gradient path; then the job may be done.
-  void on_chunk(std::size_t owner, const training::Chunk& chunk, bool release,
-                bool arrived) override;
 
   InaSync& sync() { return *sync_; }
   InaSender& worker(std::uint16_t w) { return sync_->sender(w); }
@@ -57,6 +53,7 @@ class InaJob final : public training::SyncEvents {
   std::vector<Time> iteration_marks() const;
 
  private:
+  void ended();  // the core finished
   void arm_watchdog();
   void on_watchdog();
   Time last_progress() const { return std::max(core_.last_compute_end(), sync_->last_result()); }
@@ -69,7 +66,6 @@ class InaJob final : public training::SyncEvents {
   training::GradientPath path_;
   std::unique_ptr<InaSync> sync_;
   Finished on_finished_;
-  bool ended_ = false;
   Time started_, finished_at_;
   EventHandle watchdog_;
 };
