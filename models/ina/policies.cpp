@@ -1,5 +1,7 @@
 #include "models/ina/policies.hpp"
 
+#include "models/training/policies.hpp"
+
 namespace mlsim::ina {
 namespace {
 
@@ -31,6 +33,8 @@ std::vector<PolicyInfo> InaPolicies::describe() const {
   std::vector<PolicyInfo> out;
   policies.describe(out);
   data_paths.describe(out);
+  // The training core's schedulers, chosen by system.scheduler (ina_model.cpp).
+  training::training_policies().schedulers.describe(out);
   return out;
 }
 

@@ -12,7 +12,9 @@ void register_ina(ModelRegistry& registry) {
        "pool (SwitchML static slots, ATP hashed pool with PS fallback, DSA preemption) as a "
        "switch program; system.data_path \"packet\" (default): the model's own "
        "packet-level star links, network.backend refused; \"network\": bursts are "
-       "transfers of network.backend to the switch node hosting the program",
+       "transfers of network.backend to the switch node hosting the program; each job runs "
+       "on the training core, system.scheduler ordering its gradients (ByteScheduler over "
+       "ATP/DSA), and a job may name its own policy (SwitchML beside ATP or DSA)",
        ina::ina_policies().describe(),
        [](ModelSetup& setup) { return ina::make_ina_model(setup); }});
 }
