@@ -37,10 +37,12 @@
 
 #include "models/serving/replica.hpp"
 #include "models/serving/stage_worker.hpp"
+#include "models/serving/tp_allreduce.hpp"
 #include "sim_core/base/stats.hpp"
 #include "sim_core/base/units.hpp"
 #include "sim_core/collectives/world_watchdog.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/hardware.hpp"
 #include "sim_core/hardware/node_health.hpp"
 #include "sim_core/run/results.hpp"
 
@@ -68,6 +70,10 @@ struct ElasticStage {
   std::int32_t layers = 0;
   int replicas = 1;      // workers at the start
   int max_replicas = 1;  // workers placed (the rest are spares for scale-out)
+  // The GPU of its workers' hosts and the all-reduce over their intra_node link, when they differ
+  // from the deployment's (the first stage's); absent: the deployment's.
+  std::optional<GpuSpec> gpu;
+  std::optional<TpAllReduce> tp_allreduce;
 };
 
 struct ScaleCommand {

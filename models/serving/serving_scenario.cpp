@@ -341,6 +341,10 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     first_slot.push_back(s.gpu_slots.size());
     any_link.emplace_back();
     std::optional<IntraNodeLink> link;
+    // An elastic deployment: each later stage's GPU and intra_node link (index 0 unused: the
+    // first stage's are the deployment's).
+    std::vector<std::optional<GpuSpec>> elastic_gpus(d.elastic ? d.elastic->stages.size() : 0);
+    std::vector<std::optional<IntraNodeLink>> elastic_links(elastic_gpus.size());
     // A replica is pp groups of tp GPUs (its stages), each group on one host; consecutive stages
     // on the same host send their activations over its intra_node link, on different hosts over
     // the network.
@@ -376,7 +380,22 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
       // Each deployment runs one GPU type and one intra_node link; deployments may differ (a
       // heterogeneous fleet).
       const GpuSpec& gpu = node_hardware.gpu(host, "topology.hardware");
-      if (!d.gpu) {
+      // An elastic deployment's stages may run different GPU types (one per stage).
+      std::size_t es = 0;
+      if (d.elastic)
+        for (int before = d.elastic->stages[0].max_replicas; group >= before;
+             before += d.elastic->stages[es].max_replicas)
+          ++es;
+      if (es > 0) {
+        auto& stage_gpu = elastic_gpus[es];
+        if (!stage_gpu)
+          stage_gpu = gpu;
+        else if (stage_gpu->name != gpu.name)
+          throw InputError("topology.hardware",
+                           fmt::format("an elastic stage runs one GPU type, but stage {} of {} "
+                                       "has {} and {} (host {})",
+                                       es, d.where, stage_gpu->name, gpu.name, host_index));
+      } else if (!d.gpu) {
         d.gpu = gpu;
       } else if (gpu.name != d.gpu->name) {
         throw InputError("topology.hardware",
@@ -399,14 +418,33 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
                         "GPU \"{}\" has no intra_node entry in the catalog: set "
                         "topology.hardware.intra_node",
                         d.tp > 1 ? "tensor parallelism" : "pipeline stages on one host", gpu.name));
-      if (!link) {
-        link = h->intra_node;
-      } else if (h->intra_node->bandwidth.bytes_per_s != link->bandwidth.bytes_per_s ||
-                 h->intra_node->latency != link->latency) {
+      auto& this_link = es > 0 ? elastic_links[es] : link;
+      if (!this_link) {
+        this_link = h->intra_node;
+      } else if (h->intra_node->bandwidth.bytes_per_s != this_link->bandwidth.bytes_per_s ||
+                 h->intra_node->latency != this_link->latency) {
         throw InputError("topology.hardware",
-                         fmt::format("a deployment runs one intra_node link, but host {} of {} "
-                                     "differs",
+                         fmt::format("a deployment runs one intra_node link (an elastic "
+                                     "deployment one per stage), but host {} of {} differs",
                                      host_index, d.where));
+      }
+    }
+    if (d.elastic) {
+      // Stages after the first on another GPU type or link price their layers with their own.
+      for (std::size_t es = 1; es < d.elastic->stages.size(); ++es) {
+        auto& st = d.elastic->stages[es];
+        if (elastic_gpus[es] && elastic_gpus[es]->name != d.gpu->name) {
+          st.gpu = elastic_gpus[es];
+          OperatorTimer::check(costs, *st.gpu, "compute");
+        }
+        const auto& l = elastic_links[es];
+        if (l && (!link || l->bandwidth.bytes_per_s != link->bandwidth.bytes_per_s ||
+                  l->latency != link->latency)) {
+          st.tp_allreduce = c.tp_allreduce;
+          st.tp_allreduce->bandwidth = l->bandwidth;
+          st.tp_allreduce->route_latency = l->latency;
+        }
+        if (!link && l) link = l;  // for activations between workers sharing a host
       }
     }
     if (link) {

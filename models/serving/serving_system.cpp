@@ -99,7 +99,11 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
       // a block's bytes per layer) blocks, times the model's depth in layer-blocks.
       std::int64_t per_layer = std::numeric_limits<std::int64_t>::max();
       for (std::size_t s = 0; s < d.stage_layers.size(); ++s) {
-        auto stage_blocks = static_cast<std::int64_t>((stage_memory - stage_weight_bytes(d, s)) /
+        double memory = stage_memory;
+        if (d.elastic && d.elastic->stages[s].gpu)  // a stage on its own GPU type
+          memory = config_.gpu_memory_utilization *
+                   static_cast<double>(d.elastic->stages[s].gpu->hbm_capacity.count) * d.tp;
+        auto stage_blocks = static_cast<std::int64_t>((memory - stage_weight_bytes(d, s)) /
                                                       (block_bytes * d.stage_layers[s]));
         if (d.elastic) {
           // Replicated stages: a stage-s worker holds the KV of the engines bound to it, from
@@ -188,7 +192,8 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
 void ServingSystem::build_elastic(std::size_t di, Deployment& dep, const std::vector<NodeId>& hosts,
                                   std::size_t& next_host, std::int64_t blocks,
                                   std::int32_t feature_layers, const TpAllReduce& tp_allreduce) {
-  const DeploymentConfig& d = dep.config;
+  // The system's own copy (not dep.config, which moves): stage timers keep references to its GPUs.
+  const DeploymentConfig& d = config_.deployments[di];
   MLSIM_CHECK(elastic_ == nullptr, "one elastic deployment per system");
   MLSIM_CHECK(transfers_ != nullptr && !d.mfs && d.role == PoolRole::kColocated,
               "elastic stages send activations through the network, without MFS or pools");
@@ -211,6 +216,16 @@ void ServingSystem::build_elastic(std::size_t di, Deployment& dep, const std::ve
       }
       w->nominal.resize(w->hosts.size());
       workers[s].push_back(std::move(w));
+    }
+    // A stage on another GPU type (or intra_node link) prices its layers with its own costs.
+    const ElasticStage& st = e.stages[s];
+    if (st.gpu || st.tp_allreduce) {
+      stage_timers_.push_back(std::make_unique<OperatorTimer>(
+          compute_.costs(), st.gpu ? *st.gpu : (d.gpu ? *d.gpu : config_.gpu), d.model.dtype));
+      stage_costs_.push_back(
+          std::make_unique<IterationCostModel>(d.model, d.tp, *stage_timers_.back(), cost_exits(d),
+                                               st.tp_allreduce ? *st.tp_allreduce : tp_allreduce));
+      for (auto& w : workers[s]) w->cost = stage_costs_.back().get();
     }
     layer += e.stages[s].layers;
     weights.push_back(stage_weight_bytes(d, s));

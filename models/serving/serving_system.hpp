@@ -171,6 +171,9 @@ class ServingSystem final : public ReplicaObserver, public ElasticHost {
   std::vector<Deployment> deployments_;
   std::unique_ptr<PointToPoint> transfers_;     // when a network is given
   std::unique_ptr<ElasticDeployment> elastic_;  // the elastic deployment, if any (at most one)
+  // Its stages on their own GPU types: their operator prices and iteration costs.
+  std::vector<std::unique_ptr<OperatorTimer>> stage_timers_;
+  std::vector<std::unique_ptr<IterationCostModel>> stage_costs_;
   std::size_t elastic_deployment_ = 0;
   bool arrivals_done_ = false;
   std::vector<std::unique_ptr<Replica>> replicas_;

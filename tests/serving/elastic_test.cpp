@@ -28,6 +28,17 @@ using namespace mlsim::serving;
 
 namespace {
 
+// 10 us per token per layer on the toy GPU, 5 us on "toy-fast" (the MLP up-projection only).
+class PerGpuMicrosPerToken final : public CostProvider {
+ public:
+  std::string_view name() const override { return "test-per-gpu"; }
+  std::optional<double> operator_seconds(const OperatorWork& w, const GpuSpec& g) const override {
+    if (w.op != op_name(Op::kMlpUpGate)) return 0.0;
+    return (g.name == "toy-fast" ? 5e-6 : 10e-6) * static_cast<double>(w.tokens);
+  }
+  bool total_for(const GpuSpec&, std::string_view) const override { return true; }
+};
+
 struct Star {
   explicit Star(int hosts)
       : topo(build_topology(StarSpec{hosts, LinkSpec{Bandwidth{1e9}, Time::ns(100)}})),
@@ -38,7 +49,7 @@ struct Star {
         nodes(topo.nodes().size()) {
     for (NodeId h : topo.hosts())
       hardware.set_host(h, HostHardware{&gpu, 1, nullptr, std::nullopt});
-    costs.add(std::make_unique<fixtures::TenMicrosPerTokenPerLayer>());
+    costs.add(std::make_unique<PerGpuMicrosPerToken>());
     compute = std::make_unique<Compute>(engine, hardware, speeds, costs);
   }
   Engine engine;
@@ -61,7 +72,7 @@ struct Deployment {
   // Stage 0: one worker; stage 1: `stage1` workers at the start, `stage1_max` placed.
   Deployment(const std::string& groups, int requests, int stage1, int stage1_max,
              std::vector<ScaleCommand> scale = {}, AutoscalerConfig autoscaler = {},
-             std::vector<RequestSpec> later = {}) {
+             std::vector<RequestSpec> later = {}, std::optional<GpuSpec> stage1_gpu = {}) {
     ServingConfig c;
     c.gpu = star.gpu;
     c.series_interval = Time::ms(10);
@@ -77,7 +88,7 @@ struct Deployment {
     e.semantics = serving_policies().process_groups.get(groups, "test").value;
     e.costs.world_creation = Time::s(2);
     e.costs.weight_load = Bandwidth{1e9};
-    e.stages = {ElasticStage{1, 1, 1}, ElasticStage{4, stage1, stage1_max}};
+    e.stages = {ElasticStage{1, 1, 1, {}, {}}, ElasticStage{4, stage1, stage1_max, stage1_gpu, {}}};
     e.scale = std::move(scale);
     e.autoscaler = autoscaler;
     d.elastic = e;
@@ -230,6 +241,19 @@ TEST(Elastic, AutoscalerAddsTheSpareUnderLoadAndRemovesItWhenTheQueueDrains) {
   EXPECT_EQ(dep.at(9.0, 4), 2);  // scaled in
   EXPECT_EQ(dep.metric("serving_requests_completed"), 3050);
   EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
+}
+
+// Stage 1 on a GPU twice as fast (5 us per token per layer): 2 ms per request on one stage-1
+// worker, 500 requests/s instead of 250/s; stage 0 stays on the toy GPU (1 ms per request).
+TEST(Elastic, AStageRunsItsOwnGpuType) {
+  GpuSpec fast = fixtures::toy_gpu();
+  fast.name = "toy-fast";
+  Deployment slow("multiworld", 1000, 1, 1);
+  slow.run();
+  Deployment quick("multiworld", 1000, 1, 1, {}, {}, {}, fast);
+  quick.run();
+  EXPECT_NEAR(slow.completed(0.1, 0.5), 100, 2);
+  EXPECT_NEAR(quick.completed(0.1, 0.5), 200, 2);
 }
 
 // Property: under random worker failures (each repaired), scale-outs and scale-ins, with either
