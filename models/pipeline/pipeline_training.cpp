@@ -77,6 +77,8 @@ void PipelineTraining::begin_segment(const Partition& p) {
   base_costs_ = stage_costs(params_.layers, p, unit);
   segment_limit_ = params_.minibatches - completed_;
   round_done_.clear();
+  for (auto& [key, ar] : allreduces_) retired_allreduces_.push_back(std::move(ar));
+  allreduces_.clear();
   workers_.assign(p.hosts_used(), Worker{});
   for (std::size_t s = 0; s < p.stages(); ++s) {
     for (std::size_t q = 0; q < p.replication(s); ++q) {
@@ -117,8 +119,9 @@ void PipelineTraining::try_start(std::size_t w) {
 }
 
 void PipelineTraining::op_done(std::size_t w, bool forward, std::size_t k) {
-  // Finished all-reduces go here, where none of their callbacks can be running.
-  while (!allreduces_.empty() && allreduces_.front()->done()) allreduces_.pop_front();
+  // Earlier segments' all-reduces go here, where none of their callbacks can be running.
+  for (const auto& ar : retired_allreduces_) failed_transfers_ += ar->failed_transfers();
+  retired_allreduces_.clear();
   Worker& wk = workers_[w];
   wk.busy = false;
   const std::size_t s = wk.stage, m = wk.replica + k * wk.replicas;  // segment minibatch
@@ -182,24 +185,20 @@ void PipelineTraining::maybe_start_allreduce(std::size_t s, std::size_t k) {
     engine_.schedule_in(Time::ns(0), release);
     return;
   }
-  std::vector<NodeId> hosts(params_.hosts.begin() + static_cast<std::ptrdiff_t>(first),
-                            params_.hosts.begin() + static_cast<std::ptrdiff_t>(first + members));
-  collectives::CollectiveSpec spec;  // ring, one chunk, window 1 (one_f_one_b.hpp's estimate)
-  spec.costs = params_.collective_costs.costs;
-  spec.host = params_.collective_costs.host;  // no send clock: the ring pays its own messages
-  spec.bytes = Bytes{static_cast<std::int64_t>(base_costs_.parameter_bytes[s])};
   allreduce_bytes_ += base_costs_.parameter_bytes[s];
   ++allreduce_count_;
-  auto done = [this, release](const collectives::CollectiveResult& r) {
-    if (!r.completed) {
-      failed_transfers_ += r.failed_transfers;
-      return;  // the stage stalls, as after a failed transfer
-    }
-    release();
-  };
-  allreduces_.push_back(std::make_unique<collectives::Collective>(
-      engine_, network_, std::move(hosts), spec, std::move(done), &links_));
-  allreduces_.back()->start();
+  // The training core's ring strategy over the members, one chunk (one_f_one_b.hpp's estimate:
+  // 2 (n - 1) steps of P / n); a failed transfer stalls the stage, as a failed activation does.
+  std::unique_ptr<StageAllReduce>& ar = allreduces_[{s, members}];
+  if (!ar) {
+    std::vector<NodeId> hosts(params_.hosts.begin() + static_cast<std::ptrdiff_t>(first),
+                              params_.hosts.begin() + static_cast<std::ptrdiff_t>(first + members));
+    ar = std::make_unique<StageAllReduce>(
+        engine_, network_, std::move(hosts),
+        static_cast<std::int64_t>(base_costs_.parameter_bytes[s]), params_.collective_costs.costs,
+        params_.collective_costs.host, &links_, std::move(release));
+  }
+  for (std::size_t q = 0; q < members; ++q) ar->contribute(q);
 }
 
 void PipelineTraining::speed_changed(NodeId host, double speed) {
@@ -305,8 +304,10 @@ void PipelineTraining::report(Results& out) const {
   out.set_metric("migrated_bytes", migrated_bytes_);
   out.set_metric("allreduces", static_cast<double>(allreduce_count_));
   out.set_metric("allreduce_bytes", allreduce_bytes_);
-  out.set_metric("failed_transfers",
-                 static_cast<double>(failed_transfers_ + messages_.failed_transfers()));
+  std::uint64_t failed = failed_transfers_ + messages_.failed_transfers();
+  for (const auto& [key, ar] : allreduces_) failed += ar->failed_transfers();
+  for (const auto& ar : retired_allreduces_) failed += ar->failed_transfers();
+  out.set_metric("failed_transfers", static_cast<double>(failed));
   out.set_metric("initial_estimate_s_per_minibatch", initial_estimate_s_);
   out.set_metric("initial_pipedream_objective_s", initial_pipedream_objective_s_);
   auto& d = out.details();

@@ -44,6 +44,7 @@
 #include <optional>
 
 #include "models/pipeline/pipeline_costs.hpp"
+#include "models/pipeline/stage_allreduce.hpp"
 #include "sim_core/collectives/collective.hpp"
 #include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/engine/engine.hpp"
@@ -143,7 +144,10 @@ class PipelineTraining {
   std::size_t completed_ = 0;      // minibatches finished in earlier segments and this one
   // All-reduce rounds of replicated stages: replicas done per (stage, round); collectives alive.
   std::map<std::pair<std::size_t, std::size_t>, std::size_t> round_done_;
-  std::deque<std::unique_ptr<collectives::Collective>> allreduces_;
+  // This segment's all-reduces, per (stage, members): built on first use, rearmed every round.
+  std::map<std::pair<std::size_t, std::size_t>, std::unique_ptr<StageAllReduce>> allreduces_;
+  // Earlier segments' ones, freed where none of their callbacks can be running (op_done).
+  std::vector<std::unique_ptr<StageAllReduce>> retired_allreduces_;
   // Switching state.
   bool switching_ = false, change_pending_ = false;
   Partition next_;

@@ -17,6 +17,7 @@ void ChunkCollectives::drop(Entry& e) {
   bytes_sent_ += r.bytes_sent.count;
   bytes_delivered_ += r.bytes_delivered.count;
   messages_ += r.transfers;
+  failed_ += r.failed_transfers;
   e.collective.reset();
 }
 
@@ -41,6 +42,12 @@ std::int64_t ChunkCollectives::bytes_delivered() const {
 std::uint64_t ChunkCollectives::messages() const {
   std::uint64_t total = messages_;
   for_each_live([&](const collectives::CollectiveResult& r) { total += r.transfers; });
+  return total;
+}
+
+std::uint64_t ChunkCollectives::failed_transfers() const {
+  std::uint64_t total = failed_;
+  for_each_live([&](const collectives::CollectiveResult& r) { total += r.failed_transfers; });
   return total;
 }
 

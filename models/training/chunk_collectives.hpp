@@ -32,6 +32,7 @@ class ChunkCollectives {
   std::int64_t bytes_sent() const;
   std::int64_t bytes_delivered() const;
   std::uint64_t messages() const;
+  std::uint64_t failed_transfers() const;
 
  private:
   template <typename F>
@@ -44,7 +45,7 @@ class ChunkCollectives {
   std::uint32_t copies_;
   std::vector<std::vector<Entry>> by_layer_;           // per layer: index x copies + copy
   std::int64_t bytes_sent_ = 0, bytes_delivered_ = 0;  // of the dropped collectives
-  std::uint64_t messages_ = 0;
+  std::uint64_t messages_ = 0, failed_ = 0;
 };
 
 }  // namespace mlsim::training

@@ -14,6 +14,7 @@ class CollectiveSync : public GradientSync {
   std::int64_t bytes_sent() const override { return slots_.bytes_sent(); }
   std::int64_t bytes_delivered() const override { return slots_.bytes_delivered(); }
   std::uint64_t messages() const override { return slots_.messages(); }
+  std::uint64_t failed_transfers() const override { return slots_.failed_transfers(); }
 
  protected:
   CollectiveSync(SyncSetup setup, std::uint32_t copies)
@@ -24,15 +25,17 @@ class CollectiveSync : public GradientSync {
         slots_(copies) {
     options_.host.send_clock = &clock_;
   }
-  // A spec for one chunk's all-reduce with `algorithm`: its bytes, no window, the host costs.
+  // A spec for one chunk's all-reduce with `algorithm`: its bytes, the options' window and
+  // costs (no window and no costs by default).
   collectives::CollectiveSpec chunk_spec(collectives::Algorithm algorithm, const Chunk& c) const {
     collectives::CollectiveSpec spec;
     spec.operation = collectives::Operation::kAllReduce;
     spec.algorithm = algorithm;
     spec.bytes = Bytes{c.parameters * options_.bytes_per_parameter};
     spec.element_bytes = options_.bytes_per_parameter;
-    spec.window = 0;
+    spec.window = options_.window;
     spec.host = options_.host;
+    spec.costs = options_.costs;
     return spec;
   }
 

@@ -29,6 +29,7 @@
 #include <functional>
 #include <vector>
 
+#include "models/training/gradient_owner.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 
@@ -65,7 +66,7 @@ class IterationHook {
   virtual void iteration_done(std::size_t worker, std::size_t iteration, bool last) = 0;
 };
 
-class DataParallelJob {
+class DataParallelJob final : public GradientOwner {
  public:
   // `compute` must outlive the job: every forward and backward runs on it, on the worker's host.
   DataParallelJob(Engine& engine, Compute& compute, JobSpec spec);
@@ -80,12 +81,12 @@ class DataParallelJob {
   void start();
 
   // Layer `layer`'s updated parameters are on `worker`.
-  void parameters_back(std::size_t worker, std::size_t layer);
+  void parameters_back(std::size_t worker, std::size_t layer) override;
   // A fetched layer's parameters for `worker`'s next iteration are there
   // (JobSpec::fetched_each_iteration).
-  void parameters_fetched(std::size_t worker, std::size_t layer);
+  void parameters_fetched(std::size_t worker, std::size_t layer) override;
   // Re-checks the hold and the end of the job; the gradient path calls it after every chunk.
-  void check_progress();
+  void check_progress() override;
   // No worker starts iteration `iteration` until release_hold(); `on_drained` runs once every
   // worker waits there and every gradient handed over is back.
   void hold_before(std::size_t iteration, std::function<void()> on_drained);
@@ -98,11 +99,16 @@ class DataParallelJob {
   Time last_compute_end() const { return last_compute_end_; }
 
   const JobSpec& spec() const { return spec_; }
+  std::size_t gradient_workers() const override { return spec_.workers.size(); }
+  std::size_t gradient_layers() const override { return spec_.parameters.size(); }
+  std::int64_t layer_parameters(std::size_t layer) const override {
+    return spec_.parameters[layer];
+  }
   bool finished() const { return finished_; }
   Time finish_time() const { return finish_; }
   double progress() const;  // worker iterations computed / all
   // Updates applied so far to `layer`'s parameters on `worker`.
-  std::size_t updates(std::size_t worker, std::size_t layer) const {
+  std::size_t updates(std::size_t worker, std::size_t layer) const override {
     return workers_[worker].updated[layer];
   }
   // Start of each iteration's first forward op on worker 0.

@@ -4,7 +4,7 @@
 
 namespace mlsim::training {
 
-GradientPath::GradientPath(Engine& engine, DataParallelJob& job, SchedulerFactory make_scheduler,
+GradientPath::GradientPath(Engine& engine, GradientOwner& job, SchedulerFactory make_scheduler,
                            SchedulerConfig initial, bool record_trace)
     : engine_(engine),
       job_(job),
@@ -16,10 +16,10 @@ void GradientPath::set_sync(GradientSync* sync) {
   MLSIM_CHECK(sync_ == nullptr, "a gradient path feeds one strategy");
   sync_ = sync;
   per_worker_ = sync_->entry() == GradientSync::Entry::kPerWorker;
-  const std::size_t owners = per_worker_ ? job_.spec().workers.size() : 1;
+  const std::size_t owners = per_worker_ ? job_.gradient_workers() : 1;
   for (std::size_t i = 0; i < owners; ++i)
     schedulers_.push_back(make_scheduler_(SchedulerSetup{initial_, sync_->one_tensor_at_a_time()}));
-  const std::size_t layers = job_.spec().parameters.size();
+  const std::size_t layers = job_.gradient_layers();
   chunks_left_.assign(owners, std::vector<std::uint32_t>(layers, 0));
   produced_.assign(layers, 0);
   sync_->set_partition(config().partition);
@@ -34,12 +34,12 @@ void GradientPath::set_config(const SchedulerConfig& config) {
 void GradientPath::gradient_ready(std::size_t w, std::size_t layer) {
   std::size_t owner = w;
   if (!per_worker_) {
-    if (++produced_[layer] < job_.spec().workers.size()) return;
+    if (++produced_[layer] < job_.gradient_workers()) return;
     produced_[layer] = 0;
     owner = 0;
   }
   CommScheduler& s = *schedulers_[owner];
-  const auto chunks = partition_tensor(job_.spec().parameters[layer], s.partition());
+  const auto chunks = partition_tensor(job_.layer_parameters(layer), s.partition());
   chunks_left_[owner][layer] = static_cast<std::uint32_t>(chunks.size());
   for (std::size_t i = 0; i < chunks.size(); ++i)
     s.ready(Chunk{static_cast<std::uint32_t>(layer), static_cast<std::uint32_t>(i), chunks[i]});
@@ -63,7 +63,7 @@ void GradientPath::on_chunk(std::size_t owner, const Chunk& c, bool release, boo
     if (per_worker_) {
       job_.parameters_back(owner, c.layer);
     } else {
-      for (std::size_t v = 0; v < job_.spec().workers.size(); ++v) job_.parameters_back(v, c.layer);
+      for (std::size_t v = 0; v < job_.gradient_workers(); ++v) job_.parameters_back(v, c.layer);
     }
   }
   if (release) pump(owner);

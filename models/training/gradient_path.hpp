@@ -30,8 +30,9 @@ using SchedulerFactory = std::function<std::unique_ptr<CommScheduler>(const Sche
 
 class GradientPath final : public GradientSink, public SyncEvents {
  public:
-  // `job` and `engine` must outlive the path; set_sync() before the job starts.
-  GradientPath(Engine& engine, DataParallelJob& job, SchedulerFactory make_scheduler,
+  // `job` (a DataParallelJob, or another GradientOwner) and `engine` must outlive the path;
+  // set_sync() before the job starts.
+  GradientPath(Engine& engine, GradientOwner& job, SchedulerFactory make_scheduler,
                SchedulerConfig initial, bool record_trace = false);
 
   // The strategy the path feeds (it calls on_chunk back); builds the schedulers it needs.
@@ -54,7 +55,7 @@ class GradientPath final : public GradientSink, public SyncEvents {
   void record(ChunkEvent::Kind kind, std::size_t owner, const Chunk& c);
 
   Engine& engine_;
-  DataParallelJob& job_;
+  GradientOwner& job_;
   SchedulerFactory make_scheduler_;
   SchedulerConfig initial_;
   GradientSync* sync_ = nullptr;

@@ -61,6 +61,8 @@ class GradientSync {
   virtual std::int64_t bytes_sent() const = 0;
   virtual std::int64_t bytes_delivered() const = 0;
   virtual std::uint64_t messages() const = 0;
+  // Transfers that failed (a link down with no route left): what depends on them never happens.
+  virtual std::uint64_t failed_transfers() const { return 0; }
 };
 
 }  // namespace mlsim::training

@@ -43,8 +43,8 @@ ChunkCollectives::Entry& PsSync::open(const Chunk& c, std::uint32_t copy) {
         options_.servers[(first_key_[c.layer] + c.index) % options_.servers.size()]);
   }
   e.chunk = c;
-  e.collective =
-      std::make_unique<collectives::Collective>(engine_, network_, std::move(participants), spec);
+  e.collective = std::make_unique<collectives::Collective>(
+      engine_, network_, std::move(participants), spec, nullptr, options_.links);
   e.collective->set_participant_callback(
       [this, layer = c.layer, index = c.index](std::uint32_t p, collectives::ParticipantEvent ev) {
         on_participant(layer, index, p, ev);

@@ -25,7 +25,8 @@ void RingSync::start(std::size_t, const Chunk& c) {
         engine_, network_, options_.workers, chunk_spec(collectives::Algorithm::kRing, c),
         [this, layer = c.layer, index = c.index](const collectives::CollectiveResult&) {
           done(layer, index);
-        });
+        },
+        options_.links);
   }
   e.collective->start();
 }

@@ -6,6 +6,7 @@
 #include "models/training/gradient_sync.hpp"
 #include "sim_core/collectives/costs.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/network.hpp"
 
 namespace mlsim::training {
@@ -20,6 +21,14 @@ struct SyncOptions {
   // host.message_latency a delay that overlaps other messages; host.ps_aggregation the servers'
   // summing rate (0 = free). host.send_clock is set by the strategy.
   collectives::HostCosts host;
+  // The collectives' NCCL-like costs (launch, protocols; none by default). Several protocols
+  // need `links` (chosen per collective from the route between the participants), which must
+  // then outlive the strategy.
+  collectives::CostModel costs;
+  // Messages in flight per participant of each collective (0 = no limit, the default: a job's
+  // many chunks are paced by the scheduler's credit instead).
+  int window = 0;
+  const LinkConditions* links = nullptr;
   // ps: a message above this many values is sliced evenly over all servers, otherwise it goes
   // whole to server (key mod servers), keys numbered over (layer, chunk) [MXNet kvstore_dist:
   // MXNET_KVSTORE_BIGARRAY_BOUND, memory, unverified].
