@@ -72,7 +72,8 @@ struct Deployment {
   // Stage 0: one worker; stage 1: `stage1` workers at the start, `stage1_max` placed.
   Deployment(const std::string& groups, int requests, int stage1, int stage1_max,
              std::vector<ScaleCommand> scale = {}, AutoscalerConfig autoscaler = {},
-             std::vector<RequestSpec> later = {}, std::optional<GpuSpec> stage1_gpu = {}) {
+             std::vector<RequestSpec> later = {}, std::optional<GpuSpec> stage1_gpu = {},
+             Time polling = Time::zero()) {
     ServingConfig c;
     c.gpu = star.gpu;
     c.series_interval = Time::ms(10);
@@ -87,6 +88,7 @@ struct Deployment {
     e.process_groups = groups;
     e.semantics = serving_policies().process_groups.get(groups, "test").value;
     e.costs.world_creation = Time::s(2);
+    e.costs.polling_overhead = polling;
     e.costs.weight_load = Bandwidth{1e9};
     e.stages = {ElasticStage{1, 1, 1, {}, {}}, ElasticStage{4, stage1, stage1_max, stage1_gpu, {}}};
     e.scale = std::move(scale);
@@ -241,6 +243,24 @@ TEST(Elastic, AutoscalerAddsTheSpareUnderLoadAndRemovesItWhenTheQueueDrains) {
   EXPECT_EQ(dep.at(9.0, 4), 2);  // scaled in
   EXPECT_EQ(dep.metric("serving_requests_completed"), 3050);
   EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
+}
+
+// MultiWorld's polling: one request (100-token prompt, three output tokens: a prefill and two
+// decodes, each crossing the stage boundary once) with 1 ms of polling per send finishes exactly
+// 3 ms later than without; its first token 1 ms later. The single world does not poll.
+TEST(Elastic, MultiWorldPaysItsPollingOncePerActivationSend) {
+  auto e2e = [](const std::string& groups, Time polling, const char* metric) {
+    Deployment dep(groups, 0, 1, 1, {}, {}, {RequestSpec{0, Time::zero(), 100, 3, 0, -1, {}}}, {},
+                   polling);
+    dep.run();
+    return dep.metric(metric);
+  };
+  const double base = e2e("multiworld", Time::zero(), "serving_e2e_mean_s");
+  EXPECT_NEAR(e2e("multiworld", Time::ms(1), "serving_e2e_mean_s") - base, 3e-3, 1e-9);
+  EXPECT_NEAR(e2e("multiworld", Time::ms(1), "serving_ttft_mean_s") -
+                  e2e("multiworld", Time::zero(), "serving_ttft_mean_s"),
+              1e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(e2e("single_world", Time::ms(1), "serving_e2e_mean_s"), base);
 }
 
 // Stage 1 on a GPU twice as fast (5 us per token per layer): 2 ms per request on one stage-1
