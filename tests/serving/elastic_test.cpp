@@ -73,7 +73,7 @@ struct Deployment {
   Deployment(const std::string& groups, int requests, int stage1, int stage1_max,
              std::vector<ScaleCommand> scale = {}, AutoscalerConfig autoscaler = {},
              std::vector<RequestSpec> later = {}, std::optional<GpuSpec> stage1_gpu = {},
-             Time polling = Time::zero()) {
+             Time polling = Time::zero(), int stage0 = 1) {
     ServingConfig c;
     c.gpu = star.gpu;
     c.series_interval = Time::ms(10);
@@ -90,7 +90,8 @@ struct Deployment {
     e.costs.world_creation = Time::s(2);
     e.costs.polling_overhead = polling;
     e.costs.weight_load = Bandwidth{1e9};
-    e.stages = {ElasticStage{1, 1, 1, {}, {}}, ElasticStage{4, stage1, stage1_max, stage1_gpu, {}}};
+    e.stages = {ElasticStage{1, stage0, stage0, {}, {}},
+                ElasticStage{4, stage1, stage1_max, stage1_gpu, {}}};
     e.scale = std::move(scale);
     e.autoscaler = autoscaler;
     d.elastic = e;
@@ -100,7 +101,7 @@ struct Deployment {
       specs.push_back({static_cast<std::uint64_t>(i), Time::zero(), 100, 1, 0, -1, {}});
     specs.insert(specs.end(), later.begin(), later.end());
     std::vector<NodeId> hosts;
-    for (int i = 0; i < 1 + stage1_max; ++i) hosts.push_back(star.topo.hosts()[i]);
+    for (int i = 0; i < stage0 + stage1_max; ++i) hosts.push_back(star.topo.hosts()[i]);
     sys = std::make_unique<ServingSystem>(
         star.engine, *star.compute, hosts, c, std::make_unique<fixtures::ListSource>(specs),
         RandomStream(1, "t"), RandomStream(1, "e"), &star.network, &star.links);
@@ -261,6 +262,33 @@ TEST(Elastic, MultiWorldPaysItsPollingOncePerActivationSend) {
                   e2e("multiworld", Time::zero(), "serving_ttft_mean_s"),
               1e-3, 1e-9);
   EXPECT_DOUBLE_EQ(e2e("single_world", Time::ms(1), "serving_e2e_mean_s"), base);
+}
+
+// A front (stage 0) worker fails: two front workers (hosts 0, 1), two stage-1 workers (hosts 2,
+// 3); host 1 fails at 0.5 s. The failed worker is upstream of both its worlds, so it hosted their
+// stores: the stage-1 workers' next tick after the failure (ticks every 0.3 s from 0: 0.6 s)
+// fails on the store: detected after 0.1 s. MultiWorld re-routes the requests it held to the
+// other front worker (counted as re-routed and recomputed), which serves them: the deployment is
+// never unavailable. The single world stops and rebuilds over the survivors: 2 s of world
+// creation plus the longest reload (stage 1's 22.004736 ms).
+TEST(Elastic, AFailedFrontWorkersRequestsAreReroutedOrWaitForTheRebuild) {
+  for (const std::string groups : {"multiworld", "single_world"}) {
+    SCOPED_TRACE(groups);
+    Deployment dep(groups, 2000, 2, 2, {}, {}, {}, {}, Time::zero(), 2);
+    const NodeId failed_host = dep.star.topo.hosts()[1];
+    dep.star.engine.schedule_at(Time::ms(500), [&] { dep.star.nodes.set_up(failed_host, false); });
+    dep.run();
+    EXPECT_NEAR(dep.metric("serving_elastic_detection_mean_s"), 0.1, 1e-9);
+    EXPECT_EQ(dep.metric("serving_requests_completed"), 2000);
+    EXPECT_GT(dep.metric("serving_elastic_requests_recomputed"), 500);
+    if (groups == "multiworld") {
+      EXPECT_EQ(dep.metric("serving_elastic_requests_rerouted"),
+                dep.metric("serving_elastic_requests_recomputed"));
+      EXPECT_DOUBLE_EQ(dep.metric("serving_elastic_unavailable_s"), 0.0);
+    } else {
+      EXPECT_NEAR(dep.metric("serving_elastic_unavailable_s"), 2.022004736, 1e-9);
+    }
+  }
 }
 
 // Stage 1 on a GPU twice as fast (5 us per token per layer): 2 ms per request on one stage-1
