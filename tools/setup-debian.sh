@@ -4,7 +4,7 @@ set -euo pipefail
 packages=(
   cmake g++ clang clang-format pkg-config make
   libsimgrid-dev libns3-dev ns3 libgsl-dev libsqlite3-dev libxml2-dev libpython3.11-dev
-  libboost-dev libfmt-dev nlohmann-json3-dev libcli11-dev libabsl-dev
+  libboost-dev libfmt-dev nlohmann-json3-dev libcli11-dev libabsl-dev libeigen3-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-matplotlib parallel time

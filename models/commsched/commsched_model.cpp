@@ -111,11 +111,10 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   }
   job.bigarray_bound = system.integer_or("bigarray_bound", kMillion, 1, kMaxParameters);
 
-  // The tuners' grid [code: bytescheduler/common/tuner.py, BO search space in millions of
-  // parameters: credit 1-16 (PS) or 4-64 (all-reduce), partition 2-32]; 1M partitions added for
-  // PS, ByteScheduler's own default.
-  const bool tuned = p.tuner != Tuner::kStatic;
-  if (tuned) {
+  // The grid of grid_best and autobyte [code: bytescheduler/common/tuner.py, BO search space in
+  // millions of parameters: credit 1-16 (PS) or 4-64 (all-reduce), partition 2-32]; 1M
+  // partitions added for PS, ByteScheduler's own default.
+  if (p.tuner == Tuner::kGridBest || p.tuner == Tuner::kAutoByte) {
     JsonReader grid = system.object_or_empty("grid");
     auto millions = [](std::vector<std::int64_t> v) {
       for (auto& x : v) x *= kMillion;
@@ -136,16 +135,41 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   } else {
     system.ignore("grid");
   }
-  if (p.tuner == Tuner::kBoLike) {
-    JsonReader b = system.object_or_empty("bo_like");
-    p.bo_like.trial_iterations =
+  if (system.has("bo_like"))
+    throw InputError(system.path_of("bo_like"),
+                     "replaced by \"bo\" (tuner \"bo\": Bayesian optimisation as ByteScheduler's "
+                     "search.py runs it)");
+  if (p.tuner == Tuner::kBayesian) {
+    JsonReader b = system.object_or_empty("bo");
+    p.bo.trial_iterations =
         static_cast<std::size_t>(b.integer_or("trial_iterations", 10, 2, 1'000'000));
-    p.bo_like.random_points = static_cast<std::size_t>(b.integer_or("random_points", 10, 0, 1000));
-    p.bo_like.refine_points = static_cast<std::size_t>(b.integer_or("refine_points", 5, 0, 1000));
+    p.bo.random_points = static_cast<std::size_t>(b.integer_or("random_points", 10, 0, 1000));
+    p.bo.suggested_points = static_cast<std::size_t>(b.integer_or("suggested_points", 4, 0, 1000));
+    if (p.bo.random_points + p.bo.suggested_points == 0)
+      throw InputError(b.path(), "needs at least one random or suggested point");
+    p.bo.xi = b.number_or("xi", 0.1, 0, 1e6);
+    // A range in parameters: [low, high] with 1 <= low < high.
+    auto range = [&](std::string_view key, std::pair<double, double> def) {
+      if (!b.has(key)) return def;
+      const std::vector<std::int64_t> v = b.integers(key, 1, kMaxParameters);
+      if (v.size() != 2 || v[0] >= v[1])
+        throw InputError(b.path_of(key), "expected [low, high] in parameters with low < high");
+      return std::pair<double, double>{static_cast<double>(v[0]) / kMillion,
+                                       static_cast<double>(v[1]) / kMillion};
+    };
+    // tuner.py's space, in millions of parameters [code].
+    p.bo.credit_range = range("credit_range", ps ? std::pair{1.0, 16.0} : std::pair{4.0, 64.0});
+    if (ps) {
+      if (b.has("partition_range"))
+        throw InputError(b.path_of("partition_range"),
+                         "PS mode tunes only the credit (ByteScheduler's partition tuning is "
+                         "for all-reduce)");
+    } else {
+      p.bo.partition_range = range("partition_range", {2.0, 32.0});
+    }
     b.finish();
-    p.bo_like.grid = p.grid;
   } else {
-    system.ignore("bo_like");
+    system.ignore("bo");
   }
   if (p.tuner == Tuner::kAutoByte) {
     JsonReader a = system.object_or_empty("autobyte");
@@ -193,9 +217,9 @@ class CommschedRun {
       initial = best_of(grid_);
     }
     job_.emplace(env_.engine, env_.network, env_.compute, params_.job, initial);
-    if (params_.tuner == Tuner::kBoLike) {
-      bo_like_.emplace(params_.bo_like, params_.job.mode, initial, env_.stream("bo_like"));
-      job_->set_controller(&*bo_like_);
+    if (params_.tuner == Tuner::kBayesian) {
+      bo_.emplace(params_.bo, initial, env_.stream("bo"));
+      job_->set_controller(&*bo_);
     }
     if (params_.tuner == Tuner::kAutoByte) {
       autobyte_.emplace(params_.autobyte, env_.network, params_.probe, sharing_,
@@ -214,7 +238,7 @@ class CommschedRun {
   std::vector<GridPoint> grid_;
   std::optional<TrainingJob> job_;
   std::optional<AutoByte> autobyte_;
-  std::optional<BoLike> bo_like_;
+  std::optional<BayesianTuner> bo_;
 };
 
 nlohmann::json to_json(const SchedulerConfig& c) {
@@ -279,11 +303,13 @@ void CommschedRun::report(Results& out) const {
                              {"from", to_json(c.from)},
                              {"to", to_json(c.to)},
                              {"restart", c.restart}});
-  if (bo_like_)
-    for (const GridPoint& t : bo_like_->tried()) {
+  if (bo_)
+    for (const BayesianTrial& t : bo_->trials()) {
       nlohmann::json row = to_json(t.config);
-      row["mean_iteration_s"] = t.time_s;
-      d["bo_like_trials"].push_back(row);
+      row["mean_iteration_s"] = t.mean_iteration_s;
+      row["registered"] = t.registered;
+      row["suggested"] = t.suggested;
+      d["bo_trials"].push_back(row);
     }
   if (autobyte_)
     for (const AutoByteDecision& a : autobyte_->decisions())

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "models/commsched/bayesian_tuner.hpp"
 #include "models/commsched/offline_run.hpp"
 #include "models/commsched/training_job.hpp"
 #include "models/commsched/tuners.hpp"
@@ -14,16 +15,16 @@
 
 namespace mlsim::commsched {
 
-enum class Tuner { kStatic, kGridBest, kBoLike, kAutoByte };
+enum class Tuner { kStatic, kGridBest, kBayesian, kAutoByte };
 
 struct CommschedParams {
   JobSpec job;
   std::string model_name;
   SchedulerConfig config;  // static, and the start of autobyte
   Tuner tuner = Tuner::kStatic;
-  Grid grid;                // grid_best, bo_like and autobyte
+  Grid grid;                // grid_best and autobyte
   AutoByteParams autobyte;  // its grid is `grid`
-  BoLikeParams bo_like;     // its grid is `grid`
+  BayesianTunerParams bo;
   Probe probe;
 };
 

@@ -19,8 +19,10 @@ CommschedPolicies build() {
   p.tuners.add("static", "ByteScheduler's partition and credit as given", Tuner::kStatic)
       .add("grid_best", "every grid point run over the whole scenario; the best run for real",
            Tuner::kGridBest)
-      .add("bo_like", "ByteScheduler's one-shot search during the run: random, then refined points",
-           Tuner::kBoLike)
+      .add("bo",
+           "ByteScheduler's auto-tuner: Bayesian optimisation (Gaussian process, expected "
+           "improvement) during the run, then the best point",
+           Tuner::kBayesian)
       .add("autobyte",
            "AutoByte-like: re-selects the grid point online from measured bandwidth and slowdowns",
            Tuner::kAutoByte);

@@ -5,7 +5,7 @@
 //     (the scenario's events, e.g. bandwidth steps and stragglers, included) once per point: the
 //     hindsight baseline "best static configuration" of AutoByte's claim, at least as good as
 //     one-shot BO on that grid;
-//   - bo_like: ByteScheduler's own one-shot search at the start of the run (BoLike below);
+//   - bo: ByteScheduler's own Bayesian optimisation during the run (bayesian_tuner.hpp);
 //   - autobyte: re-selection at run time (AutoByte class below).
 #include <cstdint>
 #include <optional>
@@ -87,39 +87,6 @@ class AutoByte final : public Controller {
   LinkStats last_up_, last_down_;
   double bandwidth_ = 0;
   std::vector<AutoByteDecision> decisions_;
-};
-
-struct BoLikeParams {
-  Grid grid;
-  std::size_t trial_iterations = 10;  // per point (tuner.py: 100 steps)
-  std::size_t random_points = 10;     // tuner.py: 10 random initial points
-  std::size_t refine_points = 5;      // then 5 suggestions (BO with EI in tuner.py)
-};
-
-// ByteScheduler's auto-tuning, simplified [code: bytescheduler/common/tuner.py, search.py]: at
-// the start of the run it tries points one after the other, each for `trial_iterations`
-// iterations scored by their measured mean iteration time (the first iteration after a switch is
-// not counted), then keeps the best for the rest of the run. Points: `random_points` drawn from
-// the grid, then `refine_points` untried points nearest the best so far (log-distance), standing
-// for BO's expected-improvement suggestions [inferred]. In PS mode only the credit is searched:
-// partition tuning is off for PS in ByteScheduler [code].
-class BoLike final : public Controller {
- public:
-  BoLike(BoLikeParams params, Mode mode, SchedulerConfig start, RandomStream rng);
-  std::optional<Decision> at_iteration(std::size_t iteration, TrainingJob& job) override;
-  const std::vector<GridPoint>& tried() const { return tried_; }  // mean iteration time
-
- private:
-  std::optional<SchedulerConfig> next_point();
-
-  BoLikeParams params_;
-  std::vector<SchedulerConfig> candidates_;  // not tried yet
-  RandomStream rng_;
-  std::vector<GridPoint> tried_;
-  SchedulerConfig current_;
-  std::size_t trial_start_ = 1;  // iteration whose start opens the current trial's window
-  Time window_start_;
-  bool done_ = false;
 };
 
 }  // namespace mlsim::commsched

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "models/commsched/bayesian_tuner.hpp"
 #include "models/commsched/tuners.hpp"
 #include "tests/commsched/test_support.hpp"
 
@@ -279,26 +280,37 @@ TEST(HandComputed, CreditHeldThroughThePullDeadlocksWithAStraggler) {
   }
 }
 
-TEST(Tuners, BoLikeTriesEachCreditThenKeepsTheBest) {
-  // PS mode: only credits are searched (the partition stays 1M). Four 1M chunks per iteration;
-  // credit 1M sends them one by one, 4M all at once. Trials of 3 iterations: the start (1M), then
-  // 4M, then the best of the two for the rest of the run: 1M, whose pulls overlap the next
-  // pushes (an iteration of about 6 s, against 9 s when four pushes share the link and then four
-  // pulls do).
+TEST(Tuners, BayesianTunerDropsTheStartTriesItsPointsThenKeepsTheBest) {
+  // PS mode: only the credit is searched (the partition stays 1M), in [1M, 4M]. Trials of 3
+  // iterations: the start (1M, not registered: search.py drops the first point), 2 uniform
+  // points, 1 suggestion by expected improvement, then the best registered point for the rest of
+  // the run (5 trials of 3 iterations = 15 of the 20).
   Bench b(2);
-  BoLikeParams params;
-  params.grid = {{8 * M}, {M, 4 * M}};
+  BayesianTunerParams params;
   params.trial_iterations = 3;
-  BoLike tuner(params, Mode::kParameterServer, {M, M}, RandomStream(1, "bo"));
+  params.random_points = 2;
+  params.suggested_points = 1;
+  params.credit_range = {1, 4};
+  BayesianTuner tuner(params, {M, M}, RandomStream(1, "bo"));
   TrainingJob& job = b.run(b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
-                                  {layer(0.5, 0.5, 4 * M)}, 1, 1, 10),
+                                  {layer(0.5, 0.5, 4 * M)}, 1, 1, 20),
                            {M, M}, &tuner);
-  ASSERT_EQ(tuner.tried().size(), 2u);
-  EXPECT_EQ(tuner.tried()[0].config, (SchedulerConfig{M, M}));
-  EXPECT_EQ(tuner.tried()[1].config, (SchedulerConfig{M, 4 * M}));
-  EXPECT_EQ(job.config(), best_of(tuner.tried()));
-  EXPECT_EQ(job.config(), (SchedulerConfig{M, M}));
-  EXPECT_TRUE(job.finished());
+  ASSERT_TRUE(job.finished());
+  const auto& trials = tuner.trials();
+  ASSERT_EQ(trials.size(), 4u);
+  EXPECT_EQ(trials[0].config, (SchedulerConfig{M, M}));
+  EXPECT_FALSE(trials[0].registered);
+  const BayesianTrial* best = nullptr;
+  for (std::size_t i = 1; i < trials.size(); ++i) {
+    EXPECT_TRUE(trials[i].registered);
+    EXPECT_EQ(trials[i].suggested, i == 3);
+    EXPECT_EQ(trials[i].config.partition, M);
+    EXPECT_GE(trials[i].config.credit, M);
+    EXPECT_LE(trials[i].config.credit, 4 * M);
+    EXPECT_GT(trials[i].mean_iteration_s, 0);
+    if (!best || trials[i].mean_iteration_s < best->mean_iteration_s) best = &trials[i];
+  }
+  EXPECT_EQ(job.config(), best->config);
 }
 
 TEST(HandComputed, MessageCpuSerialisesEachSendersMessages) {

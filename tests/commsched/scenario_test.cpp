@@ -198,6 +198,22 @@ TEST(CommschedScenario, ErrorsNameThePath) {
   d["system"]["autobyte"] = json::parse(R"({"interval_iteration": 3})");
   EXPECT_NE(error_of(d).find("system.autobyte"), std::string::npos) << error_of(d);
 
+  // ByteScheduler's Bayesian tuner: the old grid stand-in's key names its replacement; ranges
+  // are [low, high]; PS mode tunes only the credit.
+  d = base();
+  d["system"]["bo_like"] = json::parse(R"({"trial_iterations": 3})");
+  EXPECT_NE(error_of(d).find("system.bo_like: replaced by \"bo\""), std::string::npos)
+      << error_of(d);
+  d = base();
+  d["system"]["tuner"] = "bo";
+  d["system"]["bo"] = json::parse(R"({"credit_range": [4000000, 1000000]})");
+  EXPECT_NE(error_of(d).find("system.bo.credit_range: expected [low, high]"), std::string::npos)
+      << error_of(d);
+  d["system"]["bo"] = json::parse(R"({"partition_range": [1000000, 4000000]})");
+  EXPECT_NE(error_of(d).find("system.bo.partition_range: PS mode tunes only the credit"),
+            std::string::npos)
+      << error_of(d);
+
   d = base();
   d["system"]["tuner"] = "grid_best";
   d["system"]["grid"] = json::parse(R"({"partitions": []})");
