@@ -10,10 +10,12 @@ ServingMetrics::ServingMetrics(SloTargets slo, std::int32_t tiers, Time series_i
     : slo_(slo),
       series_interval_(series_interval),
       e2e_by_tier_(static_cast<std::size_t>(tiers)),
+      by_class_(static_cast<std::size_t>(tiers)),
       request_log_(request_log) {}
 
 void ServingMetrics::on_dropped(const Request& r) {
   ++dropped_;
+  ++by_class_.at(static_cast<std::size_t>(r.spec.tier)).dropped;
   if (!request_log_) return;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   requests_.add(
@@ -21,7 +23,7 @@ void ServingMetrics::on_dropped(const Request& r) {
       {static_cast<double>(r.spec.id), static_cast<double>(r.spec.tier),
        static_cast<double>(r.replica), 1, r.spec.arrival.seconds(), nan, nan, nan, nan,
        static_cast<double>(r.spec.prompt_tokens), static_cast<double>(r.spec.output_tokens),
-       static_cast<double>(r.prefix_hit), static_cast<double>(r.preemptions)});
+       static_cast<double>(r.prefix_hit), static_cast<double>(r.preemptions), 0});
 }
 
 void ServingMetrics::on_rejected_context(const Request& r) {
@@ -58,15 +60,24 @@ void ServingMetrics::on_completed(const Request& r, Time now) {
   if (ttft_ok) ++ttft_met_;
   if (tpot_ok) ++tpot_met_;
   if (!has_tpot) ++tpot_undefined_;
-  if (ttft_ok && (tpot_ok || !has_tpot)) ++slo_met_;
+  // A one-token answer (no TPOT) is judged on the TTFT SLO alone.
+  const bool met = ttft_ok && (tpot_ok || !has_tpot);
+  if (met) ++slo_met_;
+  ClassCounts& c = by_class_.at(static_cast<std::size_t>(r.spec.tier));
+  ++c.completed;
+  c.ttft_met += ttft_ok ? 1 : 0;
+  c.tpot_met += tpot_ok ? 1 : 0;
+  c.tpot_defined += has_tpot ? 1 : 0;
+  c.slo_met += met ? 1 : 0;
   if (request_log_)
     requests_.add(
-        now, {static_cast<double>(r.spec.id), static_cast<double>(r.spec.tier),
-              static_cast<double>(r.replica), 0, r.spec.arrival.seconds(),
-              (r.admitted - r.spec.arrival).seconds(), ttft,
-              has_tpot ? tpot : std::numeric_limits<double>::quiet_NaN(), e2e,
-              static_cast<double>(r.spec.prompt_tokens), static_cast<double>(r.spec.output_tokens),
-              static_cast<double>(r.prefix_hit), static_cast<double>(r.preemptions)});
+        now,
+        {static_cast<double>(r.spec.id), static_cast<double>(r.spec.tier),
+         static_cast<double>(r.replica), 0, r.spec.arrival.seconds(),
+         (r.admitted - r.spec.arrival).seconds(), ttft,
+         has_tpot ? tpot : std::numeric_limits<double>::quiet_NaN(), e2e,
+         static_cast<double>(r.spec.prompt_tokens), static_cast<double>(r.spec.output_tokens),
+         static_cast<double>(r.prefix_hit), static_cast<double>(r.preemptions), met ? 1.0 : 0.0});
 }
 
 void ServingMetrics::maybe_sample(Time now, std::int64_t in_system, std::int64_t waiting) {
@@ -115,6 +126,26 @@ void ServingMetrics::write(Results& out, Time makespan) const {
   for (std::size_t t = 0; t < e2e_by_tier_.size(); ++t)
     if (e2e_by_tier_[t].count() > 0)
       out.set_metric("serving_e2e_mean_tier" + std::to_string(t) + "_s", e2e_by_tier_[t].mean());
+  // Per request class (its target tier, see ClassCounts), with the overall metrics' definitions:
+  // attainment over the class's arrivals (TPOT over its requests with a TPOT), goodput over the
+  // whole run's makespan (so the classes' goodputs sum to the overall one).
+  const auto ratio = [](std::uint64_t num, std::uint64_t den) {
+    return den ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
+  };
+  for (std::size_t t = 0; t < by_class_.size(); ++t) {
+    const ClassCounts& c = by_class_[t];
+    const std::string prefix = "serving_tier" + std::to_string(t) + "_";
+    out.set_metric(prefix + "requests_arrived", static_cast<double>(c.arrived));
+    out.set_metric(prefix + "requests_completed", static_cast<double>(c.completed));
+    out.set_metric(prefix + "requests_dropped", static_cast<double>(c.dropped));
+    out.set_metric(prefix + "requests_slo_met", static_cast<double>(c.slo_met));
+    out.set_metric(prefix + "slo_attainment", ratio(c.slo_met, c.arrived));
+    out.set_metric(prefix + "slo_ttft_attainment", ratio(c.ttft_met, c.arrived));
+    out.set_metric(prefix + "slo_tpot_attainment", ratio(c.tpot_met, c.tpot_defined));
+    out.set_metric(
+        prefix + "goodput_requests_per_s",
+        makespan.count_ns() > 0 ? static_cast<double>(c.slo_met) / makespan.seconds() : 0);
+  }
   out.set_metric("serving_memory_weights_bytes", weight_bytes_);
   out.set_metric("serving_memory_kv_peak_bytes", kv_bytes_.peak());
   out.set_metric("serving_memory_kv_mean_bytes", kv_bytes_.average(makespan));

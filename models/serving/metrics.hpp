@@ -25,7 +25,10 @@ class ServingMetrics {
   ServingMetrics(SloTargets slo, std::int32_t tiers, Time series_interval,
                  bool request_log = false);
 
-  void on_arrival() { ++arrived_; }
+  void on_arrival(const Request& r) {
+    ++arrived_;
+    ++by_class_.at(static_cast<std::size_t>(r.spec.tier)).arrived;
+  }
   void on_dropped(const Request& r);
   // The prompt reaches the model's context limit: refused, reported dropped and counted apart.
   void on_rejected_context(const Request& r);
@@ -63,6 +66,17 @@ class ServingMetrics {
   double weight_bytes() const { return weight_bytes_; }
   const TimeAverage& kv_bytes() const { return kv_bytes_; }
 
+  // Per request class. A request's class is its target tier (RequestSpec::tier: the model of the
+  // family the workload's tier mix assigned it; 0 alone for a single-model deployment). Neither
+  // the traces (Azure, Mooncake) nor the generator carry a class of their own, and one run serves
+  // one source, so the tier is the class a scenario names. An escalated request stays in its
+  // target tier's class.
+  struct ClassCounts {
+    std::uint64_t arrived = 0, completed = 0, dropped = 0;
+    std::uint64_t ttft_met = 0, tpot_met = 0, tpot_defined = 0, slo_met = 0;
+  };
+  const std::vector<ClassCounts>& by_class() const { return by_class_; }
+
   // Writes metrics ("serving_*"), the series and the CDF points. `makespan` is the time of the
   // last completion.
   void write(Results& out, Time makespan) const;
@@ -79,13 +93,14 @@ class ServingMetrics {
   ExactQuantiles kv_transfer_, kv_decode_wait_;
   double kv_transfer_bytes_ = 0;
   std::vector<ExactQuantiles> e2e_by_tier_;
+  std::vector<ClassCounts> by_class_;
   double weight_bytes_ = 0;
   TimeAverage kv_bytes_;
   bool request_log_;
   TimeSeries requests_{
       "serving_requests",
       {"id", "tier", "replica", "dropped", "arrival_s", "queue_s", "ttft_s", "tpot_s", "e2e_s",
-       "prompt_tokens", "output_tokens", "prefix_hit_tokens", "preemptions"},
+       "prompt_tokens", "output_tokens", "prefix_hit_tokens", "preemptions", "slo_met"},
       {}};
   TimeSeries series_{"serving_timeline",
                      {"requests_in_system", "waiting", "kv_bytes", "completed", "tokens_generated"},

@@ -331,7 +331,7 @@ void ServingSystem::arrive() {
   std::optional<RequestSpec> spec = std::move(pending_);
   while (spec) {
     Request& r = new_request(std::move(*spec));
-    metrics_.on_arrival();
+    metrics_.on_arrival(r);
     ++in_system_;
     dispatch(r);
     spec = pull_next_arrival();

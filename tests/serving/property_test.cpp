@@ -192,6 +192,30 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   }
   Results out;
   sys.finish(out);
+  // Per request class (target tier): the classes' counts sum to the overall ones, both tiers are
+  // drawn (mix 0.5/0.5 over 120 requests), and each class's goodput is its SLO-met count over
+  // the makespan, so the goodputs sum to the overall goodput.
+  {
+    const auto& m = out.metrics();
+    double arrived = 0, completed = 0, dropped = 0, slo_met = 0, goodput = 0;
+    for (int t = 0; t < 2; ++t) {
+      const std::string k = "serving_tier" + std::to_string(t) + "_";
+      EXPECT_GT(m.at(k + "requests_arrived"), 0) << k;
+      EXPECT_EQ(m.at(k + "requests_completed") + m.at(k + "requests_dropped"),
+                m.at(k + "requests_arrived"))
+          << k;
+      arrived += m.at(k + "requests_arrived");
+      completed += m.at(k + "requests_completed");
+      dropped += m.at(k + "requests_dropped");
+      slo_met += m.at(k + "requests_slo_met");
+      goodput += m.at(k + "goodput_requests_per_s");
+    }
+    EXPECT_EQ(arrived, m.at("serving_requests_arrived"));
+    EXPECT_EQ(completed, m.at("serving_requests_completed"));
+    EXPECT_EQ(dropped, m.at("serving_requests_dropped"));
+    EXPECT_EQ(slo_met, static_cast<double>(mt.slo_met()));
+    EXPECT_NEAR(goodput, m.at("serving_goodput_requests_per_s"), 1e-9);
+  }
   if (p.disaggregated) {
     EXPECT_EQ(static_cast<double>(sys.transfers().bytes_sent()),
               out.metrics().at("serving_kv_transfer_bytes"));

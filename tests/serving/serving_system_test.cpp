@@ -120,7 +120,7 @@ TEST(Metrics, OneTokenAnswersHaveNoTpot) {
     r.spec = spec(0, Time::zero(), 10, output);
     r.generated = output;
     r.first_token = first;
-    m.on_arrival();
+    m.on_arrival(r);
     m.on_completed(r, end);
   };
   done(1, Time::s(1), Time::s(1));
@@ -142,6 +142,64 @@ TEST(Metrics, OneTokenAnswersHaveNoTpot) {
   EXPECT_EQ(out.details().at("serving_tpot_cdf"), nlohmann::json::parse("[[0.25, 1.0]]"));
   EXPECT_EQ(out.details().at("serving_ttft_cdf").size(), 3u);
   EXPECT_DOUBLE_EQ(out.details().at("serving_ttft_cdf").at(2).at(0).get<double>(), 3.0);
+}
+
+// Per request class (target tier), SLO 2 s TTFT and 200 ms TPOT, makespan 4 s. By hand:
+//   tier 0: a: 5 tokens, first at 1 s, done at 1.4 s   -> TPOT 0.4 / 4 = 0.1 s: both met
+//           b: 3 tokens, first at 3 s, done at 3.2 s   -> TPOT 0.2 / 2 = 0.1 s; TTFT 3 s missed
+//           c: dropped                                  -> meets nothing
+//   tier 1: d: 3 tokens, first at 0.5 s, done at 1.5 s -> TPOT 1.0 / 2 = 0.5 s missed; TTFT met
+//           e: 1 token, first at 2 s, done at 2 s      -> TPOT undefined; TTFT 2 s met (<=): met
+// tier 0: arrived 3, completed 2, dropped 1; SLO met 1 -> attainment 1/3, TTFT 1/3, TPOT 2/2,
+//         goodput 1 / 4 s = 0.25/s.
+// tier 1: arrived 2, completed 2; SLO met 1 (e) -> attainment 1/2, TTFT 2/2, TPOT 0/1 (d alone
+//         has a TPOT), goodput 0.25/s. Overall: 2 of 5 met, goodput 0.5/s = 0.25 + 0.25.
+TEST(Metrics, SloAttainmentAndGoodputPerClass) {
+  ServingMetrics m(SloTargets{Time::s(2), Time::ms(200)}, 2, Time::s(1));
+  auto request = [](int tier, int output, Time first) {
+    Request r;
+    r.spec = spec(0, Time::zero(), 10, output);
+    r.spec.tier = tier;
+    r.tier = tier;
+    r.generated = output;
+    r.first_token = first;
+    return r;
+  };
+  auto done = [&](int tier, int output, Time first, Time end) {
+    const Request r = request(tier, output, first);
+    m.on_arrival(r);
+    m.on_completed(r, end);
+  };
+  done(0, 5, Time::s(1), Time::ms(1400));
+  done(0, 3, Time::s(3), Time::ms(3200));
+  const Request c = request(0, 4, Time::max());
+  m.on_arrival(c);
+  m.on_dropped(c);
+  done(1, 3, Time::ms(500), Time::ms(1500));
+  done(1, 1, Time::s(2), Time::s(2));
+  ASSERT_EQ(m.by_class().size(), 2u);
+  EXPECT_EQ(m.by_class()[0].slo_met, 1u);
+  EXPECT_EQ(m.by_class()[1].tpot_defined, 1u);
+  Results out;
+  m.write(out, Time::s(4));
+  const auto& x = out.metrics();
+  EXPECT_EQ(x.at("serving_tier0_requests_arrived"), 3);
+  EXPECT_EQ(x.at("serving_tier0_requests_completed"), 2);
+  EXPECT_EQ(x.at("serving_tier0_requests_dropped"), 1);
+  EXPECT_EQ(x.at("serving_tier0_requests_slo_met"), 1);
+  EXPECT_DOUBLE_EQ(x.at("serving_tier0_slo_attainment"), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(x.at("serving_tier0_slo_ttft_attainment"), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(x.at("serving_tier0_slo_tpot_attainment"), 1.0);
+  EXPECT_DOUBLE_EQ(x.at("serving_tier0_goodput_requests_per_s"), 0.25);
+  EXPECT_EQ(x.at("serving_tier1_requests_arrived"), 2);
+  EXPECT_EQ(x.at("serving_tier1_requests_completed"), 2);
+  EXPECT_EQ(x.at("serving_tier1_requests_dropped"), 0);
+  EXPECT_DOUBLE_EQ(x.at("serving_tier1_slo_attainment"), 0.5);
+  EXPECT_DOUBLE_EQ(x.at("serving_tier1_slo_ttft_attainment"), 1.0);
+  EXPECT_DOUBLE_EQ(x.at("serving_tier1_slo_tpot_attainment"), 0.0);
+  EXPECT_DOUBLE_EQ(x.at("serving_tier1_goodput_requests_per_s"), 0.25);
+  EXPECT_DOUBLE_EQ(x.at("serving_slo_attainment"), 2.0 / 5);
+  EXPECT_DOUBLE_EQ(x.at("serving_goodput_requests_per_s"), 0.5);
 }
 
 // A model with a 100-token context (toy shape). By hand:
@@ -231,4 +289,8 @@ TEST(RequestLog, OneRowPerRequest) {
   EXPECT_DOUBLE_EQ(col(1, "arrival_s"), 0.001);
   EXPECT_EQ(col(2, "id"), 2);
   EXPECT_EQ(col(2, "queue_s"), 0);
+  // A dropped request meets no SLO; the toy model serves b and c well inside 2 s / 200 ms.
+  EXPECT_EQ(col(0, "slo_met"), 0);
+  EXPECT_EQ(col(1, "slo_met"), 1);
+  EXPECT_EQ(col(2, "slo_met"), 1);
 }
