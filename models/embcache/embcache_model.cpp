@@ -21,15 +21,8 @@ ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const
   p.cache_ratio = system.number_or("cache_ratio", 0.1, 0, 1);
   t.row_bytes = 4 * system.integer_or("embedding_dim", 128, 1, 1 << 20);
   // Every pull, push and refresh is a send_recv call of the collective layer, with its costs.
-  if (std::optional<JsonReader> costs = system.optional_object("costs"))
-    t.messages.costs = collectives::read_cost_model(*costs);
-  if (std::optional<JsonReader> host = system.optional_object("host")) {
-    const std::string where = host->path();
-    t.messages.host = collectives::read_host_costs(*host);
-    if (t.messages.host.ps_aggregation.bytes_per_s > 0)
-      throw InputError(where + ".ps_aggregation",
-                       "not modelled by embcache (the PS applies rows without a cost)");
-  }
+  t.messages = collectives::read_message_costs(
+      system, "not modelled by embcache (the PS applies rows without a cost)");
 
   const auto hosts = static_cast<std::int64_t>(topology.hosts().size());
   if (hosts < 2)

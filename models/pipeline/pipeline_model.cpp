@@ -28,14 +28,8 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
   if (system.has("activation_compression_ratio"))
     p.activation_compression_ratio = system.number("activation_compression_ratio", 1e-6, 1e9);
   // The collective layer's costs for every message and all-reduce (docs/collectives.md).
-  if (std::optional<JsonReader> costs = system.optional_object("costs"))
-    p.collective_costs.costs = collectives::read_cost_model(*costs);
-  if (std::optional<JsonReader> host = system.optional_object("host")) {
-    const std::string where = host->path();
-    p.collective_costs.host = collectives::read_host_costs(*host);
-    if (p.collective_costs.host.ps_aggregation.bytes_per_s > 0)
-      throw InputError(where + ".ps_aggregation", "the pipeline model has no parameter server");
-  }
+  p.collective_costs =
+      collectives::read_message_costs(system, "the pipeline model has no parameter server");
 
   const DnnProfile profile = read_pipedream_graph_field(workload, "profile", scenario_dir);
   p.layers = layer_costs(profile);

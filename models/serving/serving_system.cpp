@@ -269,15 +269,22 @@ void ServingSystem::watch(NodeHealth& nodes) {
 }
 
 void ServingSystem::reroute(Request& r) {
-  auto& dep = deployments_[elastic_deployment_];
+  submit_elastic(r, /*recompute=*/true);
+}
+
+void ServingSystem::submit_elastic(Request& r, bool recompute) {
   const auto& routable = elastic_->routable();
   if (routable.empty()) {
+    // Nothing can serve now (a restart, a stage without a live worker): it waits.
     elastic_->hold(r);
     return;
   }
-  Replica& replica = dep.router->pick(routable, r);
+  Replica& replica = deployments_[elastic_deployment_].router->pick(routable, r);
   r.replica = replica.config().index;
-  replica.submit_recompute(r);
+  if (recompute)
+    replica.submit_recompute(r);
+  else
+    replica.submit(r);
 }
 
 ServingSystem::~ServingSystem() = default;
@@ -392,15 +399,7 @@ void ServingSystem::dispatch(Request& r) {
       }
     }
     if (dep.config.elastic) {
-      const auto& routable = elastic_->routable();
-      if (routable.empty()) {
-        // Nothing can serve now (a restart, a stage without a live worker): it waits.
-        elastic_->hold(r);
-        return;
-      }
-      Replica& replica = dep.router->pick(routable, r);
-      r.replica = replica.config().index;
-      replica.submit(r);
+      submit_elastic(r, /*recompute=*/false);
       return;
     }
     Replica& replica = dep.router->pick(dep.replicas, r);

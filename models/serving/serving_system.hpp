@@ -157,6 +157,9 @@ class ServingSystem final : public ReplicaObserver, public ElasticHost {
   // Dispatches the pending request and every following one that arrives at the same instant.
   void arrive();
   void dispatch(Request& r);
+  // A request into the elastic deployment: to a live first-stage replica, or held until one is
+  // (recompute: its KV was lost with a failed worker).
+  void submit_elastic(Request& r, bool recompute);
   Request& new_request(RequestSpec spec);
   void retire(Request& r);
 

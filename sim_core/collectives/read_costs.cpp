@@ -1,6 +1,9 @@
 #include "sim_core/collectives/read_costs.hpp"
 
+#include <optional>
 #include <string>
+
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::collectives {
 
@@ -30,6 +33,20 @@ HostCosts read_host_costs(JsonReader& host) {
   if (host.has("ps_aggregation")) h.ps_aggregation = host.bandwidth("ps_aggregation");
   host.finish();
   return h;
+}
+
+PointToPoint::Options read_message_costs(JsonReader& section,
+                                         std::string_view why_no_ps_aggregation) {
+  PointToPoint::Options options;
+  if (std::optional<JsonReader> costs = section.optional_object("costs"))
+    options.costs = read_cost_model(*costs);
+  if (std::optional<JsonReader> host = section.optional_object("host")) {
+    const std::string where = host->path();
+    options.host = read_host_costs(*host);
+    if (options.host.ps_aggregation.bytes_per_s > 0)
+      throw InputError(where + ".ps_aggregation", std::string(why_no_ps_aggregation));
+  }
+  return options;
 }
 
 }  // namespace mlsim::collectives

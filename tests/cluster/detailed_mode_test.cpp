@@ -7,6 +7,7 @@
 
 #include "models/cluster/communication_mode.hpp"
 #include "tests/cluster/test_support.hpp"
+#include "tests/support/platform_bench.hpp"
 
 using namespace mlsim;
 using namespace mlsim::cluster;
@@ -39,22 +40,8 @@ TrainingModel model(const Topology& topology, const std::string& scheduler, cons
   return m;
 }
 
-// The platform pieces a cluster run needs, on `topology` with the flow backend (max-min).
-struct Platform {
-  explicit Platform(Topology t)
-      : topology(std::move(t)),
-        network(engine, topology, Sharing::kMaxMin),
-        speeds(topology.nodes().size()),
-        hardware(topology.nodes().size()),
-        compute(engine, hardware, speeds, costs) {}
-  Engine engine;
-  Topology topology;
-  FluidNetwork network;
-  HostSpeeds speeds;
-  NodeHardware hardware;  // none: layer times are given on the job's GPU
-  CostModel costs;
-  Compute compute;
-};
+// The platform pieces a cluster run needs, on a topology with the flow backend (max-min).
+using Platform = test::PlatformBench;
 
 // Two leaves of two hosts under one spine at 2:1: each leaf's one uplink carries
 // 2 x 4e6 / (1 x 2) = 4e6 B/s, the hosts' own bandwidth. Hosts 0, 1 on leaf 0; 2, 3 on leaf 1.

@@ -10,6 +10,7 @@
 #include "models/training/policies.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
+#include "tests/support/platform_bench.hpp"
 
 namespace mlsim::training::testing {
 
@@ -61,17 +62,13 @@ class Tap : public GradientSync, public SyncEvents {
   SyncEvents* outer_ = nullptr;
 };
 
-struct Job {
+struct Job : test::PlatformBench {
   // `hosts` on a star: the first `workers` are workers, the next `servers` parameter servers.
   Job(int workers, int servers, std::vector<Layer> layers, std::size_t iterations,
       const std::string& scheduler, const std::string& sync, SchedulerConfig config,
       bool credit_until_pull = false)
-      : topology(build_topology(
-            StarSpec{workers + servers, LinkSpec{Bandwidth{kBandwidth}, Time::zero()}})),
-        network(engine, topology, Sharing::kMaxMin),
-        speeds(topology.nodes().size()),
-        hardware(topology.nodes().size()),
-        compute(engine, hardware, speeds, costs) {
+      : PlatformBench(build_topology(
+            StarSpec{workers + servers, LinkSpec{Bandwidth{kBandwidth}, Time::zero()}})) {
     JobSpec spec;
     std::vector<LayerTimes> times;
     for (const Layer& l : layers) {
@@ -113,13 +110,6 @@ struct Job {
     return out;
   }
 
-  Engine engine;
-  Topology topology;
-  FluidNetwork network;
-  HostSpeeds speeds;
-  NodeHardware hardware;  // none: layer times are given on the job's GPU
-  CostModel costs;
-  Compute compute;
   Tap tap;
   std::unique_ptr<DataParallelJob> core;
   std::unique_ptr<GradientPath> path;
