@@ -38,6 +38,11 @@ class CollectiveAlgorithm : public MessageSink {
     sender_.send(Message{from, to, tag, bytes});
   }
   void finished() { owner_.finish(); }
+  // The algorithm's own delays go through the sender, which drops them on cancel.
+  template <typename F>
+  void defer(Time at, F f) {
+    sender_.defer(at, std::move(f));
+  }
   void participant_event(std::uint32_t p, ParticipantEvent e) { owner_.participant_event(p, e); }
   Engine& engine() const { return owner_.engine(); }
 

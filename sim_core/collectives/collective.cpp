@@ -208,7 +208,16 @@ void Collective::build_algorithm() {
   sender_->set_sink(algorithm_.get());
 }
 
-Collective::~Collective() = default;
+// The sender goes first (declared before the algorithm, destroyed after it: cancel it by hand),
+// so nothing it handed to the engine or the network reaches the algorithm being destroyed.
+Collective::~Collective() {
+  if (sender_) sender_->cancel();
+}
+
+void Collective::cancel() {
+  cancelled_ = true;
+  sender_->cancel();
+}
 
 ProtocolCost Collective::choose() {
   if (!spec_.costs.has_protocols()) return {};  // no protocol costs
@@ -234,6 +243,7 @@ void Collective::choose_algorithm_by_size() {
 
 void Collective::begin() {
   MLSIM_CHECK(!begun_, "a collective started twice");
+  MLSIM_CHECK(!cancelled_, "a cancelled collective started again");
   begun_ = true;
   if (spec_.algorithm_by_size && !algorithm_) {
     choose_algorithm_by_size();
@@ -248,13 +258,14 @@ void Collective::begin() {
 void Collective::start() {
   begin();
   if (spec_.costs.launch > Time::zero()) {
-    engine_.schedule_in(spec_.costs.launch, [this] { algorithm_->start(); });
+    sender_->defer(engine_.now() + spec_.costs.launch, [this] { algorithm_->start(); });
   } else {
     algorithm_->start();
   }
 }
 
 bool Collective::rearm() {
+  MLSIM_CHECK(!cancelled_, "a cancelled collective cannot be rearmed");
   MLSIM_CHECK(done_, "only a finished collective can be rearmed");
   if (spec_.algorithm_by_size || !algorithm_->rearm()) return false;
   done_ = false;
@@ -271,7 +282,8 @@ void Collective::join(std::uint32_t participant) {
                                    " has no staggered entry: start it with start()");
   if (!begun_) begin();
   if (spec_.costs.launch > Time::zero()) {
-    engine_.schedule_in(spec_.costs.launch, [this, participant] { algorithm_->join(participant); });
+    sender_->defer(engine_.now() + spec_.costs.launch,
+                   [this, participant] { algorithm_->join(participant); });
   } else {
     algorithm_->join(participant);
   }
@@ -295,6 +307,7 @@ CollectiveResult Collective::result() const {
   r.tensor = spec_.bytes;
   r.bytes_sent = sender_->bytes_sent();
   r.bytes_delivered = sender_->bytes_delivered();
+  r.bytes_cancelled = sender_->bytes_cancelled();
   r.wire_bytes = sender_->wire_bytes();
   r.protocol = protocol_;
   r.transfers = sender_->transfers();

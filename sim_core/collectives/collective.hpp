@@ -102,7 +102,8 @@ struct CollectiveResult {
   Bytes tensor;                            // S
   Bytes bytes_sent;                        // payload, summed over all transfers started
   Bytes bytes_delivered;                   // payload of the transfers delivered so far
-  Bytes wire_bytes;  // what the network carried: payload / the protocol's efficiency
+  Bytes bytes_cancelled;  // payload in flight when the collective was cancelled (cancel())
+  Bytes wire_bytes;       // what the network carried: payload / the protocol's efficiency
   std::optional<Protocol> protocol;  // the one chosen, when the cost model has protocols
   std::uint64_t transfers = 0, failed_transfers = 0;
   // Algorithms that follow the data (rat): the (participant, piece) pairs that ended up holding
@@ -168,6 +169,13 @@ class Collective {
   // Called when a participant reaches a ParticipantEvent (ps reports both; the other
   // algorithms report nothing and only on_done).
   void set_participant_callback(ParticipantCallback cb) { on_participant_ = std::move(cb); }
+  // Ends the collective now, unfinished: every transfer it has in the network is cancelled
+  // (and reported failed there), its pending engine events are dropped, and neither on_done
+  // nor the participant callback runs afterwards. The destructor does the same, so a model
+  // that kills a job mid-step just destroys its collectives. A cancelled collective is not
+  // started again.
+  void cancel();
+  bool cancelled() const { return cancelled_; }
   bool done() const { return done_; }
   // Complete once done(); otherwise what happened so far.
   CollectiveResult result() const;
@@ -203,6 +211,7 @@ class Collective {
   Time started_, finished_;
   bool begun_ = false;
   bool done_ = false;
+  bool cancelled_ = false;
 };
 
 // Runs one collective from engine.now() until it completes or nothing is left to do.

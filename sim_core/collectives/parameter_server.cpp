@@ -76,7 +76,7 @@ class ParameterServer final : public CollectiveAlgorithm {
       if (aggregation_.bytes_per_s > 0) {
         Time& busy = busy_until_[k];
         busy = std::max(busy, engine().now()) + transfer_time(m.bytes, aggregation_);
-        engine().schedule_at(busy, [this, k, c] { contributed(k, c); });
+        defer(busy, [this, k, c] { contributed(k, c); });
       } else {
         contributed(k, c);
       }

@@ -3,6 +3,12 @@
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::collectives {
+namespace {
+// A call in flight: its counts are not yet in the totals.
+bool live(const auto& slot) {
+  return slot.collective && !slot.collective->done() && !slot.collective->cancelled();
+}
+}  // namespace
 
 PointToPoint::PointToPoint(Engine& engine, Network& network, Options options,
                            const LinkConditions* links)
@@ -10,7 +16,24 @@ PointToPoint::PointToPoint(Engine& engine, Network& network, Options options,
   options_.host.send_clock = &clock_;
 }
 
-PointToPoint::~PointToPoint() = default;
+PointToPoint::~PointToPoint() = default;  // each Collective cancels itself
+
+void PointToPoint::cancel() {
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    // A done collective's slot is free or its callback is running (it frees it on return).
+    if (!s.collective || s.collective->done() || s.collective->cancelled()) continue;
+    s.collective->cancel();
+    const CollectiveResult r = s.collective->result();
+    sent_ += r.bytes_sent.count;
+    delivered_ += r.bytes_delivered.count;
+    wire_ += r.wire_bytes.count;
+    cancelled_ += r.bytes_cancelled.count;
+    failed_ += r.failed_transfers;
+    s.done = nullptr;
+    free_.push_back(i);
+  }
+}
 
 void PointToPoint::send(NodeId from, NodeId to, Bytes bytes, Done done) {
   MLSIM_CHECK(from != to, "a point-to-point message needs two distinct nodes");
@@ -53,28 +76,28 @@ void PointToPoint::finished(std::size_t i, const CollectiveResult& r) {
 std::int64_t PointToPoint::bytes_sent() const {
   std::int64_t b = sent_;
   for (const Slot& s : slots_)
-    if (s.collective && !s.collective->done()) b += s.collective->result().bytes_sent.count;
+    if (live(s)) b += s.collective->result().bytes_sent.count;
   return b;
 }
 
 std::int64_t PointToPoint::bytes_delivered() const {
   std::int64_t b = delivered_;
   for (const Slot& s : slots_)
-    if (s.collective && !s.collective->done()) b += s.collective->result().bytes_delivered.count;
+    if (live(s)) b += s.collective->result().bytes_delivered.count;
   return b;
 }
 
 std::int64_t PointToPoint::wire_bytes() const {
   std::int64_t b = wire_;
   for (const Slot& s : slots_)
-    if (s.collective && !s.collective->done()) b += s.collective->result().wire_bytes.count;
+    if (live(s)) b += s.collective->result().wire_bytes.count;
   return b;
 }
 
 std::uint64_t PointToPoint::failed_transfers() const {
-  std::uint64_t f = 0;  // a finished call had none
+  std::uint64_t f = failed_;  // a finished call had none
   for (const Slot& s : slots_)
-    if (s.collective && !s.collective->done()) f += s.collective->result().failed_transfers;
+    if (live(s)) f += s.collective->result().failed_transfers;
   return f;
 }
 

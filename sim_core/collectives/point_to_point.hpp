@@ -39,16 +39,22 @@ class PointToPoint {
                const LinkConditions* links = nullptr);
   PointToPoint(const PointToPoint&) = delete;
   PointToPoint& operator=(const PointToPoint&) = delete;
-  ~PointToPoint();
+  ~PointToPoint();  // cancels the calls in flight
 
   // Sends `bytes` from `from` to `to` (distinct nodes) now; `done` runs when they arrived.
   void send(NodeId from, NodeId to, Bytes bytes, Done done);
+
+  // Cancels every call in flight (Collective::cancel: their transfers cancelled in the network,
+  // their events dropped); their callbacks never run. The destructor does the same.
+  void cancel();
 
   // Traffic so far over every call: payload handed to the network, payload delivered, what
   // the network carried (payload / efficiency), calls made, transfers that failed.
   std::int64_t bytes_sent() const;
   std::int64_t bytes_delivered() const;
   std::int64_t wire_bytes() const;
+  // Payload of cancelled calls that was in flight when they were cancelled.
+  std::int64_t bytes_cancelled() const { return cancelled_; }
   std::uint64_t calls() const { return calls_; }
   std::uint64_t failed_transfers() const;
   // Calls whose callback has not run yet.
@@ -66,9 +72,11 @@ class PointToPoint {
   Options options_;
   const LinkConditions* links_;
   HostSendClock clock_;
-  std::deque<Slot> slots_;                            // stable addresses: a callback may send again
-  std::vector<std::size_t> free_;                     // slots whose callback returned
-  std::int64_t sent_ = 0, delivered_ = 0, wire_ = 0;  // of the calls that finished
+  std::deque<Slot> slots_;         // stable addresses: a callback may send again
+  std::vector<std::size_t> free_;  // slots whose callback returned
+  // Of the calls that finished or were cancelled.
+  std::int64_t sent_ = 0, delivered_ = 0, wire_ = 0, cancelled_ = 0;
+  std::uint64_t failed_ = 0;  // transfers of cancelled calls that had failed
   std::uint64_t calls_ = 0;
 };
 

@@ -28,7 +28,8 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
       message_overhead_(host.message_overhead),
       message_latency_(host.message_latency),
       send_clock_(host.send_clock),
-      unlimited_(window <= 0) {
+      unlimited_(window <= 0),
+      guard_(new Guard(this)) {  // owned from here on (intrusive_ptr has no make function)
   // Without a window no message ever waits for a send slot: no queues to keep (a training job
   // builds a collective per gradient chunk).
   if (!unlimited_) {
@@ -38,6 +39,53 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
   MLSIM_CHECK(efficiency_ > 0 && efficiency_ <= 1, "protocol efficiency outside (0, 1]");
   if (message_overhead_ > Time::zero() && send_clock_ == nullptr)
     host_free_.assign(nodes_.size(), Time::zero());
+}
+
+Sender::~Sender() {
+  if (pending() > 0) cancel();
+  guard_->owner = nullptr;
+}
+
+std::uint32_t Sender::track(Bytes payload) {
+  std::uint32_t slot = 0;
+  if (free_pending_.empty()) {
+    slot = static_cast<std::uint32_t>(pending_.size());
+    pending_.emplace_back();
+  } else {
+    slot = free_pending_.back();
+    free_pending_.pop_back();
+  }
+  pending_[slot] = Pending{0, EventHandle{}, payload, true};
+  return slot;
+}
+
+void Sender::release(std::uint32_t slot) {
+  pending_[slot].live = false;
+  free_pending_.push_back(slot);
+}
+
+void Sender::cancel() {
+  // Callbacks already handed to the network (the failures reported for the transfers cancelled
+  // below among them) find the old guard disowned; later messages get a new one.
+  guard_->owner = nullptr;
+  guard_ = boost::intrusive_ptr<Guard>(new Guard(this));
+  for (Pending& p : pending_) {
+    if (!p.live) continue;
+    if (p.transfer != 0) {
+      network_.cancel_transfer(p.transfer);
+    } else if (p.event.valid()) {
+      engine_.cancel(p.event);
+    }
+    bytes_cancelled_ += p.payload;
+    p.live = false;
+  }
+  pending_.clear();
+  free_pending_.clear();
+  for (Queue& q : queues_) {
+    q.messages.clear();
+    q.head = 0;
+  }
+  std::fill(in_flight_.begin(), in_flight_.end(), 0);
 }
 
 void Sender::set_protocol(const ProtocolCost& protocol) {
@@ -81,8 +129,9 @@ void Sender::transmit(const Message& m) {
                                            static_cast<double>(m.bytes.count) / efficiency_))}
                                      : m.bytes;
   wire_bytes_ += wire;
+  const std::uint32_t slot = track(m.bytes);
   if (m.from >= hosts_ || (message_overhead_ == Time::zero() && message_latency_ == Time::zero())) {
-    start_transfer(m, wire);
+    start_transfer(m, wire, slot);
     return;
   }
   Time leaves = engine_.now();
@@ -96,28 +145,39 @@ void Sender::transmit(const Message& m) {
     }
   }
   leaves += message_latency_;
-  engine_.schedule_at(leaves, [this, m, wire] { start_transfer(m, wire); });
+  pending_[slot].event =
+      engine_.schedule_at(leaves, [this, m, wire, slot] { start_transfer(m, wire, slot); });
 }
 
-void Sender::start_transfer(const Message& m, Bytes wire) {
+void Sender::start_transfer(const Message& m, Bytes wire, std::uint32_t slot) {
   const std::uint64_t label = transfer_label(flow_label_, m.from, m.to);
-  network_.start_transfer(
+  // The callback never runs inside this call (Network's contract), so the id is recorded
+  // before it can.
+  pending_[slot].event = EventHandle{};
+  pending_[slot].transfer = network_.start_transfer(
       nodes_[m.from], nodes_[m.to], wire,
-      [this, m](const TransferResult& r) { on_arrived(m, r.failed); }, label);
+      [guard = guard_, m, slot](const TransferResult& r) {
+        if (guard->owner != nullptr) guard->owner->on_arrived(m, slot, r.failed);
+      },
+      label);
 }
 
-void Sender::on_arrived(const Message& m, bool failed) {
+void Sender::on_arrived(const Message& m, std::uint32_t slot, bool failed) {
+  pending_[slot].transfer = 0;
   if (failed || hop_latency_ == Time::zero()) {
-    on_delivered(m, failed);
+    on_delivered(m, slot, failed);
   } else {
-    engine_.schedule_in(hop_latency_, [this, m] { on_delivered(m, false); });
+    pending_[slot].event =
+        engine_.schedule_in(hop_latency_, [this, m, slot] { on_delivered(m, slot, false); });
   }
 }
 
-void Sender::on_delivered(const Message& m, bool failed) {
+void Sender::on_delivered(const Message& m, std::uint32_t slot, bool failed) {
+  release(slot);
   if (!unlimited_) --in_flight_[m.from];
   if (!failed) bytes_delivered_ += m.bytes;
   if (failed) {
+    bytes_failed_ += m.bytes;
     ++failed_;  // the algorithm never hears of it: what depends on it never happens
   } else if (sink_) {
     sink_->on_message(m);
