@@ -208,11 +208,9 @@ void Collective::build_algorithm() {
   sender_->set_sink(algorithm_.get());
 }
 
-// The sender goes first (declared before the algorithm, destroyed after it: cancel it by hand),
-// so nothing it handed to the engine or the network reaches the algorithm being destroyed.
-Collective::~Collective() {
-  if (sender_) sender_->cancel();
-}
+// The sender's destructor cancels what is in flight; nothing runs while the algorithm and the
+// sender are being destroyed, and nothing they handed out runs afterwards.
+Collective::~Collective() = default;
 
 void Collective::cancel() {
   cancelled_ = true;

@@ -42,7 +42,7 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
 }
 
 Sender::~Sender() {
-  if (pending() > 0) cancel();
+  cancel();
   guard_->owner = nullptr;
 }
 
@@ -65,6 +65,9 @@ void Sender::release(std::uint32_t slot) {
 }
 
 void Sender::cancel() {
+  // A message waits in a queue only while its sender has one in flight: nothing pending,
+  // nothing to end (and no callback out there to disown).
+  if (pending() == 0) return;
   // Callbacks already handed to the network (the failures reported for the transfers cancelled
   // below among them) find the old guard disowned; later messages get a new one.
   guard_->owner = nullptr;
