@@ -24,6 +24,12 @@ DataParallelJob::DataParallelJob(Engine& engine, Compute& compute, JobSpec spec)
   }
 }
 
+DataParallelJob::~DataParallelJob() {
+  // A job killed mid-iteration (its host failed): the ops in progress must not call back.
+  for (Worker& wk : workers_)
+    if (wk.busy) compute_.cancel(wk.op);
+}
+
 void DataParallelJob::start() {
   MLSIM_CHECK(sink_ != nullptr, "a training job needs a gradient sink");
   last_compute_end_ = engine_.now();
@@ -76,8 +82,8 @@ void DataParallelJob::try_start(std::size_t w) {
   wk.op_started = engine_.now();
   wk.busy = true;
   const bool forward = wk.forward;
-  compute_.run(spec_.workers[w], FixedWork{nominal},
-               [this, w, layer, forward] { op_done(w, layer, forward); });
+  wk.op = compute_.run(spec_.workers[w], FixedWork{nominal},
+                       [this, w, layer, forward] { op_done(w, layer, forward); });
 }
 
 void DataParallelJob::op_done(std::size_t w, std::size_t layer, bool forward) {

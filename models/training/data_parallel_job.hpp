@@ -72,6 +72,9 @@ class DataParallelJob final : public GradientOwner {
   DataParallelJob(Engine& engine, Compute& compute, JobSpec spec);
   DataParallelJob(const DataParallelJob&) = delete;
   DataParallelJob& operator=(const DataParallelJob&) = delete;
+  // Cancels the ops in progress, so a job can be destroyed mid-run (with its strategy, whose
+  // collectives cancel their transfers: docs/collectives.md, "Cancellation").
+  ~DataParallelJob() override;
 
   void set_gradient_sink(GradientSink* sink) { sink_ = sink; }
   void set_iteration_hook(IterationHook* hook) { hook_ = hook; }
@@ -127,6 +130,7 @@ class DataParallelJob final : public GradientOwner {
     std::vector<std::size_t> fetched;  // per layer: fetches arrived (fetched layers only)
     double nominal_s = 0, actual_s = 0;
     Time op_started;
+    ComputeHandle op;  // the op in progress while busy (cancelled when the job is destroyed)
   };
 
   void try_start(std::size_t w);

@@ -80,3 +80,27 @@ TEST(HandComputed, AbortStopsTheJob) {
   EXPECT_TRUE(job.tap.starts.empty());
   EXPECT_EQ(job.engine.now(), Time::s(3));  // B1's end was the last event
 }
+
+// A job killed mid-iteration: ring sync, 2 workers, kTwoLayers, one iteration. Both workers
+// run F0 [0,1] F1 [1,2] B1 [2,3] B0 [3,4]; layer 1's ring (8 MB, two 4 MB segments, each
+// worker sending one to the other on its own uplink at 4e6 B/s) starts at 3 and its first step
+// is half sent at 3.5, while both B0 ops are running. Destroying the strategy (its collectives
+// cancel their transfers) and the core (it cancels its ops) there leaves nothing running: 2
+// transfers (8 MB) started, 0 delivered, 8 MB failed in the network, no op in progress, and the
+// engine drains without calling into the freed job.
+TEST(HandComputed, DestroyingAJobMidIterationCancelsItsOpsAndTransfers) {
+  Job job(2, 0, kTwoLayers, 1, "fifo", "ring", {});
+  job.core->start();
+  job.engine.run_until(Time::ms(3500));
+  EXPECT_EQ(job.compute.in_progress(), 2u);
+  EXPECT_EQ(job.network.totals().transfers_in_flight, 2u);
+  job.strategy.reset();
+  job.core.reset();
+  EXPECT_EQ(job.compute.in_progress(), 0u);
+  job.engine.run();
+  const NetworkTotals t = job.network.totals();
+  EXPECT_EQ(t.transfers_started, 2u);
+  EXPECT_EQ(t.transfers_in_flight, 0u);
+  EXPECT_EQ(t.bytes_delivered.count, 0);
+  EXPECT_EQ(t.bytes_failed.count, 8'000'000);
+}
