@@ -11,6 +11,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cli/registry.hpp"
@@ -19,16 +20,22 @@
 
 namespace {
 
+// Both benchmarks replay the Azure conversation trace from ../shared/data; without it they skip
+// (nothing returned).
+std::optional<std::filesystem::path> azure_trace(benchmark::State& state) {
+  std::filesystem::path trace = std::filesystem::path(MLSIM_SOURCE_DIR) /
+                                "../shared/data/llm_traces/azure_2023/"
+                                "AzureLLMInferenceTrace_conv.csv";
+  if (std::filesystem::exists(trace)) return trace;
+  state.SkipWithError("Azure conversation trace not found under ../shared/data");
+  return std::nullopt;
+}
+
 void BM_ServingAzureConv70B(benchmark::State& state, const char* variant) {
   const std::filesystem::path file =
       std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios/serving_azure_conv_70b.json";
-  const std::filesystem::path trace = std::filesystem::path(MLSIM_SOURCE_DIR) /
-                                      "../shared/data/llm_traces/azure_2023/"
-                                      "AzureLLMInferenceTrace_conv.csv";
-  if (!std::filesystem::exists(trace)) {
-    state.SkipWithError("Azure conversation trace not found under ../shared/data");
-    return;
-  }
+  const std::optional<std::filesystem::path> trace = azure_trace(state);
+  if (!trace) return;
   const auto registries = mlsim::make_registries();
   double simulated = 0, wall = 0, events = 0, completed = 0;
   for (auto _ : state) {
@@ -70,13 +77,8 @@ double process_cpu_seconds() {
 void BM_ServingRouterOverload(benchmark::State& state, const char* router, double rate_scale) {
   const std::filesystem::path file =
       std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios/mfs_llama2.json";
-  const std::filesystem::path trace = std::filesystem::path(MLSIM_SOURCE_DIR) /
-                                      "../shared/data/llm_traces/azure_2023/"
-                                      "AzureLLMInferenceTrace_conv.csv";
-  if (!std::filesystem::exists(trace)) {
-    state.SkipWithError("Azure conversation trace not found under ../shared/data");
-    return;
-  }
+  const std::optional<std::filesystem::path> trace = azure_trace(state);
+  if (!trace) return;
   const auto registries = mlsim::make_registries();
   mlsim::ScenarioRequest request{file, std::string("separate"), {}};
   const std::vector<std::pair<std::string, nlohmann::json>> sets = {
@@ -85,7 +87,7 @@ void BM_ServingRouterOverload(benchmark::State& state, const char* router, doubl
       {"system.router", router},
       {"workload.tier_mix", nlohmann::json::array({1.0})},
       {"workload.source", "trace"},
-      {"workload.trace", trace.string()},
+      {"workload.trace", trace->string()},
       {"workload.rate_scale", rate_scale}};
   for (const auto& [path, value] : sets)
     request.overrides.push_back(mlsim::Override{path, value, "--set " + path});

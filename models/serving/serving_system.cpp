@@ -155,15 +155,7 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
         MLSIM_CHECK(rc.prefix_block_tokens > 0 && !d.mfs,
                     "prefix caching needs block hashes and a single-depth deployment");
       }
-      auto replica = std::make_unique<Replica>(
-          engine_, compute_, std::move(rc),
-          std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
-                                               tp_allreduce),
-          KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
-          make_scheduler(d.scheduler, "system.scheduler"), *this, transfers_.get());
-      dep.replicas.push_back(replica.get());
-      replica_deployment_.push_back(di);
-      replicas_.push_back(std::move(replica));
+      add_replica(di, dep, std::move(rc), blocks, feature_layers, tp_allreduce);
       metrics_.add_weight_bytes(weights);
     }
     deployments_.push_back(std::move(dep));
@@ -187,6 +179,23 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
     // The scenario parser builds one deployment per tier (separate) or one for all (MFS).
     MLSIM_CHECK(serving == 1, "every tier must be served by exactly one deployment");
   }
+}
+
+Replica& ServingSystem::add_replica(std::size_t di, Deployment& dep, ReplicaConfig rc,
+                                    std::int64_t blocks, std::int32_t feature_layers,
+                                    const TpAllReduce& tp_allreduce) {
+  const DeploymentConfig& d = config_.deployments[di];
+  auto replica = std::make_unique<Replica>(
+      engine_, compute_, std::move(rc),
+      std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
+                                           tp_allreduce),
+      KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
+      make_scheduler(d.scheduler, "system.scheduler"), *this, transfers_.get());
+  Replica& added = *replica;
+  dep.replicas.push_back(&added);
+  replica_deployment_.push_back(di);
+  replicas_.push_back(std::move(replica));
+  return added;
 }
 
 void ServingSystem::build_elastic(std::size_t di, Deployment& dep, const std::vector<NodeId>& hosts,
@@ -245,16 +254,7 @@ void ServingSystem::build_elastic(std::size_t di, Deployment& dep, const std::ve
     rc.iteration_overhead = config_.iteration_overhead;
     rc.virtual_engines = engines;
     rc.send_overhead = e.semantics.polls ? e.costs.polling_overhead : Time::zero();
-    auto replica = std::make_unique<Replica>(
-        engine_, compute_, std::move(rc),
-        std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
-                                             tp_allreduce),
-        KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
-        make_scheduler(d.scheduler, "system.scheduler"), *this, transfers_.get());
-    dep.replicas.push_back(replica.get());
-    front.push_back(replica.get());
-    replica_deployment_.push_back(di);
-    replicas_.push_back(std::move(replica));
+    front.push_back(&add_replica(di, dep, std::move(rc), blocks, feature_layers, tp_allreduce));
   }
   for (std::size_t s = 0; s < e.stages.size(); ++s)
     metrics_.add_weight_bytes(weights[s] * e.stages[s].replicas);

@@ -146,6 +146,10 @@ class ServingSystem final : public ReplicaObserver, public ElasticHost {
     std::unique_ptr<Router> router;
     std::deque<HandOff> awaiting_decode;  // a decode pool's queue, first come first served
   };
+  // Builds a replica of deployment `di` from `rc` on the deployment's GPU timer (the last one
+  // made) and registers it: in `dep`, in the replica-to-deployment map, owned by the system.
+  Replica& add_replica(std::size_t di, Deployment& dep, ReplicaConfig rc, std::int64_t blocks,
+                       std::int32_t feature_layers, const TpAllReduce& tp_allreduce);
   void build_elastic(std::size_t di, Deployment& dep, const std::vector<NodeId>& hosts,
                      std::size_t& next_host, std::int64_t blocks, std::int32_t feature_layers,
                      const TpAllReduce& tp_allreduce);
