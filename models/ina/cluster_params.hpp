@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "models/ina/data_path.hpp"
+#include "models/ina/dsa_priority.hpp"
 #include "models/ina/job_plan.hpp"
 #include "models/ina/packet_loss.hpp"
 #include "models/training/chunk.hpp"
@@ -76,6 +77,9 @@ struct ClusterParams {
   // (the rest is the shared pool); 0 = the SwitchML jobs' equal share per job [inferred].
   Bytes switchml_memory{0};
   bool selective_retransmission = true;  // DSA
+  // DSA's control-plane priority (dsa_priority.hpp): per tensor (job intensity, then layers
+  // nearer the input) or per job.
+  DsaPriorityKind dsa_priority = DsaPriorityKind::kTensor;
   // A job in which nothing happens for this long (no compute op ends, no worker receives a new
   // result: e.g. its hosts are cut off from the switch by failed links) is aborted and reported
   // failed, as a training framework's collective watchdog kills a hung job. Default 10 min:

@@ -189,11 +189,12 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     }
     intensity_.push_back(comm / std::max(1e-12, compute_s));
   }
-  // Control-plane priority (DSA) [inferred]: jobs ranked by communication intensity, the most
-  // communication-intensive highest; equal intensities share a rank.
-  std::vector<double> distinct = intensity_;
-  std::sort(distinct.begin(), distinct.end());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  // DSA's control-plane priority (dsa_priority.hpp): by communication intensity, then (per
+  // tensor) layers nearer the input.
+  std::vector<std::uint32_t> layer_counts;
+  for (const auto& plan : job_plans)
+    layer_counts.push_back(static_cast<std::uint32_t>(plan->layers.size()));
+  const DsaPriorities priorities(p.dsa_priority, intensity_, layer_counts);
 
   std::size_t hosts = 0;
   for (const JobSpec& spec : p.jobs) hosts += static_cast<std::size_t>(spec.workers) + 1;
@@ -208,10 +209,6 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     const JobSpec& spec = p.jobs[static_cast<std::size_t>(j)];
     const JobPlan& plan = *job_plans[static_cast<std::size_t>(j)];
     const auto id = static_cast<std::uint16_t>(j);
-    const auto rank =
-        static_cast<std::uint8_t>(std::lower_bound(distinct.begin(), distinct.end(),
-                                                   intensity_[static_cast<std::size_t>(j)]) -
-                                  distinct.begin());
     host_base_.push_back(hosts);
     hosts += static_cast<std::size_t>(spec.workers) + 1;
     for (int w = 0; w <= spec.workers; ++w)
@@ -246,8 +243,8 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     }
     jobs_.push_back(std::make_unique<InaJob>(
         engine_, *compute, id, job_plans[static_cast<std::size_t>(j)], std::move(core),
-        make_scheduler, p.scheduler_config, rank, s, counters_,
-        [this](const Packet& q) { send_from_worker(q); },
+        make_scheduler, p.scheduler_config, priorities.of_job(static_cast<std::size_t>(j)), s,
+        counters_, [this](const Packet& q) { send_from_worker(q); },
         [this](InaJob& done) { job_finished(done); }));
     servers_.push_back(std::make_unique<ParameterServer>(
         id, spec.workers, f.policy == PolicyKind::kDsa && p.selective_retransmission,

@@ -27,7 +27,7 @@ namespace mlsim::ina {
 struct JobOutcome {
   std::string model;
   int workers = 0, iterations = 0;
-  std::uint8_t priority = 0;
+  std::uint32_t priority = 0;          // DSA: rank by communication intensity (0 = least)
   double communication_intensity = 0;  // ideal comm time / compute time per iteration
   std::string gpus;                    // its workers' GPU types (topology.hardware)
   Time arrival, finish;                // finish: when it finished, or was aborted (failed)
@@ -70,6 +70,8 @@ class InaCluster : public SwitchPorts, public HostEnds {
   std::size_t programs() const { return programs_.size(); }
   AggregationPolicy& policy_of(std::uint16_t job) { return *policy_of_job_.at(job); }
   const std::vector<JobOutcome>& outcomes() const { return outcomes_; }
+  // DSA's communication intensity of job j (dsa_priority.hpp): ideal comm / compute per iteration.
+  double communication_intensity(std::size_t j) const { return intensity_.at(j); }
   InaJob& job(std::size_t j) { return *jobs_.at(j); }
   std::size_t pool_units() const { return programs_.front().policy->pool().size(); }
   // Packets per burst of the first program's jobs (SwitchML's in a mixed run).

@@ -9,11 +9,11 @@ namespace mlsim::ina {
 InaJob::InaJob(Engine& engine, Compute& compute, std::uint16_t id,
                std::shared_ptr<const JobPlan> plan, training::JobSpec core,
                const training::SchedulerFactory& scheduler,
-               training::SchedulerConfig scheduler_config, std::uint8_t priority,
+               training::SchedulerConfig scheduler_config, JobPriority priority,
                SenderConfig sender, InaCounters& counters, InaSync::Send send, Finished finished)
     : engine_(engine),
       id_(id),
-      priority_(priority),
+      priority_(priority.rank),
       stall_timeout_(sender.stall_timeout),
       core_(engine, compute, std::move(core)),
       path_(engine, core_, scheduler, scheduler_config),
@@ -22,8 +22,8 @@ InaJob::InaJob(Engine& engine, Compute& compute, std::uint16_t id,
               "the job plan is cut at the scheduler's partition");
   MLSIM_CHECK(plan->layers.size() == core_.spec().parameters.size(), "a plan layer per layer");
   const int workers = static_cast<int>(core_.spec().workers.size());
-  sync_ = std::make_unique<InaSync>(engine, path_, id, std::move(plan), workers, priority, sender,
-                                    counters, std::move(send));
+  sync_ = std::make_unique<InaSync>(engine, path_, id, std::move(plan), workers,
+                                    std::move(priority), sender, counters, std::move(send));
   core_.set_gradient_sink(&path_);
   core_.set_on_finished([this] { ended(); });
   path_.set_sync(sync_.get());

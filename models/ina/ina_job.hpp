@@ -28,7 +28,7 @@ class InaJob {
   // (`scheduler_config.partition`). `compute` must outlive the job.
   InaJob(Engine& engine, Compute& compute, std::uint16_t id, std::shared_ptr<const JobPlan> plan,
          training::JobSpec core, const training::SchedulerFactory& scheduler,
-         training::SchedulerConfig scheduler_config, std::uint8_t priority, SenderConfig sender,
+         training::SchedulerConfig scheduler_config, JobPriority priority, SenderConfig sender,
          InaCounters& counters, InaSync::Send send, Finished finished);
   InaJob(const InaJob&) = delete;
   InaJob& operator=(const InaJob&) = delete;
@@ -42,7 +42,8 @@ class InaJob {
   const JobPlan& plan() const { return sync_->plan(); }
   int workers() const { return sync_->workers(); }
   int iterations() const { return static_cast<int>(core_.spec().iterations); }
-  std::uint8_t priority() const { return priority_; }
+  // DSA: the job's rank by communication intensity (0 = least intensive).
+  std::uint32_t priority() const { return priority_; }
   Time started_at() const { return started_; }
   // When the job finished, or was aborted (failed()).
   Time finished_at() const { return finished_at_; }
@@ -60,7 +61,7 @@ class InaJob {
 
   Engine& engine_;
   std::uint16_t id_;
-  std::uint8_t priority_;
+  std::uint32_t priority_;
   Time stall_timeout_;
   training::DataParallelJob core_;
   training::GradientPath path_;

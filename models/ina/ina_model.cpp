@@ -182,6 +182,8 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
 
   JsonReader dsa = system.object_or_empty("dsa");
   p.selective_retransmission = dsa.boolean_or("selective_retransmission", true);
+  if (dsa.has("priority"))
+    p.dsa_priority = dsa_priority_kind(dsa.string("priority"), dsa.path_of("priority"));
   dsa.finish();
 
   // Workload: job templates expanded by count, in order; arrivals explicit, Poisson or a trace.

@@ -78,7 +78,7 @@ void InaSender::transmit(std::uint32_t u, bool resend) {
   p.sum = std::uint64_t{1} << index_;
   p.bitmap = 1u << index_;
   p.packets = packets;
-  p.priority = sync_.priority_;
+  p.priority = sync_.priority_.by_layer[sync_.plan().unit_layer[u]];
   p.resend = resend;
   sync_.send_(p);
   arm_timer();
@@ -191,17 +191,18 @@ void InaSender::on_resend_request(const Packet& p) {
 }
 
 InaSync::InaSync(Engine& engine, training::SyncEvents& events, std::uint16_t job,
-                 std::shared_ptr<const JobPlan> plan, int workers, std::uint8_t priority,
+                 std::shared_ptr<const JobPlan> plan, int workers, JobPriority priority,
                  SenderConfig config, InaCounters& counters, Send send)
     : engine_(engine),
       events_(events),
       job_(job),
       plan_(std::move(plan)),
-      priority_(priority),
+      priority_(std::move(priority)),
       config_(config),
       counters_(counters),
       send_(std::move(send)) {
   MLSIM_CHECK(workers >= 1 && workers <= 32, "a job needs 1..32 workers");
+  MLSIM_CHECK(priority_.by_layer.size() == plan_->layers.size(), "a priority per plan layer");
   senders_.reserve(static_cast<std::size_t>(workers));
   for (int w = 0; w < workers; ++w) senders_.emplace_back(*this, static_cast<std::uint16_t>(w));
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "models/ina/counters.hpp"
+#include "models/ina/dsa_priority.hpp"
 #include "models/ina/job_plan.hpp"
 #include "models/ina/packet.hpp"
 #include "models/training/gradient_sync.hpp"
@@ -91,7 +92,7 @@ class InaSync final : public training::GradientSync {
   // `plan` cut at the scheduler's partition (set_partition must agree); `send` carries a
   // worker's packet to the switch program; `events` hears each chunk back (the gradient path).
   InaSync(Engine& engine, training::SyncEvents& events, std::uint16_t job,
-          std::shared_ptr<const JobPlan> plan, int workers, std::uint8_t priority,
+          std::shared_ptr<const JobPlan> plan, int workers, JobPriority priority,
           SenderConfig config, InaCounters& counters, Send send);
 
   Entry entry() const override { return Entry::kPerWorker; }
@@ -127,7 +128,7 @@ class InaSync final : public training::GradientSync {
   training::SyncEvents& events_;
   std::uint16_t job_;
   std::shared_ptr<const JobPlan> plan_;
-  std::uint8_t priority_;
+  JobPriority priority_;  // DSA's, per layer of the plan
   SenderConfig config_;
   InaCounters& counters_;
   Send send_;

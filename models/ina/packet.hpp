@@ -23,17 +23,19 @@ struct Packet {
   std::uint64_t sum = 0;     // aggregated contributions (worker w adds 1 << w)
   std::uint32_t bitmap = 0;  // workers whose contribution is in `sum`
   std::uint16_t job = 0;
-  std::uint16_t worker = 0;   // sender of a gradient, addressee of a resend request or re-answer
-  std::uint16_t packets = 1;  // wire packets in the burst
-  std::uint8_t priority = 0;  // DSA control-plane priority of the job (higher wins)
+  std::uint16_t worker = 0;    // sender of a gradient, addressee of a resend request or re-answer
+  std::uint16_t packets = 1;   // wire packets in the burst
+  std::uint16_t priority = 0;  // DSA control-plane priority of the chunk (higher wins)
   PacketKind kind = PacketKind::kGradient;
   // Gradient: a retransmission (bypasses ATP/DSA aggregation, flushes a matching aggregator).
   // Result: a re-answer to a retransmission, unicast to `worker` (SwitchML shadow copy, PS).
-  bool resend = false;
-  bool ecn = false;        // congestion experienced on the way
-  bool evicted = false;    // a partial pushed out by preemption (DSA)
-  bool fell_back = false;  // a gradient the switch could not aggregate (collision), sent to the PS
+  // One bit each, so that a Packet stays 32 bytes (an event capturing it stays inline).
+  bool resend : 1 = false;
+  bool ecn : 1 = false;        // congestion experienced on the way
+  bool evicted : 1 = false;    // a partial pushed out by preemption (DSA)
+  bool fell_back : 1 = false;  // a gradient the switch could not aggregate (collision), to the PS
 };
+static_assert(sizeof(Packet) == 32, "a Packet rides inside event captures: keep it 32 bytes");
 
 inline constexpr std::uint32_t full_bitmap(int workers) {
   return workers >= 32 ? 0xffffffffu : (1u << workers) - 1;

@@ -22,13 +22,13 @@
 
 namespace mlsim {
 
-// The chunk a claim is for: owner job, chunk sequence, aggregators of the burst, and the job's
+// The chunk a claim is for: owner job, chunk sequence, aggregators of the burst, and the chunk's
 // priority (read by preempting policies).
 struct ChunkClaim {
   std::uint16_t job = 0;
   std::uint64_t seq = 0;
   std::uint16_t packets = 1;
-  std::uint8_t priority = 0;
+  std::uint16_t priority = 0;
 };
 
 struct Aggregator {
@@ -37,7 +37,7 @@ struct Aggregator {
   std::uint32_t bitmap = 0;
   std::uint16_t job = 0;
   std::uint16_t packets = 1;  // aggregators of the burst (1 in packet-accurate mode)
-  std::uint8_t priority = 0;
+  std::uint16_t priority = 0;
   bool held = false;
   bool complete = false;  // every contributor added; result on its way (through a PS or back)
   bool owned_by(std::uint16_t j, std::uint64_t s) const { return held && job == j && seq == s; }

@@ -166,6 +166,71 @@ TEST(InaMechanisms, DsaPreemptionCompletesAtThePsWithSelectiveRetransmission) {
   EXPECT_EQ(events[3].kind, PoolEvent::kRelease);
 }
 
+// DSA preemption of an in-progress aggregator whose missing worker has already sent its packet
+// when the PS's resend request reaches it. Hosts: L's workers 0-2 and PS 3, H's workers 4-5 and
+// PS 6. L's workers 0 and 1 claim the only aggregator at 2,000,925 (bitmap 0b011, sum 3); L's
+// worker 2 runs at half speed and sends at 4,000,000. H arrives at 3,799,500 and sends at
+// 3,999,500: 3,999,524.64 -> 3,999,525 + 900 = 4,000,425 at the switch, where H's first packet
+// evicts L's partial (to L's PS: 4,000,449.64 -> 4,000,450 + 500 = 4,000,950) and H's second
+// completes H's aggregate (at H's PS 4,000,950; result at the switch 4,000,974.64 -> 4,000,975 +
+// 900 = 4,001,875, released; at H's workers 4,001,899.64 -> 4,001,900 + 500 = 4,002,400).
+// - L's PS at 4,000,950: 0b011 of 0b111, evicted: asks worker 2 alone; the request reaches the
+//   switch at 4,000,975 + 900 = 4,001,875 and worker 2 at 4,001,900 + 500 = 4,002,400.
+// - Worker 2's packet (sent at 4,000,000): 4,000,025 + 900 = 4,000,925 at the switch, where H's
+//   aggregate still holds the aggregator (until 4,001,875): a collision of lower priority, so it
+//   falls back to L's PS: 4,000,949.64 -> 4,000,950 + 500 = 4,001,450, completing 3 + 4 = 7.
+//   Result: 4,001,474.64 -> 4,001,475 + 900 = 4,002,375 at the switch, 4,002,400 + 500 =
+//   4,002,900 at L's workers.
+// - Worker 2 gets the request at 4,002,400 with its packet still unanswered: it retransmits
+//   (4,002,425 + 900 = 4,003,325 at the switch, no aggregator holds L's chunk, to the PS at
+//   4,003,350 + 500 = 4,003,850), where the chunk is finished: a late duplicate, dropped. Only the
+//   missing worker resent; its contribution is counted once.
+TEST(InaMechanisms, DsaPreemptsAnInProgressAggregatorAndOnlyTheMissingWorkerResends) {
+  Engine engine;
+  ClusterParams p = one_aggregator(PolicyKind::kDsa);
+  p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 3, 1));
+  p.jobs.push_back(job(one_layer(0.1, 0.1, 62), 2, 1, Time::ns(3'799'500)));
+  HostSpeeds speeds(8);
+  speeds.set_speed(2, 0.5);
+  ComputeOn platform(engine, speeds);
+  InaCluster cluster(engine, p, nullptr, nullptr, &platform.compute);
+  OwnershipTracker ownership;
+  std::vector<PoolEvent> events;
+  cluster.policy().pool().set_observer([&](const PoolEvent& e) {
+    ownership(e);
+    events.push_back(e);
+  });
+  cluster.start();
+  engine.run();
+  ASSERT_TRUE(cluster.all_finished());
+  const InaCounters& c = cluster.stats();
+  EXPECT_EQ(c.preemptions, 1u);
+  EXPECT_EQ(c.evicted_partial_packets, 1u);
+  EXPECT_EQ(c.resend_requests, 1u);
+  EXPECT_EQ(cluster.job(0).worker(0).resend_requests_received(), 0);
+  EXPECT_EQ(cluster.job(0).worker(1).resend_requests_received(), 0);
+  EXPECT_EQ(cluster.job(0).worker(2).resend_requests_received(), 1);
+  EXPECT_EQ(c.retransmitted_packets, 1u);  // worker 2's, on request
+  EXPECT_EQ(c.collision_packets, 2u);      // H's first packet, worker 2's packet
+  EXPECT_EQ(c.fallback_packets, 2u);       // worker 2's packet and its retransmission
+  EXPECT_EQ(c.ps_late_duplicates, 1u);     // the retransmission, after the chunk finished
+  EXPECT_EQ(c.wrong_sums, 0u);
+  EXPECT_EQ(c.duplicate_results, 0u);
+  EXPECT_EQ(c.results_received, 5u);
+  EXPECT_EQ(c.elements_delivered, cluster.expected_elements());
+  EXPECT_EQ(ownership.violations, 0);
+  EXPECT_TRUE(ownership.held.empty());
+  EXPECT_EQ(cluster.job(0).finished_at(), Time::ns(4'002'900));
+  EXPECT_EQ(cluster.job(1).finished_at(), Time::ns(4'002'400));
+  // L claims, L evicted, H claims, H released by its result.
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].job, 0);
+  EXPECT_EQ(events[1].kind, PoolEvent::kRelease);
+  EXPECT_EQ(events[1].job, 0);
+  EXPECT_EQ(events[2].job, 1);
+  EXPECT_EQ(events[3].job, 1);
+}
+
 // The same arrival under ATP: no preemption, H falls back to its PS, L waits for worker 2.
 TEST(InaMechanisms, AtpKeepsTheLowPriorityPartial) {
   Engine engine;

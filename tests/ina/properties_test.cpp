@@ -42,6 +42,8 @@ Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values
   p.loss_rate = loss_rate;
   p.seed = seed;
   p.atp_timeout = Time::us(200 + 200 * static_cast<std::int64_t>(rng.below(5)));
+  // DSA: both readings of its priority (dsa_priority.hpp), per tensor on odd seeds.
+  p.dsa_priority = seed % 2 ? DsaPriorityKind::kTensor : DsaPriorityKind::kJob;
   const int jobs = 2 + static_cast<int>(rng.below(3));
   std::size_t host = 0;  // the job's first worker's host
   for (int j = 0; j < jobs; ++j) {
@@ -60,8 +62,11 @@ Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values
   }
   // Scarce: room for a few dozen ATP aggregators (SwitchML gets the same bytes).
   p.aggregator_memory = Bytes{(16 + static_cast<std::int64_t>(rng.below(64))) * 2048 * jobs};
-  w.label = std::string(policy_name(policy)) + " seed " + std::to_string(seed) + " burst " +
-            std::to_string(burst_values) + " loss " + std::to_string(loss_rate);
+  w.label =
+      std::string(policy_name(policy)) + " seed " + std::to_string(seed) + " burst " +
+      std::to_string(burst_values) + " loss " + std::to_string(loss_rate) +
+      (policy == PolicyKind::kDsa ? " priority " + std::string(dsa_priority_name(p.dsa_priority))
+                                  : "");
   return w;
 }
 
@@ -73,6 +78,7 @@ class InaProperties
 TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
   const auto [policy, burst, loss, path] = GetParam();
   std::uint64_t contended_runs = 0, retransmitting_runs = 0, lossy_runs = 0;
+  std::uint64_t evicting_runs[2] = {0, 0};  // DSA, by priority kind
   for (std::uint64_t seed = 1; seed <= 12; ++seed) {
     Workload w = random_workload(seed, policy, burst, loss);
     w.params.data_path = path;
@@ -103,6 +109,10 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
     EXPECT_EQ(c.results_received, chunks);
     if (c.collision_packets > 0 || c.preemptions > 0) ++contended_runs;
     if (c.retransmitted_packets > 0) ++retransmitting_runs;
+    // In-progress aggregators preempted: their partial went to the PS, which asked exactly the
+    // missing workers to resend (selective retransmission).
+    if (c.evicted_partial_packets > 0 && c.resend_requests > 0)
+      ++evicting_runs[static_cast<int>(w.params.dsa_priority)];
     if (c.lost_packets > 0 && c.timeouts > 0) ++lossy_runs;
     if (loss == 0) {
       EXPECT_EQ(c.lost_packets, 0u);
@@ -125,6 +135,12 @@ TEST_P(InaProperties, ExactlyOnceSingleOwnerAndEveryJobFinishes) {
   if (policy != PolicyKind::kSwitchMl) {
     EXPECT_GE(contended_runs, 6u);
     EXPECT_GE(retransmitting_runs, 3u);  // timeouts and partial flushes exercised too
+  }
+  // DSA must actually preempt in-progress aggregators, under both readings of its priority, or
+  // the exactly-once and single-owner checks prove nothing for the hand-off.
+  if (policy == PolicyKind::kDsa) {
+    EXPECT_GE(evicting_runs[static_cast<int>(DsaPriorityKind::kTensor)], 3u);
+    EXPECT_GE(evicting_runs[static_cast<int>(DsaPriorityKind::kJob)], 3u);
   }
 }
 

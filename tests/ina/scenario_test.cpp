@@ -120,6 +120,17 @@ TEST(InaScenario, ErrorsNameThePath) {
   d = minimal();
   d["system"]["switch"] = "tofino-32x100g";  // no aggregator pool: memory must be given
   expect_error(d, star(9), "system.aggregator_memory");
+  d = minimal();
+  d["system"]["dsa"] = {{"priority", "layer"}};  // tensor | job
+  expect_error(d, star(9), "system.dsa.priority");
+}
+
+TEST(InaScenario, DsaPriorityIsPerTensorUnlessTheScenarioSaysJob) {
+  json d = minimal();
+  d["system"]["policy"] = "dsa";
+  EXPECT_EQ(parse(d, star(9)).dsa_priority, DsaPriorityKind::kTensor);
+  d["system"]["dsa"] = {{"priority", "job"}};
+  EXPECT_EQ(parse(d, star(9)).dsa_priority, DsaPriorityKind::kJob);
 }
 
 void expect_error(json doc, const Topology& t, const std::string& path,
