@@ -1,6 +1,7 @@
 #include "models/serving/elastic.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "sim_core/base/error.hpp"
 
@@ -129,8 +130,12 @@ Time ElasticDeployment::detection_delay(int stage, int index, Time failure) cons
 
 void ElasticDeployment::fail_worker(int stage, int index) {
   Worker& k = at(stage, index);
-  if (k.state != State::kLive && k.state != State::kLoading) return;
-  const bool was_live = k.state == State::kLive;
+  if (k.state != State::kLive && k.state != State::kLoading && k.state != State::kDraining) return;
+  const bool was_live = k.state != State::kLoading;
+  if (k.state == State::kDraining) {
+    k.leaving = true;  // it was on its way out: it does not rejoin when repaired
+    --draining_;
+  }
   ++k.generation;
   ++failures_;
   allocate(k, false);
@@ -162,6 +167,12 @@ void ElasticDeployment::on_detected(int stage, int index, std::uint64_t generati
   ++detections_;
   k.state = State::kDown;
   take_out(stage, index);
+  if (k.leaving) {
+    k.leaving = false;
+    k.repaired_before_detection = false;
+    k.state = State::kSpare;
+    return;
+  }
   if (k.repaired_before_detection) {
     k.repaired_before_detection = false;
     begin_join(stage, index);
@@ -193,7 +204,12 @@ void ElasticDeployment::take_out(int stage, int index) {
   StageWorker* to = least_bound(stage);
   for (Replica* r : front_)
     for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
-      if (r->path(v, static_cast<std::size_t>(stage)) != gone) continue;
+      const auto st = static_cast<std::size_t>(stage);
+      if (r->path(v, st) != gone) {
+        // Moving its KV to it: the move is off, the KV stays where it was.
+        if (r->planned_path(v, st) == gone) r->cancel_migration(v);
+        continue;
+      }
       if (to != nullptr) {
         r->bind(v, *to);
         to = least_bound(stage);
@@ -312,45 +328,111 @@ void ElasticDeployment::scale(int stage, int delta) {
       if (list[static_cast<std::size_t>(i)].state == State::kLive) index = i;
     if (index < 0) return;
     ++scale_ins_;
-    Worker& k = list[static_cast<std::size_t>(index)];
-    ++k.generation;
-    allocate(k, false);
-    k.state = State::kSpare;
-    k.w->alive = false;
-    k.w->epoch += 1;
-    k.w->busy = false;
-    k.w->queue.clear();
-    if (stage == 0) front_[static_cast<std::size_t>(index)]->set_active(false);
-    if (config_.semantics.isolates_failures) {
-      take_out(stage, index);
-    } else {
-      // The group is re-created without it; the requests it held recompute elsewhere.
-      if (stage == 0) {
-        std::vector<Request*> out;
-        front_[static_cast<std::size_t>(index)]->evacuate(out);
-        rerouted_ += out.size();
-        recomputed_ += out.size();
-        for (Request* q : out) held_.push_back(q);
-      } else {
-        for (Replica* r : front_)
-          for (std::uint32_t v = 0; v < r->virtual_engines(); ++v)
-            if (r->path(v, static_cast<std::size_t>(stage)) == k.w)
-              recomputed_ += r->reset_engine(v);
-      }
-      restart(config_.costs.world_creation, /*lose_kv=*/false);
-    }
+    if (config_.drain_scale_in)
+      begin_drain(stage, index);
+    else
+      remove_worker(stage, index);
   }
+}
+
+void ElasticDeployment::remove_worker(int stage, int index) {
+  auto& list = workers_[static_cast<std::size_t>(stage)];
+  Worker& k = list[static_cast<std::size_t>(index)];
+  ++k.generation;
+  allocate(k, false);
+  k.state = State::kSpare;
+  k.w->alive = false;
+  k.w->epoch += 1;
+  k.w->busy = false;
+  k.w->queue.clear();
+  if (stage == 0) front_[static_cast<std::size_t>(index)]->set_active(false);
+  if (config_.semantics.isolates_failures) {
+    take_out(stage, index);
+  } else {
+    // The group is re-created without it; the requests it held recompute elsewhere.
+    if (stage == 0) {
+      std::vector<Request*> out;
+      front_[static_cast<std::size_t>(index)]->evacuate(out);
+      rerouted_ += out.size();
+      recomputed_ += out.size();
+      for (Request* q : out) held_.push_back(q);
+    } else {
+      for (Replica* r : front_)
+        for (std::uint32_t v = 0; v < r->virtual_engines(); ++v)
+          if (r->path(v, static_cast<std::size_t>(stage)) == k.w ||
+              r->planned_path(v, static_cast<std::size_t>(stage)) == k.w)
+            recomputed_ += r->reset_engine(v);
+    }
+    restart(config_.costs.world_creation, /*lose_kv=*/false);
+  }
+}
+
+void ElasticDeployment::begin_drain(int stage, int index) {
+  Worker& k = at(stage, index);
+  ++k.generation;
+  k.state = State::kDraining;
+  k.drain_started = engine_.now();
+  ++drains_;
+  ++draining_;
+  // A front worker leaves the routers (its replica keeps running what it holds); a later stage's
+  // engines move off it (rebalance: by KV migration, or when they hold no KV).
+  refresh_routable();
+  if (stage > 0) rebalance(stage);
+  engine_.schedule_in(config_.drain_timeout, [this, stage, index, g = k.generation] {
+    finish_drain(stage, index, g, /*timed_out=*/true);
+  });
+  check_drained();
+}
+
+void ElasticDeployment::check_drained() {
+  if (draining_ == 0) return;
+  for (std::size_t s = 0; s < workers_.size(); ++s)
+    for (std::size_t i = 0; i < workers_[s].size(); ++i) {
+      Worker& k = workers_[s][i];
+      if (k.state != State::kDraining) continue;
+      bool empty = !k.w->busy && k.w->queue.empty();
+      if (s == 0) {
+        const Replica& r = *front_[i];
+        for (std::uint32_t v = 0; v < r.virtual_engines() && empty; ++v) empty = r.engine_idle(v);
+      } else {
+        StageWorker* to = least_bound(static_cast<int>(s));
+        for (Replica* r : front_)
+          for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
+            if (r->path(v, s) != k.w && r->planned_path(v, s) != k.w) continue;
+            // An engine with no KV and nothing in flight moves for free.
+            if (to != nullptr && !r->engine_migrating(v) && !r->engine_holds_kv(v)) {
+              r->bind(v, *to);
+              to = least_bound(static_cast<int>(s));
+              continue;
+            }
+            empty = false;
+          }
+      }
+      if (empty) finish_drain(static_cast<int>(s), static_cast<int>(i), k.generation, false);
+    }
+}
+
+void ElasticDeployment::finish_drain(int stage, int index, std::uint64_t generation,
+                                     bool timed_out) {
+  Worker& k = at(stage, index);
+  if (k.generation != generation || k.state != State::kDraining) return;
+  --draining_;
+  drain_timeouts_ += timed_out ? 1 : 0;
+  drain_s_.add((engine_.now() - k.drain_started).seconds());
+  // What is still there (only after a timeout) is taken out as an immediate scale-in would.
+  remove_worker(stage, index);
 }
 
 StageWorker* ElasticDeployment::least_bound(int stage) const {
   StageWorker* best = nullptr;
   std::size_t best_bound = 0;
-  for (const auto& k : workers_[static_cast<std::size_t>(stage)]) {
+  const auto s = static_cast<std::size_t>(stage);
+  for (const auto& k : workers_[s]) {
     if (k.state != State::kLive) continue;
     std::size_t bound = 0;
     for (const Replica* r : front_)
       for (std::uint32_t v = 0; v < r->virtual_engines(); ++v)
-        bound += r->path(v, static_cast<std::size_t>(stage)) == k.w;
+        bound += r->planned_path(v, s) == k.w;
     if (best == nullptr || bound < best_bound) {
       best = k.w;
       best_bound = bound;
@@ -359,9 +441,35 @@ StageWorker* ElasticDeployment::least_bound(int stage) const {
   return best;
 }
 
+ElasticDeployment::State ElasticDeployment::state_of(int stage, const StageWorker* w) const {
+  for (const auto& k : workers_[static_cast<std::size_t>(stage)])
+    if (k.w == w) return k.state;
+  return State::kDown;
+}
+
+void ElasticDeployment::move_engine(Replica& r, std::uint32_t v, StageWorker& to) {
+  if (!config_.kv_migration) {
+    r.bind(v, to);
+    recomputed_ += r.reset_engine(v);
+    return;
+  }
+  if (!r.engine_holds_kv(v)) {  // nothing to take along
+    r.bind(v, to);
+    return;
+  }
+  requests_migrated_ += r.engine_requests(v);
+  r.migrate_engine(v, to, [this](std::int64_t bytes) {
+    ++kv_migrations_;
+    kv_migrated_bytes_ += static_cast<double>(bytes);
+    check_drained();
+  });
+}
+
 void ElasticDeployment::rebalance(int stage) {
   // Binds the engines on workers that are not live, then evens out the engines per live worker,
-  // moving the engines with the fewest requests (each move loses the moved requests' KV).
+  // moving the engines with the fewest requests (each move loses the moved requests' KV, unless
+  // it migrates). Engines on a draining worker move by KV migration; without it they stay until
+  // they hold no KV (check_drained()). An engine migrating counts at its destination.
   const auto s = static_cast<std::size_t>(stage);
   auto& list = workers_[s];
   std::vector<const StageWorker*> live;
@@ -374,37 +482,46 @@ void ElasticDeployment::rebalance(int stage) {
   auto count = [&](const StageWorker* w) {
     std::size_t n = 0;
     for (const Replica* r : front_)
-      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) n += r->path(v, s) == w;
+      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) n += r->planned_path(v, s) == w;
     return n;
   };
   auto is_live = [&](const StageWorker* w) {
     return std::find(live.begin(), live.end(), w) != live.end();
   };
   for (;;) {
-    // The engine to move: on a dead worker first, else on a worker above the target, the one
-    // with the fewest requests.
+    // The engine to move: on a dead or draining worker first, else on a worker above the
+    // target, the one with the fewest requests.
     Replica* from_r = nullptr;
     std::uint32_t from_v = 0;
-    bool dead = false;
+    bool must = false, dead = false;
     std::size_t fewest = 0;
     for (Replica* r : front_)
       for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
+        if (r->engine_migrating(v)) continue;
         const StageWorker* w = r->path(v, s);
-        const bool on_dead = !is_live(w);
-        if (!on_dead && count(w) <= target) continue;
+        const bool draining = state_of(stage, w) == State::kDraining;
+        if (draining && !config_.kv_migration) continue;
+        const bool on_dead = !is_live(w) && !draining;
+        const bool must_move = on_dead || draining;
+        if (!must_move && count(w) <= target) continue;
         const std::size_t n = r->engine_requests(v);
-        if (from_r == nullptr || (on_dead && !dead) || (on_dead == dead && n < fewest)) {
+        if (from_r == nullptr || (must_move && !must) || (must_move == must && n < fewest)) {
           from_r = r;
           from_v = v;
+          must = must_move;
           dead = on_dead;
           fewest = n;
         }
       }
     if (from_r == nullptr) return;
     StageWorker* to = least_bound(stage);
-    if (!dead && count(to) + 1 >= count(from_r->path(from_v, s))) return;  // balanced enough
-    from_r->bind(from_v, *to);
-    recomputed_ += from_r->reset_engine(from_v);
+    if (!must && count(to) + 1 >= count(from_r->path(from_v, s))) return;  // balanced enough
+    if (dead) {
+      from_r->bind(from_v, *to);
+      recomputed_ += from_r->reset_engine(from_v);
+    } else {
+      move_engine(*from_r, from_v, *to);
+    }
   }
 }
 
@@ -415,6 +532,11 @@ void ElasticDeployment::bind_idle_engine(Replica& replica, std::uint32_t engine)
     if (to == nullptr || to == replica.path(engine, s)) continue;
     replica.bind(engine, *to);
   }
+  check_drained();
+}
+
+void ElasticDeployment::engine_settled(Replica&, std::uint32_t) {
+  check_drained();
 }
 
 bool ElasticDeployment::can_serve() const {
@@ -438,7 +560,8 @@ void ElasticDeployment::refresh_routable() {
     const State st = workers_.front()[i].state;
     // A failed front worker stays routable until its failure is detected (nobody knows yet).
     if (ok && (st == State::kLive || st == State::kFailed)) routable_.push_back(front_[i]);
-    const bool active = ok && st == State::kLive;
+    // A draining front worker runs what it holds but takes no new request.
+    const bool active = ok && (st == State::kLive || st == State::kDraining);
     if (front_[i]->active() != active) front_[i]->set_active(active);
   }
   set_serving(ok);
@@ -457,10 +580,22 @@ double ElasticDeployment::available_seconds(Time now) const {
 void ElasticDeployment::sample() {
   int live = 0;
   for (std::size_t s = 0; s < workers_.size(); ++s) live += live_workers(static_cast<int>(s));
-  series_.add(engine_.now(), {static_cast<double>(host_.completed()),
-                              static_cast<double>(host_.tokens_generated()),
-                              static_cast<double>(host_.in_system()), serving_ ? 1.0 : 0.0,
-                              static_cast<double>(live), static_cast<double>(recomputed_)});
+  // Latency over time: the means over the requests completed since the previous sample (empty
+  // when none completed).
+  const auto sums = host_.latency_sums();
+  const std::uint64_t completed = host_.completed();
+  const double n = static_cast<double>(completed - last_completed_);
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  series_.add(
+      engine_.now(),
+      {static_cast<double>(completed), static_cast<double>(host_.tokens_generated()),
+       static_cast<double>(host_.in_system()), serving_ ? 1.0 : 0.0, static_cast<double>(live),
+       static_cast<double>(recomputed_), n > 0 ? (sums.ttft_s - last_sums_.ttft_s) / n : none,
+       n > 0 ? (sums.e2e_s - last_sums_.e2e_s) / n : none,
+       n > 0 ? static_cast<double>(sums.slo_met - last_sums_.slo_met) / n : none});
+  last_sums_ = sums;
+  last_completed_ = completed;
+  check_drained();
   if (config_.autoscaler.enabled && engine_.now() >= next_autoscale_) {
     next_autoscale_ = engine_.now() + config_.autoscaler.interval;
     autoscale();
@@ -474,16 +609,33 @@ void ElasticDeployment::sample() {
 
 void ElasticDeployment::autoscale() {
   const AutoscalerConfig& a = config_.autoscaler;
+  // The SLO attainment since the previous check (the signal of `slo_signal`).
+  const auto sums = host_.latency_sums();
+  const std::uint64_t completed = host_.completed();
+  const std::uint64_t done = completed - autoscale_completed_;
+  const double attainment = done > 0 ? static_cast<double>(sums.slo_met - autoscale_sums_.slo_met) /
+                                           static_cast<double>(done)
+                                     : 0;
+  autoscale_sums_ = sums;
+  autoscale_completed_ = completed;
   if (routable_.empty()) return;
   if (autoscaled_once_ && engine_.now() - last_autoscale_ < a.cooldown) return;
-  std::size_t waiting = 0;
-  for (const Replica* r : routable_) waiting += r->waiting_count();
-  const double per_front = static_cast<double>(waiting) / static_cast<double>(routable_.size());
   int delta = 0;
-  if (per_front > a.scale_out_above)
-    delta = 1;
-  else if (per_front < a.scale_in_below && live_workers(a.stage) > a.min_replicas)
-    delta = -1;
+  if (a.slo_signal) {
+    if (done == 0) return;
+    if (attainment < a.scale_out_below)
+      delta = 1;
+    else if (attainment > a.scale_in_above && live_workers(a.stage) > a.min_replicas)
+      delta = -1;
+  } else {
+    std::size_t waiting = 0;
+    for (const Replica* r : routable_) waiting += r->waiting_count();
+    const double per_front = static_cast<double>(waiting) / static_cast<double>(routable_.size());
+    if (per_front > a.scale_out_above)
+      delta = 1;
+    else if (per_front < a.scale_in_below && live_workers(a.stage) > a.min_replicas)
+      delta = -1;
+  }
   if (delta == 0) return;
   autoscaled_once_ = true;
   last_autoscale_ = engine_.now();
@@ -515,6 +667,16 @@ void ElasticDeployment::report(Results& out, Time makespan) const {
   out.set_metric("serving_elastic_joins", static_cast<double>(joins_));
   out.set_metric("serving_elastic_scale_outs", static_cast<double>(scale_outs_));
   out.set_metric("serving_elastic_scale_ins", static_cast<double>(scale_ins_));
+  if (config_.drain_scale_in) {
+    out.set_metric("serving_elastic_drains", static_cast<double>(drains_));
+    out.set_metric("serving_elastic_drain_timeouts", static_cast<double>(drain_timeouts_));
+    out.set_metric("serving_elastic_drain_mean_s", drain_s_.mean());
+  }
+  if (config_.kv_migration) {
+    out.set_metric("serving_elastic_kv_migrations", static_cast<double>(kv_migrations_));
+    out.set_metric("serving_elastic_requests_migrated", static_cast<double>(requests_migrated_));
+    out.set_metric("serving_elastic_kv_migrated_bytes", kv_migrated_bytes_);
+  }
   // Requests still in the system when nothing more could happen (a stage left without a worker
   // for good): reported, never silently lost.
   out.set_metric("serving_elastic_requests_unfinished", static_cast<double>(host_.in_system()));

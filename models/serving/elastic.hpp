@@ -26,7 +26,9 @@
 //    pays the asynchronous completion polling (communicator.py, WorldCommunicator._wait_work:
 //    `while not work.is_completed(): await asyncio.sleep(0)`, after a ThreadPoolExecutor per op).
 // Scale-in takes a live worker out at once (no detection wait); its engines re-bind as after a
-// failure (MultiWorld) or the group is re-created (single world).
+// failure (MultiWorld) or the group is re-created (single world). Or it drains the worker first
+// (`drain_scale_in`), and engines moved between live workers can take their KV along
+// (`kv_migration`): neither is in MultiWorld's paper or code, both [assumed] extensions.
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -86,12 +88,18 @@ struct ScaleCommand {
 // (on the timeline's sampling events, so at a multiple of system.series_interval):
 // above `scale_out_above` a spare joins, below `scale_in_below` (and more than `min_replicas`) the
 // last live worker leaves; no decision within `cooldown` of the previous one.
+// Or, with `slo_signal`, by the SLO attainment of the requests completed since the previous check:
+// below `scale_out_below` a spare joins, above `scale_in_above` a worker leaves (no decision when
+// none completed).
 struct AutoscalerConfig {
   bool enabled = false;
   int stage = 0;
   Time interval = Time::s(10);
   double scale_out_above = 0;
   double scale_in_below = 0;
+  bool slo_signal = false;
+  double scale_out_below = 0;
+  double scale_in_above = 1;
   int min_replicas = 1;
   Time cooldown = Time::s(60);
 };
@@ -102,6 +110,16 @@ struct ElasticConfig {
   ElasticCosts costs;
   std::vector<ElasticStage> stages;
   int virtual_engines = 0;  // per front replica; 0: stages x ceil(max workers of a stage / front)
+  // An engine moved between live workers of a stage (rebalancing after a join, a draining
+  // scale-in) takes its KV along over the network instead of recomputing (MultiWorld itself
+  // re-routes and recomputes: an extension, [assumed] no cost beyond the bytes' transfer).
+  bool kv_migration = false;
+  // A scale-in drains the worker instead of taking it out at once: a front worker takes no new
+  // request and leaves when its requests are done; a later-stage worker takes no new engine and
+  // leaves when no engine is bound to it (its engines move when idle, or by KV migration). What
+  // is left after `drain_timeout` [assumed 60 s] is taken out as an immediate scale-in would.
+  bool drain_scale_in = false;
+  Time drain_timeout = Time::s(60);
   std::vector<ScaleCommand> scale;
   AutoscalerConfig autoscaler;
 };
@@ -118,6 +136,13 @@ class ElasticHost {
   virtual std::int64_t in_system() const = 0;
   // No more arrivals will come.
   virtual bool arrivals_done() const = 0;
+  // Over the requests completed so far: the sums of their TTFT and end-to-end latency (seconds)
+  // and how many met both SLOs (the timeline's latency over time is their change per sample).
+  struct LatencySums {
+    double ttft_s = 0, e2e_s = 0;
+    std::uint64_t slo_met = 0;
+  };
+  virtual LatencySums latency_sums() const = 0;
 };
 
 class ElasticDeployment final : public PathBinder {
@@ -146,6 +171,7 @@ class ElasticDeployment final : public PathBinder {
 
   // PathBinder
   void bind_idle_engine(Replica& replica, std::uint32_t engine) override;
+  void engine_settled(Replica& replica, std::uint32_t engine) override;
 
   // Virtual engines per front replica (resolved from the config).
   static int virtual_engines(const ElasticConfig& config);
@@ -159,7 +185,9 @@ class ElasticDeployment final : public PathBinder {
   int live_workers(int stage) const;
 
  private:
-  enum class State : std::uint8_t { kSpare, kLoading, kLive, kFailed, kDown };
+  // kDraining: a scale-in in progress (drain_scale_in): it runs what it holds but takes nothing
+  // new.
+  enum class State : std::uint8_t { kSpare, kLoading, kLive, kDraining, kFailed, kDown };
   struct Worker {
     StageWorker* w = nullptr;
     State state = State::kSpare;
@@ -171,6 +199,8 @@ class ElasticDeployment final : public PathBinder {
         false;  // its host came back before the failure was noticed  // single world: loaded, joins
                 // when the group is re-created
     std::uint64_t generation = 0;  // bumped on every state change, voids pending timers
+    Time drain_started;
+    bool leaving = false;  // failed while draining: it does not rejoin when repaired
   };
   Worker& at(int stage, int index) {
     return workers_[static_cast<std::size_t>(stage)][static_cast<std::size_t>(index)];
@@ -186,7 +216,16 @@ class ElasticDeployment final : public PathBinder {
   Time detection_delay(int stage, int index, Time failure) const;
   Time load_time(int stage) const;
   StageWorker* least_bound(int stage) const;
+  State state_of(int stage, const StageWorker* w) const;
   void rebalance(int stage);
+  // Moves an engine that holds KV from its worker at `to`'s stage to `to`: by KV migration
+  // (config_.kv_migration), else by recompute.
+  void move_engine(Replica& r, std::uint32_t engine, StageWorker& to);
+  // A scale-in: drains the worker (drain_scale_in) or takes it out at once (remove_worker).
+  void begin_drain(int stage, int index);
+  void check_drained();
+  void finish_drain(int stage, int index, std::uint64_t generation, bool timed_out);
+  void remove_worker(int stage, int index);
   void refresh_routable();
   bool can_serve() const;
   void set_serving(bool serving);
@@ -216,11 +255,17 @@ class ElasticDeployment final : public PathBinder {
   bool autoscaled_once_ = false;
   std::uint64_t recomputed_ = 0, rerouted_ = 0, failures_ = 0, detections_ = 0, restarts_ = 0;
   std::uint64_t joins_ = 0, scale_outs_ = 0, scale_ins_ = 0;
+  std::uint64_t kv_migrations_ = 0, requests_migrated_ = 0, drains_ = 0, drain_timeouts_ = 0;
+  double kv_migrated_bytes_ = 0;
+  int draining_ = 0;
+  ExactQuantiles drain_s_;
+  ElasticHost::LatencySums last_sums_, autoscale_sums_;
+  std::uint64_t last_completed_ = 0, autoscale_completed_ = 0;
   double outage_s_ = 0;
   ExactQuantiles detection_s_;
   TimeSeries series_{"serving_elastic_timeline",
                      {"completed", "tokens_generated", "requests_in_system", "serving",
-                      "live_workers", "recomputed"},
+                      "live_workers", "recomputed", "ttft_mean_s", "e2e_mean_s", "slo_attainment"},
                      {}};
 };
 

@@ -47,6 +47,8 @@ void ServingMetrics::on_completed(const Request& r, Time now) {
   const bool has_tpot = r.spec.output_tokens > 1;
   const double tpot = has_tpot ? (now - answer_first).seconds() / (r.spec.output_tokens - 1) : 0.0;
   ttft_.add(ttft);
+  ttft_sum_s_ += ttft;
+  e2e_sum_s_ += e2e;
   if (has_tpot) tpot_.add(tpot);
   e2e_.add(e2e);
   e2e_per_token_.add(e2e / r.spec.output_tokens);

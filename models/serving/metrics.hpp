@@ -62,6 +62,9 @@ class ServingMetrics {
   // Over requests with two output tokens or more (TPOT is undefined for one).
   const ExactQuantiles& tpot() const { return tpot_; }
   std::uint64_t slo_met() const { return slo_met_; }
+  // Sums over the completed requests (latency over time is their change between two samples).
+  double ttft_sum_s() const { return ttft_sum_s_; }
+  double e2e_sum_s() const { return e2e_sum_s_; }
   std::uint64_t tpot_undefined() const { return tpot_undefined_; }
   double weight_bytes() const { return weight_bytes_; }
   const TimeAverage& kv_bytes() const { return kv_bytes_; }
@@ -92,6 +95,7 @@ class ServingMetrics {
   ExactQuantiles ttft_, tpot_, e2e_, e2e_per_token_;
   ExactQuantiles kv_transfer_, kv_decode_wait_;
   double kv_transfer_bytes_ = 0;
+  double ttft_sum_s_ = 0, e2e_sum_s_ = 0;
   std::vector<ExactQuantiles> e2e_by_tier_;
   std::vector<ClassCounts> by_class_;
   double weight_bytes_ = 0;

@@ -196,7 +196,7 @@ void Replica::try_start() {
   bool scheduled = false;
   for (std::uint32_t v = 0; v < engines_.size(); ++v) {
     VirtualEngine& ve = engines_[v];
-    if (ve.in_flight) continue;
+    if (ve.in_flight || ve.migrating_to != nullptr) continue;
     scheduler_->next_batch(ve.state, ve.batch);
     scheduled = true;
     if (ve.batch.empty()) continue;
@@ -331,6 +331,11 @@ void Replica::arrive_at_stage(StageWorker& w, std::uint32_t v, std::uint32_t wor
 std::size_t Replica::reset_engine(std::uint32_t v) {
   VirtualEngine& ve = engines_[v];
   ve.epoch += 1;
+  // A KV migration in progress is void: its KV is lost with the rest (its `done` never runs).
+  ve.migrating_to = nullptr;
+  ve.migration_sending = false;
+  ve.migrated = nullptr;
+  ve.migration += 1;
   ve.in_flight = false;
   ve.batch.clear();
   auto& running = ve.state.running();
@@ -346,6 +351,10 @@ std::size_t Replica::reset_engine(std::uint32_t v) {
 void Replica::evacuate(std::vector<Request*>& out) {
   for (auto& ve : engines_) {
     ve.epoch += 1;
+    ve.migrating_to = nullptr;
+    ve.migration_sending = false;
+    ve.migrated = nullptr;
+    ve.migration += 1;
     ve.in_flight = false;
     ve.batch.clear();
     for (Request* r : ve.state.running()) {
@@ -445,7 +454,63 @@ void Replica::complete_iteration(std::uint32_t v) {
   last_batch_ = &batch;
   observer_.on_iteration(*this);
   batch.clear();
+  if (ve.migrating_to != nullptr && !ve.migration_sending) start_migration(v);
+  if (binder_ != nullptr) binder_->engine_settled(*this, v);
   try_start();
+}
+
+void Replica::migrate_engine(std::uint32_t v, StageWorker& worker,
+                             std::function<void(std::int64_t)> done) {
+  VirtualEngine& ve = engines_[v];
+  MLSIM_CHECK(ve.migrating_to == nullptr, "one KV migration at a time per engine");
+  MLSIM_CHECK(worker.stage > 0 && static_cast<std::size_t>(worker.stage) < ve.path.size(),
+              "a KV migration moves a later stage's worker");
+  ve.migrating_to = &worker;
+  ve.migrated = std::move(done);
+  ve.migration += 1;
+  if (!ve.in_flight) start_migration(v);
+}
+
+void Replica::cancel_migration(std::uint32_t v) {
+  VirtualEngine& ve = engines_[v];
+  if (ve.migrating_to == nullptr) return;
+  ve.migrating_to = nullptr;
+  ve.migration_sending = false;
+  ve.migrated = nullptr;
+  ve.migration += 1;
+  schedule_start();
+}
+
+void Replica::start_migration(std::uint32_t v) {
+  VirtualEngine& ve = engines_[v];
+  ve.migration_sending = true;
+  StageWorker& to = *ve.migrating_to;
+  const StageWorker& from = *ve.path[static_cast<std::size_t>(to.stage)];
+  // The KV of the running requests' computed tokens in the stage's layers (the waiting ones hold
+  // none: new, or rewound to recompute).
+  std::int64_t tokens = 0;
+  for (const Request* r : ve.state.running()) tokens += r->cached;
+  const std::int64_t bytes =
+      tokens * cost_->model().kv_bytes_per_token_layer() * (to.last_layer - to.first_layer);
+  auto finish = [this, v, migration = ve.migration, bytes] {
+    VirtualEngine& e = engines_[v];
+    if (e.migration != migration) return;  // reset or cancelled meanwhile: void
+    StageWorker& target = *e.migrating_to;
+    e.migrating_to = nullptr;
+    e.migration_sending = false;
+    bind(v, target);
+    auto done = std::move(e.migrated);
+    e.migrated = nullptr;
+    if (done) done(bytes);
+    schedule_start();
+  };
+  if (bytes == 0 || &from == &to) {
+    engine_.schedule_in(Time::zero(), std::move(finish));
+    return;
+  }
+  // The TP group's shards move in parallel, one GPU pair each.
+  transfers_->send(from.hosts.front(), to.hosts.front(), Bytes{bytes}, config_.host_link,
+                   std::move(finish), config_.tp);
 }
 
 void Replica::finish_answer(ReplicaState& state, Request& r) {

@@ -32,6 +32,7 @@
 // worker fails, empties the replica (evacuate()).
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,6 +57,8 @@ class PathBinder {
  public:
   virtual ~PathBinder() = default;
   virtual void bind_idle_engine(Replica& replica, std::uint32_t engine) = 0;
+  // The engine's micro-batch finished its last stage (it has none in flight now).
+  virtual void engine_settled(Replica& replica, std::uint32_t engine) = 0;
 };
 
 // Hooks the serving system implements; called from within the replica's events.
@@ -179,10 +182,40 @@ class Replica {
   void bind(std::uint32_t engine, StageWorker& worker) {
     engines_[engine].path[static_cast<std::size_t>(worker.stage)] = &worker;
   }
+  // The worker of stage `stage` the engine is bound to once a KV migration in progress ends
+  // (path() until then).
+  StageWorker* planned_path(std::uint32_t engine, std::size_t stage) const {
+    const auto& v = engines_[engine];
+    return v.migrating_to != nullptr && static_cast<std::size_t>(v.migrating_to->stage) == stage
+               ? v.migrating_to
+               : v.path[stage];
+  }
+  bool engine_migrating(std::uint32_t engine) const {
+    return engines_[engine].migrating_to != nullptr;
+  }
+  bool engine_in_flight(std::uint32_t engine) const { return engines_[engine].in_flight; }
+  // Moves the engine's requests' KV of `worker`'s stage from the engine's current worker there
+  // to `worker` (KV migration on rebalancing, a draining scale-in): the engine starts no batch
+  // from now; once its micro-batch in flight (if any) is done, the KV of its running requests
+  // (their computed tokens x the stage's layers) is sent over the collective layer between the
+  // two workers' hosts, then the engine is bound to `worker` and resumes, nothing recomputed.
+  // `done(bytes)` runs then. A reset_engine() meanwhile (a failure) cancels it: the requests
+  // recompute and `done` never runs.
+  void migrate_engine(std::uint32_t engine, StageWorker& worker,
+                      std::function<void(std::int64_t bytes)> done);
+  // The migration's destination is gone: the engine stays where it is with its KV and resumes
+  // (`done` never runs).
+  void cancel_migration(std::uint32_t engine);
   // Whether the engine holds no request (waiting or running) and has no batch in flight.
   bool engine_idle(std::uint32_t engine) const {
     const auto& v = engines_[engine];
     return !v.in_flight && v.state.waiting().empty() && v.state.running().empty();
+  }
+  // Whether moving the engine would lose KV: a request running (its KV on the path's workers) or
+  // a micro-batch in flight.
+  bool engine_holds_kv(std::uint32_t engine) const {
+    const auto& v = engines_[engine];
+    return v.in_flight || !v.state.running().empty();
   }
   std::size_t engine_requests(std::uint32_t engine) const {
     return engines_[engine].state.waiting().size() + engines_[engine].state.running().size();
@@ -227,7 +260,13 @@ class Replica {
     Time started;                    // when its batch was scheduled
     std::vector<StageWorker*> path;  // one worker per stage
     std::uint32_t epoch = 0;         // bumped by a reset: its micro-batches in flight are stale
+    // A KV migration to this worker: the engine starts no batch until it ends.
+    StageWorker* migrating_to = nullptr;
+    bool migration_sending = false;
+    std::uint32_t migration = 0;  // bumped by every migration, cancel and reset: voids stale ends
+    std::function<void(std::int64_t)> migrated;
   };
+  void start_migration(std::uint32_t engine);
 
   bool all_in_flight() const;
   // Tokens of KV a handed-off request reserves here: its computed tokens and the next one, or

@@ -104,6 +104,11 @@ ElasticConfig read_elastic(JsonReader& e, DeploymentConfig& d) {
       static_cast<int>(wd.integer_or("updates_per_check", 10, 1, 1000000));
   wd.finish();
   c.virtual_engines = static_cast<int>(e.integer_or("virtual_engines", 0, 0, 4096));
+  c.kv_migration = e.boolean_or("kv_migration", false);
+  c.drain_scale_in = e.choice_or("scale_in", {"immediate", "drain"}, "immediate") == "drain";
+  c.drain_timeout = e.duration_or("drain_timeout", "60s");
+  if (c.drain_timeout <= Time::zero())
+    throw InputError(e.path_of("drain_timeout"), "expected a duration > 0");
   const auto last_stage = static_cast<std::int64_t>(c.stages.size()) - 1;
   if (e.has("scale")) {
     for (auto& x : e.objects("scale")) {
@@ -125,11 +130,22 @@ ElasticConfig read_elastic(JsonReader& e, DeploymentConfig& d) {
     as.interval = a->duration_or("interval", "10s");
     if (as.interval <= Time::zero())
       throw InputError(a->path_of("interval"), "expected a duration > 0");
-    as.scale_out_above = a->number("scale_out_above", 0, 1e12);
-    as.scale_in_below = a->number_or("scale_in_below", 0, 0, 1e12);
-    if (as.scale_in_below >= as.scale_out_above)
-      throw InputError(a->path_of("scale_in_below"),
-                       fmt::format("expected below scale_out_above ({})", as.scale_out_above));
+    // Either the waiting requests per front replica or the SLO attainment drives it.
+    as.slo_signal =
+        a->choice_or("signal", {"waiting", "slo_attainment"}, "waiting") == "slo_attainment";
+    if (as.slo_signal) {
+      as.scale_out_below = a->number("scale_out_below", 0, 1);
+      as.scale_in_above = a->number_or("scale_in_above", 1, 0, 1);
+      if (as.scale_in_above <= as.scale_out_below)
+        throw InputError(a->path_of("scale_in_above"),
+                         fmt::format("expected above scale_out_below ({})", as.scale_out_below));
+    } else {
+      as.scale_out_above = a->number("scale_out_above", 0, 1e12);
+      as.scale_in_below = a->number_or("scale_in_below", 0, 0, 1e12);
+      if (as.scale_in_below >= as.scale_out_above)
+        throw InputError(a->path_of("scale_in_below"),
+                         fmt::format("expected below scale_out_above ({})", as.scale_out_above));
+    }
     as.min_replicas = static_cast<int>(a->integer_or("min_replicas", 1, 1, 4096));
     as.cooldown = a->duration_or("cooldown", "60s");
     a->finish();

@@ -132,6 +132,9 @@ class ServingSystem final : public ReplicaObserver, public ElasticHost {
   std::uint64_t tokens_generated() const override { return metrics_.tokens_generated(); }
   std::int64_t in_system() const override { return in_system_; }
   bool arrivals_done() const override { return arrivals_done_; }
+  LatencySums latency_sums() const override {
+    return {metrics_.ttft_sum_s(), metrics_.e2e_sum_s(), metrics_.slo_met()};
+  }
 
  private:
   // A request whose prefill is done, waiting for room in its decode pool.

@@ -32,6 +32,9 @@ namespace {
 
 const std::filesystem::path kScenarios =
     std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios";
+// The other folder of shipped scenarios (serving studies).
+const std::filesystem::path kServingScenarios =
+    std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/serving";
 
 // Overrides applied together, and a text the error message must contain (the JSON path).
 struct BadInput {
@@ -196,6 +199,37 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
      }},
 };
 
+// Bad overrides of keys only one shipped scenario has (on top of its model's).
+const std::map<std::string, std::vector<BadInput>> kByFile = {
+    {"elastic_multiworld.json",
+     {
+         {{"system.separate[0].elastic.process_groups=\"two_worlds\""},
+          "system.separate[0].elastic.process_groups"},
+         {{"system.separate[0].elastic.stages=[{\"layers\": 40}]"},
+          "system.separate[0].elastic.stages"},
+         {{"system.separate[0].elastic.polling_overhead=\"-1us\""},
+          "system.separate[0].elastic.polling_overhead"},
+         {{"system.separate[0].elastic.weight_load=\"0GB/s\""},
+          "system.separate[0].elastic.weight_load"},
+         {{"system.separate[0].elastic.watchdog.update_period=\"0s\""},
+          "system.separate[0].elastic.watchdog.update_period"},
+         {{"system.separate[0].elastic.scale=[{\"at\": \"1s\", \"stage\": 5, \"add\": 1}]"},
+          "system.separate[0].elastic.scale[0].stage"},
+         {{"system.separate[0].elastic.scale_in=\"gently\""},
+          "system.separate[0].elastic.scale_in"},
+         {{"system.separate[0].elastic.drain_timeout=\"0s\""},
+          "system.separate[0].elastic.drain_timeout"},
+         {{"system.separate[0].elastic.kv_migration=1"}, "system.separate[0].elastic.kv_migration"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"signal\": \"latency\", "
+           "\"scale_out_above\": 4}"},
+          "system.separate[0].elastic.autoscaler.signal"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"signal\": "
+           "\"slo_attainment\", \"scale_out_below\": 0.9, \"scale_in_above\": 0.5}"},
+          "system.separate[0].elastic.autoscaler.scale_in_above"},
+         {{"system.separate[0].elastic.no_such_key=1"}, "system.separate[0].elastic.no_such_key"},
+     }},
+};
+
 struct Outcome {
   bool ok = false;
   std::string message;  // the InputError, as the program prints it after "error: "
@@ -229,7 +263,11 @@ struct Shipped {
 
 std::vector<Shipped> shipped_scenarios() {
   std::vector<Shipped> out;
-  for (const auto& e : std::filesystem::directory_iterator(kScenarios)) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& folder : {kScenarios, kServingScenarios})
+    for (const auto& e : std::filesystem::directory_iterator(folder)) files.push_back(e.path());
+  for (const auto& path : files) {
+    const std::filesystem::directory_entry e(path);
     if (e.path().extension() != ".json") continue;
     std::ifstream in(e.path());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -279,6 +317,8 @@ TEST(ValidateAgreesWithRun, EveryShippedScenarioAndVariantRejectsBadOverridesBef
       ASSERT_TRUE(good.ok) << describe(s, variant, {}) << ": " << good.message;
       std::vector<BadInput> cases = model_cases->second;
       if (!variant) cases.insert(cases.end(), kAnyModel.begin(), kAnyModel.end());
+      if (const auto own = kByFile.find(s.file.filename().string()); own != kByFile.end())
+        cases.insert(cases.end(), own->second.begin(), own->second.end());
       for (const BadInput& bad : cases) {
         const std::string what = describe(s, variant, bad.sets);
         const Outcome validated = outcome_of(

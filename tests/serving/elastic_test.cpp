@@ -19,6 +19,9 @@
 // stage 0's 6,268,928 B in 6.268928 ms. World creation: 2 s.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+
 #include "models/serving/policies.hpp"
 #include "models/serving/serving_system.hpp"
 #include "test_support.hpp"
@@ -73,7 +76,8 @@ struct Deployment {
   Deployment(const std::string& groups, int requests, int stage1, int stage1_max,
              std::vector<ScaleCommand> scale = {}, AutoscalerConfig autoscaler = {},
              std::vector<RequestSpec> later = {}, std::optional<GpuSpec> stage1_gpu = {},
-             Time polling = Time::zero(), int stage0 = 1) {
+             Time polling = Time::zero(), int stage0 = 1,
+             const std::function<void(ElasticConfig&)>& tweak = {}) {
     ServingConfig c;
     c.gpu = star.gpu;
     c.series_interval = Time::ms(10);
@@ -94,6 +98,7 @@ struct Deployment {
                 ElasticStage{4, stage1, stage1_max, stage1_gpu, {}}};
     e.scale = std::move(scale);
     e.autoscaler = autoscaler;
+    if (tweak) tweak(e);
     d.elastic = e;
     c.deployments.push_back(d);
     std::vector<RequestSpec> specs;
@@ -304,14 +309,132 @@ TEST(Elastic, AStageRunsItsOwnGpuType) {
   EXPECT_NEAR(quick.completed(0.1, 0.5), 200, 2);
 }
 
-// Property: under random worker failures (each repaired), scale-outs and scale-ins, with either
-// process-group policy, every request finishes or is reported dropped, no request is left held
+// Latency over time (the timeline's ttft_mean_s, e2e_mean_s, slo_attainment: over the requests
+// completed since the previous sample). 1,500 one-token requests at 0 on two stage-1 workers
+// finish at 500/s, so by 3 s: each one's TTFT (= e2e) is its completion time. The sample at 1.0 s
+// covers completions in (0.99, 1.0] s: mean within that window, all under the 2 s TTFT SLO; the
+// sample at 2.5 s covers (2.49, 2.5]: past the SLO, attainment 0. Before the first completion
+// (the 0 s sample) there is no latency: empty.
+TEST(Elastic, TheTimelineCarriesLatencyOverTime) {
+  Deployment dep("multiworld", 1500, 2, 2);
+  dep.run();
+  EXPECT_TRUE(std::isnan(dep.at(0.0, 6)));
+  EXPECT_GT(dep.at(1.0, 6), 0.99);
+  EXPECT_LE(dep.at(1.0, 6), 1.0);
+  EXPECT_DOUBLE_EQ(dep.at(1.0, 6), dep.at(1.0, 7));
+  EXPECT_DOUBLE_EQ(dep.at(1.0, 8), 1.0);
+  EXPECT_GT(dep.at(2.5, 7), 2.49);
+  EXPECT_LE(dep.at(2.5, 7), 2.5);
+  EXPECT_DOUBLE_EQ(dep.at(2.5, 8), 0.0);
+}
+
+namespace {
+
+// Two requests at 0 on two stage-1 workers A and B. start() leaves virtual engines 0 and 1 on B
+// and 2 and 3 on A (the first two engines with the fewest requests move off A, which held all
+// four). Request 0 (a 100-token prompt, one output token) takes engine 0, which holds nothing and
+// is re-bound to the least-bound worker, A (a tie at two each: the first); request 1 (1,000
+// output tokens) takes engine 1, staying on B (one bound, against three). Request 0 is done at
+// about 5.2 ms; request 1 decodes at about 51 us per token. At 20 ms stage 1 scales in: the last
+// live worker, B, the one request 1 is on.
+struct ScaleInCase {
+  explicit ScaleInCase(const std::function<void(ElasticConfig&)>& tweak, bool scale_in = true)
+      : dep("multiworld", 0, 2, 2,
+            scale_in ? std::vector<ScaleCommand>{ScaleCommand{Time::ms(20), 1, -1}}
+                     : std::vector<ScaleCommand>{},
+            {},
+            {RequestSpec{0, Time::zero(), 100, 1, 0, -1, {}},
+             RequestSpec{1, Time::zero(), 100, 1000, 0, -1, {}}},
+            {}, Time::zero(), 1, tweak) {
+    dep.run();
+  }
+  Deployment dep;
+};
+
+}  // namespace
+
+// Immediate scale-in (the default): request 1's KV on B is lost, it recomputes. Draining without
+// KV migration: its engine holds KV, so it stays until the request is done; B leaves then (the
+// drain lasts from 20 ms to the request's end, the run's last completion), nothing recomputed,
+// and the request ends exactly when it would without a scale-in. With a drain timeout shorter than
+// that, the rest is taken out as an immediate scale-in would be: one recompute, one timeout.
+TEST(Elastic, ADrainingScaleInWaitsForTheKvItHoldsOrTimesOut) {
+  const ScaleInCase none([](ElasticConfig&) {}, false);
+  const double end = none.dep.metric("serving_makespan_s");
+  ASSERT_GT(end, 0.04);
+  const ScaleInCase immediate([](ElasticConfig&) {});
+  EXPECT_EQ(immediate.dep.metric("serving_elastic_requests_recomputed"), 1);
+  const ScaleInCase drain([](ElasticConfig& e) { e.drain_scale_in = true; });
+  EXPECT_EQ(drain.dep.metric("serving_elastic_requests_recomputed"), 0);
+  EXPECT_EQ(drain.dep.metric("serving_elastic_drains"), 1);
+  EXPECT_EQ(drain.dep.metric("serving_elastic_drain_timeouts"), 0);
+  EXPECT_DOUBLE_EQ(drain.dep.metric("serving_makespan_s"), end);
+  EXPECT_NEAR(drain.dep.metric("serving_elastic_drain_mean_s"), end - 0.020, 1e-9);
+  EXPECT_EQ(drain.dep.at(0.01, 4), 3);  // live workers; a draining one is not counted
+  EXPECT_EQ(drain.dep.at(0.03, 4), 2);
+  EXPECT_EQ(drain.dep.metric("serving_elastic_scale_ins"), 1);
+  const ScaleInCase timeout([](ElasticConfig& e) {
+    e.drain_scale_in = true;
+    e.drain_timeout = Time::ms(10);
+  });
+  EXPECT_EQ(timeout.dep.metric("serving_elastic_requests_recomputed"), 1);
+  EXPECT_EQ(timeout.dep.metric("serving_elastic_drain_timeouts"), 1);
+  EXPECT_NEAR(timeout.dep.metric("serving_elastic_drain_mean_s"), 0.010, 1e-9);
+  EXPECT_EQ(timeout.dep.metric("serving_requests_completed"), 2);
+}
+
+// Draining with KV migration: at 20 ms engine 1 (holding request 1's KV) migrates to A once its
+// micro-batch in flight is done: the KV of its computed tokens in stage
+// 1's four layers, 2 x 512 (K and V, 8 KV heads x 64) x 2 B = 2,048 B per token per layer, so
+// 8,192 B per token: a multiple of 8,192 between 101 and 1,100 tokens' worth. It crosses the star
+// (two 1 GB/s links of 100 ns) as one send: bytes / 1 GB/s + 200 ns. Nothing recomputes, the drain
+// ends when the migration does, and request 1 ends exactly the transfer's time later than
+// without a scale-in (A is idle since request 0 ended: the iterations take as long there).
+TEST(Elastic, KvMigrationMovesTheEngineWithItsKvInsteadOfRecomputing) {
+  const ScaleInCase none([](ElasticConfig&) {}, false);
+  const ScaleInCase migrate([](ElasticConfig& e) {
+    e.drain_scale_in = true;
+    e.kv_migration = true;
+  });
+  const auto& m = migrate.dep;
+  EXPECT_EQ(m.metric("serving_elastic_requests_recomputed"), 0);
+  EXPECT_EQ(m.metric("serving_elastic_kv_migrations"), 1);
+  EXPECT_EQ(m.metric("serving_elastic_requests_migrated"), 1);
+  const double bytes = m.metric("serving_elastic_kv_migrated_bytes");
+  EXPECT_EQ(std::fmod(bytes, 8192.0), 0.0);
+  EXPECT_GT(bytes, 8192.0 * 100);
+  EXPECT_LT(bytes, 8192.0 * 1100);
+  const double transfer = bytes / 1e9 + 200e-9;
+  EXPECT_NEAR(m.metric("serving_makespan_s") - none.dep.metric("serving_makespan_s"), transfer,
+              1e-9);
+  EXPECT_EQ(m.metric("serving_elastic_drain_timeouts"), 0);
+  // The drain: the rest of the iteration in flight at 20 ms (under 60 us), then the transfer.
+  EXPECT_GE(m.metric("serving_elastic_drain_mean_s"), transfer - 1e-9);
+  EXPECT_LT(m.metric("serving_elastic_drain_mean_s"), transfer + 60e-6);
+  EXPECT_EQ(m.metric("serving_requests_completed"), 2);
+}
+
+// Property: under random worker failures (each repaired), scale-outs and scale-ins (immediate,
+// draining, draining with KV migration), with either process-group policy, and 200 decoding
+// requests beside the one-token burst (so that engines hold KV when they move), every request
+// finishes or is reported dropped, no request is left held
 // or queued, and the KV pools are empty at the end.
 TEST(Elastic, EveryRequestFinishesOrIsDroppedUnderRandomFailuresAndScaling) {
   for (const std::string groups : {"multiworld", "single_world"})
-    for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    for (std::uint64_t seed = 1; seed <= 9; ++seed) {
       SCOPED_TRACE(groups + " seed " + std::to_string(seed));
-      Deployment dep(groups, 3000, 1, 3);
+      // Seeds 4-6 drain on scale-in, 7-9 also migrate KV.
+      const bool drain = seed > 3, migrate = seed > 6;
+      std::vector<RequestSpec> decoding;
+      for (int i = 0; i < 200; ++i)
+        decoding.push_back(
+            {static_cast<std::uint64_t>(3000 + i), Time::ms(37 * i), 100, 40, 0, -1, {}});
+      Deployment dep(groups, 3000, 1, 3, {}, {}, decoding, {}, Time::zero(), 1,
+                     [&](ElasticConfig& e) {
+                       e.drain_scale_in = drain;
+                       e.kv_migration = migrate;
+                       e.drain_timeout = Time::ms(300);
+                     });
       RandomStream rng(seed, "elastic.property");
       for (int k = 0; k < 12; ++k) {
         const Time at = Time::from_seconds(rng.uniform() * 12.0);
@@ -335,7 +458,7 @@ TEST(Elastic, EveryRequestFinishesOrIsDroppedUnderRandomFailuresAndScaling) {
       dep.run();
       EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
       EXPECT_EQ(dep.metric("serving_requests_completed") + dep.metric("serving_requests_dropped"),
-                3000);
+                3200);
       EXPECT_EQ(dep.sys->in_system(), 0);
       for (const auto& r : dep.sys->replicas()) {
         EXPECT_EQ(r->kv().used(), 0);
