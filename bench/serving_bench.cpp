@@ -12,9 +12,11 @@
 #include <ctime>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "cli/registry.hpp"
+#include "models/serving/load_index.hpp"
 #include "sim_core/run/runner.hpp"
 #include "sim_core/run/scenario.hpp"
 
@@ -64,31 +66,36 @@ double process_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
-// The whole Azure conversation trace, its arrivals compressed `rate_scale` times, on eight
-// Llama-2-7B TP 1 replicas of one A100 node (mfs_llama2.json's separate variant, the family and
-// tier mix set to the 7B alone), routed by `router`. The eight replicas serve about 39 requests/s
-// (makespan ~490 s whenever they are saturated), the trace offers 5.4/s: rate_scale 72 packs its
-// 3,510 s of arrivals into 48.8 s, about 10x what the fleet serves (queues of thousands of
-// requests per replica), rate_scale 4 about 0.55x. Reports the CPU time of the simulation alone
-// (preparation, which reads the trace once, excluded) per arrival: with least outstanding
-// tokens kept as a running total per replica (O(replicas) per arrival, nothing proportional to
-// the queues) it stays with round robin's at 10x overload; walking the queues it was twice it
-// at 5.6x (docs/serving.md, Speed).
-void BM_ServingRouterOverload(benchmark::State& state, const char* router, double rate_scale) {
+// The whole Azure conversation trace, its arrivals compressed, on n Llama-2-7B TP 1 replicas
+// (the benchmark's argument: 8, 64 or 512; n/8 A100 nodes of mfs_llama2.json's separate variant,
+// the family and tier mix set to the 7B alone), routed by `router`. Eight replicas serve about
+// 39 requests/s (makespan ~490 s whenever they are saturated), the trace offers 5.4/s:
+// `rate_scale_per_8` 72 packs its 3,510 s of arrivals into 48.8 s, about 10x what eight replicas
+// serve (queues of thousands of requests per replica), 4 about 0.55x. The rate is scaled with
+// the fleet (x n/8) so that every fleet is as overloaded. Reports the CPU time of the simulation
+// alone (preparation, which reads the trace once, excluded) per arrival. The router's own cost is
+// the difference from round robin (O(1) per arrival) at the same fleet size: with least
+// outstanding tokens kept in an indexed heap (load_index.hpp) it is O(log n) per arrival; with
+// the scan it replaced it was O(n) (docs/serving.md, Speed).
+void BM_ServingRouterOverload(benchmark::State& state, const char* router,
+                              double rate_scale_per_8) {
   const std::filesystem::path file =
       std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios/mfs_llama2.json";
   const std::optional<std::filesystem::path> trace = azure_trace(state);
   if (!trace) return;
+  const auto replicas = state.range(0);
   const auto registries = mlsim::make_registries();
   mlsim::ScenarioRequest request{file, std::string("separate"), {}};
   const std::vector<std::pair<std::string, nlohmann::json>> sets = {
-      {"system.separate", nlohmann::json::parse(R"([{"model":"llama-2-7b","tp":1,"replicas":8}])")},
+      {"topology.hosts", (replicas + 7) / 8},
+      {"system.separate", nlohmann::json::array({nlohmann::json{
+                              {"model", "llama-2-7b"}, {"tp", 1}, {"replicas", replicas}}})},
       {"system.family", nlohmann::json::array({"llama-2-7b"})},
       {"system.router", router},
       {"workload.tier_mix", nlohmann::json::array({1.0})},
       {"workload.source", "trace"},
       {"workload.trace", trace->string()},
-      {"workload.rate_scale", rate_scale}};
+      {"workload.rate_scale", rate_scale_per_8 * static_cast<double>(replicas) / 8.0}};
   for (const auto& [path, value] : sets)
     request.overrides.push_back(mlsim::Override{path, value, "--set " + path});
   double cpu = 0, arrived = 0, makespan = 0, ttft = 0, events = 0;
@@ -113,18 +120,88 @@ void BM_ServingRouterOverload(benchmark::State& state, const char* router, doubl
 
 BENCHMARK_CAPTURE(BM_ServingRouterOverload, least_outstanding_tokens_10x,
                   "least_outstanding_tokens", 72.0)
+    ->ArgName("replicas")
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(512)
     ->Unit(benchmark::kSecond)
     ->Iterations(3);
 BENCHMARK_CAPTURE(BM_ServingRouterOverload, round_robin_10x, "round_robin", 72.0)
+    ->ArgName("replicas")
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(512)
     ->Unit(benchmark::kSecond)
     ->Iterations(3);
 BENCHMARK_CAPTURE(BM_ServingRouterOverload, least_outstanding_tokens_underloaded,
                   "least_outstanding_tokens", 4.0)
+    ->ArgName("replicas")
+    ->Arg(8)
     ->Unit(benchmark::kSecond)
     ->Iterations(3);
 BENCHMARK_CAPTURE(BM_ServingRouterOverload, round_robin_underloaded, "round_robin", 4.0)
+    ->ArgName("replicas")
+    ->Arg(8)
     ->Unit(benchmark::kSecond)
     ->Iterations(3);
+
+// The router's own cost per arrival, apart from the simulation (BM_ServingRouterOverload times
+// the whole run, where more replicas also mean more, smaller iterations): n stand-in replicas
+// whose outstanding tokens change as in an overloaded fleet between two arrivals (16 iteration
+// ends, each taking a random number of tokens off a random replica: 16 is the events per arrival
+// of BM_ServingRouterOverload at 512 replicas), then the least loaded replica is picked and the
+// new request's tokens added to it. "indexed": the load index (load_index.hpp), O(log n) per
+// change; "scan": the walk over the replicas it replaced, O(n) per arrival (both pick the same);
+// "round_robin": the next replica in turn, the cost of the loop itself (random numbers, load
+// changes), to subtract.
+enum class PickBy { kIndex, kScan, kRoundRobin };
+struct StandInReplica {
+  std::int64_t load = 0;
+  mlsim::serving::LoadListener* listener = nullptr;
+  std::uint32_t slot = 0;
+  std::int64_t outstanding_tokens() const { return load; }
+  void set_load_listener(mlsim::serving::LoadListener* l, std::uint32_t s) {
+    listener = l;
+    slot = s;
+  }
+  void add(std::int64_t delta) {
+    load += delta;
+    if (listener != nullptr) listener->load_changed(slot);
+  }
+};
+
+void BM_RouterPick(benchmark::State& state, PickBy by) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<StandInReplica> replicas(n);
+  std::vector<StandInReplica*> list;
+  for (auto& r : replicas) list.push_back(&r);
+  mlsim::serving::LoadIndex<StandInReplica> index;
+  if (by == PickBy::kIndex) index.assign(list);
+  std::mt19937_64 rng(1);
+  std::size_t next = 0;
+  for (auto _ : state) {
+    for (int c = 0; c < 16; ++c) replicas[rng() % n].add(-static_cast<std::int64_t>(rng() % 64));
+    StandInReplica* best = list.front();
+    if (by == PickBy::kIndex) {
+      best = &index.least_loaded();
+    } else if (by == PickBy::kScan) {
+      for (StandInReplica* r : list)
+        if (r->outstanding_tokens() < best->outstanding_tokens()) best = r;
+    } else {
+      best = list[next++ % n];
+    }
+    best->add(1000 + static_cast<std::int64_t>(rng() % 1000));
+    benchmark::DoNotOptimize(best);
+  }
+}
+
+BENCHMARK_CAPTURE(BM_RouterPick, indexed, PickBy::kIndex)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK_CAPTURE(BM_RouterPick, scan, PickBy::kScan)->Arg(8)->Arg(64)->Arg(512)->Arg(4096);
+BENCHMARK_CAPTURE(BM_RouterPick, round_robin, PickBy::kRoundRobin)
+    ->Arg(8)
+    ->Arg(64)
+    ->Arg(512)
+    ->Arg(4096);
 
 BENCHMARK_CAPTURE(BM_ServingAzureConv70B, continuous, "continuous")
     ->Unit(benchmark::kSecond)

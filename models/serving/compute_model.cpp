@@ -1,8 +1,10 @@
 #include "models/serving/compute_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/collective.hpp"
 
 namespace mlsim::serving {
 
@@ -23,13 +25,26 @@ void OperatorTimer::check(const CostModel& costs, const GpuSpec& gpu, const std:
 
 IterationCostModel::IterationCostModel(const TransformerShape& model, int tp,
                                        const OperatorTimer& timer, std::vector<std::int32_t> exits,
-                                       TpAllReduce allreduce)
+                                       TpAllReduce allreduce, ExpertParallel expert)
     : model_(model),
       tp_(tp),
       shape_{model.hidden, model.heads, model.kv_heads, model.ffn, tp},
       timer_(timer),
       exits_(std::move(exits)),
-      allreduce_(std::move(allreduce)) {
+      allreduce_(std::move(allreduce)),
+      expert_(expert) {
+  if (model_.moe()) {
+    MLSIM_CHECK(expert_.ep == 1 || expert_.ep == tp_, "expert parallelism is 1 or the tp degree");
+    MLSIM_CHECK(model_.experts % expert_.ep == 0, "ep must divide the experts");
+    MLSIM_CHECK(expert_.imbalance >= 1, "the expert load imbalance is at least 1");
+    // An expert is a gated MLP of width expert_ffn, split over the tp / ep GPUs of its group
+    // (whole at ep = tp); profile tables of a dense model of that MLP shape price it (Mixtral's
+    // experts have Llama-3-8B's). The router is a GEMM of width `experts`.
+    expert_model_ = model_;
+    expert_model_.ffn = model_.expert_ffn;
+    expert_shape_ = {model.hidden, model.heads, model.kv_heads, model.expert_ffn, tp_ / expert_.ep};
+    router_shape_ = {model.hidden, model.heads, model.kv_heads, model.experts, 1};
+  }
   MLSIM_CHECK(tp_ >= 1, "tensor-parallel degree must be >= 1");
   MLSIM_CHECK(tp_ == 1 || allreduce_.bandwidth.bytes_per_s > 0,
               "tensor parallelism needs the GPUs' link bandwidth");
@@ -50,12 +65,57 @@ double IterationCostModel::token_ops_seconds(std::int64_t tokens) const {
   double& slot = token_ops_cache_[i];
   if (slot < 0) {
     double s = 0;
-    for (Op op : kLayerOps)
-      if (op != Op::kAttnPrefill && op != Op::kAttnDecode)
-        s += timer_.seconds(op, token_op_work(op, model_, tokens, tp_), tokens, shape_);
+    for (Op op : kLayerOps) {
+      if (op == Op::kAttnPrefill || op == Op::kAttnDecode) continue;
+      if (model_.moe() && (op == Op::kMlpUpGate || op == Op::kMlpAct || op == Op::kMlpDown))
+        continue;  // the experts, below
+      s += timer_.seconds(op, token_op_work(op, model_, tokens, tp_), tokens, shape_);
+    }
+    if (model_.moe()) {
+      // The router: [T, hidden] x [hidden, experts] on every GPU (replicated), priced as a GEMM
+      // of its own shape; the softmax and top-k over `experts` values per token are left out.
+      const double T = static_cast<double>(tokens), h = model_.hidden, e = model_.experts,
+                   b = model_.dtype_bytes();
+      const OpWork router{2 * T * h * e, b * (T * h + h * e + T * e)};
+      s += timer_.seconds(Op::kMlpUpGate, router, tokens, router_shape_);
+      s += expert_seconds(tokens);
+    }
     slot = s;
   }
   return slot;
+}
+
+double IterationCostModel::expert_seconds(std::int64_t tokens) const {
+  if (!model_.moe() || tokens <= 0) return 0;
+  const double T = static_cast<double>(tokens), E = model_.experts, k = model_.experts_per_token,
+               ep = expert_.ep;
+  const double local = E / ep;  // experts held by one GPU (or its share of every expert, ep 1)
+  // Experts of this GPU receiving at least one token, in expectation, and the busiest GPU's
+  // (token, expert) pairs.
+  const double touched = local * (1 - std::pow(1 - k / E, T));
+  const double pairs = std::min(expert_.imbalance * T * k / ep, T * std::min(k, local));
+  // Each touched expert runs its gated MLP on pairs / touched tokens (>= 1). Operators are
+  // priced at whole token counts: linear between the two around it.
+  const double m = pairs / touched;
+  const auto lo = static_cast<std::int64_t>(std::floor(m));
+  auto at = [&](std::int64_t n) {
+    double s = 0;
+    for (Op op : {Op::kMlpUpGate, Op::kMlpAct, Op::kMlpDown})
+      s += timer_.seconds(op, token_op_work(op, expert_model_, n, expert_shape_.tp), n,
+                          expert_shape_);
+    return s;
+  };
+  const double t_lo = at(lo);
+  const double per_expert =
+      m == static_cast<double>(lo) ? t_lo : t_lo + (m - lo) * (at(lo + 1) - t_lo);
+  return touched * per_expert;
+}
+
+std::int64_t IterationCostModel::alltoall_bytes(std::int64_t tokens) const {
+  const std::int64_t slice = (tokens + expert_.ep - 1) / expert_.ep;
+  const double bytes = static_cast<double>(slice) * model_.experts_per_token * model_.hidden *
+                       model_.dtype_bytes() * expert_.imbalance;
+  return static_cast<std::int64_t>(std::ceil(bytes));
 }
 
 std::size_t IterationCostModel::segment_of_boundary(std::int32_t layer) const {
@@ -107,9 +167,23 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items, std::int
     t += layers * per_layer;
     if (tp_ > 1) {
       const std::int64_t payload = allreduce_bytes(model_, seg.tokens);
-      out.allreduces += kAllReducesPerLayer * layers;
-      out.allreduce_bytes += kAllReducesPerLayer * layers * payload;
-      out.allreduce += allreduce_.time(tp_, Bytes{payload}) * (kAllReducesPerLayer * layers);
+      // Expert parallelism replaces the MLP's all-reduce (class comment of ExpertParallel).
+      const bool ep = model_.moe() && expert_.ep > 1;
+      const int per_layer_allreduces = ep ? 1 : kAllReducesPerLayer;
+      out.allreduces += per_layer_allreduces * layers;
+      out.allreduce_bytes += std::int64_t{per_layer_allreduces} * layers * payload;
+      out.allreduce += allreduce_.time(tp_, Bytes{payload}) * (per_layer_allreduces * layers);
+      if (ep) {
+        using collectives::Operation;
+        const std::int64_t a2a = alltoall_bytes(seg.tokens);
+        out.alltoalls += 2 * layers;
+        out.alltoall_bytes += std::int64_t{2} * layers * a2a;
+        out.allgathers += layers;
+        out.moe_collectives +=
+            (allreduce_.collective(Operation::kAllToAll, expert_.ep, Bytes{a2a}) * 2 +
+             allreduce_.collective(Operation::kAllGather, expert_.ep, Bytes{payload})) *
+            layers;
+      }
     }
   }
   for (std::size_t s = 0; s < sampled_.size(); ++s) {

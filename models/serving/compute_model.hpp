@@ -51,8 +51,37 @@ struct IterationCost {
   std::int64_t allreduce_bytes = 0;  // sum over all all-reduces of their payload
   std::int32_t allreduces = 0;       // how many all-reduces run, in sequence
   Time allreduce;                    // their time, one after another (each costed on its own)
-  std::int32_t exits_sampled = 0;    // distinct exit heads that sampled a token
-  std::int64_t tokens = 0;           // tokens entering the model (embedding lookups)
+  // Expert parallelism (MoE layers at ep > 1): the dispatch and combine all-to-alls and the
+  // all-gather of each MoE layer, after the all-reduces, one after another.
+  std::int32_t alltoalls = 0;
+  std::int64_t alltoall_bytes = 0;  // sum over the all-to-alls of each GPU's send buffer
+  std::int32_t allgathers = 0;
+  Time moe_collectives;
+  std::int32_t exits_sampled = 0;  // distinct exit heads that sampled a token
+  std::int64_t tokens = 0;         // tokens entering the model (embedding lookups)
+};
+
+// How a mixture-of-experts model's expert layers are split over a replica's tp GPUs (ignored for
+// a dense model).
+//   ep 1:  every expert is split over the tp GPUs like a dense MLP (tensor parallel; Megatron
+//          column/row split), and the layer ends with the MLP's all-reduce, as a dense layer does.
+//   ep tp: expert parallelism over the same GPUs (Megatron-style MoE; the attention stays tensor
+//          parallel): each GPU holds experts/ep whole experts. After the attention's all-reduce
+//          every GPU has every token; it keeps its 1/ep slice of them, sends each (token, chosen
+//          expert) pair's hidden state to the GPU holding that expert (dispatch all-to-all),
+//          runs its experts, sends the results back (combine all-to-all), and the GPUs all-gather
+//          the slices for the next layer's tensor-parallel attention. Per MoE layer: one
+//          all-reduce, two all-to-alls and one all-gather, instead of a dense layer's two
+//          all-reduces.
+// Token-to-expert routing [assumed]: each token picks its experts_per_token experts uniformly
+// and independently, so in expectation a GPU receives T k / ep pairs of a batch of T tokens and
+// (experts/ep)(1 - (1 - k/E)^T) of its experts receive at least one (only those read their
+// weights: a small decode batch touches few experts). `imbalance` (>= 1) is the busiest GPU's
+// pairs over that mean (at most T min(k, experts/ep)); the iteration, in lock-step, waits for
+// the busiest GPU's experts and its all-to-all share (the all-to-all's buffer scaled by it).
+struct ExpertParallel {
+  int ep = 1;
+  double imbalance = 1.0;
 };
 
 // Cost of an iteration on one replica (one model, tensor-parallel degree tp). `exits` are the
@@ -62,7 +91,8 @@ struct IterationCost {
 class IterationCostModel {
  public:
   IterationCostModel(const TransformerShape& model, int tp, const OperatorTimer& timer,
-                     std::vector<std::int32_t> exits, TpAllReduce allreduce = {});
+                     std::vector<std::int32_t> exits, TpAllReduce allreduce = {},
+                     ExpertParallel expert = {});
   IterationCost cost(std::span<const WorkItem> items) const {
     return cost(items, 0, model_.layers);
   }
@@ -71,8 +101,15 @@ class IterationCostModel {
   // final norm and LM head when its exit is in (first_layer, last_layer].
   IterationCost cost(std::span<const WorkItem> items, std::int32_t first_layer,
                      std::int32_t last_layer) const;
-  // Time of the token-parallel operators of one layer for `tokens` tokens (memoised).
+  // Time of the token-parallel operators of one layer for `tokens` tokens (memoised); for a
+  // MoE model, the router's GEMM and the busiest GPU's experts in place of the MLP.
   double token_ops_seconds(std::int64_t tokens) const;
+  // MoE: the busiest GPU's expert FFN time in one layer for a batch of `tokens` tokens.
+  double expert_seconds(std::int64_t tokens) const;
+  // MoE at ep > 1: one GPU's all-to-all send buffer for a batch of `tokens` tokens: its
+  // ceil(tokens / ep) tokens' hidden states once per chosen expert, x imbalance.
+  std::int64_t alltoall_bytes(std::int64_t tokens) const;
+  const ExpertParallel& expert_parallel() const { return expert_; }
   const TransformerShape& model() const { return model_; }
   const OperatorShape& shape() const { return shape_; }
   int tp() const { return tp_; }
@@ -87,6 +124,9 @@ class IterationCostModel {
   const OperatorTimer& timer_;
   std::vector<std::int32_t> exits_;
   TpAllReduce allreduce_;
+  ExpertParallel expert_;
+  OperatorShape expert_shape_, router_shape_;
+  TransformerShape expert_model_;     // one expert as a dense MLP (ffn = expert_ffn)
   std::vector<std::int32_t> bounds_;  // 0, exits...
   mutable std::vector<double> token_ops_cache_;
   // Scratch reused between calls (cost() runs once per iteration).

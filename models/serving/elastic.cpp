@@ -555,14 +555,18 @@ void ElasticDeployment::set_serving(bool serving) {
 
 void ElasticDeployment::refresh_routable() {
   const bool ok = can_serve();
-  routable_.clear();
+  std::vector<Replica*> routable;
   for (std::size_t i = 0; i < front_.size(); ++i) {
     const State st = workers_.front()[i].state;
     // A failed front worker stays routable until its failure is detected (nobody knows yet).
-    if (ok && (st == State::kLive || st == State::kFailed)) routable_.push_back(front_[i]);
+    if (ok && (st == State::kLive || st == State::kFailed)) routable.push_back(front_[i]);
     // A draining front worker runs what it holds but takes no new request.
     const bool active = ok && (st == State::kLive || st == State::kDraining);
     if (front_[i]->active() != active) front_[i]->set_active(active);
+  }
+  if (routable != routable_ || routable_version_ == 0) {
+    routable_ = std::move(routable);
+    ++routable_version_;  // the router re-indexes the set at the next arrival
   }
   set_serving(ok);
   if (routable_.empty()) return;

@@ -161,6 +161,8 @@ class ElasticDeployment final : public PathBinder {
 
   // The front replicas that take new requests; empty while the deployment cannot serve.
   const std::vector<Replica*>& routable() const { return routable_; }
+  // Changes (from 1) whenever the routable set does.
+  std::uint64_t routable_version() const { return routable_version_; }
   // A request arriving while nothing is routable waits here.
   void hold(Request& r) { held_.push_back(&r); }
 
@@ -242,6 +244,7 @@ class ElasticDeployment final : public PathBinder {
   ElasticHost& host_;
   Time series_interval_;
   std::vector<Replica*> routable_;
+  std::uint64_t routable_version_ = 0;
   std::deque<Request*> held_;
   bool restarting_ = false;
   Time restart_until_;

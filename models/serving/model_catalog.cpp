@@ -25,12 +25,26 @@ int TransformerShape::dtype_bytes() const {
   MLSIM_CHECK(false, "unknown dtype");
 }
 
-std::int64_t TransformerShape::params_per_layer() const {
-  const std::int64_t h = hidden, kv = kv_dim(), f = ffn;
+namespace {
+std::int64_t layer_params(const TransformerShape& m, int experts_counted) {
+  const std::int64_t h = m.hidden, kv = m.kv_dim();
   const std::int64_t attention = h * (h + 2 * kv) + h * h;  // QKV, then O
-  const std::int64_t mlp = 3 * h * f;                       // gate, up, down
   const std::int64_t norms = 2 * h;
-  return attention + mlp + norms;
+  if (!m.moe()) return attention + 3 * h * m.ffn + norms;  // gate, up, down
+  // Mixtral-8x7B: 41.9 M attention + 8 x 176.2 M experts + 32,768 router + 8,192 norms =
+  // 1,451.3 M per layer; x 32 layers + 262.1 M embedding and head = 46.70 B (the paper's 46.7 B;
+  // active: 2 experts, 12.88 B, the paper's 12.9 B).
+  const std::int64_t expert = 3 * h * m.expert_ffn;
+  return attention + experts_counted * expert + h * m.experts + norms;
+}
+}  // namespace
+
+std::int64_t TransformerShape::params_per_layer() const {
+  return layer_params(*this, experts);
+}
+
+std::int64_t TransformerShape::active_params_per_layer() const {
+  return layer_params(*this, experts_per_token);
 }
 
 std::int64_t TransformerShape::params_outside_layers() const {
@@ -50,6 +64,11 @@ TransformerShape parse_transformer_shape(JsonReader& r, const std::string& name)
   s.vocab = static_cast<int>(r.integer("vocab", 1, 1 << 24));
   s.context = static_cast<std::int32_t>(r.integer("context", 1, 1 << 30));
   s.dtype = parse_dtype(r.string_or("dtype", "fp16"), r.path_of("dtype"));
+  if (r.has("experts") || r.has("experts_per_token") || r.has("expert_ffn")) {
+    s.experts = static_cast<int>(r.integer("experts", 2, 1 << 16));
+    s.experts_per_token = static_cast<int>(r.integer("experts_per_token", 1, s.experts));
+    s.expert_ffn = static_cast<int>(r.integer("expert_ffn", 1, 1 << 22));
+  }
   if (s.hidden % s.heads != 0)
     throw InputError(r.path_of("heads"), fmt::format("hidden ({}) must be a multiple of heads ({})",
                                                      s.hidden, s.heads));

@@ -33,14 +33,25 @@ struct TransformerShape {
   std::int32_t context = std::numeric_limits<std::int32_t>::max();
   Dtype dtype = Dtype::kFp16;
   std::string source;
+  // Mixture of experts (experts 0: a dense model). Every decoder layer's MLP is then `experts`
+  // gated MLPs of width `expert_ffn`, and a router (a hidden x experts linear layer) sends each
+  // token to `experts_per_token` of them (top-k), whose outputs are summed; `ffn` is unused.
+  // (Mixtral's shape; models with some dense layers or shared experts are not described.)
+  int experts = 0;
+  int experts_per_token = 0;
+  int expert_ffn = 0;
+  bool moe() const { return experts > 0; }
 
   int head_dim() const { return hidden / heads; }
   // Width of K (or V) for one token: kv_heads * head_dim.
   int kv_dim() const { return kv_heads * head_dim(); }
   int dtype_bytes() const;
 
-  // Parameters of one decoder layer: Q,K,V,O projections, gate/up/down MLP, two RMSNorm scales.
+  // Parameters of one decoder layer: Q,K,V,O projections, gate/up/down MLP (MoE: every expert's
+  // and the router), two RMSNorm scales.
   std::int64_t params_per_layer() const;
+  // Of those, what one token uses (MoE: the router and its experts_per_token experts; dense: all).
+  std::int64_t active_params_per_layer() const;
   // Embedding table plus LM head (untied in Llama 2) plus the final norm.
   std::int64_t params_outside_layers() const;
   std::int64_t params() const { return params_per_layer() * layers + params_outside_layers(); }

@@ -233,7 +233,8 @@ void Replica::run_job(StageWorker& w) {
   const Batch& batch = engines_[w.current.engine].batch;
   const IterationCostModel& cost = w.cost != nullptr ? *w.cost : *cost_;
   const IterationCost c = cost.cost(batch.items, w.first_layer, w.last_layer);
-  w.allreduce = c.allreduce;
+  w.allreduce = c.allreduce + c.moe_collectives;
+  alltoall_bytes_ += c.alltoall_bytes;
   // The framework's per-iteration overhead (scheduling, input preparation) before the first stage.
   double host_seconds = 0;
   if (w.stage == 0) {
@@ -251,8 +252,9 @@ void Replica::run_job(StageWorker& w) {
 }
 
 void Replica::on_stage_compute_done(StageWorker& w) {
-  // The stage's tensor-parallel all-reduces, one after another after the compute (Megatron TP
-  // puts them on the critical path), each costed by the collective layer for its size.
+  // The stage's tensor-parallel all-reduces (and a MoE model's expert-parallel all-to-alls and
+  // all-gathers), one after another after the compute (Megatron TP puts them on the critical
+  // path), each costed by the collective layer for its size.
   const Time allreduce = w.allreduce;
   if (allreduce == Time::zero()) {
     on_stage_done(w);

@@ -161,6 +161,10 @@ class Replica {
   // Prefill and output tokens still to process for the requests queued or running here (what the
   // least-outstanding-tokens router balances): a running total, O(1) per virtual engine.
   std::int64_t outstanding_tokens() const;
+  // Tells `listener` (null: nobody) of every change of outstanding_tokens(), as `slot`.
+  void set_load_listener(LoadListener* listener, std::uint32_t slot) {
+    for (auto& v : engines_) v.state.set_load_listener(listener, slot);
+  }
   // Prompt tokens of `spec` this replica's prefix cache holds (0 when prefix caching is off).
   std::int32_t cached_prefix_tokens(const RequestSpec& spec) const {
     return engines_.front().state.cached_prefix_tokens(spec);
@@ -249,6 +253,8 @@ class Replica {
   std::uint64_t preemptions() const;
   // Activation bytes sent between stages.
   std::int64_t activation_bytes() const { return activation_bytes_; }
+  // MoE at ep > 1: the dispatch and combine all-to-alls' bytes (each GPU's send buffer, summed).
+  std::int64_t alltoall_bytes() const { return alltoall_bytes_; }
 
  private:
   // A virtual engine: its own queues, at most one batch in the pipeline.
@@ -314,6 +320,7 @@ class Replica {
   std::uint64_t iterations_ = 0;
   std::uint64_t tokens_processed_ = 0;
   std::int64_t activation_bytes_ = 0;
+  std::int64_t alltoall_bytes_ = 0;
   TimeAverage kv_usage_;
 };
 

@@ -93,7 +93,7 @@ bool ReplicaState::admit(Request& r, std::int64_t tokens, std::int32_t hit_token
   }
   r.cached += hit_tokens;
   r.prefix_hit += hit_tokens;
-  outstanding_tokens_ -= hit_tokens;
+  add_outstanding_tokens(-std::int64_t{hit_tokens});
   prefix_lookup_tokens_ += r.prefill_target;
   prefix_hit_tokens_ += hit_tokens;
   if (hit_tokens > 0) ++prefix_hit_requests_;
@@ -117,7 +117,7 @@ void ReplicaState::preempt(Request& r) {
   r.reused_layers = 0;  // the kept lower-tier KV is gone too
   r.preemptions += 1;
   ++preemptions_;
-  outstanding_tokens_ += r.outstanding_tokens() - before;
+  add_outstanding_tokens(r.outstanding_tokens() - before);
   auto it = std::find(running_.begin(), running_.end(), &r);
   MLSIM_CHECK(it != running_.end(), "preempting a request that is not running");
   running_.erase(it);

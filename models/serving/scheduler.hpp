@@ -38,6 +38,16 @@ struct BatchLimits {
   std::int32_t max_tokens = 4096;   // per iteration (vLLM max_num_batched_tokens / Sarathi budget)
 };
 
+// Told when a replica's outstanding tokens change: a router's load index (load_index.hpp) marks
+// the replica for re-keying. Called on every change, so it must be O(1).
+class LoadListener {
+ public:
+  virtual void load_changed(std::uint32_t slot) = 0;
+
+ protected:
+  ~LoadListener() = default;
+};
+
 class ReplicaState {
  public:
   // `exit_layers[tier]` is the depth a request of that tier runs through (its exit), or 0 when
@@ -103,8 +113,16 @@ class ReplicaState {
   // Sum of outstanding_tokens() over the waiting and running requests, kept up to date by whoever
   // changes a queued request's progress (the replica, and preempt() here), so that a router reads
   // it in O(1) instead of walking the queues on every arrival.
+  // Every change goes through add_outstanding_tokens(), which tells the listener (if any).
   std::int64_t outstanding_tokens() const { return outstanding_tokens_; }
-  void add_outstanding_tokens(std::int64_t delta) { outstanding_tokens_ += delta; }
+  void add_outstanding_tokens(std::int64_t delta) {
+    outstanding_tokens_ += delta;
+    if (delta != 0 && load_listener_ != nullptr) load_listener_->load_changed(load_slot_);
+  }
+  void set_load_listener(LoadListener* listener, std::uint32_t slot) {
+    load_listener_ = listener;
+    load_slot_ = slot;
+  }
 
  private:
   KvBlockPool& kv_;
@@ -117,6 +135,8 @@ class ReplicaState {
   std::uint64_t preemptions_ = 0;
   std::uint64_t token_limit_cuts_ = 0;
   std::int64_t outstanding_tokens_ = 0;
+  LoadListener* load_listener_ = nullptr;
+  std::uint32_t load_slot_ = 0;
   std::unique_ptr<PrefixCache> prefix_;
   std::int64_t prefix_lookup_tokens_ = 0, prefix_hit_tokens_ = 0;
   std::uint64_t prefix_hit_requests_ = 0;

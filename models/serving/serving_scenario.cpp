@@ -34,6 +34,28 @@ DeploymentConfig read_pool(JsonReader& r, const TransformerShape& model, const s
     throw InputError(r.path_of("tp"),
                      fmt::format("tp {} must divide the heads ({}) and KV heads ({}) of {}", d.tp,
                                  d.model.heads, d.model.kv_heads, d.model.name));
+  // Mixture of experts: expert parallelism over the replica's tp GPUs, and the busiest GPU's
+  // expert load over the mean (compute_model.hpp, ExpertParallel).
+  if (d.model.moe()) {
+    d.expert.ep = static_cast<int>(r.integer_or("ep", 1, 1, 1024));
+    if (d.expert.ep != 1 && d.expert.ep != d.tp)
+      throw InputError(r.path_of("ep"),
+                       fmt::format("ep {} must be 1 (experts split by tensor parallelism) or the "
+                                   "tp degree ({}): expert parallelism runs over the replica's "
+                                   "tensor-parallel GPUs (other layouts are not modelled)",
+                                   d.expert.ep, d.tp));
+    if (d.model.experts % d.expert.ep != 0)
+      throw InputError(r.path_of("ep"), fmt::format("ep {} must divide the {} experts of {}",
+                                                    d.expert.ep, d.model.experts, d.model.name));
+    d.expert.imbalance = r.number_or("expert_imbalance", 1.0, 1.0, 1e6);
+  } else {
+    for (const char* key : {"ep", "expert_imbalance"})
+      if (r.has(key))
+        throw InputError(r.path_of(key),
+                         fmt::format("{} is not a mixture-of-experts model (the catalog gives "
+                                     "it no experts)",
+                                     d.model.name));
+  }
   // Pipeline stages: the model's layers split evenly (the first layers % pp stages one more), or
   // as given.
   d.pp = static_cast<int>(r.integer_or("pp", 1, 1, 1024));

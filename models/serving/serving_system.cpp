@@ -161,6 +161,9 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
     deployments_.push_back(std::move(dep));
   }
   replica_kv_bytes_.assign(replicas_.size(), 0);
+  for (std::size_t di = 0; di < deployments_.size(); ++di)  // the elastic one: at each arrival
+    if (!deployments_[di].replicas.empty() && !(elastic_ && di == elastic_deployment_))
+      deployments_[di].router->assign(deployments_[di].replicas);
   for (const auto& dep : deployments_) {
     if (dep.config.role != PoolRole::kPrefill) continue;
     disaggregated_ = true;
@@ -188,7 +191,7 @@ Replica& ServingSystem::add_replica(std::size_t di, Deployment& dep, ReplicaConf
   auto replica = std::make_unique<Replica>(
       engine_, compute_, std::move(rc),
       std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
-                                           tp_allreduce),
+                                           tp_allreduce, d.expert),
       KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
       make_scheduler(d.scheduler, "system.scheduler"), *this, transfers_.get());
   Replica& added = *replica;
@@ -231,9 +234,9 @@ void ServingSystem::build_elastic(std::size_t di, Deployment& dep, const std::ve
     if (st.gpu || st.tp_allreduce) {
       stage_timers_.push_back(std::make_unique<OperatorTimer>(
           compute_.costs(), st.gpu ? *st.gpu : (d.gpu ? *d.gpu : config_.gpu), d.model.dtype));
-      stage_costs_.push_back(
-          std::make_unique<IterationCostModel>(d.model, d.tp, *stage_timers_.back(), cost_exits(d),
-                                               st.tp_allreduce ? *st.tp_allreduce : tp_allreduce));
+      stage_costs_.push_back(std::make_unique<IterationCostModel>(
+          d.model, d.tp, *stage_timers_.back(), cost_exits(d),
+          st.tp_allreduce ? *st.tp_allreduce : tp_allreduce, d.expert));
       for (auto& w : workers[s]) w->cost = stage_costs_.back().get();
     }
     layer += e.stages[s].layers;
@@ -279,7 +282,12 @@ void ServingSystem::submit_elastic(Request& r, bool recompute) {
     elastic_->hold(r);
     return;
   }
-  Replica& replica = deployments_[elastic_deployment_].router->pick(routable, r);
+  Router& router = *deployments_[elastic_deployment_].router;
+  if (elastic_->routable_version() != routed_version_) {  // the live replicas changed
+    router.assign(routable);
+    routed_version_ = elastic_->routable_version();
+  }
+  Replica& replica = router.pick(r);
   r.replica = replica.config().index;
   if (recompute)
     replica.submit_recompute(r);
@@ -402,7 +410,7 @@ void ServingSystem::dispatch(Request& r) {
       submit_elastic(r, /*recompute=*/false);
       return;
     }
-    Replica& replica = dep.router->pick(dep.replicas, r);
+    Replica& replica = dep.router->pick(r);
     r.replica = replica.config().index;
     replica.submit(r);
     return;
@@ -555,6 +563,13 @@ void ServingSystem::finish(Results& out) const {
                            {"kv_capacity_bytes", static_cast<double>(r.kv().total()) * block_bytes},
                            {"kv_peak_bytes", static_cast<double>(r.kv().peak()) * block_bytes},
                            {"kv_mean_bytes", r.kv_usage().average(makespan) * block_bytes}});
+    if (dep.model.moe()) {
+      // Mixture of experts: the expert layout and the all-to-all bytes (per GPU send buffers).
+      auto& entry = per_replica.back();
+      entry["ep"] = dep.expert.ep;
+      entry["expert_imbalance"] = dep.expert.imbalance;
+      entry["alltoall_bytes"] = r.alltoall_bytes();
+    }
     if (dep.pp > 1) {
       // Pipeline stages: each stage's busy fraction and the activations sent between stages.
       auto& entry = per_replica.back();

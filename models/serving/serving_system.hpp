@@ -41,6 +41,9 @@ struct DeploymentConfig {
   std::string where;  // JSON path of its settings ("system.mfs", "system.separate[1]"), for errors
   TransformerShape model;
   int tp = 1;
+  // A mixture-of-experts model's expert parallelism over the tp GPUs (1 or tp) and the busiest
+  // GPU's expert load over the mean (compute_model.hpp, ExpertParallel).
+  ExpertParallel expert;
   // Pipeline stages of a replica and the layers of each (summing to the model's depth; the
   // parser splits evenly unless given). A replica uses tp x pp GPUs, stage by stage.
   int pp = 1;
@@ -115,6 +118,12 @@ class ServingSystem final : public ReplicaObserver, public ElasticHost {
   const ServingMetrics& metrics() const { return metrics_; }
   std::size_t live_request_objects() const { return pool_.size(); }
   const std::vector<std::unique_ptr<Replica>>& replicas() const { return replicas_; }
+  // Deployments (in the configuration's order): their replicas and router (for tests).
+  std::size_t deployment_count() const { return deployments_.size(); }
+  const std::vector<Replica*>& deployment_replicas(std::size_t d) const {
+    return deployments_[d].replicas;
+  }
+  Router& router(std::size_t d) { return *deployments_[d].router; }
   // Transfers between GPUs (activations between stages); needs the network given at construction.
   const PointToPoint& transfers() const { return *transfers_; }
 
@@ -185,6 +194,7 @@ class ServingSystem final : public ReplicaObserver, public ElasticHost {
   std::vector<std::unique_ptr<OperatorTimer>> stage_timers_;
   std::vector<std::unique_ptr<IterationCostModel>> stage_costs_;
   std::size_t elastic_deployment_ = 0;
+  std::uint64_t routed_version_ = 0;  // of the elastic deployment's routable set, last assigned
   bool arrivals_done_ = false;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::vector<double> replica_kv_bytes_;  // last reported, per replica

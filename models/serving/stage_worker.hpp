@@ -40,7 +40,7 @@ struct StageWorker {
   std::deque<StageJob> queue;
   bool busy = false;
   StageJob current;
-  Time allreduce;  // the current micro-batch's all-reduces
+  Time allreduce;  // the current micro-batch's all-reduces (and MoE all-to-alls, all-gathers)
   Time started;
   double busy_s = 0;
   bool alive = true;

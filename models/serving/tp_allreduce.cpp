@@ -12,4 +12,11 @@ Time TpAllReduce::time(int tp, Bytes payload) const {
       .time;
 }
 
+Time TpAllReduce::collective(collectives::Operation op, int n, Bytes bytes) const {
+  if (n <= 1) return Time::zero();
+  return collectives::collective_cost(costs, op, collectives::algorithms_for(op).front(), n,
+                                      /*arity=*/2, bytes, bandwidth, route_latency)
+      .time;
+}
+
 }  // namespace mlsim::serving

@@ -20,6 +20,10 @@ struct TpAllReduce {
 
   // One all-reduce of `payload` bytes over `tp` GPUs; zero at tp 1 (nothing to reduce).
   Time time(int tp, Bytes payload) const;
+  // Another collective over `n` GPUs of the same host, by the collective layer's default
+  // algorithm for it (all-to-all: direct; all-gather: ring), `bytes` as collective.hpp counts
+  // them (all-to-all: each GPU's whole send buffer; all-gather: the gathered result); zero at n 1.
+  Time collective(collectives::Operation op, int n, Bytes bytes) const;
 };
 
 }  // namespace mlsim::serving

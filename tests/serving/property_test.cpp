@@ -1,7 +1,8 @@
 // Invariants over randomised workloads, for every scheduler, router and serving mode: every
 // request finishes or is reported dropped; the KV pool never holds more blocks than its budget
 // and is empty at the end; the tokens generated equal the tokens requested; the router's running
-// total of outstanding tokens equals the walk over the queues after every event.
+// total of outstanding tokens equals the walk over the queues after every event, and the
+// least-outstanding-tokens router's indexed pick is the replica a scan in order would pick.
 #include <gtest/gtest.h>
 
 #include "models/serving/serving_system.hpp"
@@ -64,6 +65,7 @@ struct Case {
   int pp = 1;  // pipeline stages of every replica (separate mode): activations over the network
   // Separate mode: each member's replicas split into a prefill pool and a decode pool.
   bool disaggregated = false;
+  int replicas_7b = 2;  // separate mode, colocated: the 7B's replicas (TP 1)
 };
 
 }  // namespace
@@ -119,7 +121,7 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
       c.deployments.push_back(dec);
     }
   } else {
-    c.deployments.push_back(deployment(m7, 1, 2, {32, 0}, false));
+    c.deployments.push_back(deployment(m7, 1, p.replicas_7b, {32, 0}, false));
     c.deployments.push_back(deployment(m13, 2, 1, {0, 40}, false));
   }
   Engine engine;
@@ -133,8 +135,19 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
                     RandomStream(1, "tiers"), RandomStream(1, "esc"), &network, &links);
   // KV budget checked after every scheduling decision of every replica.
   // The router's running total of outstanding tokens equals the walk over the queues.
-  std::int64_t violations = 0, load_mismatches = 0, lost_references = 0;
+  std::int64_t violations = 0, load_mismatches = 0, lost_references = 0, pick_mismatches = 0;
+  const Request probe;
   engine.set_periodic_hook(1, [&](Engine&) {
+    // The indexed router picks what the scan it replaced picks: the fewest outstanding tokens,
+    // the first replica of the deployment among equals (decode pools' routers included).
+    for (std::size_t d = 0; d < sys.deployment_count(); ++d) {
+      if (sys.router(d).name() != "least_outstanding_tokens") continue;
+      const auto& reps = sys.deployment_replicas(d);
+      const Replica* scan = reps.front();
+      for (const Replica* r : reps)
+        if (r->outstanding_tokens() < scan->outstanding_tokens()) scan = r;
+      if (&sys.router(d).pick(probe) != scan) ++pick_mismatches;
+    }
     for (const auto& r : sys.replicas()) {
       if (r->kv().used() > r->kv().total()) ++violations;
       std::int64_t walk = 0;
@@ -168,6 +181,7 @@ TEST_P(ServingInvariants, FinishOrDropKvWithinBudgetTokensConserved) {
   EXPECT_EQ(mt.tokens_generated(), mt.tokens_requested());
   EXPECT_EQ(violations, 0);
   EXPECT_EQ(load_mismatches, 0);
+  EXPECT_EQ(pick_mismatches, 0);
   EXPECT_EQ(lost_references, 0);
   for (const auto& r : sys.replicas()) {
     EXPECT_LE(r->kv().peak(), r->kv().total());
@@ -247,6 +261,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"separate", "chunked_prefill", "round_robin", 0.9, 0.3},
         Case{"separate", "continuous", "round_robin", 0.185, 0.3},
         Case{"separate", "chunked_prefill", "least_outstanding_tokens", 0.185, 0},
+        // Six 7B replicas behind the indexed least-outstanding-tokens router, squeezed.
+        Case{"separate", "continuous", "least_outstanding_tokens", 0.185, 0, false, 1, false, 6},
         Case{"mfs", "continuous", "least_outstanding_tokens", 0.9, 0.3},
         Case{"mfs", "chunked_prefill", "round_robin", 0.9, 0.5},
         Case{"mfs", "continuous", "round_robin", 0.17, 0.5},

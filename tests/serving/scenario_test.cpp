@@ -385,3 +385,44 @@ TEST(ServingScenarios, DisaggregationStudyRunsEveryVariant) {
     }
   }
 }
+
+// Mixture of experts through the scenario (issue 15): the shipped Mixtral study
+// (workloads/serving/moe_mixtral.json) on the first 300 Azure conversation requests. Expert
+// parallelism sends all-to-all bytes (experts split by tensor parallelism send none); a busiest
+// GPU with twice the mean expert load makes every token slower; bad keys name their path.
+TEST(ServingScenarios, MixtralExpertParallelism) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  const std::string file = "../serving/moe_mixtral.json";
+  const std::vector<std::pair<std::string, nlohmann::json>> first300 = {{"workload.limit", 300}};
+  const auto ep2 = run(file, "tp2_ep2", first300);
+  const auto ep1 = run(file, "tp2_ep1", first300);
+  const auto skewed = run(file, "tp2_ep2_imbalance_2", first300);
+  for (const auto* out : {&ep2, &ep1, &skewed})
+    EXPECT_EQ(out->results.metrics().at("serving_requests_completed"), 300);
+  const auto& r2 = ep2.results.details().at("serving_replicas").at(0);
+  EXPECT_EQ(r2.at("ep"), 2);
+  EXPECT_GT(r2.at("alltoall_bytes").get<double>(), 0);
+  EXPECT_EQ(ep1.results.details().at("serving_replicas").at(0).at("alltoall_bytes"), 0);
+  EXPECT_GT(skewed.results.metrics().at("serving_tpot_mean_s"),
+            ep2.results.metrics().at("serving_tpot_mean_s"));
+  std::printf(
+      "[mixtral tp2, 300 requests] TPOT mean ep1 %.2f ms, ep2 %.2f ms, ep2 x2 skew %.2f ms\n",
+      1e3 * ep1.results.metrics().at("serving_tpot_mean_s"),
+      1e3 * ep2.results.metrics().at("serving_tpot_mean_s"),
+      1e3 * skewed.results.metrics().at("serving_tpot_mean_s"));
+  auto expect_error = [&](std::vector<std::pair<std::string, nlohmann::json>> sets,
+                          const std::string& path) {
+    try {
+      (void)run(file, "tp2_ep2", std::move(sets));
+      ADD_FAILURE() << "expected an InputError at " << path;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    }
+  };
+  expect_error({{"system.separate[0].tp", 4}}, "system.separate[0].ep: ep 2 must be 1");
+  expect_error({{"system.separate[0].expert_imbalance", 0.5}},
+               "system.separate[0].expert_imbalance");
+  expect_error({{"system.family", nlohmann::json::array({"llama-2-7b"})},
+                {"system.separate[0].model", "llama-2-7b"}},
+               "system.separate[0].ep: llama-2-7b is not a mixture-of-experts model");
+}
