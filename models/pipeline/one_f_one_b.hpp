@@ -30,37 +30,21 @@
 #include <cstddef>
 
 #include "models/pipeline/pipeline_costs.hpp"
+#include "models/training/pipeline_schedule.hpp"
 
 namespace mlsim::pipeline {
 
-enum class Op { kForward, kBackward, kNone };
+// The 1F1B order itself is the training core's (models/training/pipeline_schedule.hpp), which
+// the run executes; this file times it.
+using Op = training::StageOp;
+using training::in_flight_limit;
+using training::next_op_limited;
+using training::replica_minibatches;
 
-// The next op of a worker allowed `limit` minibatches in flight that has done `forwards`
-// forwards and `backwards` backwards, out of its `minibatches`; kNone when it is finished.
-inline Op next_op_limited(std::size_t limit, std::size_t forwards, std::size_t backwards,
-                          std::size_t minibatches) {
-  if (forwards < minibatches && forwards - backwards < limit) return Op::kForward;
-  if (backwards < forwards) return Op::kBackward;
-  return Op::kNone;
-}
-
-// The same for stage `stage` of a straight pipeline of `stages` (limit stages - stage).
+// The order of stage `stage` of a straight pipeline of `stages` (limit stages - stage).
 inline Op next_op(std::size_t stage, std::size_t stages, std::size_t forwards,
                   std::size_t backwards, std::size_t minibatches) {
   return next_op_limited(stages - stage, forwards, backwards, minibatches);
-}
-
-// PipeDream's in-flight limit of a stage whose first host is `first_host`, run by `replicas`
-// hosts, out of `hosts_used`.
-inline std::size_t in_flight_limit(std::size_t first_host, std::size_t replicas,
-                                   std::size_t hosts_used) {
-  return (hosts_used - 1 - first_host) / replicas + 1;
-}
-
-// How many of `minibatches` replica `replica` of `replicas` gets (round-robin).
-inline std::size_t replica_minibatches(std::size_t replica, std::size_t replicas,
-                                       std::size_t minibatches) {
-  return minibatches > replica ? (minibatches - replica + replicas - 1) / replicas : 0;
 }
 
 // A ring all-reduce of `bytes` among hosts [first, first + n): 2(n - 1) steps, each moving

@@ -1,24 +1,34 @@
 #include "models/training/data_parallel_job.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <span>
 
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::training {
 
 DataParallelJob::DataParallelJob(Engine& engine, Compute& compute, JobSpec spec)
-    : engine_(engine), compute_(compute), spec_(std::move(spec)) {
+    : engine_(engine),
+      compute_(compute),
+      spec_(std::move(spec)),
+      layer_by_layer_(spec_.parameters.size()) {
   const std::size_t layers = spec_.parameters.size();
   MLSIM_CHECK(layers > 0 && !spec_.workers.empty() && spec_.iterations > 0,
               "a job needs layers, workers and iterations");
-  MLSIM_CHECK(spec_.times.size() == spec_.workers.size() &&
-                  std::all_of(spec_.times.begin(), spec_.times.end(),
-                              [&](const auto& t) { return t.size() == layers; }),
+  auto per_worker_and_layer = [&](const auto& t) {
+    return t.size() == spec_.workers.size() &&
+           std::all_of(t.begin(), t.end(), [&](const auto& w) { return w.size() == layers; });
+  };
+  MLSIM_CHECK(spec_.layer_seconds.empty()
+                  ? per_worker_and_layer(spec_.times)
+                  : spec_.times.empty() && per_worker_and_layer(spec_.layer_seconds),
               "layer times need one entry per worker and layer");
   MLSIM_CHECK(spec_.fetched_each_iteration.empty() || spec_.fetched_each_iteration.size() == layers,
               "fetched layers need one entry per layer");
   workers_.resize(spec_.workers.size());
   for (Worker& wk : workers_) {
+    wk.handed.assign(layers, 0);
     wk.updated.assign(layers, 0);
     wk.fetched.assign(layers, 0);
   }
@@ -59,66 +69,92 @@ std::vector<double> DataParallelJob::take_compute_slowdown() {
   return out;
 }
 
-void DataParallelJob::try_start(std::size_t w) {
-  Worker& wk = workers_[w];
-  if (wk.busy || wk.computing_done || aborted_) return;
-  const std::size_t layers = spec_.parameters.size();
-  std::size_t layer = 0;
-  Time nominal;
-  if (wk.forward) {
-    if (wk.position == 0 && wk.iteration >= gate_) return;  // held before this iteration
-    layer = wk.position;
-    if (wk.updated[layer] < wk.iteration) return;  // its parameters are not back yet
-    if (!spec_.fetched_each_iteration.empty() && spec_.fetched_each_iteration[layer] &&
-        wk.fetched[layer] <= wk.iteration)
-      return;  // this iteration's parameters are not fetched yet
-    if (w == 0 && layer == 0) iteration_starts_.push_back(engine_.now());
-    nominal = spec_.times[w][layer].forward;
-  } else {
-    layer = layers - 1 - wk.position;
-    nominal = spec_.times[w][layer].backward;
-  }
-  wk.nominal_s += nominal.seconds();
-  wk.op_started = engine_.now();
-  wk.busy = true;
-  const bool forward = wk.forward;
-  wk.op = compute_.run(spec_.workers[w], FixedWork{nominal},
-                       [this, w, layer, forward] { op_done(w, layer, forward); });
+double DataParallelJob::op_seconds(std::size_t w, const ScheduledOp& op) const {
+  // Summed from the range's first layer, so that a one-layer op takes exactly its layer's time.
+  auto layer = [&](std::size_t l) {
+    if (!spec_.layer_seconds.empty()) {
+      const LayerSeconds& t = spec_.layer_seconds[w][l];
+      return op.forward ? t.forward : t.backward;
+    }
+    const LayerTimes& t = spec_.times[w][l];
+    return (op.forward ? t.forward : t.backward).seconds();
+  };
+  double s = layer(op.first_layer);
+  for (std::size_t l = op.first_layer + 1; l < op.end_layer; ++l) s += layer(l);
+  return s;
 }
 
-void DataParallelJob::op_done(std::size_t w, std::size_t layer, bool forward) {
+void DataParallelJob::try_start(std::size_t w) {
+  Worker& wk = workers_[w];
+  std::optional<ScheduledOp> next;
+  for (;;) {
+    if (wk.busy || wk.computing_done || aborted_) return;
+    const bool first = wk.forwards == 0 && wk.backwards == 0;
+    if (first && wk.iteration >= gate_) return;  // held before this iteration
+    next = schedule_->next(w, wk.forwards, wk.backwards);
+    if (next) break;
+    // Nothing (more) to do in this iteration: a worker the schedule gives no op, or one whose
+    // schedule was cut short while it waited.
+    count_iteration(w);
+    report_iteration(w);
+  }
+  const ScheduledOp& op = *next;
+  for (std::size_t l = op.first_layer; l < op.end_layer; ++l) {
+    if (wk.updated[l] < wk.handed[l]) return;  // its parameters are not back yet
+    if (op.forward && !spec_.fetched_each_iteration.empty() && spec_.fetched_each_iteration[l] &&
+        wk.fetched[l] <= wk.iteration)
+      return;  // this iteration's parameters are not fetched yet
+  }
+  if (op.needs_input && !wk.inputs.erase({op.micro_batch, op.forward})) return;  // no input yet
+  if (w == 0 && wk.forwards == 0 && wk.backwards == 0) iteration_starts_.push_back(engine_.now());
+  const double nominal = op_seconds(w, op);
+  wk.nominal_s += nominal;
+  wk.op_started = engine_.now();
+  wk.busy = true;
+  wk.running = op;
+  wk.op = compute_.run_for(std::span<const NodeId>(&spec_.workers[w], 1),
+                           std::span<const double>(&nominal, 1), [this, w] { op_done(w); });
+}
+
+void DataParallelJob::count_iteration(std::size_t w) {
+  Worker& wk = workers_[w];
+  ++iterations_done_;
+  ++wk.iteration;
+  wk.forwards = wk.backwards = 0;
+  if (wk.iteration == spec_.iterations) wk.computing_done = true;
+}
+
+void DataParallelJob::report_iteration(std::size_t w) {
+  if (hook_) hook_->iteration_done(w, workers_[w].iteration, workers_[w].computing_done);
+  check_progress();
+}
+
+void DataParallelJob::op_done(std::size_t w) {
   if (aborted_) return;
   last_compute_end_ = engine_.now();
   Worker& wk = workers_[w];
   wk.busy = false;
   wk.actual_s += (engine_.now() - wk.op_started).seconds();
-  const std::size_t layers = spec_.parameters.size();
-  if (forward) {
-    if (++wk.position == layers) {
-      wk.forward = false;
-      wk.position = 0;
+  const ScheduledOp op = wk.running;
+  (op.forward ? wk.forwards : wk.backwards)++;
+  if (observer_) observer_->op_done(w, op);
+  const bool last = !schedule_->next(w, wk.forwards, wk.backwards);
+  if (last) count_iteration(w);
+  if (!op.forward && op.hands_gradients) {
+    // Every layer of the range counts as handed over before any goes out, so that a sink that
+    // gives some back at once cannot start the next op on the rest.
+    for (std::size_t l = op.end_layer; l-- > op.first_layer;) {
+      ++wk.handed[l];
+      if (spec_.parameters[l] == 0) {
+        ++wk.updated[l];  // nothing to send: the layer is up to date
+      } else {
+        ++pending_updates_;
+      }
     }
-  } else {
-    ++wk.position;
-    const bool last = wk.position == layers;
-    if (last) {
-      ++iterations_done_;
-      ++wk.iteration;
-      wk.forward = true;
-      wk.position = 0;
-      if (wk.iteration == spec_.iterations) wk.computing_done = true;
-    }
-    if (spec_.parameters[layer] == 0) {
-      ++wk.updated[layer];  // nothing to send: the layer is up to date
-    } else {
-      ++pending_updates_;
-      sink_->gradient_ready(w, layer);
-    }
-    if (last) {
-      if (hook_) hook_->iteration_done(w, wk.iteration, wk.computing_done);
-      check_progress();
-    }
+    for (std::size_t l = op.end_layer; l-- > op.first_layer;)
+      if (spec_.parameters[l] != 0) sink_->gradient_ready(w, l);
   }
+  if (last) report_iteration(w);
   try_start(w);
 }
 
@@ -136,17 +172,25 @@ void DataParallelJob::parameters_fetched(std::size_t w, std::size_t layer) {
   try_start(w);
 }
 
+void DataParallelJob::input_arrived(std::size_t w, std::size_t micro_batch, bool forward) {
+  workers_[w].inputs.insert({micro_batch, forward});
+  try_start(w);
+}
+
 bool DataParallelJob::drained() const {
   if (pending_updates_ > 0) return false;
   for (const Worker& wk : workers_)
-    if (!(wk.forward && wk.position == 0 && !wk.busy && wk.iteration == gate_)) return false;
+    if (!(wk.forwards == 0 && wk.backwards == 0 && !wk.busy && wk.iteration == gate_)) return false;
   return true;
 }
 
 void DataParallelJob::check_progress() {
   if (gate_ != kNoHold && !drain_reported_ && drained()) {
     drain_reported_ = true;
-    on_drained_();
+    // Moved out first: the callback may release the hold or hold anew.
+    const std::function<void()> on_drained = std::move(on_drained_);
+    on_drained_ = nullptr;
+    on_drained();
   }
   if (finished_ || pending_updates_ > 0) return;
   for (const Worker& wk : workers_)

@@ -1,35 +1,37 @@
 #pragma once
-// The training-job core (docs/training.md): one synchronous data-parallel job's compute on the
-// platform. Each worker runs forward then backward, layer by layer, on the platform's Compute
-// on its host: the layer's time on the worker's GPU (JobSpec::times, already moved to that GPU)
-// divided by the host's speed (HostSpeeds, changed by the scenario's `events` section), a speed
-// change stretching or shrinking what remains of the op in progress. Backward ends layer by
-// layer from the output side; each finished layer's gradient is handed to the GradientSink (the
-// gradient path: scheduler, then synchronisation strategy). The next iteration's forward of
-// layer l waits until layer l's updated parameters are back (parameters_back()). A worker
-// finishes its iteration with its last backward op; the job is finished when every worker
-// computed every iteration and every gradient is back.
+// The training-job core (docs/training.md): one synchronous training job's compute on the
+// platform. Each worker runs the ops its OpSchedule names (op_schedule.hpp: by default
+// LayerByLayer, data parallelism: forward then backward, layer by layer; pipeline_schedule.hpp:
+// 1F1B or GPipe over a pipeline's stages), each op the forward or backward of one micro-batch over
+// a range of layers, on the platform's Compute on its host: the range's time on the worker's GPU
+// (JobSpec::times or layer_seconds, already moved to that GPU) divided by the host's speed
+// (HostSpeeds, changed by the scenario's `events` section), a speed change stretching or
+// shrinking what remains of the op in progress. A backward that hands its gradients over gives
+// each layer of its range to the GradientSink (the gradient path: scheduler, then
+// synchronisation strategy), from the output side. An op waits until every gradient of its layers
+// handed over before is back (parameters_back(); for data parallelism: the next iteration's
+// forward of layer l waits for layer l's update), and, when the schedule says it needs one, for
+// its input message (input_arrived(): an activation or a gradient between pipeline stages, sent
+// by the model from its OpObserver). A worker finishes its iteration when its schedule names no
+// more op; the job is finished when every worker computed every iteration and every gradient is
+// back.
 //
 // Hooks for what a model adds: an IterationHook hears each worker's iteration end (commsched's
-// tuners change the scheduler there), and hold_before() stops every worker before an iteration
-// until all communication has drained (a restart), then release_hold() resumes.
+// tuners change the scheduler there), an OpObserver each op's end (a pipeline sends its
+// activations and gradients), hold_before() stops every worker before an iteration until all
+// communication has drained (a restart), then release_hold() resumes.
 //
-// How the other training models would plug in (later steps of issue 13):
-//   - ina: layer times from its profiles as here, an INA GradientSync (kPerWorker, the packets
-//     through the switch program's aggregator pool); its job arrivals become several cores in
-//     one run;
-//   - embcache (done): the embedding layer is a fetched layer (below) whose Herald/HET
-//     GradientSync (models/embcache/embedding_sync.hpp) pulls each iteration's rows and pushes
-//     their gradients; the dense layer is synchronised by ps or ring through a second gradient
-//     path (layer_router.hpp);
-//   - pipeline: a stage is a worker whose "layers" are its stage's layers; 1F1B/GPipe order the
-//     micro-batches' forward and backward ops, which this core would take as a schedule of ops
-//     per worker (today it runs one fixed order: all forwards, then all backwards).
+// The training models on it: commsched and the cluster's detailed mode (ps, ring), ina (its INA
+// strategy), embcache (a fetched embedding layer synchronised by Herald/HET, the dense layer by
+// ps or ring through a LayerRouter); pipeline next (stages as workers under a PipelineSchedule).
 #include <cstdint>
 #include <functional>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "models/training/gradient_owner.hpp"
+#include "models/training/op_schedule.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 
@@ -40,11 +42,19 @@ struct LayerTimes {
   friend bool operator==(const LayerTimes&, const LayerTimes&) = default;
 };
 
+// The same in seconds at speed 1, for an op over several layers summed exactly in double (a
+// pipeline stage's time as its planners price it).
+struct LayerSeconds {
+  double forward = 0, backward = 0;
+};
+
 struct JobSpec {
   std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
   std::vector<NodeId> workers;           // hosts
-  // Per worker (as `workers`), each layer's times on the GPU of the worker's host at speed 1.
+  // Per worker (as `workers`), each layer's times on the GPU of the worker's host at speed 1;
+  // either `times` or `layer_seconds`.
   std::vector<std::vector<LayerTimes>> times;
+  std::vector<std::vector<LayerSeconds>> layer_seconds;
   std::size_t iterations = 1;
   // Per layer (empty: none): the layer's parameters are fetched anew for every iteration before
   // its forward (an embedding layer pulls the rows of the iteration's batch from a parameter
@@ -66,6 +76,13 @@ class IterationHook {
   virtual void iteration_done(std::size_t worker, std::size_t iteration, bool last) = 0;
 };
 
+class OpObserver {
+ public:
+  virtual ~OpObserver() = default;
+  // `worker` finished `op` (before its gradients are handed over).
+  virtual void op_done(std::size_t worker, const ScheduledOp& op) = 0;
+};
+
 class DataParallelJob final : public GradientOwner {
  public:
   // `compute` must outlive the job: every forward and backward runs on it, on the worker's host.
@@ -78,6 +95,10 @@ class DataParallelJob final : public GradientOwner {
 
   void set_gradient_sink(GradientSink* sink) { sink_ = sink; }
   void set_iteration_hook(IterationHook* hook) { hook_ = hook; }
+  void set_op_observer(OpObserver* observer) { observer_ = observer; }
+  // The order of every worker's ops (must outlive the job; LayerByLayer when never set). Set it
+  // before start().
+  void set_schedule(const OpSchedule* schedule) { schedule_ = schedule; }
   // Called once, when the job finishes (a model running several jobs frees it then; the
   // callback must not destroy the job from inside itself: it runs inside the job's own call).
   void set_on_finished(std::function<void()> on_finished) { on_finished_ = std::move(on_finished); }
@@ -88,6 +109,9 @@ class DataParallelJob final : public GradientOwner {
   // A fetched layer's parameters for `worker`'s next iteration are there
   // (JobSpec::fetched_each_iteration).
   void parameters_fetched(std::size_t worker, std::size_t layer) override;
+  // The input of `worker`'s micro-batch `micro_batch` for its forward (an activation) or its
+  // backward (a gradient) is there (ScheduledOp::needs_input).
+  void input_arrived(std::size_t worker, std::size_t micro_batch, bool forward);
   // Re-checks the hold and the end of the job; the gradient path calls it after every chunk.
   void check_progress() override;
   // No worker starts iteration `iteration` until release_hold(); `on_drained` runs once every
@@ -124,17 +148,25 @@ class DataParallelJob final : public GradientOwner {
  private:
   struct Worker {
     std::size_t iteration = 0;
-    bool forward = true, busy = false, computing_done = false;
-    std::size_t position = 0;          // ops done in the current pass
+    bool busy = false, computing_done = false;
+    std::size_t forwards = 0, backwards = 0;  // ops done in the current iteration
+    ScheduledOp running;                      // the op in progress while busy
+    std::vector<std::size_t> handed;   // per layer: gradients handed over (or up to date at once)
     std::vector<std::size_t> updated;  // per layer: updates applied to its parameters
     std::vector<std::size_t> fetched;  // per layer: fetches arrived (fetched layers only)
+    std::set<std::pair<std::size_t, bool>> inputs;  // (micro-batch, forward) arrived, not used
     double nominal_s = 0, actual_s = 0;
     Time op_started;
     ComputeHandle op;  // the op in progress while busy (cancelled when the job is destroyed)
   };
 
   void try_start(std::size_t w);
-  void op_done(std::size_t w, std::size_t layer, bool forward);
+  void op_done(std::size_t w);
+  // The end of w's iteration: counted (before its gradients go out), then reported (the hook and
+  // the end of the job, after).
+  void count_iteration(std::size_t w);
+  void report_iteration(std::size_t w);
+  double op_seconds(std::size_t w, const ScheduledOp& op) const;
   bool drained() const;
 
   Engine& engine_;
@@ -142,6 +174,9 @@ class DataParallelJob final : public GradientOwner {
   JobSpec spec_;
   GradientSink* sink_ = nullptr;
   IterationHook* hook_ = nullptr;
+  OpObserver* observer_ = nullptr;
+  LayerByLayer layer_by_layer_;
+  const OpSchedule* schedule_ = &layer_by_layer_;
   std::function<void()> on_finished_;
   std::vector<Worker> workers_;
   std::size_t pending_updates_ = 0;  // (worker, layer) gradients handed over, not back yet

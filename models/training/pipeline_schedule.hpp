@@ -1,0 +1,98 @@
+#pragma once
+// Pipeline schedules for the training core (op_schedule.hpp): the job's workers are the hosts of
+// a pipeline's stages (stage s holds layers [first_layer[s], first_layer[s + 1]) and runs on
+// replicas[s] consecutive workers; workers past the last stage's have no op), micro-batch m of a
+// stage goes to its replica m mod r (PipeDream's round-robin, msr-fiddle/pipedream
+// runtime/communication.py, get_messaging_index), and a worker counts its micro-batches in its
+// own numbering (its k-th is the stage's replica + k x r). A forward of a stage after the first
+// needs the previous stage's activation; a backward of a stage before the last the next stage's
+// gradient (the last stage's backward follows its own forward).
+//
+//   - 1F1B (PipeDream, asynchronous): a worker of a stage whose first worker is h, out of W in
+//     use, keeps at most (W - 1 - h) / r + 1 of its micro-batches in flight (forward done,
+//     backward not): PipeDream's warm-up count (runtime/runtime.py, num_warmup_minibatches) plus
+//     the steady state's one. It runs the forward of its next micro-batch while fewer are in flight
+//     and micro-batches remain, else the backward of its oldest: warm-up, strict alternation, the
+//     remaining backwards. Every backward hands its gradients over (a weight update per
+//     micro-batch).
+//   - GPipe (synchronous, with flush): micro-batches in groups of `group` per worker; all forwards
+//     of a group, then all its backwards, the gradients handed over once, with the group's last
+//     backward; the next group's forwards wait for them to come back (the flush).
+//
+// A worker waits for the input of the op the order names even when the other kind is ready.
+// set_micro_batches() cuts the schedule (a segment ends early: the first stage stops admitting).
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "models/training/op_schedule.hpp"
+
+namespace mlsim::training {
+
+enum class StageOp { kForward, kBackward, kNone };
+
+// The next op of a worker allowed `limit` micro-batches in flight that has done `forwards`
+// forwards and `backwards` backwards, out of its `micro_batches`; kNone when it is finished.
+inline StageOp next_op_limited(std::size_t limit, std::size_t forwards, std::size_t backwards,
+                               std::size_t micro_batches) {
+  if (forwards < micro_batches && forwards - backwards < limit) return StageOp::kForward;
+  if (backwards < forwards) return StageOp::kBackward;
+  return StageOp::kNone;
+}
+
+// PipeDream's in-flight limit of a stage whose first worker is `first_worker`, run by `replicas`
+// workers, out of `workers_used`.
+inline std::size_t in_flight_limit(std::size_t first_worker, std::size_t replicas,
+                                   std::size_t workers_used) {
+  return (workers_used - 1 - first_worker) / replicas + 1;
+}
+
+// How many of `micro_batches` replica `replica` of `replicas` gets (round-robin).
+inline std::size_t replica_minibatches(std::size_t replica, std::size_t replicas,
+                                       std::size_t micro_batches) {
+  return micro_batches > replica ? (micro_batches - replica + replicas - 1) / replicas : 0;
+}
+
+class PipelineSchedule final : public OpSchedule {
+ public:
+  enum class Kind { kOneFOneB, kGPipe };
+  struct Worker {
+    std::size_t stage = 0, replica = 0, replicas = 1;
+    std::size_t first_layer = 0, end_layer = 0;
+    std::size_t limit = 0;          // 1F1B's in-flight limit
+    std::size_t micro_batches = 0;  // its share of the schedule's
+  };
+
+  // `first_layer`: per stage and one past the last; `replicas`: per stage; `workers`: the job's
+  // (at least the sum of replicas); `group`: GPipe's micro-batches per flush (ignored by 1F1B).
+  PipelineSchedule(Kind kind, std::vector<std::size_t> first_layer,
+                   std::vector<std::size_t> replicas, std::size_t workers,
+                   std::size_t micro_batches, std::size_t group = 1);
+
+  std::optional<ScheduledOp> next(std::size_t worker, std::size_t forwards,
+                                  std::size_t backwards) const override;
+
+  // The schedule's micro-batches become `m` (the first m; a segment cut short).
+  void set_micro_batches(std::size_t m);
+  std::size_t micro_batches() const { return micro_batches_; }
+  Kind kind() const { return kind_; }
+  std::size_t stages() const { return replicas_.size(); }
+  std::size_t workers_used() const { return first_worker_.back(); }
+  std::size_t first_worker(std::size_t stage) const { return first_worker_[stage]; }
+  std::size_t replication(std::size_t stage) const { return replicas_[stage]; }
+  const Worker& worker(std::size_t w) const { return workers_[w]; }
+  // The worker that runs micro-batch m of `stage`, and m's index among its micro-batches.
+  std::pair<std::size_t, std::size_t> worker_of(std::size_t stage, std::size_t m) const;
+  // How many times worker w hands its gradients over in the schedule (its weight updates).
+  std::size_t updates(std::size_t w) const;
+
+ private:
+  void assign();
+
+  Kind kind_;
+  std::vector<std::size_t> first_layer_, replicas_, first_worker_;
+  std::size_t micro_batches_, group_;
+  std::vector<Worker> workers_;
+};
+
+}  // namespace mlsim::training
