@@ -177,6 +177,11 @@ void DataParallelJob::input_arrived(std::size_t w, std::size_t micro_batch, bool
   try_start(w);
 }
 
+std::size_t DataParallelJob::forwards_started(std::size_t w) const {
+  const Worker& wk = workers_[w];
+  return wk.forwards + (wk.busy && wk.running.forward ? 1 : 0);
+}
+
 bool DataParallelJob::drained() const {
   if (pending_updates_ > 0) return false;
   for (const Worker& wk : workers_)
@@ -205,6 +210,23 @@ void DataParallelJob::hold_before(std::size_t iteration, std::function<void()> o
   gate_ = iteration;
   on_drained_ = std::move(on_drained);
   drain_reported_ = false;
+}
+
+void DataParallelJob::end_segment(std::function<void()> on_drained) {
+  // One more iteration, the next segment, held until resume(); workers that had finished their
+  // share of this one wait there too.
+  const std::size_t next = spec_.iterations++;
+  for (Worker& wk : workers_)
+    if (wk.iteration < spec_.iterations) wk.computing_done = false;
+  hold_before(next, std::move(on_drained));
+  // Workers that waited for an op the cut removed move on (or end their iteration).
+  for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
+  check_progress();
+}
+
+void DataParallelJob::resume(const OpSchedule& next) {
+  schedule_ = &next;
+  release_hold();
 }
 
 void DataParallelJob::release_hold() {

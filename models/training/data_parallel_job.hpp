@@ -19,7 +19,9 @@
 // Hooks for what a model adds: an IterationHook hears each worker's iteration end (commsched's
 // tuners change the scheduler there), an OpObserver each op's end (a pipeline sends its
 // activations and gradients), hold_before() stops every worker before an iteration until all
-// communication has drained (a restart), then release_hold() resumes.
+// communication has drained (a restart), then release_hold() resumes; end_segment() / resume()
+// are the same boundary for a schedule that is cut short and replaced (AutoPipe's switch: stop
+// admitting, drain, resume with another schedule and placement).
 //
 // The training models on it: commsched and the cluster's detailed mode (ps, ring), ina (its INA
 // strategy), embcache (a fetched embedding layer synchronised by Herald/HET, the dense layer by
@@ -97,7 +99,7 @@ class DataParallelJob final : public GradientOwner {
   void set_iteration_hook(IterationHook* hook) { hook_ = hook; }
   void set_op_observer(OpObserver* observer) { observer_ = observer; }
   // The order of every worker's ops (must outlive the job; LayerByLayer when never set). Set it
-  // before start().
+  // before start(); later only through resume().
   void set_schedule(const OpSchedule* schedule) { schedule_ = schedule; }
   // Called once, when the job finishes (a model running several jobs frees it then; the
   // callback must not destroy the job from inside itself: it runs inside the job's own call).
@@ -112,12 +114,20 @@ class DataParallelJob final : public GradientOwner {
   // The input of `worker`'s micro-batch `micro_batch` for its forward (an activation) or its
   // backward (a gradient) is there (ScheduledOp::needs_input).
   void input_arrived(std::size_t worker, std::size_t micro_batch, bool forward);
+  // Forwards `worker` has started in the current iteration (its op in progress included).
+  std::size_t forwards_started(std::size_t worker) const;
   // Re-checks the hold and the end of the job; the gradient path calls it after every chunk.
   void check_progress() override;
   // No worker starts iteration `iteration` until release_hold(); `on_drained` runs once every
   // worker waits there and every gradient handed over is back.
   void hold_before(std::size_t iteration, std::function<void()> on_drained);
   void release_hold();
+  // Segment boundary: the schedule in force has just been cut short (it names no op its workers
+  // must not still run); every worker finishes the ops it still names, then waits, and
+  // `on_drained` runs once every worker waits and every gradient handed over is back (maybe at
+  // once). resume() then runs `next` as one more iteration (the next segment).
+  void end_segment(std::function<void()> on_drained);
+  void resume(const OpSchedule& next);
   // The job is given up (a model's watchdog found it hung): no op starts any more and the ops
   // in progress end without effect. It never finishes.
   void abort() { aborted_ = true; }

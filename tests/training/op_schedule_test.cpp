@@ -165,6 +165,40 @@ TEST(PipelineSchedules, GPipeFlushGatesTheNextGroup) {
   EXPECT_EQ(p->job->finish_time(), Time::ms(17500));
 }
 
+// Segment boundary (DataParallelJob::end_segment / resume). Layers (F, B): 0 (1, 2), 1 (0.5, 1),
+// 2 (0.5, 1). The first segment is 1F1B over stages [0,1) | [1,3) (1 s forward, 2 s backward on
+// each worker, as above) for three micro-batches. At 1.2 s, during w0's F1, the first stage stops
+// admitting: two micro-batches have started, so the segment keeps two.
+//   w0: F0 [0,1] F1 [1,2]; B0 [5,7]; B1 [8,10] (no F2 any more)
+//   w1: F0 [1.5,2.5] B0 [2.5,4.5] F1 [4.5,5.5] B1 [5.5,7.5]; waits from 7.5
+// Drained at 10 s; resumed at once with the boundary moved, [0,2) | [2,3), for the remaining
+// micro-batch: w0 F0 [10,11.5] -> activation at 12; w1 F0 [12,12.5] B0 [12.5,13.5] -> gradient
+// at 14; w0 B0 [14,17]. The job ends at 17 s.
+TEST(PipelineSchedules, SegmentDrainsThenResumesWithAnotherPlacement) {
+  auto p = pipe({{1, 2}, {0.5, 1}, {0.5, 1}}, {0, 0, 0});
+  PipelineSchedule first(PipelineSchedule::Kind::kOneFOneB, {0, 1, 3}, {1, 1}, 2, 3);
+  PipelineSchedule second(PipelineSchedule::Kind::kOneFOneB, {0, 2, 3}, {1, 1}, 2, 1);
+  Time drained_at = Time::s(-1);
+  p->engine.schedule_at(Time::ms(1200), [&] {
+    EXPECT_EQ(p->job->forwards_started(0), 2u);
+    first.set_micro_batches(2);
+    p->job->end_segment([&] {
+      drained_at = p->engine.now();
+      p->set_schedule(second);
+      p->job->resume(second);
+    });
+  });
+  p->run(first);
+  const std::vector<Interval> want = {
+      {0, "F0", 0, 1},     {0, "F1", 1, 2},     {1, "F0", 1.5, 2.5},   {1, "B0", 2.5, 4.5},
+      {1, "F1", 4.5, 5.5}, {0, "B0", 5, 7},     {1, "B1", 5.5, 7.5},   {0, "B1", 8, 10},
+      {0, "F0", 10, 11.5}, {1, "F0", 12, 12.5}, {1, "B0", 12.5, 13.5}, {0, "B0", 14, 17}};
+  EXPECT_EQ(p->ops, want);
+  EXPECT_EQ(drained_at, Time::s(10));
+  EXPECT_TRUE(p->job->finished());
+  EXPECT_EQ(p->job->finish_time(), Time::s(17));
+}
+
 // Which ops need an input, and a worker no stage uses has none.
 TEST(PipelineSchedules, WorkersWithoutOpsEndTheirIteration) {
   PipelineSchedule s(PipelineSchedule::Kind::kOneFOneB, {0, 1, 2}, {1, 1}, 3, 2);
