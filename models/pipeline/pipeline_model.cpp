@@ -21,6 +21,17 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
   reject_moved_key(system, "stages", "the number of hosts the job uses (\"hosts\")");
   const auto job_hosts = static_cast<std::size_t>(
       system.integer_or("hosts", hosts, 1, std::max<std::int64_t>(hosts, 1)));
+  p.schedule = pipeline_policies().schedules.choose_or(system, "schedule", "1f1b").value;
+  // GPipe's flush: every 4 x hosts micro-batches by default [assumed: GPipe (Huang et al.,
+  // NeurIPS 2019) finds the bubble negligible from 4 micro-batches per stage on; not in
+  // ../shared/papers.md].
+  if (p.schedule == training::PipelineSchedule::Kind::kGPipe) {
+    p.gpipe_group = static_cast<std::size_t>(system.integer_or(
+        "micro_batches_per_flush", 4 * static_cast<std::int64_t>(job_hosts), 1, 100'000'000));
+  } else if (system.has("micro_batches_per_flush")) {
+    throw InputError(system.path_of("micro_batches_per_flush"),
+                     "only a \"gpipe\" schedule flushes (system.schedule is \"1f1b\")");
+  }
   p.min_gain = system.number_or("min_gain", 0.05, 0, 1);
   p.migrated_state_factor = system.number_or("migrated_state_factor", 2, 0, 100);
   // PipeDream's optimizer options, with its command-line defaults (pipedream_partitioner.hpp).

@@ -35,6 +35,22 @@ PipelineTraining::PipelineTraining(Engine& engine, Network& network, Compute& co
     }
     now_.hosts.push_back(std::move(h));
   }
+  // The core runs every op: the hosts are its workers, each layer's time on each host's GPU its
+  // layer_seconds (a stage's op sums them as stage_costs does), a layer's parameters only
+  // whether it has any (the all-reduce sends its stage's bytes).
+  training::JobSpec spec;
+  for (const LayerCost& l : params_.layers)
+    spec.parameters.push_back(l.parameter_bytes > 0 ? 1 : 0);
+  spec.workers = params_.hosts;
+  for (const StageHost& h : now_.hosts) {
+    std::vector<training::LayerSeconds> t;
+    for (std::size_t l = 0; l < params_.layers.size(); ++l)
+      t.push_back({h.forward_s[l], h.backward_s[l]});
+    spec.layer_seconds.push_back(std::move(t));
+  }
+  job_ = std::make_unique<training::DataParallelJob>(engine_, compute_, std::move(spec));
+  job_->set_op_observer(this);
+  job_->set_gradient_sink(this);
   speeds_.on_change([this](NodeId host, double, double speed) { speed_changed(host, speed); });
   links_.on_change([this](std::span<const LinkId> changed) { links_changed(changed); });
 }
@@ -79,106 +95,83 @@ void PipelineTraining::begin_segment(const Partition& p) {
   round_done_.clear();
   for (auto& [key, ar] : allreduces_) retired_allreduces_.push_back(std::move(ar));
   allreduces_.clear();
-  workers_.assign(p.hosts_used(), Worker{});
-  for (std::size_t s = 0; s < p.stages(); ++s) {
-    for (std::size_t q = 0; q < p.replication(s); ++q) {
-      Worker& w = workers_[p.first_host(s) + q];
-      w.stage = s;
-      w.replica = q;
-      w.replicas = p.replication(s);
-      w.limit = in_flight_limit(p.first_host(s), p.replication(s), p.hosts_used());
-    }
+  std::vector<std::size_t> replicas;
+  for (std::size_t s = 0; s < p.stages(); ++s) replicas.push_back(p.replication(s));
+  retired_schedule_ = std::move(schedule_);
+  schedule_ = std::make_unique<training::PipelineSchedule>(
+      params_.schedule, p.first, std::move(replicas), params_.hosts.size(), segment_limit_,
+      params_.gpipe_group);
+  stage_parameter_layers_.assign(p.stages(), 0);
+  for (std::size_t s = 0; s < p.stages(); ++s)
+    for (std::size_t l = p.first[s]; l < p.first[s + 1]; ++l)
+      stage_parameter_layers_[s] += job_->spec().parameters[l] > 0 ? 1 : 0;
+  layers_ready_.assign(params_.hosts.size(), 0);
+  rounds_joined_.assign(params_.hosts.size(), 0);
+  if (retired_schedule_) {
+    job_->resume(*schedule_);
+  } else {
+    job_->set_schedule(schedule_.get());
+    job_->start();
   }
-  assign_minibatches();
-  for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
 }
 
-void PipelineTraining::assign_minibatches() {
-  for (Worker& w : workers_)
-    w.minibatches = replica_minibatches(w.replica, w.replicas, segment_limit_);
-}
-
-void PipelineTraining::try_start(std::size_t w) {
-  Worker& wk = workers_[w];
-  if (wk.busy || wk.in_allreduce) return;
-  const Op op = next_op_limited(wk.limit, wk.forwards, wk.backwards, wk.minibatches);
-  if (op == Op::kNone) return;
-  const bool forward = op == Op::kForward;
-  const std::size_t k = forward ? wk.forwards : wk.backwards;
-  if (forward && wk.stage > 0) {
-    if (!wk.activations.erase(k)) return;  // waits for its input
-  } else if (!forward) {
-    if (!wk.gradients.erase(k)) return;
-  }
-  wk.busy = true;
-  wk.running_forward = forward;
-  const double nominal = forward ? base_costs_.forward_s[w] : base_costs_.backward_s[w];
-  compute_.run_for(std::span<const NodeId>(&params_.hosts[w], 1),
-                   std::span<const double>(&nominal, 1),
-                   [this, w, forward, k] { op_done(w, forward, k); });
-}
-
-void PipelineTraining::op_done(std::size_t w, bool forward, std::size_t k) {
+void PipelineTraining::op_done(std::size_t w, const training::ScheduledOp& op) {
   // Earlier segments' all-reduces go here, where none of their callbacks can be running.
   for (const auto& ar : retired_allreduces_) failed_transfers_ += ar->failed_transfers();
   retired_allreduces_.clear();
-  Worker& wk = workers_[w];
-  wk.busy = false;
-  const std::size_t s = wk.stage, m = wk.replica + k * wk.replicas;  // segment minibatch
+  const training::PipelineSchedule::Worker& wk = schedule_->worker(w);
+  const std::size_t s = wk.stage, m = wk.replica + op.micro_batch * wk.replicas;  // segment's
   // Minibatch m's activation (forward) or gradient (backward) to the replica of stage `to` that
   // runs it (round-robin).
   auto send = [this, w, m](std::size_t to, std::size_t boundary, bool activation) {
-    const std::size_t r = partition_.replication(to);
-    const std::size_t dest = partition_.first_host(to) + m % r, k_dest = m / r;
+    const auto [dest, k_dest] = schedule_->worker_of(to, m);
     // A message whose transfer fails (no route left) never arrives: counted, the pipeline stalls.
     messages_.send(params_.hosts[w], params_.hosts[dest],
                    Bytes{static_cast<std::int64_t>(base_costs_.boundary_bytes[boundary])},
                    [this, dest, k_dest, activation](const collectives::CollectiveResult&) {
-                     Worker& d = workers_[dest];
-                     (activation ? d.activations : d.gradients).insert(k_dest);
-                     try_start(dest);
+                     job_->input_arrived(dest, k_dest, activation);
                    });
   };
-  if (forward) {
-    ++wk.forwards;
-    if (s + 1 < partition_.stages()) {
-      send(s + 1, s, true);
-    } else {
-      wk.gradients.insert(k);  // the loss is computed where the forward ends
-    }
+  if (op.forward) {
+    // The last stage computes the loss where its forward ends: its backward needs no message.
+    if (s + 1 < partition_.stages()) send(s + 1, s, true);
+  } else if (s > 0) {
+    send(s - 1, s - 1, false);
   } else {
-    ++wk.backwards;
-    if (s > 0) {
-      send(s - 1, s - 1, false);
-    } else {
-      ++completed_;
-      progress_series_.add(engine_.now(), {static_cast<double>(completed_)});
-      if (finished()) finish_ = engine_.now();
-    }
-    if (wk.replicas > 1) join_allreduce(w, k);
+    ++completed_;
+    progress_series_.add(engine_.now(), {static_cast<double>(completed_)});
+    if (finished()) finish_ = engine_.now();
   }
-  try_start(w);
-  if (switching_) maybe_resume();
 }
 
-void PipelineTraining::join_allreduce(std::size_t w, std::size_t k) {
-  workers_[w].in_allreduce = true;
-  ++round_done_[{workers_[w].stage, k}];
-  maybe_start_allreduce(workers_[w].stage, k);
+void PipelineTraining::gradient_ready(std::size_t w, std::size_t layer) {
+  const training::PipelineSchedule::Worker& wk = schedule_->worker(w);
+  if (wk.replicas == 1) {
+    job_->parameters_back(w, layer);  // nothing to reduce: the update is local
+    return;
+  }
+  // A replica joins its round once every layer of its stage with parameters has come.
+  if (++layers_ready_[w] < stage_parameter_layers_[wk.stage]) return;
+  layers_ready_[w] = 0;
+  const std::size_t k = rounds_joined_[w]++;
+  ++round_done_[{wk.stage, k}];
+  maybe_start_allreduce(wk.stage, k);
 }
 
 void PipelineTraining::maybe_start_allreduce(std::size_t s, std::size_t k) {
   const std::size_t first = partition_.first_host(s), replicas = partition_.replication(s);
-  // The replicas that have a k-th minibatch in this segment take part.
+  // The replicas that have a k-th update in this segment take part.
   std::size_t members = 0;
-  for (std::size_t q = 0; q < replicas; ++q) members += workers_[first + q].minibatches > k ? 1 : 0;
+  for (std::size_t q = 0; q < replicas; ++q) members += schedule_->updates(first + q) > k ? 1 : 0;
   if (round_done_[{s, k}] < members) return;
   round_done_.erase({s, k});
-  auto release = [this, first, members] {
+  auto release = [this, s, first, members] {
     if (finished()) finish_ = engine_.now();  // the last weight update ends the job
-    for (std::size_t q = 0; q < members; ++q) workers_[first + q].in_allreduce = false;
-    for (std::size_t q = 0; q < members; ++q) try_start(first + q);
-    if (switching_) maybe_resume();
+    const Partition& p = partition_;
+    for (std::size_t q = 0; q < members; ++q)
+      for (std::size_t l = p.first[s]; l < p.first[s + 1]; ++l)
+        if (job_->spec().parameters[l] > 0) job_->parameters_back(first + q, l);
+    job_->check_progress();  // the segment may be drained now
   };
   if (members < 2 || base_costs_.parameter_bytes[s] <= 0) {
     // Nothing to reduce; released by an event, never from inside the caller.
@@ -246,14 +239,13 @@ void PipelineTraining::consider_repartition() {
   // Stop admitting: the segment ends with the minibatches stage 0's replicas have started (the
   // highest of them and every one below it, so that the segment stays a prefix).
   std::size_t limit = 0;
-  for (const Worker& w : workers_) {
-    if (w.stage != 0) continue;
-    const std::size_t started = w.forwards + (w.busy && w.running_forward ? 1 : 0);
-    if (started > 0) limit = std::max(limit, w.replica + (started - 1) * w.replicas + 1);
+  for (std::size_t w = 0; w < partition_.replication(0); ++w) {
+    const std::size_t started = job_->forwards_started(w);
+    if (started > 0) limit = std::max(limit, w + (started - 1) * partition_.replication(0) + 1);
   }
   segment_limit_ = limit;
-  assign_minibatches();
-  // Rounds that waited for a replica whose minibatch the segment no longer has start now.
+  schedule_->set_micro_batches(limit);
+  // Rounds that waited for a replica whose update the segment no longer has start now.
   std::vector<std::pair<std::size_t, std::size_t>> waiting;
   for (const auto& [round, done] : round_done_) waiting.push_back(round);
   for (const auto& [s, k] : waiting) maybe_start_allreduce(s, k);
@@ -270,17 +262,21 @@ void PipelineTraining::consider_repartition() {
                      maybe_resume();
                    });
   }
-  // Workers waiting for a forward the segment no longer has move on to their backwards.
-  for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
+  // The core's segment boundary: workers waiting for a forward the segment no longer has move
+  // on to their backwards; once every op of the segment is done and every all-reduce back, the
+  // segment is drained.
+  drained_ = false;
+  job_->end_segment([this] {
+    drained_ = true;
+    maybe_resume();
+  });
   maybe_resume();
 }
 
 void PipelineTraining::maybe_resume() {
-  if (!switching_ || migrations_in_flight_ > 0) return;
-  for (const Worker& w : workers_)
-    if (w.busy || w.in_allreduce || w.backwards < w.minibatches || w.forwards < w.minibatches)
-      return;
+  if (!switching_ || migrations_in_flight_ > 0 || !drained_) return;
   switching_ = false;
+  drained_ = false;
   switch_ns_ += (engine_.now() - switch_started_).count_ns();
   ++repartitions_;
   begin_segment(next_);

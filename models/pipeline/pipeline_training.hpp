@@ -1,12 +1,17 @@
 #pragma once
 // One pipeline-parallel training job run on the engine: stages on hosts (a stage may be
-// replicated over several hosts, PipeDream's hybrid), 1F1B on each host's GPU (one_f_one_b.hpp
-// for the order and the round-robin of minibatches over a stage's replicas), activations and
+// replicated over several hosts, PipeDream's hybrid), run by the training core
+// (models/training/data_parallel_job.hpp): the hosts are its workers, a stage's layers the layer
+// range of its workers' ops, their order a PipelineSchedule (models/training/pipeline_schedule.hpp:
+// 1F1B with PipeDream's in-flight limits and round-robin over a stage's replicas, or GPipe), and
+// the core's segment boundary (end_segment / resume) a switch. What stays here: the planners, the
+// switching decision, and what the model does on the core's events: activations and
 // gradients (and a switch's migrated parameters) as point-to-point messages of the collective
 // layer between the hosts (send_recv calls, sim_core/collectives/point_to_point.hpp, paying the
 // layer's costs `collective_costs`, none by default), and the all-reduce of a replicated stage's
-// parameters after each round of backwards as a ring collective (sim_core/collectives). Every
-// forward and backward is work on the platform's Compute: the profile's layer times, measured on
+// parameters after each round of backwards (fed by the core's gradient-ready events) as a ring
+// collective (sim_core/collectives). Every forward and backward is work on the platform's
+// Compute, run by the core: the profile's layer times, measured on
 // the profile's GPU, moved to the host's GPU type by the catalog scaling (profile_scaling.hpp)
 // and divided by the host's speed (HostSpeeds), which Compute follows while the op runs. The
 // hosts' link bandwidths come from LinkConditions. Speeds and bandwidths are read at the start
@@ -34,17 +39,16 @@
 // smaller of its two hosts' (estimates assume the host links are the bottleneck).
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <deque>
-#include <memory>
-#include <optional>
-
 #include "models/pipeline/pipeline_costs.hpp"
 #include "models/pipeline/stage_allreduce.hpp"
+#include "models/training/data_parallel_job.hpp"
+#include "models/training/pipeline_schedule.hpp"
 #include "sim_core/collectives/collective.hpp"
 #include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/engine/engine.hpp"
@@ -73,6 +77,10 @@ struct TrainingParams {
   std::size_t minibatches = 0;
   double samples_per_minibatch = 1;
   Policy policy = Policy::kPipeDream;
+  // The op order: PipeDream's 1F1B (default) or GPipe with a flush every `gpipe_group`
+  // micro-batches (minibatches of the workload). The planners time 1F1B either way.
+  training::PipelineSchedule::Kind schedule = training::PipelineSchedule::Kind::kOneFOneB;
+  std::size_t gpipe_group = 1;
   double min_gain = 0.05;
   double migrated_state_factor = 2;
   // PipeDream's optimizer options (pipedream_partitioner.hpp); `straight` also limits AutoPipe's
@@ -84,7 +92,7 @@ struct TrainingParams {
   collectives::PointToPoint::Options collective_costs;
 };
 
-class PipelineTraining {
+class PipelineTraining final : private training::OpObserver, private training::GradientSink {
  public:
   // `compute`, `speeds` and `links` must outlive the job; the job subscribes to the speeds and
   // links. Prices every layer on every stage host now (at prepare time).
@@ -98,25 +106,13 @@ class PipelineTraining {
   void report(Results& out) const;
 
  private:
-  // One host's progress in the current segment (counts and minibatch indices are the host's own:
-  // its k-th minibatch is replica + k x replicas of the segment).
-  struct Worker {
-    std::size_t stage = 0, replica = 0, replicas = 1;
-    std::size_t minibatches = 0, limit = 0;   // its share of the segment, in-flight limit
-    std::size_t forwards = 0, backwards = 0;  // in the current segment
-    bool busy = false, running_forward = false;
-    bool in_allreduce = false;                     // waiting for, or in, its stage's all-reduce
-    std::set<std::size_t> activations, gradients;  // arrived, not yet used (own numbering)
-  };
-
+  // Starts the job on `p` (the first call) or resumes it there after a switch.
   void begin_segment(const Partition& p);
-  // Shares of the segment's minibatches per worker (after segment_limit_ changes).
-  void assign_minibatches();
-  void try_start(std::size_t w);
-  void op_done(std::size_t w, bool forward, std::size_t k);
-  // Worker w finished its k-th backward: all-reduce with its stage's replicas once all are done.
-  void join_allreduce(std::size_t w, std::size_t k);
-  // Starts round k's all-reduce of stage s once every replica that has a k-th minibatch is in it.
+  // The core's events: an op ended (send its activation or gradient, count a minibatch), a
+  // layer's gradient is ready (a replicated stage joins its round's all-reduce).
+  void op_done(std::size_t w, const training::ScheduledOp& op) override;
+  void gradient_ready(std::size_t w, std::size_t layer) override;
+  // Starts round k's all-reduce of stage s once every replica that has a k-th update is in it.
   void maybe_start_allreduce(std::size_t s, std::size_t k);
   void speed_changed(NodeId host, double speed);
   void links_changed(std::span<const LinkId> changed);
@@ -138,8 +134,15 @@ class PipelineTraining {
   Conditions now_;  // hosts' layer times at speed 1 (from the constructor), speeds, links
   bool started_ = false;
   Partition partition_;
-  StageCosts base_costs_;        // of the current partition at speed 1 on each host's GPU, seconds
-  std::vector<Worker> workers_;  // one per host in use
+  StageCosts base_costs_;  // of the current partition at speed 1 on each host's GPU, seconds
+  std::unique_ptr<training::DataParallelJob> job_;
+  // The current segment's schedule; the one before, kept until no call of the core can use it.
+  std::unique_ptr<training::PipelineSchedule> schedule_, retired_schedule_;
+  // Per stage: its layers with parameters (a replica joins a round once all have come).
+  std::vector<std::size_t> stage_parameter_layers_;
+  // Per worker: layers of the current round handed over, rounds joined in this segment.
+  std::vector<std::size_t> layers_ready_, rounds_joined_;
+  bool drained_ = false;           // the core reported the current segment drained
   std::size_t segment_limit_ = 0;  // minibatches of the current segment
   std::size_t completed_ = 0;      // minibatches finished in earlier segments and this one
   // All-reduce rounds of replicated stages: replicas done per (stage, round); collectives alive.

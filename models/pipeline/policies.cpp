@@ -12,6 +12,16 @@ PipelinePolicies build() {
            "AutoPipe-style: re-partition when GPU speeds or bandwidths change and the 1F1B "
            "model predicts a gain above min_gain",
            Policy::kAutoPipe);
+  using Kind = training::PipelineSchedule::Kind;
+  p.schedules
+      .add("1f1b",
+           "PipeDream's 1F1B: warm-up forwards up to the in-flight limit, then one forward and one "
+           "backward, a weight update per minibatch",
+           Kind::kOneFOneB)
+      .add("gpipe",
+           "GPipe: all forwards of a group of micro_batches_per_flush, then all its backwards, "
+           "one weight update per group",
+           Kind::kGPipe);
   return p;
 }
 
@@ -20,6 +30,7 @@ PipelinePolicies build() {
 std::vector<PolicyInfo> PipelinePolicies::describe() const {
   std::vector<PolicyInfo> out;
   policies.describe(out);
+  schedules.describe(out);
   return out;
 }
 

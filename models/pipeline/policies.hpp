@@ -1,7 +1,7 @@
 #pragma once
 // The pipeline model's registered policies (sim_core/run/policy_registry.hpp): when the
-// partition of layers into stages is computed. Adding one: one add() line in policies.cpp (a
-// new planner also needs its code in pipeline_training).
+// partition of layers into stages is computed, and the schedule the stages run. Adding one: one
+// add() line in policies.cpp (a new planner also needs its code in pipeline_training).
 #include <vector>
 
 #include "models/pipeline/pipeline_training.hpp"
@@ -11,6 +11,8 @@ namespace mlsim::pipeline {
 
 struct PipelinePolicies {
   PolicyRegistry<Policy> policies{"policy"};
+  // The op order of every stage (models/training/pipeline_schedule.hpp).
+  PolicyRegistry<training::PipelineSchedule::Kind> schedules{"schedule"};
   std::vector<PolicyInfo> describe() const;
 };
 

@@ -25,7 +25,8 @@
 //
 // The training models on it: commsched and the cluster's detailed mode (ps, ring), ina (its INA
 // strategy), embcache (a fetched embedding layer synchronised by Herald/HET, the dense layer by
-// ps or ring through a LayerRouter); pipeline next (stages as workers under a PipelineSchedule).
+// ps or ring through a LayerRouter), pipeline (stages as workers, a PipelineSchedule, its
+// replicated stages' all-reduce fed by the gradient-ready events).
 #include <cstdint>
 #include <functional>
 #include <set>

@@ -119,6 +119,26 @@ TEST(PipelineTrainingReplication, RunMatchesTheTimingModel) {
   }
 }
 
+TEST(PipelineTrainingReplication, GPipeReducesOncePerGroup) {
+  // The same job under GPipe with a flush every 4 minibatches: stage 0's two replicas take
+  // minibatches round-robin, so with 8 each has 4 (one group, one all-reduce of both); with 9
+  // replica 0 has 5 (groups of 4 and 1) and replica 1 has 4: round 0 reduces both, round 1 has
+  // replica 0 alone, which reduces nothing. One all-reduce either way, against 4 under 1F1B.
+  TrainingParams p;
+  p.layers = layers({{2, 2, 0.1e9}, {0.5, 0.5, 0}, {0.5, 0.5, 3e9}});
+  p.samples_per_minibatch = 1;
+  p.schedule = training::PipelineSchedule::Kind::kGPipe;
+  p.gpipe_group = 4;
+  for (std::size_t m : {8u, 9u}) {
+    p.minibatches = m;
+    const Outcome r = simulate(p, 3, 1e9, Time::us(1));
+    EXPECT_EQ(r.results.metrics().at("completed"), 1) << m;
+    EXPECT_EQ(r.results.metrics().at("minibatches"), static_cast<double>(m));
+    EXPECT_EQ(r.results.metrics().at("allreduces"), 1) << m;
+    EXPECT_EQ(r.totals.transfers_started, r.totals.transfers_delivered);
+  }
+}
+
 TEST(Migrations, EachHostFetchesTheLayersItLacks) {
   const auto l = layers({{1, 1, 1e6}, {1, 1, 2e6}, {1, 1, 4e6}});
   // [0,1) x2 | [1,3) on host 2  ->  [0,2) on host 0 | [2,3) x2 on hosts 1, 2.

@@ -114,4 +114,28 @@ TEST(PipelineScenario, ErrorsNameThePath) {
   d = base();
   d["system"]["policy"] = "gpipe";
   EXPECT_NE(error_of(d).find("system.policy"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["schedule"] = "1f1b-flush";  // not registered: the message lists what is
+  EXPECT_NE(error_of(d).find("system.schedule: unknown schedule \"1f1b-flush\""), std::string::npos)
+      << error_of(d);
+  EXPECT_NE(error_of(d).find("\"gpipe\""), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["micro_batches_per_flush"] = 8;  // 1F1B has no flush
+  EXPECT_NE(error_of(d).find("system.micro_batches_per_flush"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["schedule"] = "gpipe";
+  d["system"]["micro_batches_per_flush"] = 0;
+  EXPECT_NE(error_of(d).find("system.micro_batches_per_flush"), std::string::npos) << error_of(d);
+}
+
+TEST(PipelineScenario, ScheduleKey) {
+  using Kind = training::PipelineSchedule::Kind;
+  EXPECT_EQ(parse(base()).schedule, Kind::kOneFOneB);  // PipeDream's, the default
+  json d = base();
+  d["system"]["schedule"] = "gpipe";
+  TrainingParams g = parse(d);
+  EXPECT_EQ(g.schedule, Kind::kGPipe);
+  EXPECT_EQ(g.gpipe_group, 16u);  // 4 micro-batches per host, 4 hosts
+  d["system"]["micro_batches_per_flush"] = 6;
+  EXPECT_EQ(parse(d).gpipe_group, 6u);
 }
