@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
       {kGroups, 10'000, 5'000, 2'000}, {kGroups, 30'000, 5'000, 2'000},
   };
   using Key = std::tuple<std::string, std::int64_t>;
-  std::map<Key, RunResult> flow, simgrid;
+  std::map<Key, RunResult> flow, simgrid, per_transfer;
   std::map<std::string, Topology> flow_topo, simgrid_topo;
   for (const Pattern& p : {kStar, kGroups}) {
     flow_topo.emplace(p.name, star(p, kLv08BandwidthFactor));
@@ -239,6 +239,23 @@ int main(int argc, char** argv) {
         ->Iterations(1)
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
+    // The flow backend without route classes (the scenarios' default), where it takes under a
+    // minute: the groups cases must not be slower with route classes.
+    if (c.pattern.groups > 1 || c.concurrent <= 1'000)
+      benchmark::RegisterBenchmark(("BM_FlowPerTransfer" + suffix).c_str(),
+                                   [&, c, key, flow_window](benchmark::State& s) {
+                                     run_closed_loop(
+                                         s, flow_topo.at(c.pattern.name), c.pattern, c.concurrent,
+                                         flow_window,
+                                         [](Engine& e, const Topology& t) {
+                                           return std::make_unique<FluidNetwork>(
+                                               e, t, Sharing::kMaxMin, /*route_classes=*/false);
+                                         },
+                                         per_transfer[key]);
+                                   })
+          ->Iterations(1)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(
         ("BM_SimGridLV08" + suffix).c_str(),
         [&, c, key, simgrid_window](benchmark::State& s) {
@@ -260,6 +277,19 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
 
+  std::printf("\nflow backend, completed transfers per CPU second: route classes | per transfer\n");
+  for (const auto& [key, f] : flow) {
+    auto it = per_transfer.find(key);
+    if (it == per_transfer.end() || f.measured == 0 || it->second.measured == 0) continue;
+    std::printf("%-7s %-10lld %10.0f | %-10.0f (%.2fx)  #%lld: %.9f s vs %.9f s\n",
+                std::get<0>(key).c_str(), static_cast<long long>(std::get<1>(key)),
+                static_cast<double>(f.measured) / f.cpu_seconds,
+                static_cast<double>(it->second.measured) / it->second.cpu_seconds,
+                (static_cast<double>(f.measured) / f.cpu_seconds) /
+                    (static_cast<double>(it->second.measured) / it->second.cpu_seconds),
+                static_cast<long long>(f.check_at), f.check_sim_seconds,
+                it->second.check_sim_seconds);
+  }
   std::printf(
       "\ncompleted transfers per second (wall | CPU); speedup = flow / simgrid\n"
       "%-7s %-10s %-22s %-22s %-17s %s\n",

@@ -163,7 +163,8 @@ void FluidNetwork::wake_up() {
       solving_seeds_.swap(pending_seeds_);
       pending_seeds_.clear();
       double floor = pending_floor_;
-      if (pending_arrival_) floor = std::min(floor, arrival_floor(solving_seeds_));
+      if (pending_arrival_ && route_classes_)
+        floor = std::min(floor, arrival_floor(solving_seeds_));
       pending_floor_ = std::numeric_limits<double>::infinity();
       pending_arrival_ = false;
       solve_component(solving_seeds_, floor);
@@ -299,10 +300,12 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
   fl.rate = 0;
   fl.settled = engine_.now();
   fl.send_end = Time::max();
-  if (route_classes_ && !route_free(route->links)) {
-    // It shares a link: it joins its route's class, whose rate the solve at this instant sets.
+  if (route_classes_ && !route_free(route->links) && crowded(route->links)) {
+    // It shares a crowded link: it joins its route's class, whose rate the solve at this instant
+    // sets.
     fl.links.assign(route->links.begin(), route->links.end());
     join_class(f, fl.remaining);
+    route_class(fl.route_class).fresh = true;  // its rate does not count this member yet
     rebalance(fl.links, kArrival);
     return id;
   }
@@ -312,7 +315,7 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
     set_rate(f, bottleneck(fl), true);
     for (LinkId l : fl.links) start_period(l, fl.send_end);
   } else {
-    rebalance(fl.links);
+    rebalance(fl.links, route_classes_ ? kArrival : 0);
   }
   return id;
 }
@@ -492,33 +495,71 @@ void FluidNetwork::rebalance(std::span<const LinkId> seeds, double floor) {
   for (LinkId l : component_links_) refresh_period(l);
 }
 
-double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) const {
-  // A transfer's max-min rate is at least min over its links of capacity / transfers on the
-  // link: while the water level is below that, none of its links can be full.
+double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
+  // Transfers that start now change no rate below the lowest level X at which a link of theirs
+  // could fill: up to X the filling runs as before on every other link, and on a link l of
+  // theirs the load at level x is
+  //     sum over the transfers already rated of min(rate, x)  +  x per transfer not yet rated,
+  // which stays below the capacity for x < X_l (the old rates are the max-min rates of the state
+  // without the new transfers: those below X_l are final by the same argument). A class that
+  // gained a member now counts all its members as not yet rated (its rate is at least X_l: on
+  // its bottleneck the new member would overfill the link at its old rate). X_l is at least
+  // capacity / transfers on the link, the bound used before route classes kept rates.
   double floor = std::numeric_limits<double>::infinity();
+  ++stamp_;
   for (LinkId l : seeds) {
-    const LinkState& ls = links_[l];
-    const std::size_t n = ls.flows.size() + ls.members;
-    if (n > 0) floor = std::min(floor, ls.capacity / static_cast<double>(n));
+    LinkState& ls = links_[l];
+    if (ls.stamp == stamp_) continue;
+    ls.stamp = stamp_;
+    rated_.clear();
+    double unrated = 0, weight = 0;
+    for (const Entry& e : ls.flows) {
+      const Flow& g = slot(e.flow);
+      if (!still_sending(g)) continue;
+      if (g.rate > 0) {
+        rated_.push_back(Rated{g.rate, 1});
+      } else {
+        unrated += 1;
+      }
+    }
+    for (const ClassEntry& e : ls.classes) {
+      const RouteClass& rc = route_class(e.route_class);
+      const auto w = static_cast<double>(rc.members.size());
+      if (rc.rate > 0 && !rc.fresh) {
+        rated_.push_back(Rated{rc.rate, w});
+      } else {
+        unrated += w;
+      }
+    }
+    if (unrated == 0) continue;  // no transfer started on it: its load is what it was
+    for (const Rated& r : rated_) weight += r.weight;
+    std::sort(rated_.begin(), rated_.end(),
+              [](const Rated& a, const Rated& b) { return a.rate < b.rate; });
+    // The level on this link alone: rated transfers below it take their rate, the others it.
+    double below = 0, level = 0;
+    double m = unrated + weight;
+    std::size_t i = 0;
+    for (; i < rated_.size(); ++i) {
+      level = (ls.capacity - below) / m;
+      if (level <= rated_[i].rate) break;
+      below += rated_[i].rate * rated_[i].weight;
+      m -= rated_[i].weight;
+    }
+    if (i == rated_.size()) level = (ls.capacity - below) / m;
+    // Less a margin for the rounding of `below` (the solve redoes what is within 1e-9 of it).
+    floor = std::min(floor, level - 1e-12 * ls.capacity);
   }
-  return floor;
+  return std::max(floor, 0.0);
 }
 
 void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) {
-  // Which rates can change. Progressive filling freezes flows in increasing order of rate; a
-  // flow leaving at rate r changes nothing that froze below r (its links fill at r or later,
-  // with or without it), and a flow arriving changes nothing below its own new rate, which is
-  // at least `arrival_floor`. So only classes at or above `floor` are solved again, connected
-  // through classes at or above it, on the capacity the others leave (their rates are kept).
-  // Small neighbourhoods are solved whole (floor 0), as are link changes and reroutes.
-  std::size_t near = 0;
-  for (LinkId l : seeds) near += links_[l].classes.size() + links_[l].flows.size();
-  if (!route_classes_ || near < kPartialSolveMin ||
-      !(floor < std::numeric_limits<double>::infinity()))
-    floor = 0;
-  const double keep_below = floor * (1 - 1e-9);  // rates within rounding of the floor are redone
-  // The transfers connected to the seeds through shared links, and their links: route classes,
-  // and transfers on the links' own lists (lazy ones, or ones just rerouted).
+  if (route_classes_) {
+    solve_in_place(seeds, floor);
+    return;
+  }
+  // Without route classes: every transfer connected to the seeds through shared links is solved
+  // again, by a MaxMinSolver problem built for the component (the computation the shipped
+  // scenarios' results were recorded with).
   ++stamp_;
   stack_.clear();
   component_links_.clear();
@@ -541,48 +582,189 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) 
       component_flows_.push_back(e.flow);
       for (LinkId m : g.links) visit(m);
     }
-    for (const ClassEntry& e : links_[l].classes) {
-      RouteClass& rc = route_class(e.route_class);
-      if (rc.stamp == stamp_ || (rc.rate > 0 && rc.rate < keep_below)) continue;
-      rc.stamp = stamp_;
-      component_classes_.push_back(e.route_class);
-      for (LinkId m : rc.links) visit(m);
-    }
   }
-
   solver_.clear();
-  for (LinkId l : component_links_) {
-    double capacity = links_[l].capacity;
-    if (floor > 0) {  // less what the classes kept at their rates take
-      for (const ClassEntry& e : links_[l].classes) {
-        const RouteClass& rc = route_class(e.route_class);
-        if (rc.stamp != stamp_) capacity -= rc.rate * static_cast<double>(rc.members.size());
-      }
-      capacity = std::max(capacity, links_[l].capacity * 1e-12);  // rounding, never below 0
-    }
-    local_index_[l] = solver_.add_link(capacity);
-  }
-  auto add = [&](std::span<const LinkId> route, std::uint32_t weight) {
+  for (LinkId l : component_links_) local_index_[l] = solver_.add_link(links_[l].capacity);
+  for (std::uint32_t g : component_flows_) {
     local_links_.clear();
-    for (LinkId m : route) local_links_.push_back(local_index_[m]);
-    solver_.add_flow(local_links_, weight);
-  };
-  for (std::uint32_t g : component_flows_) add(slot(g).links, 1);
-  for (std::uint32_t c : component_classes_) {
-    const RouteClass& rc = route_class(c);
-    add(rc.links, static_cast<std::uint32_t>(rc.members.size()));
+    for (LinkId m : slot(g).links) local_links_.push_back(local_index_[m]);
+    solver_.add_flow(local_links_);
   }
   const std::vector<double>& rates = solver_.solve();
-  const std::size_t singles = component_flows_.size();
+  for (std::size_t i = 0; i < component_flows_.size(); ++i)
+    slot(component_flows_[i]).new_rate = rates[i];
+  ++solve_stats_.solves;
+  solve_stats_.solved += component_flows_.size();
+  apply_rates();
+}
+
+bool FluidNetwork::crowded(std::span<const LinkId> route) const {
+  for (LinkId l : route)
+    if (links_[l].flows.size() + links_[l].members >= kClassMinLoad) return true;
+  return false;
+}
+
+void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
+  // Which rates can change. Progressive filling freezes flows in increasing order of rate; a
+  // flow leaving at rate r changes nothing that froze below r (its links fill at r or later,
+  // with or without it), and a flow arriving changes nothing below its own new rate, which is
+  // at least `arrival_floor`. So only classes and transfers at or above `floor` are solved
+  // again, connected through ones at or above it, on the capacity the others leave (their
+  // rates are kept). Small neighbourhoods are solved whole (floor 0), as are link changes and
+  // reroutes.
+  std::size_t near = 0;
+  for (LinkId l : seeds) near += links_[l].classes.size() + links_[l].flows.size();
+  if (near < kPartialSolveMin || !(floor < std::numeric_limits<double>::infinity())) floor = 0;
+  const double keep_below = floor * (1 - 1e-9);  // rates within rounding of the floor are redone
+  if (fill_.size() != links_.size()) fill_.resize(links_.size());
+  // The component, and in the same pass each of its links' capacity left by what is kept and
+  // its count of what is solved: route classes, and transfers on the links' own lists (lazy
+  // ones, ones below kClassMinLoad, or ones just rerouted or started).
+  ++stamp_;
+  stack_.clear();
+  component_links_.clear();
+  component_flows_.clear();
+  component_classes_.clear();
+  auto visit = [&](LinkId m) {
+    if (links_[m].stamp == stamp_) return;
+    links_[m].stamp = stamp_;
+    stack_.push_back(m);
+  };
+  for (LinkId l : seeds) visit(l);
+  while (!stack_.empty()) {
+    const LinkId l = stack_.back();
+    stack_.pop_back();
+    component_links_.push_back(l);
+    const LinkState& ls = links_[l];
+    double left = ls.capacity;
+    std::uint32_t unfrozen = 0;
+    for (const Entry& e : ls.flows) {
+      Flow& g = slot(e.flow);
+      if (!still_sending(g)) continue;
+      if (g.stamp != stamp_) {
+        if (g.rate > 0 && g.rate < keep_below) {  // kept at its rate (never stamped)
+          left -= g.rate;
+          continue;
+        }
+        g.stamp = stamp_;
+        g.new_rate = -1;
+        component_flows_.push_back(e.flow);
+        for (LinkId m : g.links) visit(m);
+      }
+      ++unfrozen;
+    }
+    for (const ClassEntry& e : ls.classes) {
+      RouteClass& rc = route_class(e.route_class);
+      const auto weight = static_cast<std::uint32_t>(rc.members.size());
+      if (rc.stamp != stamp_) {
+        if (rc.rate > 0 && rc.rate < keep_below) {
+          left -= rc.rate * static_cast<double>(weight);
+          continue;
+        }
+        rc.stamp = stamp_;
+        rc.new_rate = -1;
+        component_classes_.push_back(e.route_class);
+        for (LinkId m : rc.links) visit(m);
+      }
+      unfrozen += weight;
+    }
+    if (floor > 0) left = std::max(left, ls.capacity * 1e-12);  // rounding, never below 0
+    fill_[l].left = left;
+    fill_[l].unfrozen = unfrozen;
+  }
+  fill_in_place();
   ++solve_stats_.solves;
   solve_stats_.partial += floor > 0 ? 1 : 0;
-  solve_stats_.solved += singles + component_classes_.size();
+  solve_stats_.solved += component_flows_.size() + component_classes_.size();
+  apply_rates();
+}
 
+void FluidNetwork::fill_in_place() {
+  // Progressive filling as in MaxMinSolver::solve (max_min.hpp: a heap of links on (share, link
+  // id) with lazily refreshed keys), on the backend's lists: the transfers and classes of this
+  // solve carry the current stamp, and `new_rate` < 0 until frozen.
+  auto less = [this](LinkId a, LinkId b) {
+    return fill_[a].key < fill_[b].key || (fill_[a].key == fill_[b].key && a < b);
+  };
+  auto place = [this](std::size_t i, LinkId l) {
+    fill_heap_[i] = l;
+    fill_[l].place = static_cast<std::uint32_t>(i);
+  };
+  fill_heap_.clear();
+  for (LinkId l : component_links_) {
+    FillLink& fl = fill_[l];
+    if (fl.unfrozen == 0) continue;
+    fl.key = fl.left / fl.unfrozen;
+    fl.stale = false;
+    fl.place = static_cast<std::uint32_t>(fill_heap_.size());
+    fill_heap_.push_back(l);
+  }
+  for (std::size_t i = fill_heap_.size() / 2; i-- > 0;)
+    heap::sift_down<2>(fill_heap_, i, less, place);
+  auto touch = [this](LinkId m) {
+    if (fill_[m].round == fill_round_) return;
+    fill_[m].round = fill_round_;
+    touched_.push_back(m);
+  };
+  while (!fill_heap_.empty()) {
+    const LinkId l = fill_heap_.front();
+    FillLink& fl = fill_[l];
+    if (fl.unfrozen == 0) {  // all its flows were frozen by other links
+      heap::erase_at<2>(fill_heap_, 0, less, place);
+      continue;
+    }
+    if (fl.stale) {  // its share rose since its key was computed: refresh it in place
+      fl.key = fl.left / fl.unfrozen;
+      fl.stale = false;
+      heap::sift_down<2>(fill_heap_, 0, less, place);
+      continue;
+    }
+    heap::erase_at<2>(fill_heap_, 0, less, place);
+    const double share = std::max(0.0, fl.left / fl.unfrozen);
+    ++fill_round_;
+    touched_.clear();
+    for (const Entry& e : links_[l].flows) {
+      Flow& g = slot(e.flow);
+      if (g.stamp != stamp_ || g.new_rate >= 0) continue;
+      g.new_rate = share;
+      for (LinkId m : g.links) {
+        fill_[m].left -= share;
+        --fill_[m].unfrozen;
+        touch(m);
+      }
+    }
+    for (const ClassEntry& e : links_[l].classes) {
+      RouteClass& rc = route_class(e.route_class);
+      if (rc.stamp != stamp_ || rc.new_rate >= 0) continue;
+      rc.new_rate = share;
+      const auto weight = static_cast<std::uint32_t>(rc.members.size());
+      const double taken = share * static_cast<double>(weight);
+      for (LinkId m : rc.links) {
+        fill_[m].left -= taken;
+        fill_[m].unfrozen -= weight;
+        touch(m);
+      }
+    }
+    for (LinkId m : touched_) {
+      FillLink& fm = fill_[m];
+      if (m == l || fm.unfrozen == 0) continue;
+      const double now = fm.left / fm.unfrozen;
+      if (now < fm.key) {  // lowered by rounding: the key must not stay above the share
+        fm.key = now;
+        fm.stale = false;
+        heap::sift_up<2>(fill_heap_, fm.place, less, place);
+      } else {
+        fm.stale = now != fm.key;
+      }
+    }
+  }
+}
+
+void FluidNetwork::apply_rates() {
   // Classes first: a transfer below may join one of them, at its new rate.
-  for (std::size_t i = 0; i < component_classes_.size(); ++i) {
-    const std::uint32_t c = component_classes_[i];
+  for (const std::uint32_t c : component_classes_) {
     RouteClass& rc = route_class(c);
-    const double rate = rates[singles + i];
+    const double rate = rc.new_rate;
     bool alone = rc.members.size() == 1;
     for (LinkId m : rc.links)
       alone = alone && links_[m].flows.empty() && links_[m].classes.size() == 1;
@@ -600,6 +782,7 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) 
       set_rate(g, rate, true);
       continue;
     }
+    rc.fresh = false;
     const bool changed = std::fabs(rate - rc.rate) > kRateTolerance * rc.rate;
     if (changed || !class_timers_.contains(c)) {
       settle_class(c);
@@ -607,19 +790,20 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) 
       schedule_class(c);
     }
   }
-  for (std::size_t i = 0; i < singles; ++i) {
-    const std::uint32_t g = component_flows_[i];
+  for (const std::uint32_t g : component_flows_) {
     Flow& gl = slot(g);
+    const double rate = gl.new_rate;
     bool alone = true;
     for (LinkId m : gl.links)
       alone = alone && links_[m].flows.size() == 1 && links_[m].classes.empty();
-    if (alone || !route_classes_) {  // without classes, a sharing transfer has its own event
-      const bool changed = std::fabs(rates[i] - gl.rate) > kRateTolerance * gl.rate;
-      if (changed || alone != gl.lazy || !has_timer(g)) set_rate(g, rates[i], alone);
+    // Without classes, or where its links are not crowded, a sharing transfer has its own event.
+    if (alone || !route_classes_ || !crowded(gl.links)) {
+      const bool changed = std::fabs(rate - gl.rate) > kRateTolerance * gl.rate;
+      if (changed || alone != gl.lazy || !has_timer(g)) set_rate(g, rate, alone);
       continue;
     }
-    // It shares a link: into its route's class (a new class takes the transfer's rate, which is
-    // what the solve gave its route).
+    // It shares a crowded link: into its route's class (a new class takes the transfer's rate,
+    // which is what the solve gave its route).
     if (gl.rate > 0) settle(g);
     cancel_timer(g);
     detach(g);
@@ -629,7 +813,7 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) 
     RouteClass& rc = route_class(c);
     if (rc.members.size() == 1 || !(rc.rate > 0)) {
       settle_class(c);
-      rc.rate = rates[i];
+      rc.rate = rate;
       schedule_class(c);
     }
   }
@@ -671,6 +855,7 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
   rc.pos.resize(route.size());
   rc.members.clear();
   rc.rate = 0;
+  rc.fresh = false;
   rc.sent = 0;
   rc.settled = engine_.now();
   rc.hash = h;

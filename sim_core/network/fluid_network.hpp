@@ -130,6 +130,7 @@ class FluidNetwork final : public Network {
     SmallVector<std::uint32_t, 6> pos;
     std::uint32_t route_class = ~0u;  // flow mode, sharing: its class (then not in links' lists)
     std::uint32_t member_pos = 0;     // its place in the class's member heap
+    double new_rate = 0;              // route classes: its rate in the solve under way (< 0: unset)
     DeliveryCallback done;
     NodeId src = 0, dst = 0;
     std::uint64_t label = 0;
@@ -169,6 +170,8 @@ class FluidNetwork final : public Network {
     SmallVector<Member, 1> members;     // min-heap on (key, flow)
     double rate = 0;                    // bytes/s of each member
     double sent = 0;                    // bytes each member sent since the origin, as of `settled`
+    double new_rate = 0;                // its rate in the solve under way (< 0: not yet frozen)
+    bool fresh = false;                 // a member joined since its rate was last solved
     Time settled;
     std::uint64_t hash = 0;
     std::uint32_t next_same_hash = ~0u;
@@ -242,10 +245,23 @@ class FluidNetwork final : public Network {
   // for any other change): rates below the lowest floor of the instant cannot change.
   static constexpr double kArrival = -1;
   void rebalance(std::span<const LinkId> seeds, double floor = 0);
-  double arrival_floor(std::span<const LinkId> seeds) const;
+  double arrival_floor(std::span<const LinkId> seeds);
   // Below this many classes and transfers on the changed links, the whole component is solved.
   static constexpr std::size_t kPartialSolveMin = 32;
   void solve_component(std::span<const LinkId> seeds, double floor);
+  // Route classes: the same solve, by progressive filling on the backend's own link and class
+  // lists (no problem copied into a MaxMinSolver): gathering the component computes each link's
+  // capacity left and unfrozen count, then `fill_in_place` freezes classes and transfers.
+  void solve_in_place(std::span<const LinkId> seeds, double floor);
+  void fill_in_place();
+  void apply_rates();
+  // Route classes: a transfer that shares a link joins its route's class only where a link of
+  // its route carries at least this many transfers. Below it, a class per route (mostly of one
+  // member) costs more than it saves (the benchmark's groups of 4 hosts: 1.37 M completions per
+  // CPU second with classes against 1.6 M without, docs/performance.md), and the transfer keeps
+  // its own rate and event as without route classes.
+  static constexpr std::uint32_t kClassMinLoad = 8;
+  bool crowded(std::span<const LinkId> route) const;
 
   // Flows live in fixed-size chunks, so a reference to one stays valid while others are added
   // (a delivery callback runs in place and may start new transfers).
@@ -324,6 +340,21 @@ class FluidNetwork final : public Network {
   bool pending_arrival_ = false;
 
   // Scratch, reused.
+  // Progressive filling in place, per link (indexed by LinkId): capacity not yet given to frozen
+  // transfers, unfrozen transfers crossing it, its heap key (its share when last computed; a
+  // lower bound while `stale`), its place in `fill_heap_`, the freeze round that last touched it.
+  struct FillLink {
+    double left = 0, key = 0;
+    std::uint32_t unfrozen = 0, place = 0, round = 0;
+    bool stale = false;
+  };
+  std::vector<FillLink> fill_;
+  std::vector<LinkId> fill_heap_, touched_;
+  std::uint32_t fill_round_ = 0;
+  struct Rated {
+    double rate, weight;
+  };
+  std::vector<Rated> rated_;
   MaxMinSolver solver_;
   std::vector<LinkId> stack_, component_links_, seeds_;
   std::vector<std::uint32_t> component_flows_, component_classes_, local_links_, local_index_,
