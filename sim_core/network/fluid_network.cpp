@@ -305,7 +305,6 @@ TransferId FluidNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes, Del
     // sets.
     fl.links.assign(route->links.begin(), route->links.end());
     join_class(f, fl.remaining);
-    route_class(fl.route_class).fresh = true;  // its rate does not count this member yet
     rebalance(fl.links, kArrival);
     return id;
   }
@@ -502,9 +501,9 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
   //     sum over the transfers already rated of min(rate, x)  +  x per transfer not yet rated,
   // which stays below the capacity for x < X_l (the old rates are the max-min rates of the state
   // without the new transfers: those below X_l are final by the same argument). A class that
-  // gained a member now counts all its members as not yet rated (its rate is at least X_l: on
-  // its bottleneck the new member would overfill the link at its old rate). X_l is at least
-  // capacity / transfers on the link, the bound used before route classes kept rates.
+  // gained a member counts it at the class's old rate r, which is exact below r, and X < r: on
+  // the class's bottleneck, full at r before, the new member overfills the link at level r.
+  // X_l is at least capacity / transfers on the link, the bound used before.
   double floor = std::numeric_limits<double>::infinity();
   ++stamp_;
   for (LinkId l : seeds) {
@@ -525,7 +524,7 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
     for (const ClassEntry& e : ls.classes) {
       const RouteClass& rc = route_class(e.route_class);
       const auto w = static_cast<double>(rc.members.size());
-      if (rc.rate > 0 && !rc.fresh) {
+      if (rc.rate > 0) {
         rated_.push_back(Rated{rc.rate, w});
       } else {
         unrated += w;
@@ -782,7 +781,6 @@ void FluidNetwork::apply_rates() {
       set_rate(g, rate, true);
       continue;
     }
-    rc.fresh = false;
     const bool changed = std::fabs(rate - rc.rate) > kRateTolerance * rc.rate;
     if (changed || !class_timers_.contains(c)) {
       settle_class(c);
@@ -855,7 +853,6 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
   rc.pos.resize(route.size());
   rc.members.clear();
   rc.rate = 0;
-  rc.fresh = false;
   rc.sent = 0;
   rc.settled = engine_.now();
   rc.hash = h;

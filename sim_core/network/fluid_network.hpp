@@ -171,7 +171,6 @@ class FluidNetwork final : public Network {
     double rate = 0;                    // bytes/s of each member
     double sent = 0;                    // bytes each member sent since the origin, as of `settled`
     double new_rate = 0;                // its rate in the solve under way (< 0: not yet frozen)
-    bool fresh = false;                 // a member joined since its rate was last solved
     Time settled;
     std::uint64_t hash = 0;
     std::uint32_t next_same_hash = ~0u;
