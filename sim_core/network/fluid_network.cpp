@@ -530,7 +530,6 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
         unrated += w;
       }
     }
-    if (unrated == 0) continue;  // no transfer started on it: its load is what it was
     for (const Rated& r : rated_) weight += r.weight;
     std::sort(rated_.begin(), rated_.end(),
               [](const Rated& a, const Rated& b) { return a.rate < b.rate; });
@@ -544,7 +543,10 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
       below += rated_[i].rate * rated_[i].weight;
       m -= rated_[i].weight;
     }
-    if (i == rated_.size()) level = (ls.capacity - below) / m;
+    if (i == rated_.size()) {
+      if (m == 0) continue;  // all its transfers are rated and it is not full: it never fills
+      level = (ls.capacity - below) / m;
+    }
     // Less a margin for the rounding of `below` (the solve redoes what is within 1e-9 of it).
     floor = std::min(floor, level - 1e-12 * ls.capacity);
   }
