@@ -22,7 +22,8 @@ namespace {
 // 2 x 32,000 x 4096 + 4096 = 262,148,096: 46,702,792,704 (the paper's 46.7 B). Active per token
 // (two experts): 394,305,536 per layer, 12,879,925,248 in all (the paper's 12.9 B).
 TEST(Moe, MixtralParametersFromItsShape) {
-  const auto& m = fixtures::llama2().get("mixtral-8x7b", "test");
+  const auto catalog = fixtures::llama2();  // get() returns a reference into it
+  const auto& m = catalog.get("mixtral-8x7b", "test");
   ASSERT_TRUE(m.moe());
   EXPECT_EQ(m.experts, 8);
   EXPECT_EQ(m.experts_per_token, 2);
