@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -139,24 +138,25 @@ bool RooflineProvider::total_for(const GpuSpec& gpu, std::string_view op) const 
 
 namespace {
 
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cell;
-  std::istringstream s(line);
-  while (std::getline(s, cell, ',')) out.push_back(cell);
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
+// Splits `line` at commas into views of it; "a,,b," gives four cells, the last one empty.
+void split_csv_line(std::string_view line, std::vector<std::string_view>& cells) {
+  cells.clear();
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = line.find(',', start)) != std::string_view::npos;
+       start = comma + 1)
+    cells.push_back(line.substr(start, comma - start));
+  cells.push_back(line.substr(start));
 }
 
-double parse_double(const std::string& text, const std::string& where) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used != text.size()) throw std::invalid_argument(text);
-    return v;
-  } catch (const std::exception&) {
-    throw InputError(where, fmt::format("expected a number, got \"{}\"", text));
-  }
+// The whole cell as a number (std::from_chars: no locale, no copy). `where` is formatted only
+// for the error: the tables have tens of thousands of cells, and a run reads them at start-up.
+template <typename Where>
+double parse_double(std::string_view text, const Where& where) {
+  double v = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (error != std::errc{} || end != text.data() + text.size() || text.empty())
+    throw InputError(where(), fmt::format("expected a number, got \"{}\"", text));
+  return v;
 }
 
 }  // namespace
@@ -165,6 +165,7 @@ std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
     const std::filesystem::path& dir, const std::map<std::string, std::string>& folders,
     const std::string& where) {
   auto provider = std::make_unique<ProfileTableProvider>();
+  std::vector<std::string_view> cells;
   for (const auto& [folder, gpu] : folders) {
     const auto root = dir / folder;
     if (!std::filesystem::is_directory(root))
@@ -174,11 +175,14 @@ std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
       if (e.is_regular_file() && e.path().filename() == "mlp.csv") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     if (files.empty()) throw InputError(where, fmt::format("no mlp.csv under {}", root.string()));
+    auto& curves = provider->table_[gpu];
     for (const auto& file : files) {
       std::ifstream in(file);
       std::string line;
       std::getline(in, line);
-      const auto header = split_csv_line(line);
+      cells.clear();
+      if (!line.empty()) split_csv_line(line, cells);
+      const std::vector<std::string> header(cells.begin(), cells.end());
       auto column = [&](const std::string& name) -> std::optional<std::size_t> {
         auto it = std::find(header.begin(), header.end(), name);
         if (it == header.end()) return std::nullopt;
@@ -192,23 +196,31 @@ std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
       const auto c_tokens = required("num_tokens"), c_tp = required("num_tensor_parallel_workers"),
                  c_h = required("n_embd"), c_heads = required("n_head"),
                  c_kv = required("n_kv_head"), c_ffn = required("n_expanded_embd");
-      // Operators: every "time_stats.<op>.median" column.
-      std::vector<std::pair<std::string, std::size_t>> ops;
+      // Operators: every "time_stats.<op>.median" column, each with its curve for the shape of
+      // the rows being read. Rows of one shape come together, so the map is searched once per
+      // shape and operator rather than once per cell.
+      struct OpColumn {
+        std::string op;
+        std::size_t column;
+        std::vector<Point>* curve = nullptr;
+      };
+      std::vector<OpColumn> ops;
       const std::string prefix = "time_stats.", suffix = ".median";
       for (std::size_t i = 0; i < header.size(); ++i) {
         const auto& h = header[i];
         if (h.size() > prefix.size() + suffix.size() && h.starts_with(prefix) &&
             h.ends_with(suffix))
-          ops.emplace_back(h.substr(prefix.size(), h.size() - prefix.size() - suffix.size()), i);
+          ops.push_back({h.substr(prefix.size(), h.size() - prefix.size() - suffix.size()), i});
       }
+      std::optional<OperatorShape> curves_shape;
       std::size_t row = 1;
       while (std::getline(in, line)) {
         ++row;
         if (line.empty()) continue;
-        const auto cells = split_csv_line(line);
-        const auto here = fmt::format("{}:{}", file.string(), row);
+        split_csv_line(line, cells);
+        const auto here = [&] { return fmt::format("{}:{}", file.string(), row); };
         if (cells.size() != header.size())
-          throw InputError(here,
+          throw InputError(here(),
                            fmt::format("expected {} cells, got {}", header.size(), cells.size()));
         OperatorShape shape;
         shape.hidden = static_cast<std::int32_t>(parse_double(cells[c_h], here));
@@ -217,11 +229,16 @@ std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
         shape.ffn = static_cast<std::int32_t>(parse_double(cells[c_ffn], here));
         shape.tp = static_cast<std::int32_t>(parse_double(cells[c_tp], here));
         const auto tokens = static_cast<std::int64_t>(parse_double(cells[c_tokens], here));
-        for (const auto& [op, c] : ops) {
-          if (cells[c].empty()) continue;
-          const double ms = parse_double(cells[c], here);
-          if (!(ms > 0)) throw InputError(here, fmt::format("non-positive time for {}", op));
-          provider->add_point(gpu, op, shape, tokens, ms * 1e-3);
+        if (curves_shape != shape) {
+          for (auto& o : ops) o.curve = nullptr;
+          curves_shape = shape;
+        }
+        for (auto& o : ops) {
+          if (cells[o.column].empty()) continue;
+          const double ms = parse_double(cells[o.column], here);
+          if (!(ms > 0)) throw InputError(here(), fmt::format("non-positive time for {}", o.op));
+          if (!o.curve) o.curve = &curves[Key{o.op, shape}];
+          provider->points_ += add_to_curve(*o.curve, tokens, ms * 1e-3);
         }
       }
     }
@@ -232,17 +249,21 @@ std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
 void ProfileTableProvider::add_point(const std::string& gpu, const std::string& op,
                                      const OperatorShape& shape, std::int64_t tokens,
                                      double seconds) {
-  auto& curve = table_[gpu][Key{op, shape}];
+  points_ += add_to_curve(table_[gpu][Key{op, shape}], tokens, seconds);
+}
+
+bool ProfileTableProvider::add_to_curve(std::vector<Point>& curve, std::int64_t tokens,
+                                        double seconds) {
   auto it = std::lower_bound(curve.begin(), curve.end(), tokens,
                              [](const Point& p, std::int64_t t) { return p.tokens < t; });
   if (it != curve.end() && it->tokens == tokens) {
     // A repeated measurement (Vidur's tables have some): keep the mean.
     it->seconds = (it->seconds * it->samples + seconds) / (it->samples + 1);
     it->samples += 1;
-    return;
+    return false;
   }
   curve.insert(it, Point{tokens, seconds, 1});
-  ++points_;
+  return true;
 }
 
 std::optional<double> ProfileTableProvider::operator_seconds(const OperatorWork& w,

@@ -111,6 +111,8 @@ class ProfileTableProvider final : public CostProvider {
     double seconds;
     int samples;
   };
+  // Adds one point to a curve kept sorted by tokens; false when it averaged into an existing one.
+  static bool add_to_curve(std::vector<Point>& curve, std::int64_t tokens, double seconds);
   // gpu -> (op, shape) -> points sorted by tokens
   std::map<std::string, std::map<Key, std::vector<Point>>, std::less<>> table_;
   std::size_t points_ = 0;

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "sim_core/base/error.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace mlsim {
 namespace {
@@ -175,6 +176,50 @@ TEST(ProfileTable, VidurTablesLoadAndReturnTheMeasuredMedian) {
   EXPECT_NEAR(*t, 1.89875e-3, 1e-12);
   EXPECT_THROW(ProfileTableProvider::load_vidur(dir, {{"b200", "X"}}, "compute.profiles"),
                InputError);
+}
+
+// A table written by hand: a repeated point keeps the mean (2 and 4 ms -> 3 ms), an empty cell
+// is no measurement, each (operator, shape) is its own curve, and a bad cell is an InputError
+// naming the file and row.
+TEST(ProfileTable, AHandWrittenVidurTable) {
+  const mlsim::testing::TempDir tmp;
+  const auto write = [&](const std::string& rows) {
+    std::filesystem::create_directories(tmp.path() / "toy/org/model");
+    std::ofstream(tmp.path() / "toy/org/model/mlp.csv")
+        << "num_tokens,num_tensor_parallel_workers,n_embd,n_head,n_kv_head,n_expanded_embd,"
+           "time_stats.mlp_up_proj.median,time_stats.add.median\n"
+        << rows;
+  };
+  write(
+      "16,1,512,8,8,1024,2.0,\n"
+      "16,1,512,8,8,1024,4.0,0.5\n"
+      "\n"
+      "32,2,512,8,8,1024,1.0,0.25\n");
+  const auto p = ProfileTableProvider::load_vidur(tmp.path(), {{"toy", "A"}}, "compute.profiles");
+  EXPECT_EQ(p->points(), 4u);
+  const GpuSpec a = test::make_gpu("A", 100, 10, 1000);
+  const OperatorShape tp1{512, 8, 8, 1024, 1}, tp2{512, 8, 8, 1024, 2};
+  const auto at = [&](std::string_view op, std::int64_t tokens, const OperatorShape& shape) {
+    return p->operator_seconds({op, 0, 0, Dtype::kFp16, tokens, shape}, a);
+  };
+  EXPECT_NEAR(*at("mlp_up_proj", 16, tp1), 3e-3, 1e-15);
+  EXPECT_NEAR(*at("add", 16, tp1), 0.5e-3, 1e-15);
+  EXPECT_NEAR(*at("mlp_up_proj", 32, tp2), 1e-3, 1e-15);
+  EXPECT_NEAR(*at("add", 32, tp2), 0.25e-3, 1e-15);
+  EXPECT_FALSE(at("mlp_up_proj", 32, tp1));  // beyond tp1's measured tokens
+
+  write("16,1,512,8,8,1024,2.0,0.5\n16,1,512,8,8,1024,fast,0.5\n");
+  try {
+    ProfileTableProvider::load_vidur(tmp.path(), {{"toy", "A"}}, "compute.profiles");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("mlp.csv:3"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected a number, got \"fast\""), std::string::npos)
+        << e.what();
+  }
+  write("16,1,512,8,8,1024,2.0\n");
+  EXPECT_THROW(ProfileTableProvider::load_vidur(tmp.path(), {{"toy", "A"}}, "compute.profiles"),
+               InputError);  // 7 cells under 8 columns
 }
 
 }  // namespace

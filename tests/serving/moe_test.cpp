@@ -71,19 +71,6 @@ class ExpertTenMicrosPerToken final : public CostProvider {
   double per_call_;
 };
 
-// The tp_allreduce test's round numbers: 100 GB/s, 1 us per message, 5 us launch, LL (500 ns
-// per step, half the bandwidth), LL128 (1 us, 0.9375), Simple (5 us, 1).
-TpAllReduce link_costs() {
-  TpAllReduce a;
-  a.bandwidth = Bandwidth{100e9};
-  a.route_latency = Time::us(1);
-  a.costs.launch = Time::us(5);
-  a.costs.of(collectives::Protocol::kLL) = {true, Time::ns(500), 0.5};
-  a.costs.of(collectives::Protocol::kLL128) = {true, Time::us(1), 0.9375};
-  a.costs.of(collectives::Protocol::kSimple) = {true, Time::us(5), 1.0};
-  return a;
-}
-
 // A two-layer toy MoE: hidden 512 (fp16: 1,024 B per token), 8 heads, 4 experts of width 1024,
 // top-2.
 TransformerShape toy_moe() {
@@ -94,19 +81,9 @@ TransformerShape toy_moe() {
   return m;
 }
 
-struct IterationEnds : ReplicaObserver {
-  Engine& engine;
-  explicit IterationEnds(Engine& e) : engine(e) {}
-  std::vector<Time> ends;
-  void on_first_token(Replica&, Request&) override {}
-  void on_answer_done(Replica&, Request&) override {}
-  void on_dropped(Replica&, Request&) override { ADD_FAILURE() << "unexpected drop"; }
-  void on_iteration(Replica&) override { ends.push_back(engine.now()); }
-};
-
 struct MoeHarness {
   Engine engine;
-  IterationEnds log{engine};
+  fixtures::IterationEnds log{engine};
   GpuSpec gpu = fixtures::toy_gpu();
   NodeHardware hardware{2};
   HostSpeeds speeds{2};
@@ -130,7 +107,7 @@ struct MoeHarness {
     replica = std::make_unique<Replica>(
         engine, *compute, cfg,
         std::make_unique<IterationCostModel>(m, 2, *timer, std::vector<std::int32_t>{m.layers},
-                                             link_costs(), expert),
+                                             fixtures::round_link_costs(), expert),
         KvBlockPool(1000, 16), std::vector<std::int32_t>{m.layers}, 0, BatchLimits{},
         make_scheduler("continuous", "test"), log);
     for (std::uint64_t id = 1; id <= 4; ++id) {
@@ -154,8 +131,8 @@ struct MoeHarness {
 //         token, linear between 2 and 3 tokens) -> 1.875 x 21.333 = 40 us.
 //   EP 1: every GPU holds a half of all 4 experts; touched 4 x 15/16 = 3.75; pairs 8; the same
 //         2.1333 tokens each -> 3.75 x 21.333 = 80 us.
-// Collectives per layer (collective_cost, link_costs(); LL wins every one: 500 ns per step at
-// 50 GB/s):
+// Collectives per layer (collective_cost, fixtures::round_link_costs(); LL wins every one: 500 ns
+// per step at 50 GB/s):
 //   all-reduce of the attention: 4 x 512 x 2 B = 4,096 B -> 8,082 ns (tp_allreduce_test).
 //   dispatch all-to-all: each GPU's slice of 4 / 2 = 2 tokens, each sent to its 2 experts:
 //         2 x 2 x 1,024 B = 4,096 B of send buffer, (n-1)/n = half of it crosses: 2,048 B;
@@ -182,11 +159,12 @@ TEST(Moe, DecodeIterationAtEp2ByHand) {
                           Expect{{2, 1.5}, 120, 2, 4, 24'576, Time::ns(55'490)}}) {
     SCOPED_TRACE("ep " + std::to_string(x.ep.ep) + " imbalance " + std::to_string(x.ep.imbalance));
     const auto a2a = collectives::collective_cost(
-        link_costs().costs, collectives::Operation::kAllToAll, collectives::Algorithm::kDirect, 2,
-        2, Bytes{4'096}, Bandwidth{100e9}, Time::us(1));
+        fixtures::round_link_costs().costs, collectives::Operation::kAllToAll,
+        collectives::Algorithm::kDirect, 2, 2, Bytes{4'096}, Bandwidth{100e9}, Time::us(1));
     EXPECT_EQ(a2a.protocol, collectives::Protocol::kLL);
     EXPECT_EQ(a2a.time, Time::ns(6'541));
-    EXPECT_EQ(link_costs().collective(collectives::Operation::kAllGather, 2, Bytes{4'096}),
+    EXPECT_EQ(fixtures::round_link_costs().collective(collectives::Operation::kAllGather, 2,
+                                                      Bytes{4'096}),
               Time::ns(6'541));
 
     MoeHarness h(x.ep);

@@ -1,5 +1,7 @@
 #pragma once
 // Shared fixtures for the serving tests: the shipped catalogs, resolved against the source tree.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -9,6 +11,7 @@
 #include "models/serving/model_catalog.hpp"
 #include "models/serving/replica.hpp"
 #include "models/serving/request_source.hpp"
+#include "models/serving/tp_allreduce.hpp"
 #include "models/serving/transformer_cost.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
@@ -153,5 +156,34 @@ class TimesRecorder : public ReplicaObserver {
  protected:
   Engine& engine_;
 };
+
+// Records every iteration's end and batch size; a drop fails the test (none is expected).
+struct IterationEnds : ReplicaObserver {
+  Engine& engine;
+  explicit IterationEnds(Engine& e) : engine(e) {}
+  std::vector<Time> ends;
+  std::vector<std::size_t> batch_sizes;
+  void on_first_token(Replica&, Request&) override {}
+  void on_answer_done(Replica&, Request&) override {}
+  void on_dropped(Replica&, Request&) override { ADD_FAILURE() << "unexpected drop"; }
+  void on_iteration(Replica& rep) override {
+    ends.push_back(engine.now());
+    batch_sizes.push_back(rep.last_batch().entries.size());
+  }
+};
+
+// Round numbers for hand-computed collectives: a 100 GB/s link, 1 us per message, 5 us launch,
+// and NCCL-shaped protocols: LL (500 ns per step, half the bandwidth), LL128 (1 us, 0.9375),
+// Simple (5 us, 1).
+inline TpAllReduce round_link_costs() {
+  TpAllReduce a;
+  a.bandwidth = Bandwidth{100e9};
+  a.route_latency = Time::us(1);
+  a.costs.launch = Time::us(5);
+  a.costs.of(collectives::Protocol::kLL) = {true, Time::ns(500), 0.5};
+  a.costs.of(collectives::Protocol::kLL128) = {true, Time::us(1), 0.9375};
+  a.costs.of(collectives::Protocol::kSimple) = {true, Time::us(5), 1.0};
+  return a;
+}
 
 }  // namespace mlsim::serving::fixtures

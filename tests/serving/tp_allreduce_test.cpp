@@ -13,36 +13,9 @@ using namespace mlsim::serving;
 
 namespace {
 
-struct IterationEnds : ReplicaObserver {
-  Engine& engine;
-  explicit IterationEnds(Engine& e) : engine(e) {}
-  std::vector<Time> ends;
-  std::vector<std::size_t> batch_sizes;
-  void on_first_token(Replica&, Request&) override {}
-  void on_answer_done(Replica&, Request&) override {}
-  void on_dropped(Replica&, Request&) override { ADD_FAILURE() << "unexpected drop"; }
-  void on_iteration(Replica& rep) override {
-    ends.push_back(engine.now());
-    batch_sizes.push_back(rep.last_batch().entries.size());
-  }
-};
-
-// Round numbers: a 100 GB/s link, 1 us per message, 5 us launch, and NCCL-shaped protocols (LL
-// cheap per step but half the bandwidth).
-TpAllReduce link_costs() {
-  TpAllReduce a;
-  a.bandwidth = Bandwidth{100e9};
-  a.route_latency = Time::us(1);
-  a.costs.launch = Time::us(5);
-  a.costs.of(collectives::Protocol::kLL) = {true, Time::ns(500), 0.5};
-  a.costs.of(collectives::Protocol::kLL128) = {true, Time::us(1), 0.9375};
-  a.costs.of(collectives::Protocol::kSimple) = {true, Time::us(5), 1.0};
-  return a;
-}
-
 struct TpHarness {
   Engine engine;
-  IterationEnds log{engine};
+  fixtures::IterationEnds log{engine};
   std::vector<NodeId> gpus;
   std::unique_ptr<fixtures::Platform> platform;
   std::unique_ptr<OperatorTimer> timer;
@@ -61,7 +34,7 @@ struct TpHarness {
     replica = std::make_unique<Replica>(
         engine, *platform->compute, cfg,
         std::make_unique<IterationCostModel>(m, tp, *timer, std::vector<std::int32_t>{m.layers},
-                                             link_costs()),
+                                             fixtures::round_link_costs()),
         KvBlockPool(1000, 16), std::vector<std::int32_t>{m.layers}, 0, BatchLimits{},
         make_scheduler("continuous", "test"), log);
   }
@@ -96,11 +69,11 @@ TEST(TpAllReduce, DecodeIterationWaitsTheCollectiveLayersCost) {
                                      std::tuple{8, Time::ns(26'143), Time::ns(52'286)}}) {
     // The serving term is the collective layer's cost, and the hand figure.
     const auto layer = collectives::collective_cost(
-        link_costs().costs, collectives::Operation::kAllReduce, collectives::Algorithm::kRing, tp,
-        2, Bytes{4'096}, Bandwidth{100e9}, Time::us(1));
+        fixtures::round_link_costs().costs, collectives::Operation::kAllReduce,
+        collectives::Algorithm::kRing, tp, 2, Bytes{4'096}, Bandwidth{100e9}, Time::us(1));
     EXPECT_EQ(layer.protocol, collectives::Protocol::kLL) << "TP " << tp;
     EXPECT_EQ(layer.time, one) << "TP " << tp;
-    EXPECT_EQ(link_costs().time(tp, Bytes{4'096}), one) << "TP " << tp;
+    EXPECT_EQ(fixtures::round_link_costs().time(tp, Bytes{4'096}), one) << "TP " << tp;
 
     TpHarness h(tp, m);
     for (std::uint64_t id = 1; id <= 4; ++id) h.add(id, 3, 2);
@@ -119,7 +92,7 @@ TEST(TpAllReduce, DecodeIterationWaitsTheCollectiveLayersCost) {
 
 // At TP 1 there is nothing to reduce: no all-reduce and no time, whatever the link costs.
 TEST(TpAllReduce, NoneAtTp1) {
-  EXPECT_EQ(link_costs().time(1, Bytes{1 << 20}), Time::zero());
+  EXPECT_EQ(fixtures::round_link_costs().time(1, Bytes{1 << 20}), Time::zero());
   TpHarness h(1, fixtures::toy_transformer(1, "toy"));
   const std::vector<WorkItem> decode(4, WorkItem{1, 3, true, true, 0, 1});
   const IterationCost c = h.replica->cost_model().cost(decode);
