@@ -553,6 +553,15 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
   return std::max(floor, 0.0);
 }
 
+void FluidNetwork::begin_component(std::span<const LinkId> seeds) {
+  ++stamp_;
+  stack_.clear();
+  component_links_.clear();
+  component_flows_.clear();
+  component_classes_.clear();
+  for (LinkId l : seeds) visit_link(l);
+}
+
 void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) {
   if (route_classes_) {
     solve_in_place(seeds, floor);
@@ -561,17 +570,7 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) 
   // Without route classes: every transfer connected to the seeds through shared links is solved
   // again, by a MaxMinSolver problem built for the component (the computation the shipped
   // scenarios' results were recorded with).
-  ++stamp_;
-  stack_.clear();
-  component_links_.clear();
-  component_flows_.clear();
-  component_classes_.clear();
-  auto visit = [&](LinkId m) {
-    if (links_[m].stamp == stamp_) return;
-    links_[m].stamp = stamp_;
-    stack_.push_back(m);
-  };
-  for (LinkId l : seeds) visit(l);
+  begin_component(seeds);
   while (!stack_.empty()) {
     const LinkId l = stack_.back();
     stack_.pop_back();
@@ -581,7 +580,7 @@ void FluidNetwork::solve_component(std::span<const LinkId> seeds, double floor) 
       if (g.stamp == stamp_ || !still_sending(g)) continue;
       g.stamp = stamp_;
       component_flows_.push_back(e.flow);
-      for (LinkId m : g.links) visit(m);
+      for (LinkId m : g.links) visit_link(m);
     }
   }
   solver_.clear();
@@ -621,17 +620,7 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
   // The component, and in the same pass each of its links' capacity left by what is kept and
   // its count of what is solved: route classes, and transfers on the links' own lists (lazy
   // ones, ones below kClassMinLoad, or ones just rerouted or started).
-  ++stamp_;
-  stack_.clear();
-  component_links_.clear();
-  component_flows_.clear();
-  component_classes_.clear();
-  auto visit = [&](LinkId m) {
-    if (links_[m].stamp == stamp_) return;
-    links_[m].stamp = stamp_;
-    stack_.push_back(m);
-  };
-  for (LinkId l : seeds) visit(l);
+  begin_component(seeds);
   while (!stack_.empty()) {
     const LinkId l = stack_.back();
     stack_.pop_back();
@@ -650,7 +639,7 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
         g.stamp = stamp_;
         g.new_rate = -1;
         component_flows_.push_back(e.flow);
-        for (LinkId m : g.links) visit(m);
+        for (LinkId m : g.links) visit_link(m);
       }
       ++unfrozen;
     }
@@ -665,7 +654,7 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
         rc.stamp = stamp_;
         rc.new_rate = -1;
         component_classes_.push_back(e.route_class);
-        for (LinkId m : rc.links) visit(m);
+        for (LinkId m : rc.links) visit_link(m);
       }
       unfrozen += weight;
     }

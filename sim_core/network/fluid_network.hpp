@@ -247,6 +247,14 @@ class FluidNetwork final : public Network {
   double arrival_floor(std::span<const LinkId> seeds);
   // Below this many classes and transfers on the changed links, the whole component is solved.
   static constexpr std::size_t kPartialSolveMin = 32;
+  // Starts a depth-first walk of the component of `seeds`: a new stamp, empty component lists,
+  // and the seeds on `stack_`; `visit_link` pushes a link not yet stamped.
+  void begin_component(std::span<const LinkId> seeds);
+  void visit_link(LinkId l) {
+    if (links_[l].stamp == stamp_) return;
+    links_[l].stamp = stamp_;
+    stack_.push_back(l);
+  }
   void solve_component(std::span<const LinkId> seeds, double floor);
   // Route classes: the same solve, by progressive filling on the backend's own link and class
   // lists (no problem copied into a MaxMinSolver): gathering the component computes each link's
