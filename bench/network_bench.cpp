@@ -218,6 +218,23 @@ int main(int argc, char** argv) {
     flow_topo.emplace(p.name, star(p, kLv08BandwidthFactor));
     simgrid_topo.emplace(p.name, star(p, 1.0));
   }
+  // One flow-backend case, with or without route classes; the result goes to `out`.
+  auto register_flow = [&](const std::string& name, const Case& c, Window window,
+                           bool route_classes, RunResult& out) {
+    benchmark::RegisterBenchmark(
+        name.c_str(),
+        [&flow_topo, &out, c, window, route_classes](benchmark::State& s) {
+          run_closed_loop(
+              s, flow_topo.at(c.pattern.name), c.pattern, c.concurrent, window,
+              [route_classes](Engine& e, const Topology& t) {
+                return std::make_unique<FluidNetwork>(e, t, Sharing::kMaxMin, route_classes);
+              },
+              out);
+        })
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  };
   for (const Case& c : cases) {
     const Window flow_window{kWarmup, c.flow_measured, kWarmup + c.simgrid_measured};
     const Window simgrid_window{kWarmup, c.simgrid_measured, kWarmup + c.simgrid_measured};
@@ -225,37 +242,12 @@ int main(int argc, char** argv) {
     // Benchmarks whose name has "Small" are the smoke run (tools/test.sh).
     const std::string suffix = std::string("/") + c.pattern.name + "/" +
                                std::to_string(c.concurrent) + (c.concurrent <= 100 ? "/Small" : "");
-    benchmark::RegisterBenchmark(("BM_FlowBackend" + suffix).c_str(),
-                                 [&, c, key, flow_window](benchmark::State& s) {
-                                   run_closed_loop(
-                                       s, flow_topo.at(c.pattern.name), c.pattern, c.concurrent,
-                                       flow_window,
-                                       [](Engine& e, const Topology& t) {
-                                         return std::make_unique<FluidNetwork>(
-                                             e, t, Sharing::kMaxMin, /*route_classes=*/true);
-                                       },
-                                       flow[key]);
-                                 })
-        ->Iterations(1)
-        ->UseManualTime()
-        ->Unit(benchmark::kMillisecond);
+    register_flow("BM_FlowBackend" + suffix, c, flow_window, /*route_classes=*/true, flow[key]);
     // The flow backend without route classes (the scenarios' default), where it takes under a
     // minute: the groups cases must not be slower with route classes.
     if (c.pattern.groups > 1 || c.concurrent <= 1'000)
-      benchmark::RegisterBenchmark(("BM_FlowPerTransfer" + suffix).c_str(),
-                                   [&, c, key, flow_window](benchmark::State& s) {
-                                     run_closed_loop(
-                                         s, flow_topo.at(c.pattern.name), c.pattern, c.concurrent,
-                                         flow_window,
-                                         [](Engine& e, const Topology& t) {
-                                           return std::make_unique<FluidNetwork>(
-                                               e, t, Sharing::kMaxMin, /*route_classes=*/false);
-                                         },
-                                         per_transfer[key]);
-                                   })
-          ->Iterations(1)
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond);
+      register_flow("BM_FlowPerTransfer" + suffix, c, flow_window, /*route_classes=*/false,
+                    per_transfer[key]);
     benchmark::RegisterBenchmark(
         ("BM_SimGridLV08" + suffix).c_str(),
         [&, c, key, simgrid_window](benchmark::State& s) {

@@ -1,7 +1,9 @@
 #pragma once
 // Max-min fair rates by progressive filling, on a small problem the caller builds: links with
-// capacities, flows crossing some of them. The flow backend builds one problem per connected
-// component of flows that a change touched; tests build textbook cases by hand.
+// capacities, flows crossing some of them. The flow backend without route classes (its default)
+// builds one problem per connected component of flows that a change touched; with route classes
+// it runs the same filling in place on its own link lists (FluidNetwork::fill_in_place), and this
+// solver is its reference in the property tests. Tests also build textbook cases by hand.
 //
 // Progressive filling: all unfrozen flows grow at the same rate until some link is full; the
 // flows crossing it are frozen at that link's fair share, the share is taken out of the other
@@ -9,8 +11,8 @@
 // smallest (remaining capacity / unfrozen flows); ties go to the lower link index: results are
 // deterministic.
 //
-// A flow may stand for `weight` identical flows (same links): the flow backend groups transfers
-// on the same route into one such flow, so a solve costs the number of distinct routes, not of
+// A flow may stand for `weight` identical flows (same links), as a route class of the flow
+// backend stands for its members: a solve costs the number of distinct routes, not of
 // transfers. A weight-1 flow is computed with exactly the arithmetic of a lone flow.
 //
 // The heap holds one entry per link, keyed by its share when last computed. Freezing a round's

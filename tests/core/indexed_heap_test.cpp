@@ -122,3 +122,53 @@ TEST(IndexedHeap, MatchesASortedReferenceUnderRandomOperations) {
   for (const auto& [k, id] : live) want.push_back(id);
   EXPECT_EQ(drain(h), want);
 }
+
+TEST(IndexedHeap, BulkChangesComeOutInKeyOrder) {
+  // By hand: ids 0..5 with keys 50, 40, 30, 20, 10, 60. In bulk: 4 -> 70 (up), 5 -> 5 (down),
+  // 0 erased, 6 pushed at 25, 2 -> 45. Then, by key: 5 (5), 3 (20), 6 (25), 1 (40), 2 (45),
+  // 4 (70).
+  IndexedHeap<int> h;
+  const int keys[] = {50, 40, 30, 20, 10, 60};
+  for (std::uint32_t id = 0; id < 6; ++id) h.push(id, keys[id]);
+  h.begin_bulk();
+  h.set(4, 70);
+  h.update(5, 5);
+  EXPECT_TRUE(h.erase(0));
+  h.push(6, 25);
+  h.set(2, 45);
+  h.end_bulk();
+  EXPECT_EQ(drain(h), (std::vector<std::uint32_t>{5, 3, 6, 1, 2, 4}));
+}
+
+TEST(IndexedHeap, BulkChangesMatchASortedReference) {
+  // Property: rounds of many changes in bulk (most keys moved, some erased or added) leave the
+  // heap popping in the order of a sorted list of the live (key, id) pairs.
+  std::mt19937 rng(11);
+  for (int round = 0; round < 50; ++round) {
+    IndexedHeap<int> h;
+    std::vector<int> key(300, -1);
+    for (std::uint32_t id = 0; id < key.size(); id += 2) {
+      key[id] = static_cast<int>(rng() % 1000) * 1000 + static_cast<int>(id);
+      h.push(id, key[id]);
+    }
+    h.begin_bulk();
+    for (int step = 0; step < 400; ++step) {
+      const auto id = static_cast<std::uint32_t>(rng() % key.size());
+      if (rng() % 5 == 0) {
+        EXPECT_EQ(h.erase(id), key[id] >= 0);
+        key[id] = -1;
+      } else {
+        key[id] = static_cast<int>(rng() % 1000) * 1000 + static_cast<int>(id);
+        h.set(id, key[id]);
+      }
+    }
+    h.end_bulk();
+    std::vector<std::pair<int, std::uint32_t>> live;
+    for (std::uint32_t id = 0; id < key.size(); ++id)
+      if (key[id] >= 0) live.emplace_back(key[id], id);
+    std::sort(live.begin(), live.end());
+    std::vector<std::uint32_t> want;
+    for (const auto& [k, id] : live) want.push_back(id);
+    ASSERT_EQ(drain(h), want) << "round " << round;
+  }
+}
