@@ -18,6 +18,15 @@ ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const
   const SystemPreset& preset = policies.systems.choose(system, "policy").value;
   t.allocation = policies.allocations.choose_or(system, "allocation", preset.allocation).value;
   t.sync = policies.syncs.choose_or(system, "sync", preset.sync).value;
+  if (t.sync == Sync::kBounded) {
+    // Hetu's pull and push bounds; 0 (Herald's README runs HET with --bound 0) is BSP-exact.
+    t.pull_bound = system.integer_or("pull_bound", 0, 0, 1 << 30);
+    t.push_bound = system.integer_or("push_bound", 0, 0, 1 << 30);
+  } else {
+    for (const char* key : {"pull_bound", "push_bound"})
+      if (system.has(key))
+        throw InputError(system.path_of(key), "only the bounded sync has staleness bounds");
+  }
   p.cache_ratio = system.number_or("cache_ratio", 0.1, 0, 1);
   t.row_bytes = 4 * system.integer_or("embedding_dim", 128, 1, 1 << 20);
   // Every pull, push and refresh is a send_recv call of the collective layer, with its costs.

@@ -17,7 +17,10 @@ EmbeddingSync::EmbeddingSync(Engine& engine, Network& network, training::SyncEve
       caches_(params_.workers.size(), LruCache(params_.cache_rows)),
       used_(params_.workers.size()),
       to_pull_(params_.workers.size()),
-      pushed_(params_.workers.size()) {
+      pushed_(params_.workers.size()),
+      versions_(params_.sync == Sync::kBounded ? params_.workers.size() : 0),
+      evicted_(versions_.size()),
+      push_rows_(versions_.size()) {
   MLSIM_CHECK(!params_.workers.empty() && params_.workers.size() <= 64 && params_.iterations > 0 &&
                   params_.batch_per_worker > 0,
               "embedding training needs 1 to 64 workers, iterations and samples");
@@ -28,7 +31,13 @@ void EmbeddingSync::hold(std::size_t w, Key k) {
   Holders& h = directory_[k];
   h.cached |= bit;
   h.fresh |= bit;
+  // A pull brings the PS's version; updates not pushed yet stay (Hetu adds them back).
+  if (!versions_.empty()) versions_[w][k].version = h.version;
   if (const auto evicted = caches_[w].put(k)) {
+    if (!versions_.empty()) {
+      auto node = versions_[w].extract(*evicted);
+      if (node.mapped().updates != 0) evicted_[w].emplace_back(*evicted, node.mapped().updates);
+    }
     auto it = directory_.find(*evicted);
     it->second.cached &= ~bit;
     it->second.fresh &= ~bit;
@@ -108,8 +117,13 @@ void EmbeddingSync::worker_pulled(std::size_t w) {
 void EmbeddingSync::start(std::size_t w, const training::Chunk& chunk) {
   MLSIM_CHECK(chunk.layer == params_.layer, "the embedding strategy got another layer's gradient");
   pushed_[w] = chunk;
-  counters_.pushes += used_[w].size();
-  const Bytes bytes{static_cast<std::int64_t>(used_[w].size()) * params_.row_bytes};
+  std::size_t rows = used_[w].size();
+  if (params_.sync == Sync::kBounded) {
+    bounded_push(w);
+    rows = push_rows_[w].size();
+  }
+  counters_.pushes += rows;
+  const Bytes bytes{static_cast<std::int64_t>(rows) * params_.row_bytes};
   messages_.send(params_.workers[w], params_.server, bytes,
                  [this, w](const collectives::CollectiveResult&) {
                    events_.on_chunk(w, pushed_[w], true, false);  // its credit back
@@ -121,7 +135,60 @@ void EmbeddingSync::worker_pushed() {
   if (--pending_ == 0) synchronise();
 }
 
+// Hetu's CacheBase::_embeddingUpdate: every used row accumulates one update; a row with more
+// than push_bound updates is pushed (its version grows by them); rows evicted with updates
+// pending go along. A used row already evicted again is pushed at once (Hetu pushes a row it
+// finds without data).
+void EmbeddingSync::bounded_push(std::size_t w) {
+  auto& out = push_rows_[w];
+  out.clear();
+  for (Key k : used_[w]) {
+    auto it = versions_[w].find(k);
+    if (it == versions_[w].end()) {
+      out.emplace_back(k, 1);
+      continue;
+    }
+    RowVersion& v = it->second;
+    if (++v.updates > params_.push_bound) {
+      out.emplace_back(k, v.updates);
+      v.version += v.updates;
+      v.updates = 0;
+    }
+  }
+  out.insert(out.end(), evicted_[w].begin(), evicted_[w].end());
+  evicted_[w].clear();
+}
+
+// The PS applies the pushed updates (its version of each row grows by them, ps-lite's
+// kPushEmbedding handler); a holder's copy stays usable while the PS is at most pull_bound
+// versions ahead of it (kSyncEmbedding's test). Nothing is re-pulled here: an outdated copy is
+// pulled at its next lookup (begin_iteration).
+void EmbeddingSync::bounded_synchronise() {
+  std::vector<Key> changed;
+  for (std::size_t w = 0; w < push_rows_.size(); ++w)
+    for (const auto& [k, updates] : push_rows_[w]) {
+      auto it = directory_.find(k);
+      if (it == directory_.end()) continue;  // cached nowhere: no copy to compare with
+      it->second.version += updates;
+      changed.push_back(k);
+    }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  for (Key k : changed) {
+    Holders& h = directory_.find(k)->second;
+    h.fresh = 0;
+    for (std::uint64_t m = h.cached; m != 0; m &= m - 1) {
+      const auto w = static_cast<std::size_t>(__builtin_ctzll(m));
+      if (h.version - versions_[w].at(k).version <= params_.pull_bound)
+        h.fresh |= std::uint64_t{1} << w;
+    }
+  }
+  pending_ = 0;
+  end_iteration();
+}
+
 void EmbeddingSync::synchronise() {
+  if (params_.sync == Sync::kBounded) return bounded_synchronise();
   // The PS applies every pushed gradient. Who updated each row: one worker index, or `many`.
   const std::size_t n = params_.workers.size(), many = n;
   // Only sums and per-row updates depend on it, never the map's iteration order.
@@ -192,7 +259,13 @@ void EmbeddingSync::report(Results& out) const {
   out.set_metric("failed_transfers", static_cast<double>(messages_.failed_transfers()));
   out.details()["allocation"] =
       params_.allocation == Allocation::kSequential ? "sequential" : "location_aware";
-  out.details()["sync"] = params_.sync == Sync::kEager ? "eager" : "on_demand";
+  out.details()["sync"] = params_.sync == Sync::kEager      ? "eager"
+                          : params_.sync == Sync::kOnDemand ? "on_demand"
+                                                            : "bounded";
+  if (params_.sync == Sync::kBounded) {
+    out.details()["pull_bound"] = params_.pull_bound;
+    out.details()["push_bound"] = params_.push_bound;
+  }
   out.details()["cache_rows_per_worker"] = params_.cache_rows;
   out.details()["distinct_rows"] = source_->distinct_rows();
   out.add_series(series_);

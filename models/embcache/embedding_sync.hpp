@@ -20,7 +20,16 @@
 //     updated: the recipe's HET baseline, "sync of every updated cached row", so caches never
 //     hold outdated rows at the start of an iteration) or on demand (Herald: such rows are only
 //     marked outdated and pulled when next used, if still cached).
-// het = sequential + eager; herald = location-aware + on demand.
+//   - or bounded (HET as Hetu implements it, PKU-DAIR/Hetu hetu/v1/src/hetu_cache/src/cache.cc
+//     CacheBase::_embeddingLookup and _embeddingUpdate, ps-lite PSFhandle_embedding.cc's
+//     kSyncEmbedding handler): every cached row carries the server version it was pulled at and
+//     its local updates not yet pushed. At lookup a cached row is pulled again only when the
+//     server's version is more than `pull_bound` ahead of it; at update a row's gradient is pushed
+//     only once it accumulated more than `push_bound` updates (then the server's version and the
+//     worker's both grow by that count), and a row evicted with updates pending is pushed with
+//     the worker's next push. With both bounds 0 it transmits exactly what on-demand sync does.
+// het = sequential + eager; het_bounded = sequential + bounded; herald = location-aware + on
+// demand.
 // A transmission is one embedding row sent (pull, push or sync refresh), of `row_bytes`. Each
 // worker's pull, push and refresh of an iteration is one point-to-point message through the
 // collective layer (sim_core/collectives/point_to_point.hpp: a send_recv call paying the
@@ -47,7 +56,7 @@
 namespace mlsim::embcache {
 
 enum class Allocation { kSequential, kLocationAware };
-enum class Sync { kEager, kOnDemand };
+enum class Sync { kEager, kOnDemand, kBounded };
 
 struct EmbeddingSyncParams {
   Allocation allocation = Allocation::kSequential;
@@ -59,6 +68,9 @@ struct EmbeddingSyncParams {
   NodeId server = 0;
   std::vector<NodeId> workers;
   std::uint32_t layer = 0;  // the job's embedding layer
+  // Sync::kBounded only: staleness bounds in versions (Hetu's pull_bound and push_bound; the
+  // Herald README runs HET with --bound 0, which sets both).
+  std::int64_t pull_bound = 0, push_bound = 0;
   // Costs of every message (system.costs, system.host): none by default.
   collectives::PointToPoint::Options messages;
 };
@@ -119,6 +131,10 @@ class EmbeddingSync final : public training::GradientSync {
   std::vector<LruCache> caches_;
   struct Holders {
     std::uint64_t cached = 0, fresh = 0;  // fresh is a subset of cached
+    // Sync::kBounded: the PS's version of the row (updates applied), counted from when some
+    // worker cached it; only differences to the holders' versions matter, so a row nobody
+    // caches needs none.
+    std::int64_t version = 0;
   };
   absl::flat_hash_map<Key, Holders> directory_;  // rows held by at least one worker
   // This iteration: each worker's distinct rows, the rows it must pull, its pushed chunk, and
@@ -132,6 +148,16 @@ class EmbeddingSync final : public training::GradientSync {
   LogHistogram iteration_seconds_;  // bounded memory whatever the iteration count
   TimeSeries series_{"iterations", {"iteration_time_s", "transmissions"}, {}};
   std::uint64_t transmissions_before_ = 0;
+  // Sync::kBounded: per worker, each cached row's version (the PS's when pulled, plus its own
+  // pushed updates) and its updates not pushed yet; rows evicted with updates pending (pushed
+  // next); this iteration's pushed rows and their update counts.
+  struct RowVersion {
+    std::int64_t version = 0, updates = 0;
+  };
+  std::vector<absl::flat_hash_map<Key, RowVersion>> versions_;
+  std::vector<std::vector<std::pair<Key, std::int64_t>>> evicted_, push_rows_;
+  void bounded_push(std::size_t w);
+  void bounded_synchronise();
 };
 
 }  // namespace mlsim::embcache

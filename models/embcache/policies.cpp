@@ -8,6 +8,9 @@ EmbcachePolicies build() {
   p.systems
       .add("het", "HET-style cache: sequential batch split, eager sync of every updated row",
            {"sequential", "eager"})
+      .add("het_bounded",
+           "HET as Hetu implements it: sequential batch split, version-bounded staleness",
+           {"sequential", "bounded"})
       .add("herald", "Herald: location-aware input allocation, on-demand sync",
            {"location_aware", "on_demand"});
   p.allocations
@@ -20,7 +23,11 @@ EmbcachePolicies build() {
       .add("eager", "after each iteration every worker re-pulls each cached row another updated",
            Sync::kEager)
       .add("on_demand", "such rows are only marked outdated and pulled when next used",
-           Sync::kOnDemand);
+           Sync::kOnDemand)
+      .add("bounded",
+           "Hetu's cache: a cached row is re-pulled when the PS is more than pull_bound versions "
+           "ahead, a gradient row pushed after more than push_bound local updates",
+           Sync::kBounded);
   return p;
 }
 

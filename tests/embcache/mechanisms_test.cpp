@@ -61,7 +61,8 @@ struct Outcome {
   Time end;
 };
 
-Outcome run(Allocation allocation, Sync sync) {
+Outcome run(Allocation allocation, Sync sync, std::int64_t pull_bound = 0,
+            std::int64_t push_bound = 0, std::size_t cache_rows = 10) {
   // Iteration 0: A = {1, 2}, B = {2, 3}; iteration 1: C = {2, 3}, D = {1, 2}.
   const Topology topo = build_topology(StarSpec{3, LinkSpec{Bandwidth{1e9}, Time::us(1)}});
   Engine engine;
@@ -72,7 +73,9 @@ Outcome run(Allocation allocation, Sync sync) {
   p.batch_per_worker = 1;
   p.iterations = 2;
   p.row_bytes = 512;
-  p.cache_rows = 10;
+  p.cache_rows = cache_rows;
+  p.pull_bound = pull_bound;
+  p.push_bound = push_bound;
   p.compute_per_sample = Time::us(10);
   p.workers = {topo.hosts()[0], topo.hosts()[1]};
   p.server = topo.hosts()[2];
@@ -123,6 +126,58 @@ TEST(EmbeddingTraining, HeraldOnDemandCountedByHand) {
   EXPECT_EQ(o.totals.bytes_delivered.count, 14 * 512);
   // Fewer rows and no sync phase: Herald finishes first.
   EXPECT_LT(o.end, run(Allocation::kSequential, Sync::kEager).end);
+}
+
+// HET as Hetu implements it (bounded staleness), same two iterations, sequential split A | C on
+// w0, B | D on w1. Versions: the PS's per row, each holder's at its pull plus its own pushes.
+//   bounds 0/0: iteration 0: 4 misses, 4 pushes (each used row has 1 update > 0); PS versions
+//     row 1 = 1, row 2 = 2, row 3 = 1; w0 holds 1 at 1 and 2 at 1, w1 holds 2 at 1 and 3 at 1, so
+//     row 2 is 1 version behind on both (> 0: outdated). Iteration 1: w0 {2, 3}: outdated 2,
+//     miss 3; w1 {1, 2}: miss 1, outdated 2; 4 pushes. 4 + 4 + 4 + 4 = 16 rows, the same as
+//     sequential + on-demand sync.
+//   pull bound 1: row 2's copies are 1 behind, within the bound: iteration 1 hits 2 on both
+//     workers, misses 3 and 1. 4 + 4 + 2 + 4 = 14 rows.
+//   push bound 1 (a row is pushed after 2 updates): iteration 0 pushes nothing (each row has 1
+//     update), so the PS versions stay 0 and every copy is current; iteration 1: w0 hits 2, misses
+//     3, w1 misses 1, hits 2; row 2 now has 2 updates on each worker -> pushed (2 rows), rows 3
+//     and 1 keep 1. 4 + 0 + 2 + 2 = 8 rows.
+//   push bound 1, caches of 1 row: iteration 0: w0 pulls 1, 2 (2 evicts 1, no updates yet); w1
+//     pulls 2, 3 (3 evicts 2). Push: w0's row 1 and w1's row 2 are no longer cached, so they are
+//     pushed at once (Hetu pushes a row it finds without data): 2 rows; rows 2 (w0) and 3 (w1)
+//     keep 1 update. PS: row 1 is cached nowhere; row 2 (held by w0 at 0) goes to 1: outdated.
+//     Iteration 1: w0 {2, 3}: outdated 2 (pulled at version 1, its update kept), miss 3, which
+//     evicts 2 with 1 update pending; w1 {1, 2}: misses 1 and 2; 2 evicts 1, and 1 had evicted 3
+//     with 1 update pending. Pushes: w0: row 2 (not cached: at once) + evicted row 2 = 2, row 3
+//     keeps 1 update; w1: row 1 (not cached) + evicted row 3 = 2, row 2 keeps 1 update.
+//     4 + 2 + 4 + 4 = 14 rows.
+TEST(EmbeddingTraining, HetBoundedStalenessCountedByHand) {
+  const Outcome exact = run(Allocation::kSequential, Sync::kBounded, 0, 0);
+  EXPECT_EQ(exact.counters.misses, 6u);
+  EXPECT_EQ(exact.counters.outdated_pulls, 2u);
+  EXPECT_EQ(exact.counters.pushes, 8u);
+  EXPECT_EQ(exact.counters.transmissions(), 16u);
+  EXPECT_EQ(exact.counters.transmissions(),
+            run(Allocation::kSequential, Sync::kOnDemand).counters.transmissions());
+  EXPECT_EQ(exact.totals.bytes_delivered.count, 16 * 512);
+
+  const Outcome pull1 = run(Allocation::kSequential, Sync::kBounded, 1, 0);
+  EXPECT_EQ(pull1.counters.misses, 6u);
+  EXPECT_EQ(pull1.counters.outdated_pulls, 0u);
+  EXPECT_EQ(pull1.counters.hits, 2u);
+  EXPECT_EQ(pull1.counters.transmissions(), 14u);
+
+  const Outcome push1 = run(Allocation::kSequential, Sync::kBounded, 0, 1);
+  EXPECT_EQ(push1.counters.misses, 6u);
+  EXPECT_EQ(push1.counters.hits, 2u);
+  EXPECT_EQ(push1.counters.pushes, 2u);
+  EXPECT_EQ(push1.counters.transmissions(), 8u);
+  EXPECT_EQ(push1.totals.bytes_delivered.count, 8 * 512);
+
+  const Outcome evicting = run(Allocation::kSequential, Sync::kBounded, 0, 1, 1);
+  EXPECT_EQ(evicting.counters.misses, 7u);
+  EXPECT_EQ(evicting.counters.outdated_pulls, 1u);
+  EXPECT_EQ(evicting.counters.pushes, 6u);
+  EXPECT_EQ(evicting.counters.transmissions(), 14u);
 }
 
 namespace {

@@ -24,7 +24,7 @@ struct Outcome {
 };
 
 Outcome run(Allocation allocation, Sync sync, std::uint64_t seed, std::size_t workers,
-            std::size_t cache_rows) {
+            std::size_t cache_rows, std::int64_t pull_bound = 0, std::int64_t push_bound = 0) {
   const Topology topo = build_topology(
       StarSpec{static_cast<int>(workers + 1), LinkSpec{Bandwidth{12.5e9}, Time::us(1)}});
   Engine engine;
@@ -35,6 +35,8 @@ Outcome run(Allocation allocation, Sync sync, std::uint64_t seed, std::size_t wo
   p.batch_per_worker = 32;
   p.iterations = 12;
   p.cache_rows = cache_rows;
+  p.pull_bound = pull_bound;
+  p.push_bound = push_bound;
   p.compute_per_sample = Time::us(2);
   for (std::size_t w = 0; w < workers; ++w) p.workers.push_back(topo.hosts()[w]);
   p.server = topo.hosts()[workers];
@@ -74,6 +76,31 @@ TEST(EmbcacheProperties, AccessesAreAccountedAndNothingIsLost) {
       EXPECT_EQ(o.totals.transfers_failed, 0u);
       EXPECT_EQ(o.totals.bytes_delivered.count, static_cast<std::int64_t>(c.transmissions()) * 512);
     }
+  }
+}
+
+// Hetu's bounded cache with both bounds 0 is BSP-exact: it pulls and pushes exactly the rows
+// on-demand sync does, under either allocation. Looser bounds never transmit more pulls, and
+// every access is still a hit, a miss or an outdated pull.
+TEST(EmbcacheProperties, BoundedStalenessAtZeroIsOnDemandAndLooserBoundsPullLess) {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    const std::size_t workers = 2 + seed % 4, cache = 50 + 100 * (seed % 5);
+    for (Allocation a : {Allocation::kSequential, Allocation::kLocationAware}) {
+      const Outcome zero = run(a, Sync::kBounded, seed, workers, cache);
+      const Outcome on_demand = run(a, Sync::kOnDemand, seed, workers, cache);
+      EXPECT_EQ(zero.counters.misses, on_demand.counters.misses) << seed;
+      EXPECT_EQ(zero.counters.outdated_pulls, on_demand.counters.outdated_pulls) << seed;
+      EXPECT_EQ(zero.counters.pushes, on_demand.counters.pushes) << seed;
+    }
+    const Outcome zero = run(Allocation::kSequential, Sync::kBounded, seed, workers, cache);
+    const Outcome loose = run(Allocation::kSequential, Sync::kBounded, seed, workers, cache, 3, 0);
+    EXPECT_LE(loose.counters.outdated_pulls, zero.counters.outdated_pulls) << seed;
+    const Outcome lazy = run(Allocation::kSequential, Sync::kBounded, seed, workers, cache, 0, 3);
+    const Counters& c = lazy.counters;
+    EXPECT_EQ(c.hits + c.misses + c.outdated_pulls, c.accesses) << seed;
+    EXPECT_LT(c.pushes, c.accesses) << seed;  // pushes deferred up to 4 updates
+    EXPECT_EQ(lazy.totals.bytes_delivered.count,
+              static_cast<std::int64_t>(c.transmissions()) * 512);
   }
 }
 

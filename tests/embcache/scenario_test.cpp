@@ -77,6 +77,18 @@ TEST(EmbcacheScenario, ErrorsNameThePath) {
   d = base();
   d["system"]["cache_ratio"] = 2;
   EXPECT_NE(error_of(d).find("system.cache_ratio"), std::string::npos) << error_of(d);
+  d = base();  // staleness bounds belong to the bounded sync only
+  d["system"]["pull_bound"] = 1;
+  EXPECT_NE(error_of(d).find("system.pull_bound"), std::string::npos) << error_of(d);
+  d["system"]["policy"] = "het_bounded";
+  d["system"]["push_bound"] = -1;
+  EXPECT_NE(error_of(d).find("system.push_bound"), std::string::npos) << error_of(d);
+  d["system"]["push_bound"] = 3;
+  const ModelParams p = parse(d);
+  EXPECT_EQ(p.training.sync, Sync::kBounded);
+  EXPECT_EQ(p.training.allocation, Allocation::kSequential);
+  EXPECT_EQ(p.training.pull_bound, 1);
+  EXPECT_EQ(p.training.push_bound, 3);
 }
 
 TEST(EmbcacheScenario, CsvColumnsBecomeFields) {
