@@ -27,7 +27,7 @@ class Search {
 
   // Takes `p` as the best so far if it beats it.
   void offer(const Partition& p) {
-    const double t = steady_state_seconds(layers_, p, c_);
+    const double t = steady_state_seconds(layers_, p, c_, options_.schedule);
     ++best_.evaluated;
     if (best_.partition.stages() == 0 || t < best_.seconds_per_minibatch * (1 - 1e-12)) {
       best_.partition = p;
@@ -73,7 +73,9 @@ class Search {
     for (std::size_t x = h; x < h + r; ++x)
       worst = std::max({worst, time_[x][j] - time_[x][i], out_bytes / c_.bandwidth[x]});
     const double ar = ring_allreduce_seconds(params_[j] - params_[i], h, r, c_);
-    return (worst + ar) / static_cast<double>(r);
+    const bool gpipe = options_.schedule.kind == training::PipelineSchedule::Kind::kGPipe;
+    const double per_update = gpipe ? static_cast<double>(options_.schedule.group) : 1.0;
+    return (worst + ar / per_update) / static_cast<double>(r);
   }
 
   // Stages of `p` are fixed up to layer p.first.back() on `host` hosts; `bound` holds for them.

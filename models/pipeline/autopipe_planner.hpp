@@ -4,8 +4,9 @@
 // and state switching (../shared/papers.md section 5, from the abstract; the paper's text and
 // code were not readable). The simulator stands in for the trained policy with an exact search:
 // the configuration (layer ranges and, unless `straight`, PipeDream's stage replication) with the
-// smallest steady-state time per minibatch under the 1F1B timing model (steady_state_seconds,
-// one_f_one_b.hpp), under the conditions of the moment. It bounds what a perfect policy could do.
+// smallest steady-state time per minibatch under the timing model of the schedule the run
+// executes (steady_state_seconds, one_f_one_b.hpp: 1F1B, or GPipe with its flushes), under the
+// conditions of the moment. It bounds what a perfect policy could do.
 //
 // Search: branch and bound over every configuration that uses all hosts. Stages are fixed left
 // to right (their hosts, then their last layer); a prefix is dropped when a lower bound on the
@@ -13,7 +14,8 @@
 // r replicas, each replica's GPU runs its forward and backward and the all-reduce
 // (ring_allreduce_seconds), and its NIC sends its activation and gradient at no more than its
 // own bandwidth and the all-reduce; so the time per minibatch is at least
-//   max over replicas of max(f + b, out_bytes / bandwidth) + all-reduce, divided by r.
+//   max over replicas of max(f + b, out_bytes / bandwidth) + all-reduce / u, divided by r,
+// u the minibatches per weight update of a replica (1 under 1F1B, GPipe's group).
 // The first bound comes from PipeDream's configurations (both objectives) improved by moving one
 // boundary by one layer at a time. Nothing is left unexamined, so the result is the exhaustive
 // search's optimum (ties: the first found, PipeDream's when it is optimal).
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
 
 namespace mlsim::pipeline {
@@ -29,11 +32,13 @@ namespace mlsim::pipeline {
 struct Plan {
   Partition partition;
   double seconds_per_minibatch = 0;  // steady_state_seconds of the partition
-  std::uint64_t evaluated = 0;       // configurations timed with the 1F1B model
+  std::uint64_t evaluated = 0;       // configurations timed with the schedule's model
 };
 
 struct PlannerOptions {
   bool straight = false;  // one host per stage only
+  // The schedule the run executes (system.schedule): configurations are timed under it.
+  ScheduleTiming schedule;
 };
 
 Plan autopipe_plan(const std::vector<LayerCost>& layers, const Conditions& c,

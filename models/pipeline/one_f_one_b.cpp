@@ -22,7 +22,13 @@ double ring_allreduce_seconds(double bytes, std::size_t first, std::size_t n, co
   return steps * (bytes / static_cast<double>(n) / bandwidth + latency);
 }
 
-double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::size_t minibatches) {
+double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size_t minibatches,
+                         const ScheduleTiming& schedule) {
+  const bool gpipe = schedule.kind == training::PipelineSchedule::Kind::kGPipe;
+  const std::size_t group = gpipe ? schedule.group : 1;
+  MLSIM_CHECK(group > 0, "GPipe needs at least one micro-batch per flush");
+  // Weight updates of a worker with n minibatches: one per backward (1F1B), one per group.
+  auto updates = [&](std::size_t n) { return (n + group - 1) / group; };
   const std::size_t S = costs.stages(), W = costs.first_host.back(), M = minibatches;
   const double unknown = std::numeric_limits<double>::quiet_NaN();
   // Per worker (host): its stage, replica index, replication, minibatch count and limit.
@@ -53,8 +59,8 @@ double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::size_t m
   std::vector<std::vector<double>> round_end(S);
   for (std::size_t s = 0; s < S; ++s) {
     const std::size_t r = costs.first_host[s + 1] - costs.first_host[s];
-    round_done[s].assign(replica_minibatches(0, r, M), 0);
-    round_end[s].assign(replica_minibatches(0, r, M), 0);
+    round_done[s].assign(updates(replica_minibatches(0, r, M)), 0);
+    round_end[s].assign(updates(replica_minibatches(0, r, M)), 0);
   }
   // Arrival time of a transfer from worker `from` to worker `to` handed to `from`'s NIC at t.
   auto send = [&](std::size_t from, std::size_t to, double bytes, double t) {
@@ -73,7 +79,8 @@ double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::size_t m
       const std::size_t s = stage[w];
       for (;;) {
         if (std::isnan(gpu_free[w])) break;  // in an all-reduce not yet priced
-        const Op op = next_op_limited(limit[w], fwd[w], bwd[w], count[w]);
+        const Op op = gpipe ? training::next_op_grouped(group, fwd[w], bwd[w], count[w])
+                            : next_op_limited(limit[w], fwd[w], bwd[w], count[w]);
         if (op == Op::kNone) break;
         if (op == Op::kForward) {
           const std::size_t k = fwd[w], m = replica[w] + k * reps[w];
@@ -97,17 +104,18 @@ double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::size_t m
             grad_in[to][k_to] = send(w, to, costs.boundary_bytes[s - 1], done);
           }
           gpu_free[w] = done;
-          if (reps[w] > 1) {
-            // Wait for the round's all-reduce among the replicas that have a k-th minibatch.
+          if (reps[w] > 1 && (!gpipe || training::ends_group(group, k, count[w]))) {
+            // Wait for the round's all-reduce among the replicas that have a u-th update.
+            const std::size_t u = k / group;
             gpu_free[w] = unknown;
             const std::size_t first = costs.first_host[s];
             std::size_t members = 0;
             for (std::size_t q = 0; q < reps[w]; ++q)
-              members += replica_minibatches(q, reps[w], M) > k ? 1 : 0;
-            round_end[s][k] = std::max({round_end[s][k], done, nic_free[w]});
-            if (++round_done[s][k] == members) {
+              members += updates(replica_minibatches(q, reps[w], M)) > u ? 1 : 0;
+            round_end[s][u] = std::max({round_end[s][u], done, nic_free[w]});
+            if (++round_done[s][u] == members) {
               const double finish =
-                  round_end[s][k] +
+                  round_end[s][u] +
                   ring_allreduce_seconds(costs.parameter_bytes[s], first, members, c);
               for (std::size_t q = 0; q < members; ++q) {
                 gpu_free[first + q] = finish;
@@ -122,19 +130,28 @@ double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::size_t m
   }
   double end = 0;  // when stage 0's workers are done
   for (std::size_t w = 0; w < W; ++w) {
-    MLSIM_CHECK(bwd[w] == count[w] && !std::isnan(gpu_free[w]), "1F1B estimate deadlocked");
+    const bool stuck = bwd[w] != count[w] || std::isnan(gpu_free[w]);
+    // GPipe's groups are each worker's own: a stage with more replicas than the one before can
+    // wait, before its first backward, for forwards the earlier stage runs only after its
+    // group's backwards. Such a configuration never finishes.
+    if (stuck && gpipe) return std::numeric_limits<double>::infinity();
+    MLSIM_CHECK(!stuck, "1F1B estimate deadlocked");
     if (stage[w] == 0) end = std::max(end, gpu_free[w]);
   }
   return end;
 }
 
 double steady_state_seconds(const std::vector<LayerCost>& layers, const Partition& p,
-                            const Conditions& c) {
+                            const Conditions& c, const ScheduleTiming& schedule) {
   const StageCosts costs = stage_costs(layers, p, c);
   std::size_t rounds = 1;
   for (std::size_t s = 0; s < p.stages(); ++s) rounds = std::lcm(rounds, p.replication(s));
-  const std::size_t n = p.hosts_used() * rounds, lo = 2 * n, hi = 6 * n;
-  return (estimate_1f1b(costs, c, hi) - estimate_1f1b(costs, c, lo)) / static_cast<double>(hi - lo);
+  const bool gpipe = schedule.kind == training::PipelineSchedule::Kind::kGPipe;
+  const std::size_t n = gpipe ? schedule.group * rounds : p.hosts_used() * rounds;
+  const std::size_t lo = 2 * n, hi = gpipe ? 4 * n : 6 * n;
+  const double t_hi = estimate_pipeline(costs, c, hi, schedule);
+  if (std::isinf(t_hi)) return t_hi;  // a GPipe configuration that never finishes
+  return (t_hi - estimate_pipeline(costs, c, lo, schedule)) / static_cast<double>(hi - lo);
 }
 
 }  // namespace mlsim::pipeline

@@ -1,6 +1,6 @@
 #pragma once
 // PipeDream's 1F1B schedule (asynchronous, weight stashing, no flush), with PipeDream's stage
-// replication, and an exact timing model of it.
+// replication, and an exact timing model of it and of GPipe (estimate_pipeline).
 //
 // Order. Workers are hosts; stage s runs on r_s of them (partition.hpp). Minibatch m goes to
 // replica m mod r_s of stage s (PipeDream's round-robin, msr-fiddle/pipedream
@@ -52,14 +52,34 @@ inline Op next_op(std::size_t stage, std::size_t stages, std::size_t forwards,
 // (sim_core/collectives ring with one chunk and window 1). Zero for one host or no bytes.
 double ring_allreduce_seconds(double bytes, std::size_t first, std::size_t n, const Conditions& c);
 
-// Seconds from the start until the last stage-0 worker finishes its last backward (and the
-// all-reduce after it).
-double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::size_t minibatches);
+// The schedule a timing model times: the run's `system.schedule`.
+struct ScheduleTiming {
+  training::PipelineSchedule::Kind kind = training::PipelineSchedule::Kind::kOneFOneB;
+  std::size_t group = 1;  // GPipe: micro-batches per flush of each worker (its own numbering)
+};
 
-// Steady-state seconds per minibatch of a configuration: the slope of estimate_1f1b between 2n
-// and 6n minibatches, n = hosts used x the least common multiple of the replication factors
-// (a whole number of round-robin rounds; warm-up excluded).
+// Seconds from the start until the last stage-0 worker finishes its last backward (and the
+// all-reduce after it), under `schedule`. GPipe (the core's order, next_op_grouped): a worker
+// runs every forward of its group, then the group's backwards; only the group's last backward
+// hands the gradients over, so a replicated stage all-reduces once per group (its k-th round
+// joins the replicas' k-th groups) and the next group's forwards wait for it; a stage of one
+// host updates at once. Everything else (transfers, NICs, the ring) is timed as for 1F1B.
+// Infinite for a GPipe configuration that deadlocks (the groups are each worker's own, so a stage
+// with more replicas than the one before may wait for forwards held behind the earlier stage's
+// flush); the planners never choose one.
+double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size_t minibatches,
+                         const ScheduleTiming& schedule);
+inline double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::size_t minibatches) {
+  return estimate_pipeline(costs, c, minibatches, {});
+}
+
+// Steady-state seconds per minibatch of a configuration under `schedule` (default 1F1B). 1F1B:
+// the slope of the estimate between 2n and 6n minibatches, n = hosts used x the least common
+// multiple of the replication factors (a whole number of round-robin rounds; warm-up excluded).
+// GPipe: the slope between 2n and 4n with n = group x that multiple, a whole number of every
+// stage's flushes (a stage of r replicas flushes every r x group minibatches), so each flush's
+// fill and drain are in it.
 double steady_state_seconds(const std::vector<LayerCost>& layers, const Partition& p,
-                            const Conditions& c);
+                            const Conditions& c, const ScheduleTiming& schedule = {});
 
 }  // namespace mlsim::pipeline

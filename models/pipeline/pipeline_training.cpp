@@ -1,6 +1,7 @@
 #include "models/pipeline/pipeline_training.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
@@ -64,7 +65,7 @@ Partition PipelineTraining::plan(const Conditions& c) {
   if (params_.policy == Policy::kPipeDream)
     return pipedream_partition(params_.layers, c,
                                {params_.straight, params_.activation_compression_ratio});
-  const Plan best = autopipe_plan(params_.layers, c, {params_.straight});
+  const Plan best = autopipe_plan(params_.layers, c, {params_.straight, timing()});
   configurations_timed_ += best.evaluated;
   return best.partition;
 }
@@ -79,7 +80,13 @@ void PipelineTraining::start() {
   now_.latency_out = params_.latency_out;
   now_.latency_in = params_.latency_in;
   const Partition p = plan(now_);
-  initial_estimate_s_ = steady_state_seconds(params_.layers, p, now_);
+  initial_estimate_s_ = steady_state_seconds(params_.layers, p, now_, timing());
+  // PipeDream's objective knows no schedule: under GPipe it may pick replicas that deadlock.
+  MLSIM_CHECK(
+      std::isfinite(initial_estimate_s_),
+      "this configuration deadlocks under GPipe (a stage has more replicas than the one "
+      "before it, and the flush groups are each worker's own); use system.straight_pipeline "
+      "or the 1f1b schedule");
   initial_pipedream_objective_s_ = pipedream_objective(
       params_.layers, p, now_, {params_.straight, params_.activation_compression_ratio});
   begin_segment(p);
@@ -226,9 +233,9 @@ void PipelineTraining::conditions_changed() {
 }
 
 void PipelineTraining::consider_repartition() {
-  const Plan best = autopipe_plan(params_.layers, now_, {params_.straight});
+  const Plan best = autopipe_plan(params_.layers, now_, {params_.straight, timing()});
   configurations_timed_ += best.evaluated;
-  const double current = steady_state_seconds(params_.layers, partition_, now_);
+  const double current = steady_state_seconds(params_.layers, partition_, now_, timing());
   ++plans_evaluated_;
   if (best.partition == partition_ ||
       best.seconds_per_minibatch >= current * (1 - params_.min_gain))

@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
 #include "models/pipeline/stage_allreduce.hpp"
 #include "models/training/data_parallel_job.hpp"
@@ -78,7 +79,8 @@ struct TrainingParams {
   double samples_per_minibatch = 1;
   Policy policy = Policy::kPipeDream;
   // The op order: PipeDream's 1F1B (default) or GPipe with a flush every `gpipe_group`
-  // micro-batches (minibatches of the workload). The planners time 1F1B either way.
+  // micro-batches (minibatches of the workload). AutoPipe's planner and the estimates time the
+  // same schedule; PipeDream's objective is its own (schedule-free, as released).
   training::PipelineSchedule::Kind schedule = training::PipelineSchedule::Kind::kOneFOneB;
   std::size_t gpipe_group = 1;
   double min_gain = 0.05;
@@ -121,6 +123,8 @@ class PipelineTraining final : private training::OpObserver, private training::G
   void conditions_changed();
   void consider_repartition();
   void maybe_resume();
+  // The schedule the run executes, for the timing model.
+  ScheduleTiming timing() const { return {params_.schedule, params_.gpipe_group}; }
   // The policy's configuration for the conditions `c` (counts the configurations timed).
   Partition plan(const Conditions& c);
 

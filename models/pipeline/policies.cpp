@@ -9,8 +9,8 @@ PipelinePolicies build() {
       .add("pipedream", "PipeDream: one partition computed at the start and kept",
            Policy::kPipeDream)
       .add("autopipe",
-           "AutoPipe-style: re-partition when GPU speeds or bandwidths change and the 1F1B "
-           "model predicts a gain above min_gain",
+           "AutoPipe-style: re-partition when GPU speeds or bandwidths change and the "
+           "schedule's timing model (1F1B or GPipe) predicts a gain above min_gain",
            Policy::kAutoPipe);
   using Kind = training::PipelineSchedule::Kind;
   p.schedules

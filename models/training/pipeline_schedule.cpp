@@ -60,15 +60,9 @@ std::optional<ScheduledOp> PipelineSchedule::next(std::size_t w, std::size_t for
   if (kind_ == Kind::kOneFOneB) {
     op = next_op_limited(wk.limit, forwards, backwards, n);
   } else {
-    // The group the next backward belongs to ends at batch_end: forwards up to it, then
-    // backwards; the group's last backward hands the accumulated gradients over.
-    const std::size_t batch_end = std::min(n, (backwards / group_ + 1) * group_);
-    if (forwards < batch_end) {
-      op = StageOp::kForward;
-    } else if (backwards < forwards) {
-      op = StageOp::kBackward;
-      hands = backwards + 1 == batch_end;
-    }
+    // The group's last backward hands the accumulated gradients over.
+    op = next_op_grouped(group_, forwards, backwards, n);
+    hands = op == StageOp::kBackward && ends_group(group_, backwards, n);
   }
   if (op == StageOp::kNone) return std::nullopt;
   const bool forward = op == StageOp::kForward;

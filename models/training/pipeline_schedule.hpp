@@ -21,6 +21,7 @@
 //
 // A worker waits for the input of the op the order names even when the other kind is ready.
 // set_micro_batches() cuts the schedule (a segment ends early: the first stage stops admitting).
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -38,6 +39,22 @@ inline StageOp next_op_limited(std::size_t limit, std::size_t forwards, std::siz
   if (forwards < micro_batches && forwards - backwards < limit) return StageOp::kForward;
   if (backwards < forwards) return StageOp::kBackward;
   return StageOp::kNone;
+}
+
+// GPipe's order for a worker with `group` micro-batches per flush: every forward of the group its
+// next backward belongs to, then that group's backwards; kNone when it is finished.
+inline StageOp next_op_grouped(std::size_t group, std::size_t forwards, std::size_t backwards,
+                               std::size_t micro_batches) {
+  const std::size_t batch_end = std::min(micro_batches, (backwards / group + 1) * group);
+  if (forwards < batch_end) return StageOp::kForward;
+  if (backwards < forwards) return StageOp::kBackward;
+  return StageOp::kNone;
+}
+
+// Whether a GPipe worker's backward number `backward` (from 0) ends its group: the one that hands
+// the group's accumulated gradients over.
+inline bool ends_group(std::size_t group, std::size_t backward, std::size_t micro_batches) {
+  return (backward + 1) % group == 0 || backward + 1 == micro_batches;
 }
 
 // PipeDream's in-flight limit of a stage whose first worker is `first_worker`, run by `replicas`

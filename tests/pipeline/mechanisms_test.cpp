@@ -223,7 +223,7 @@ TEST(AutoPipe, PlanIsNeverWorseThanPipeDreamUnderItsOwnModel) {
   for (double bw : {1e8, 1e9, 1e10}) {
     const Conditions c = conditions(l, {1, 0.7, 1.3}, bw, 1e-5);
     for (bool straight : {true, false}) {
-      const Plan plan = autopipe_plan(l, c, {straight});
+      const Plan plan = autopipe_plan(l, c, {straight, {}});
       EXPECT_LE(
           plan.seconds_per_minibatch,
           steady_state_seconds(l, pipedream_partition(l, c, {straight, {}}), c) * (1 + 1e-12));

@@ -164,10 +164,10 @@ TEST(AutoPipePlanner, FindsTheHandComputedOptimum) {
   const auto l = layers({{1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}});
   const Conditions c = conditions(l, {1, 0.5}, 1e9);
   for (bool straight : {true, false}) {
-    const Plan plan = autopipe_plan(l, c, {straight});
+    const Plan plan = autopipe_plan(l, c, {straight, {}});
     EXPECT_EQ(plan.partition.first, (std::vector<std::size_t>{0, 3, 4})) << straight;
     EXPECT_NEAR(plan.seconds_per_minibatch, 6, 1e-9);
-    const Plan all = exhaustive_plan(l, c, {straight});
+    const Plan all = exhaustive_plan(l, c, {straight, {}});
     EXPECT_NEAR(all.seconds_per_minibatch, 6, 1e-9);
     // Straight: the 3 splits; with replication also the single stage on both hosts.
     EXPECT_EQ(all.evaluated, straight ? 3u : 4u);
@@ -192,7 +192,8 @@ TEST(AutoPipePlanner, MatchesTheExhaustiveSearch) {
       c.latency_in.push_back(5e-6);
     }
     for (bool straight : {true, false}) {
-      const Plan fast = autopipe_plan(l, c, {straight}), all = exhaustive_plan(l, c, {straight});
+      const Plan fast = autopipe_plan(l, c, {straight, {}}),
+                 all = exhaustive_plan(l, c, {straight, {}});
       EXPECT_NEAR(fast.seconds_per_minibatch, all.seconds_per_minibatch,
                   1e-12 * all.seconds_per_minibatch)
           << trial << " " << straight;
