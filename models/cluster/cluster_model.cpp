@@ -310,18 +310,15 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
 
 namespace {
 
-void check_events(const PlatformEvents& events, bool detailed) {
+void check_events(const PlatformEvents& events) {
   // Job runtimes come from the trace (scaled per GPU type); a host speed is not modelled.
   if (events.has(EventChange::kSpeed))
     throw InputError("events",
                      "the cluster model does not model host speed changes (job "
                      "runtimes come from the trace and the GPU type)");
-  // A failure would have to kill a job's collectives in flight and requeue it: not built yet.
-  if (detailed && (events.has(EventChange::kNodeUp) || events.has(EventChange::kLinkUp) ||
-                   events.random_failures))
-    throw InputError("events",
-                     "node and link failures are not supported in the detailed mode "
-                     "(system.detail: \"communication\"); bandwidth and latency changes are");
+  // Node and link failures are accepted in both modes: in the detailed mode a node failure
+  // kills the simulated jobs on it, and a job whose transfers find no route fails
+  // (ClusterSimulation::on_job_failed); both are requeued or dropped by system.on_failure.
 }
 
 // Lower bounds of the detailed mode's work (budget.hpp), from one pass over the job source (a
@@ -386,6 +383,8 @@ class ClusterRun {
                                                params.make_source(env.seed), env.seed, &env.nodes,
                                                env.topology.hosts());
     sim_->set_runner(runner_.get());
+    // A job held after its communication failed may be placed again once the links change.
+    if (runner_) env.links.on_change([sim = sim_.get()](auto) { sim->on_links_changed(); });
   }
   void start() { sim_->start(); }
   double progress() const { return sim_->progress(); }
@@ -406,7 +405,7 @@ std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
                                            setup.node_hardware, setup.scenario_dir);
   system.finish();
   workload.finish();
-  check_events(setup.events, params.communication != nullptr);
+  check_events(setup.events);
   int max_gpus_per_host = 1;
   for (const NodeGroup& g : params.cluster.groups)
     max_gpus_per_host = std::max(max_gpus_per_host, g.gpus_per_node);

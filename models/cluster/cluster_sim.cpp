@@ -121,6 +121,7 @@ void ClusterSimulation::request_pass() {
 }
 
 bool ClusterSimulation::eligible(const Queued& q) const {
+  if (q.held) return false;
   return params_.user_gpu_quota == 0 ||
          fair_share_.allocated(q.spec.user) + q.spec.gpus <= params_.user_gpu_quota;
 }
@@ -253,8 +254,11 @@ void ClusterSimulation::start_useful_work(std::uint64_t id) {
                 "the detailed mode needs the topology host of every pool node");
     hosts.push_back(hosts_[static_cast<std::size_t>(s.node)]);
   }
-  if (runner_->start(r.job.spec, hosts, r.placement.type, [this, id] { on_end(id); })) {
+  if (runner_->start(
+          r.job.spec, hosts, r.placement.type, [this, id] { on_end(id); },
+          [this, id] { on_job_failed(id); })) {
     r.end_event = {};
+    r.simulated = true;
     return;
   }
   r.end_event = engine_.schedule_at(r.end, [this, id] { on_end(id); });
@@ -321,7 +325,6 @@ void ClusterSimulation::drop(const Queued& q, const std::string& reason) {
 void ClusterSimulation::on_node_failure(int node) {
   // Failures after the work is done do not count (the platform's events may go on).
   if (!work_left() || !pool_.node_up(node)) return;
-  MLSIM_CHECK(runner_ == nullptr, "node failures with the detailed mode are rejected at prepare");
   const Time now = engine_.now();
   ++failures_;
   fair_share_.advance(now);
@@ -334,27 +337,63 @@ void ClusterSimulation::on_node_failure(int node) {
         hit.push_back(id);
         break;
       }
-  for (std::uint64_t id : hit) {
-    auto it = running_.find(id);
-    Running r = std::move(it->second);
-    running_.erase(it);
-    engine_.cancel(r.end_event);
-    pool_.release(r.placement);
-    fair_share_.add_rate(r.job.spec.user, -r.job.spec.gpus);
-    // Everything the job held its GPUs for is lost: it restarts from the beginning.
-    lost_gpu_seconds_ += r.job.spec.gpus * (now - r.start).seconds();
-    ++restarts_;
-    ++r.job.restarts;
-    if (!params_.requeue_on_failure) {
-      drop(r.job, "its node failed");
-      continue;
-    }
-    r.job.first_reservation.reset();
-    queue_.push(std::move(r.job));
-  }
+  for (std::uint64_t id : hit) interrupt(id, "its node failed", false);
   allocated_changed();
   series_.set(now, kUpFraction, static_cast<double>(pool_.up_gpus()) / pool_.total_gpus());
   series_.set(now, kQueuedJobs, static_cast<double>(queue_.size()));
+  request_pass();
+}
+
+void ClusterSimulation::on_job_failed(std::uint64_t id) {
+  // The runner has freed the job; the cluster treats it as a node failure's job, except that a
+  // requeued one waits for the links to change.
+  const Time now = engine_.now();
+  fair_share_.advance(now);
+  account(now);
+  auto it = running_.find(id);
+  MLSIM_CHECK(it != running_.end() && it->second.simulated, "a failure of a job not simulated");
+  it->second.simulated = false;  // nothing left to kill
+  interrupt(id,
+            "a transfer of its gradient synchronisation failed (no route left between its hosts)",
+            true);
+  allocated_changed();
+  series_.set(now, kQueuedJobs, static_cast<double>(queue_.size()));
+  request_pass();
+}
+
+void ClusterSimulation::interrupt(std::uint64_t id, const std::string& reason, bool hold) {
+  const Time now = engine_.now();
+  auto it = running_.find(id);
+  MLSIM_CHECK(it != running_.end(), "a failure of a job that is not running");
+  Running r = std::move(it->second);
+  running_.erase(it);
+  if (r.simulated)
+    runner_->kill(id);  // its collectives in flight and its ops in progress are cancelled
+  else
+    engine_.cancel(r.end_event);
+  pool_.release(r.placement);
+  fair_share_.add_rate(r.job.spec.user, -r.job.spec.gpus);
+  // Everything the job held its GPUs for is lost: it restarts from the beginning.
+  lost_gpu_seconds_ += r.job.spec.gpus * (now - r.start).seconds();
+  ++restarts_;
+  ++r.job.restarts;
+  if (!params_.requeue_on_failure) {
+    drop(r.job, reason);
+  } else {
+    r.job.first_reservation.reset();
+    r.job.held = hold;
+    held_ += hold ? 1 : 0;
+    queue_.push(std::move(r.job));
+  }
+}
+
+void ClusterSimulation::on_links_changed() {
+  if (held_ == 0) return;
+  held_ = 0;
+  queue_.visit_submit_order([](Queued& q) {
+    q.held = false;
+    return true;
+  });
   request_pass();
 }
 

@@ -88,8 +88,13 @@ class ClusterSimulation {
   void set_observer(std::function<void(const JobRecord&)> f) { observer_ = std::move(f); }
   // The detailed mode: `runner` (which must outlive the simulation) times the jobs it simulates
   // on the topology hosts their placement gives them (pool node i = hosts[i]). Set before
-  // start(); node failures are not supported with a runner (rejected at prepare time).
+  // start(). A node failure kills the simulated jobs on the node (JobRunner::kill); a job whose
+  // communication fails is requeued or dropped as a node failure's jobs are, and a requeued one
+  // waits for the next on_links_changed().
   void set_runner(JobRunner* runner) { runner_ = runner; }
+  // The links changed (a failure or a repair, of a link or a node): jobs held after a
+  // communication failure may be placed again.
+  void on_links_changed();
   const NodePool& pool() const { return pool_; }
   std::size_t queued() const { return queue_.size(); }
   std::size_t running() const { return running_.size(); }
@@ -100,7 +105,8 @@ class ClusterSimulation {
     Queued job;
     Placement placement;
     Time start, useful_start, end, estimated_end;
-    EventHandle end_event;  // the start-up's end with a runner, else the job's end
+    EventHandle end_event;   // the start-up's end with a runner, else the job's end
+    bool simulated = false;  // the runner times it (its end_event is then empty)
   };
   struct UserStats {
     std::uint64_t jobs = 0;
@@ -118,6 +124,10 @@ class ClusterSimulation {
   void start_useful_work(std::uint64_t id);
   void on_end(std::uint64_t id);
   void on_node_failure(int node);
+  void on_job_failed(std::uint64_t id);
+  // Ends a running job unfinished (its work is lost) and requeues or drops it by the policy;
+  // `hold`: a requeued job waits for on_links_changed().
+  void interrupt(std::uint64_t id, const std::string& reason, bool hold);
   void on_node_repair(int node);
   bool work_left() const;
   void drop(const Queued& q, const std::string& reason);
@@ -148,6 +158,7 @@ class ClusterSimulation {
 
   // Statistics.
   std::uint64_t submitted_ = 0, finished_ = 0, dropped_ = 0, restarts_ = 0, failures_ = 0;
+  std::size_t held_ = 0;  // queued jobs held after a communication failure
   std::uint64_t reservations_missed_ = 0;
   LogHistogram wait_, jct_;
   std::vector<UserStats> users_;

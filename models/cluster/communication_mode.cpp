@@ -13,7 +13,8 @@ struct CommunicationMode::Live {
   training::DataParallelJob core;
   training::GradientPath path;
   std::unique_ptr<training::GradientSync> sync;
-  std::function<void()> done;
+  std::function<void()> done, failed;
+  std::uint64_t serial = 0;
   int model = 0;
   Time start;
   double compute_only_s = 0;
@@ -54,7 +55,7 @@ void CommunicationMode::admit(JobSpec& job) {
 }
 
 bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts, int,
-                              std::function<void()> done) {
+                              std::function<void()> done, std::function<void()> failed) {
   if (hosts.size() < 2) {
     ++one_host_;
     return false;
@@ -86,22 +87,31 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   live->path.set_sync(live->sync.get());
   live->core.set_gradient_sink(&live->path);
   live->done = std::move(done);
+  live->failed = std::move(failed);
+  live->serial = ++serial_;
   live->model = job.model;
   live->start = engine_.now();
   live->compute_only_s = slowest * static_cast<double>(job.iterations);
   const std::uint64_t id = job.id;
-  // The core calls this from inside its own call chain: free the job from a later event.
-  live->core.set_on_finished(
-      [this, id] { engine_.schedule_in(Time::zero(), [this, id] { finish(id); }); });
+  const std::uint64_t serial = live->serial;
+  // The core and the strategy call these from inside their own call chains: free the job from
+  // a later event.
+  live->core.set_on_finished([this, id, serial] {
+    engine_.schedule_in(Time::zero(), [this, id, serial] { finish(id, serial); });
+  });
+  live->sync->set_on_failed([this, id, serial] {
+    engine_.schedule_in(Time::zero(), [this, id, serial] { fail(id, serial); });
+  });
   Live& started = *live;
   live_.emplace(id, std::move(live));
   started.core.start();
   return true;
 }
 
-void CommunicationMode::finish(std::uint64_t id) {
+void CommunicationMode::finish(std::uint64_t id, std::uint64_t serial) {
   auto it = live_.find(id);
-  MLSIM_CHECK(it != live_.end(), "the end of a job that is not running");
+  // Killed after its last iteration but before this event (a failure at the same instant).
+  if (it == live_.end() || it->second->serial != serial) return;
   std::unique_ptr<Live> live = std::move(it->second);
   live_.erase(it);
   const double useful_s = (live->core.finish_time() - live->start).seconds();
@@ -117,30 +127,64 @@ void CommunicationMode::finish(std::uint64_t id) {
   bytes_sent_ += live->sync->bytes_sent();
   bytes_delivered_ += live->sync->bytes_delivered();
   messages_ += live->sync->messages();
-  if (observer_) {
-    TrainingRecord r;
-    r.id = id;
-    r.model = live->model;
-    r.hosts = live->core.spec().workers;
-    r.iterations = live->core.spec().iterations;
-    r.start = live->start;
-    r.end = live->core.finish_time();
-    r.compute_only_s = live->compute_only_s;
-    const std::size_t layers = live->core.spec().parameters.size();
-    for (std::size_t w = 0; w < r.hosts.size(); ++w) {
-      r.updates.emplace_back();
-      for (std::size_t l = 0; l < layers; ++l) r.updates.back().push_back(live->core.updates(w, l));
-    }
-    for (std::int64_t p : live->core.spec().parameters)
-      r.gradient_bytes +=
-          p * params_.models[static_cast<std::size_t>(live->model)].bytes_per_parameter;
-    r.bytes_sent = live->sync->bytes_sent();
-    r.bytes_delivered = live->sync->bytes_delivered();
-    observer_(r);
-  }
+  observe(id, *live, TrainingRecord::Outcome::kFinished, live->core.finish_time());
   std::function<void()> done = std::move(live->done);
   live.reset();
   done();
+}
+
+void CommunicationMode::fail(std::uint64_t id, std::uint64_t serial) {
+  auto it = live_.find(id);
+  if (it == live_.end() || it->second->serial != serial) return;  // killed meanwhile
+  std::function<void()> failed = std::move(it->second->failed);
+  end_unfinished(id, TrainingRecord::Outcome::kFailed);
+  failed();
+}
+
+void CommunicationMode::kill(std::uint64_t id) {
+  MLSIM_CHECK(live_.count(id) != 0, "killing a job that is not simulated");
+  end_unfinished(id, TrainingRecord::Outcome::kKilled);
+}
+
+void CommunicationMode::end_unfinished(std::uint64_t id, TrainingRecord::Outcome outcome) {
+  auto it = live_.find(id);
+  std::unique_ptr<Live> live = std::move(it->second);
+  live_.erase(it);
+  ++(outcome == TrainingRecord::Outcome::kKilled ? killed_ : failed_);
+  // What its strategy sent so far crossed the network: it stays in the traffic totals. Its
+  // time counts in none of the statistics (the cluster counts it as lost GPU time).
+  bytes_sent_ += live->sync->bytes_sent();
+  bytes_delivered_ += live->sync->bytes_delivered();
+  messages_ += live->sync->messages();
+  observe(id, *live, outcome, engine_.now());
+  // Destroying the strategy cancels its collectives' transfers and events; destroying the core
+  // cancels its ops in progress (docs/training.md).
+  live.reset();
+}
+
+void CommunicationMode::observe(std::uint64_t id, const Live& live, TrainingRecord::Outcome outcome,
+                                Time end) const {
+  if (!observer_) return;
+  TrainingRecord r;
+  r.outcome = outcome;
+  r.id = id;
+  r.model = live.model;
+  r.hosts = live.core.spec().workers;
+  r.iterations = live.core.spec().iterations;
+  r.start = live.start;
+  r.end = end;
+  r.compute_only_s = live.compute_only_s;
+  const std::size_t layers = live.core.spec().parameters.size();
+  for (std::size_t w = 0; w < r.hosts.size(); ++w) {
+    r.updates.emplace_back();
+    for (std::size_t l = 0; l < layers; ++l) r.updates.back().push_back(live.core.updates(w, l));
+  }
+  for (std::int64_t p : live.core.spec().parameters)
+    r.gradient_bytes +=
+        p * params_.models[static_cast<std::size_t>(live.model)].bytes_per_parameter;
+  r.bytes_sent = live.sync->bytes_sent();
+  r.bytes_delivered = live.sync->bytes_delivered();
+  observer_(r);
 }
 
 void CommunicationMode::report(Results& out) const {
@@ -148,6 +192,11 @@ void CommunicationMode::report(Results& out) const {
   out.set_metric("detailed_jobs_one_host", static_cast<double>(one_host_));
   out.set_metric("detailed_jobs_running", static_cast<double>(live_.size()));
   out.set_metric("detailed_iterations", static_cast<double>(iterations_));
+  // Attempts ended unfinished: a node of the placement failed (killed), or a transfer of the
+  // job's gradient synchronisation found no route (failed); the cluster requeued or dropped
+  // them (job_restarts, jobs_dropped).
+  out.set_metric("detailed_jobs_killed", static_cast<double>(killed_));
+  out.set_metric("detailed_jobs_failed", static_cast<double>(failed_));
   // How much longer the simulated jobs ran than their compute alone: communication not hidden
   // behind backward, and contention with the other jobs on shared links.
   out.set_summary("communication_slowdown", slowdown_.summary(), "");

@@ -59,13 +59,15 @@ struct CommunicationParams {
   std::vector<TrainingModel> models;
 };
 
-// One simulated job, handed to the observer (tests) when it ends.
+// One simulated job, handed to the observer (tests) when it ends, is killed or fails.
 struct TrainingRecord {
+  enum class Outcome { kFinished, kKilled, kFailed };
+  Outcome outcome = Outcome::kFinished;
   std::uint64_t id = 0;
   int model = 0;
   std::vector<NodeId> hosts;
   std::uint64_t iterations = 0;
-  Time start, end;
+  Time start, end;            // end: of the last iteration, or when it was killed or failed
   double compute_only_s = 0;  // iterations x the slowest worker's compute per iteration
   // Per worker and layer: updates applied to its parameters (each must equal `iterations`).
   std::vector<std::vector<std::size_t>> updates;
@@ -84,7 +86,8 @@ class CommunicationMode final : public JobRunner {
 
   void admit(JobSpec& job) override;
   bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
-             std::function<void()> done) override;
+             std::function<void()> done, std::function<void()> failed) override;
+  void kill(std::uint64_t id) override;
   void report(Results& out) const override;
 
   void set_observer(std::function<void(const TrainingRecord&)> f) { observer_ = std::move(f); }
@@ -92,7 +95,13 @@ class CommunicationMode final : public JobRunner {
 
  private:
   struct Live;
-  void finish(std::uint64_t id);
+  // From engine events scheduled by the job's own callbacks; `serial` tells a requeued job's
+  // new attempt (same id) from the attempt that scheduled them.
+  void finish(std::uint64_t id, std::uint64_t serial);
+  void fail(std::uint64_t id, std::uint64_t serial);
+  // Frees a job that did not finish, keeping its traffic in the totals.
+  void end_unfinished(std::uint64_t id, TrainingRecord::Outcome outcome);
+  void observe(std::uint64_t id, const Live& live, TrainingRecord::Outcome outcome, Time end) const;
 
   Engine& engine_;
   Network& network_;
@@ -103,7 +112,8 @@ class CommunicationMode final : public JobRunner {
   std::function<void(const TrainingRecord&)> observer_;
   std::map<std::uint64_t, std::unique_ptr<Live>> live_;
   // Statistics.
-  std::uint64_t simulated_ = 0, one_host_ = 0, iterations_ = 0;
+  std::uint64_t serial_ = 0;  // attempts started
+  std::uint64_t simulated_ = 0, one_host_ = 0, iterations_ = 0, killed_ = 0, failed_ = 0;
   struct PerModel {
     std::uint64_t jobs = 0;
     double useful_s = 0, compute_only_s = 0;

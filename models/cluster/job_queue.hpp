@@ -19,6 +19,10 @@ struct QueuedJob {
   JobSpec spec;
   int restarts = 0;
   std::optional<Time> first_reservation;
+  // Requeued after its communication failed (no route between its hosts): passed over until
+  // the links change, so that it is not placed again and again at the same instant on hosts
+  // that cannot reach each other.
+  bool held = false;
 };
 
 class JobQueue {

@@ -21,10 +21,17 @@ class JobRunner {
   virtual void admit(JobSpec& job) = 0;
   // The job's useful work starts now on `hosts` (one per node of its placement, in placement
   // order) with GPUs of pool type `type`. Returns false when the runner does not simulate this
-  // job (the cluster then times it as the job-level mode does); else calls `done` once, from an
-  // engine event, when the job ends.
+  // job (the cluster then times it as the job-level mode does); else calls, once and from an
+  // engine event, either `done` when the job ends or `failed` when it cannot go on (a transfer
+  // of its gradient synchronisation failed: a link or switch down with no route left). The
+  // runner has freed the job when it calls `failed`; the cluster then applies its failure
+  // policy (requeue or drop) as for a node failure.
   virtual bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
-                     std::function<void()> done) = 0;
+                     std::function<void()> done, std::function<void()> failed) = 0;
+  // Ends a job it simulates now, unfinished (a node of its placement failed): its work in
+  // flight is cancelled and neither `done` nor `failed` runs afterwards. Not from inside the
+  // runner's own callbacks.
+  virtual void kill(std::uint64_t id) = 0;
   virtual void report(Results& out) const = 0;
 };
 

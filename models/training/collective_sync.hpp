@@ -25,6 +25,10 @@ class CollectiveSync : public GradientSync {
         slots_(copies) {
     options_.host.send_clock = &clock_;
   }
+  // Reports the collective's first failed transfer as the strategy's (GradientSync::failed).
+  void watch(collectives::Collective& c) {
+    c.set_failure_callback([this](const collectives::CollectiveResult&) { report_failure(); });
+  }
   // A spec for one chunk's all-reduce with `algorithm`: its bytes, the options' window and
   // costs (no window and no costs by default).
   collectives::CollectiveSpec chunk_spec(collectives::Algorithm algorithm, const Chunk& c) const {

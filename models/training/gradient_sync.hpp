@@ -16,6 +16,7 @@
 //     embedding layer's one chunk stands for the rows the worker used; the strategy also pulls
 //     each iteration's rows before the forward (SyncEvents::on_fetched).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -63,6 +64,24 @@ class GradientSync {
   virtual std::uint64_t messages() const = 0;
   // Transfers that failed (a link down with no route left): what depends on them never happens.
   virtual std::uint64_t failed_transfers() const { return 0; }
+
+  // Runs once, at the strategy's first failed transfer, so that whoever runs the job learns it
+  // cannot finish (and can tear it down) instead of waiting forever. It runs inside the
+  // strategy's delivery: the callee must not destroy the strategy from it (defer to an event).
+  void set_on_failed(std::function<void()> f) { on_failed_ = std::move(f); }
+  bool failed() const { return failed_; }
+
+ protected:
+  // For the strategies: a transfer of theirs failed.
+  void report_failure() {
+    if (failed_) return;
+    failed_ = true;
+    if (on_failed_) on_failed_();
+  }
+
+ private:
+  std::function<void()> on_failed_;
+  bool failed_ = false;
 };
 
 }  // namespace mlsim::training

@@ -49,6 +49,7 @@ ChunkCollectives::Entry& PsSync::open(const Chunk& c, std::uint32_t copy) {
       [this, layer = c.layer, index = c.index](std::uint32_t p, collectives::ParticipantEvent ev) {
         on_participant(layer, index, p, ev);
       });
+  watch(*e.collective);
   return e;
 }
 

@@ -27,6 +27,7 @@ void RingSync::start(std::size_t, const Chunk& c) {
           done(layer, index);
         },
         options_.links);
+    watch(*e.collective);
   }
   e.collective->start();
 }

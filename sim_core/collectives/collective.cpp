@@ -212,6 +212,15 @@ void Collective::build_algorithm() {
 // sender are being destroyed, and nothing they handed out runs afterwards.
 Collective::~Collective() = default;
 
+void Collective::set_failure_callback(FailureCallback cb) {
+  on_failure_ = std::move(cb);
+  sender_->set_on_failed([this] {
+    if (failure_reported_ || cancelled_) return;
+    failure_reported_ = true;
+    if (on_failure_) on_failure_(result());
+  });
+}
+
 void Collective::cancel() {
   cancelled_ = true;
   sender_->cancel();

@@ -169,6 +169,12 @@ class Collective {
   // Called when a participant reaches a ParticipantEvent (ps reports both; the other
   // algorithms report nothing and only on_done).
   void set_participant_callback(ParticipantCallback cb) { on_participant_ = std::move(cb); }
+  // Runs once, at the first transfer of the collective that fails in the network (a link down
+  // with no route left): the collective then never completes, and a model that waits for it
+  // learns so here instead of waiting forever. Not for the transfers cancel() ends. The callback
+  // must not destroy the collective (it runs inside the sender's delivery).
+  using FailureCallback = InlineFunction<void(const CollectiveResult&), 32>;
+  void set_failure_callback(FailureCallback cb);
   // Ends the collective now, unfinished: every transfer it has in the network is cancelled
   // (and reported failed there), its pending engine events are dropped, and neither on_done
   // nor the participant callback runs afterwards. The destructor does the same, so a model
@@ -208,6 +214,8 @@ class Collective {
   std::optional<Protocol> protocol_;
   DoneCallback on_done_;
   ParticipantCallback on_participant_;
+  FailureCallback on_failure_;
+  bool failure_reported_ = false;
   Time started_, finished_;
   bool begun_ = false;
   bool done_ = false;

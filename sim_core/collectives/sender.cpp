@@ -186,6 +186,7 @@ void Sender::on_delivered(const Message& m, std::uint32_t slot, bool failed) {
     sink_->on_message(m);
   }
   pump(m.from);
+  if (failed && on_failed_) on_failed_();
 }
 
 }  // namespace mlsim::collectives

@@ -57,6 +57,9 @@ class Sender {
   Sender(const Sender&) = delete;
   Sender& operator=(const Sender&) = delete;
   void set_sink(MessageSink* sink) { sink_ = sink; }
+  // Runs after each transfer that fails in the network (no route left), which the sink never
+  // hears of; not for the transfers cancel() ends.
+  void set_on_failed(InlineFunction<void(), 16> f) { on_failed_ = std::move(f); }
   // The protocol's costs for messages handed over from now on (before the first one).
   void set_protocol(const ProtocolCost& protocol);
 
@@ -126,6 +129,7 @@ class Sender {
   Engine& engine_;
   Network& network_;
   std::vector<NodeId> nodes_;
+  InlineFunction<void(), 16> on_failed_;
   std::uint32_t window_;
   std::uint32_t hosts_;
   std::uint64_t flow_label_;

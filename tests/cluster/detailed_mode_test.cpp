@@ -64,8 +64,9 @@ std::vector<double> run_jobs(const std::vector<std::vector<NodeId>>& placements)
     job.work = Time::s(2);
     mode.admit(job);
     EXPECT_EQ(job.iterations, 1u);
-    EXPECT_TRUE(
-        mode.start(job, placements[j], 0, [&ends, &p, j] { ends[j] = p.engine.now().seconds(); }));
+    EXPECT_TRUE(mode.start(
+        job, placements[j], 0, [&ends, &p, j] { ends[j] = p.engine.now().seconds(); },
+        [] { FAIL() << "no failure here"; }));
   }
   p.engine.run();
   EXPECT_EQ(mode.running(), 0u);
@@ -98,7 +99,8 @@ TEST(DetailedMode, OneHostJobsAreLeftToTheJobLevelTiming) {
   mode.admit(job);
   EXPECT_EQ(job.iterations, 5u);  // 10 s of work / 2 s of compute per iteration
   const std::vector<NodeId> one{0};
-  EXPECT_FALSE(mode.start(job, one, 0, [] { FAIL() << "not simulated"; }));
+  EXPECT_FALSE(mode.start(
+      job, one, 0, [] { FAIL() << "not simulated"; }, [] { FAIL() << "not simulated"; }));
 }
 
 // Through the cluster simulation: hosts of 2 GPUs, jobs of 3 GPUs span two hosts. FCFS on the

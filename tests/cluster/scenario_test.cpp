@@ -373,8 +373,8 @@ TEST(ClusterScenario, DetailedModeRunsTheShippedExcerptAndRejectsBadInput) {
   d["system"]["placement"] = "random";
   expect_error(d, "system.placement");
   d = scenario;
-  d["events"] = json::parse(R"({"list": [{"at": "1s", "node": "h0", "up": false}]})");
-  expect_error(d, "events: node and link failures are not supported in the detailed mode");
+  d["events"] = json::parse(R"({"list": [{"host": 0, "speed": 0.5}]})");
+  expect_error(d, "events: the cluster model does not model host speed changes");
   // A job list: submit order, known models, iterations only with a model.
   d = scenario;
   d["workload"]["jobs"] = json::parse(R"({"source": "list", "list": [

@@ -1,0 +1,377 @@
+// Failures in the cluster model's detailed mode (docs/cluster.md, "Failures in the detailed
+// mode"): a node failure kills the simulated jobs on the node (JobRunner::kill), a job whose
+// transfers find no route fails (GradientSync's failure report), and both are requeued or
+// dropped by the job-level mode's failure policy. Cases computed by hand, then properties under
+// random node, switch and link failures.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+
+#include "models/cluster/communication_mode.hpp"
+#include "sim_core/hardware/node_health.hpp"
+#include "sim_core/network/host_access_links.hpp"
+#include "sim_core/network/link_conditions.hpp"
+#include "tests/cluster/test_support.hpp"
+#include "tests/support/platform_bench.hpp"
+
+using namespace mlsim;
+using namespace mlsim::cluster;
+using namespace mlsim::cluster::testing;
+
+namespace {
+
+constexpr double kHostBandwidth = 4e6;  // bytes/s: one million fp32 parameters per second
+constexpr std::int64_t M = 1'000'000;
+
+TrainingModel model(const Topology& topology, const std::string& scheduler, const std::string& sync,
+                    std::vector<std::tuple<double, double, std::int64_t>> layers,
+                    training::SchedulerConfig config = {}) {
+  TrainingModel m;
+  m.name = scheduler + "_" + sync;
+  m.scheduler = scheduler;
+  m.sync = sync;
+  m.make_scheduler = training::training_policies().schedulers.get(scheduler, "").value;
+  m.make_sync = training::training_policies().syncs.get(sync, "").value;
+  m.config = config;
+  auto times = std::make_shared<ProfileSeconds>();
+  for (const auto& [f, b, p] : layers) {
+    times->push_back({f, b});
+    m.parameters.push_back(p);
+    m.reference_iteration_s += f + b;
+  }
+  m.times.assign(topology.nodes().size(), nullptr);
+  for (NodeId h : topology.hosts()) m.times[h] = times;
+  return m;
+}
+
+// Two leaves of two hosts under one spine, each leaf's one uplink at the hosts' 4e6 B/s.
+Topology two_leaves() {
+  return build_topology(
+      LeafSpineSpec{2, 2, 1, 2.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()});
+}
+
+// A cluster run in the detailed mode with the platform's failure plumbing: LinkConditions and
+// NodeHealth as the runner wires them (a node failure takes its links down first, then the
+// cluster hears of it; a link change releases the jobs held after a communication failure).
+struct FailureRun {
+  // `models` empty: one model of one layer (forward 1 s, backward 1 s, 1M parameters, FIFO
+  // ring); else built on the run's topology.
+  FailureRun(Topology t, ClusterParams c, std::unique_ptr<JobSource> source,
+             std::function<std::vector<TrainingModel>(const Topology&)> models = {},
+             std::uint64_t seed = 1)
+      : p(std::move(t)), links(p.topology, p.network), health(p.topology.nodes().size()) {
+    if (models)
+      params.models = models(p.topology);
+    else
+      params.models.push_back(model(p.topology, "fifo", "ring", {{1.0, 1.0, M}}));
+    mode = std::make_unique<CommunicationMode>(p.engine, p.network, p.compute, params,
+                                               RandomStream(seed, "models"));
+    sim = std::make_unique<ClusterSimulation>(p.engine, std::move(c), std::move(source), 1, &health,
+                                              p.topology.hosts());
+    sim->set_runner(mode.get());
+    links.on_change([this](auto) { sim->on_links_changed(); });
+    sim->set_observer([this](const JobRecord& r) { records.push_back(r); });
+    mode->set_observer([this](const TrainingRecord& r) { trained.push_back(r); });
+  }
+  FailureRun(Topology t, ClusterParams c, std::vector<JobSpec> jobs)
+      : FailureRun(std::move(t), std::move(c), list_source(std::move(jobs))) {}
+  FailureRun(const FailureRun&) = delete;
+  FailureRun& operator=(const FailureRun&) = delete;
+
+  void fail_node(NodeId n, double at, double repair_after = -1) {
+    p.engine.schedule_at(Time::from_seconds(at), [this, n] {
+      links.set_node_up(n, false);
+      health.set_up(n, false);
+    });
+    if (repair_after >= 0)
+      p.engine.schedule_at(Time::from_seconds(at + repair_after), [this, n] {
+        links.set_node_up(n, true);
+        health.set_up(n, true);
+      });
+  }
+  void fail_host_link(NodeId host, double at, double repair_after = -1) {
+    const AccessLinks a = host_access_links(p.topology, host, "test host");
+    p.engine.schedule_at(Time::from_seconds(at), [this, a] {
+      links.set_link_up(std::vector<LinkId>{a.up, a.down}, false);
+    });
+    if (repair_after >= 0)
+      p.engine.schedule_at(Time::from_seconds(at + repair_after), [this, a] {
+        links.set_link_up(std::vector<LinkId>{a.up, a.down}, true);
+      });
+  }
+  Results run() {
+    sim->start();
+    p.engine.run();
+    Results out;
+    sim->report(out);
+    return out;
+  }
+
+  test::PlatformBench p;
+  LinkConditions links;
+  NodeHealth health;
+  CommunicationParams params;
+  std::unique_ptr<CommunicationMode> mode;
+  std::unique_ptr<ClusterSimulation> sim;
+  std::vector<JobRecord> records;
+  std::vector<TrainingRecord> trained;
+};
+
+}  // namespace
+
+// One 3-GPU job on hosts of 2 GPUs (one iteration: forward 1 s, backward 1 s, 1M parameters,
+// FIFO ring). FCFS places it on hosts 0 and 1 (the most free GPUs, lower index first): F [0,1],
+// B [1,2], then the ring all-reduce of 4 MB in 2 steps of 2 MB at 4e6 B/s, 0.5 s each: alone it
+// ends at 3 s.
+// Host 1 fails at 2.25 s, mid-step 1: the runner kills the attempt (its two 2 MB transfers are
+// cancelled, 1 MB of each through), the cluster requeues it and places it at once on the free
+// hosts with the most GPUs, 0 and 2 (1 is down), across the uplinks: alone again, so it runs
+// 3 s and ends at 2.25 + 3 = 5.25 s. Lost: 3 GPUs x 2.25 s. The network delivered only the
+// second attempt's 2 transfers x 2 steps x 2 MB = 8 MB; the first attempt's 4 MB failed there
+// (cancelled).
+TEST(DetailedFailures, ANodeFailureKillsTheJobAndTheClusterRequeuesIt) {
+  FailureRun r(two_leaves(), one_type(4, 2, Policy::kFcfs), {job(0, 3, 2)});
+  r.fail_node(1, 2.25);
+  const Results out = r.run();
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_TRUE(r.records[0].finished);
+  EXPECT_EQ(r.records[0].restarts, 1);
+  EXPECT_DOUBLE_EQ(r.records[0].start.seconds(), 2.25);
+  EXPECT_DOUBLE_EQ(r.records[0].end.seconds(), 5.25);
+  ASSERT_EQ(r.records[0].slices.size(), 2u);
+  EXPECT_EQ(r.records[0].slices[0].node, 0);
+  EXPECT_EQ(r.records[0].slices[1].node, 2);
+  ASSERT_EQ(r.trained.size(), 2u);
+  EXPECT_EQ(r.trained[0].outcome, TrainingRecord::Outcome::kKilled);
+  EXPECT_DOUBLE_EQ(r.trained[0].end.seconds(), 2.25);
+  EXPECT_EQ(r.trained[0].bytes_sent, 4 * M);
+  EXPECT_EQ(r.trained[0].bytes_delivered, 0);
+  EXPECT_EQ(r.trained[1].outcome, TrainingRecord::Outcome::kFinished);
+  EXPECT_EQ(r.p.network.totals().bytes_delivered.count, 8 * M);
+  EXPECT_EQ(r.p.network.totals().bytes_failed.count, 4 * M);
+  EXPECT_EQ(r.p.network.totals().transfers_in_flight, 0u);
+  EXPECT_EQ(r.mode->running(), 0u);
+  EXPECT_EQ(out.metrics().at("detailed_jobs_killed"), 1);
+  EXPECT_EQ(out.metrics().at("detailed_jobs_simulated"), 1);
+  EXPECT_EQ(out.metrics().at("job_restarts"), 1);
+  EXPECT_DOUBLE_EQ(out.metrics().at("lost_gpu_hours"), 3 * 2.25 / 3600);
+}
+
+// The same failure with on_failure "drop": the job is reported dropped, once, at 2.25 s.
+TEST(DetailedFailures, ANodeFailureDropsTheJobUnderTheDropPolicy) {
+  ClusterParams c = one_type(4, 2, Policy::kFcfs);
+  c.requeue_on_failure = false;
+  FailureRun r(two_leaves(), c, {job(0, 3, 2)});
+  r.fail_node(1, 2.25);
+  const Results out = r.run();
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_FALSE(r.records[0].finished);
+  EXPECT_EQ(r.records[0].drop_reason, "its node failed");
+  EXPECT_EQ(out.metrics().at("jobs_dropped"), 1);
+  EXPECT_EQ(out.metrics().at("detailed_jobs_killed"), 1);
+  EXPECT_EQ(r.p.network.totals().transfers_in_flight, 0u);
+  EXPECT_EQ(r.mode->running(), 0u);
+}
+
+// Host 1's own link (not the node) goes down at 2.25 s, mid-step 1, and comes back at 4 s. The
+// two transfers of step 1 both cross it (0 -> 1 arrives over it, 1 -> 0 leaves over it) and
+// find no route: the ring's collective reports its first failed transfer, the strategy reports
+// the job failed, and the runner frees it and tells the cluster (an event at 2.25 s). The
+// cluster requeues it held: the pool still sees host 1 up, so without the hold it would place
+// the job on hosts 0 and 1 again at once and fail again at the same instant. At 4 s the link
+// change releases it; FCFS places it on hosts 0 and 1 again: 4 + 3 = 7 s.
+TEST(DetailedFailures, AFailedTransferFailsTheJobWhichWaitsForTheLinksToChange) {
+  FailureRun r(two_leaves(), one_type(4, 2, Policy::kFcfs), {job(0, 3, 2)});
+  r.fail_host_link(1, 2.25, 1.75);
+  const Results out = r.run();
+  ASSERT_EQ(r.records.size(), 1u);
+  EXPECT_TRUE(r.records[0].finished);
+  EXPECT_EQ(r.records[0].restarts, 1);
+  EXPECT_DOUBLE_EQ(r.records[0].start.seconds(), 4);
+  EXPECT_DOUBLE_EQ(r.records[0].end.seconds(), 7);
+  EXPECT_EQ(r.records[0].slices[1].node, 1);
+  ASSERT_EQ(r.trained.size(), 2u);
+  EXPECT_EQ(r.trained[0].outcome, TrainingRecord::Outcome::kFailed);
+  EXPECT_DOUBLE_EQ(r.trained[0].end.seconds(), 2.25);
+  EXPECT_EQ(out.metrics().at("detailed_jobs_failed"), 1);
+  EXPECT_EQ(out.metrics().at("detailed_jobs_killed"), 0);
+  EXPECT_DOUBLE_EQ(out.metrics().at("lost_gpu_hours"), 3 * 2.25 / 3600);
+  EXPECT_EQ(r.p.network.totals().transfers_in_flight, 0u);
+}
+
+// Never repaired: the job stays held and the run ends with it unfinished (reported as such,
+// never finished nor dropped).
+TEST(DetailedFailures, AJobHeldForeverIsReportedUnfinished) {
+  FailureRun r(two_leaves(), one_type(4, 2, Policy::kFcfs), {job(0, 3, 2)});
+  r.fail_host_link(1, 2.25);
+  const Results out = r.run();
+  EXPECT_TRUE(r.records.empty());
+  EXPECT_EQ(out.metrics().at("jobs_unfinished"), 1);
+  EXPECT_EQ(r.sim->queued(), 1u);
+  EXPECT_EQ(r.mode->running(), 0u);
+}
+
+// A collective whose transfer fails reports it once (sim_core/collectives), and only for a
+// failure in the network, not for its own cancellation: the runner alone, job on hosts 0 and 2
+// (across the spine), the spine fails at 2.25 s: no route between the leaves, `failed` runs
+// once at 2.25 s and `done` never.
+TEST(DetailedFailures, TheRunnerReportsAFailedCollectiveOnce) {
+  test::PlatformBench p(two_leaves());
+  LinkConditions links(p.topology, p.network);
+  CommunicationParams params;
+  params.models.push_back(model(p.topology, "fifo", "ring", {{1.0, 1.0, M}}));
+  CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+  JobSpec job;
+  job.work = Time::s(2);
+  mode.admit(job);
+  int failed = 0;
+  double failed_at = -1;
+  const std::vector<NodeId> hosts{0, 2};
+  ASSERT_TRUE(mode.start(
+      job, hosts, 0, [] { FAIL() << "cannot finish"; },
+      [&] {
+        ++failed;
+        failed_at = p.engine.now().seconds();
+      }));
+  // The one spine: the switch linked to no host.
+  std::optional<NodeId> spine;
+  for (NodeId n = 0; n < p.topology.nodes().size(); ++n) {
+    bool near_host = false;
+    for (NodeId h : p.topology.hosts())
+      near_host = near_host || h == n || !links_between(p.topology, n, h).empty();
+    if (!near_host) spine = n;
+  }
+  ASSERT_TRUE(spine.has_value());
+  p.engine.schedule_at(Time::from_seconds(2.25), [&] { links.set_node_up(*spine, false); });
+  p.engine.run();
+  EXPECT_EQ(failed, 1);
+  EXPECT_DOUBLE_EQ(failed_at, 2.25);
+  EXPECT_EQ(mode.running(), 0u);
+  EXPECT_EQ(p.network.totals().transfers_in_flight, 0u);
+  Results out;
+  mode.report(out);
+  EXPECT_EQ(out.metrics().at("detailed_jobs_failed"), 1);
+}
+
+// Random job streams under random failures of hosts, switches (leaves cut their hosts off,
+// spines reroute) and host links, every one repaired, with both failure policies:
+//   - every job is reported exactly once: finished, or dropped with a reason (requeue: every
+//     job that fits the pool finishes);
+//   - every attempt the runner ended unfinished is counted once (killed or failed), and the
+//     finished attempt of a job applied every update exactly once per iteration and delivered
+//     exactly what its strategy implies;
+//   - the network delivered exactly what the attempts' strategies delivered, has nothing in
+//     flight, and no job is left running.
+TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
+  std::mt19937_64 rng(11);
+  auto integer = [&](std::int64_t a, std::int64_t b) {
+    return std::uniform_int_distribution<std::int64_t>(a, b)(rng);
+  };
+  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<>(a, b)(rng); };
+  std::uint64_t killed_total = 0, failed_total = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    ClusterParams c = one_type(6, 2, trial % 2 ? Policy::kEasyBackfill : Policy::kFcfs);
+    c.estimate_factor = 1.5;
+    c.requeue_on_failure = trial % 3 != 2;
+    if (trial % 4 == 1) c.racks = {0, 0, 0, 1, 1, 1};
+    PoissonOptions o;
+    o.jobs = 20;
+    o.mean_interarrival = Time::s(0.3);
+    o.mean_duration = Time::s(1.5);
+    o.gpus = {1, 3, 4, 6, 13};
+    auto models = [&](const Topology& topology) {
+      std::vector<TrainingModel> out;
+      for (const char* sync : {"ring", "ps"})
+        for (const char* scheduler : {"fifo", "bytescheduler"}) {
+          std::vector<std::tuple<double, double, std::int64_t>> layers;
+          for (std::int64_t l = integer(1, 3); l > 0; --l)
+            layers.emplace_back(uniform(0.01, 0.2), uniform(0.01, 0.2), integer(1, M));
+          const training::SchedulerConfig config =
+              std::string(scheduler) == "fifo"
+                  ? training::SchedulerConfig{}
+                  : training::SchedulerConfig{integer(1, M), integer(1, 3 * M)};
+          out.push_back(model(topology, scheduler, sync, layers, config));
+        }
+      return out;
+    };
+    FailureRun r(build_topology(LeafSpineSpec{
+                     2, 3, 2, 1.5, LinkSpec{Bandwidth{kHostBandwidth}, Time::us(5)}, Time::us(5)}),
+                 c,
+                 std::make_unique<PoissonJobSource>(
+                     o, RandomStream(static_cast<std::uint64_t>(trial), "jobs")),
+                 models, static_cast<std::uint64_t>(trial));
+    const std::vector<NodeId> hosts = r.p.topology.hosts();
+    std::vector<NodeId> switches;
+    for (NodeId n = 0; n < r.p.topology.nodes().size(); ++n)
+      if (std::find(hosts.begin(), hosts.end(), n) == hosts.end()) switches.push_back(n);
+    for (int f = static_cast<int>(integer(3, 8)); f > 0; --f) {
+      const double at = uniform(0, 12), repair = uniform(0.1, 3);
+      switch (integer(0, 2)) {
+        case 0:
+          r.fail_node(hosts[static_cast<std::size_t>(integer(0, 5))], at, repair);
+          break;
+        case 1:
+          r.fail_node(switches[static_cast<std::size_t>(
+                          integer(0, static_cast<std::int64_t>(switches.size()) - 1))],
+                      at, repair);
+          break;
+        default:
+          r.fail_host_link(hosts[static_cast<std::size_t>(integer(0, 5))], at, repair);
+      }
+    }
+    const Results out = r.run();
+    ASSERT_EQ(r.records.size(), o.jobs);
+    std::vector<int> seen(o.jobs, 0);
+    for (const JobRecord& j : r.records) {
+      ++seen[j.spec.id];
+      if (j.spec.gpus > 12) {
+        EXPECT_FALSE(j.finished);
+      } else if (c.requeue_on_failure) {
+        EXPECT_TRUE(j.finished) << j.drop_reason;
+      }
+      if (!j.finished) {
+        EXPECT_FALSE(j.drop_reason.empty());
+      }
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(o.jobs));
+    std::int64_t delivered = 0;
+    std::uint64_t killed = 0, failed = 0;
+    std::map<std::uint64_t, int> finished_attempts;
+    for (const TrainingRecord& t : r.trained) {
+      delivered += t.bytes_delivered;
+      if (t.outcome == TrainingRecord::Outcome::kKilled) ++killed;
+      if (t.outcome == TrainingRecord::Outcome::kFailed) ++failed;
+      if (t.outcome != TrainingRecord::Outcome::kFinished) continue;
+      ++finished_attempts[t.id];
+      for (const auto& worker : t.updates)
+        for (std::size_t u : worker) EXPECT_EQ(u, t.iterations);
+      const auto w = static_cast<std::int64_t>(t.hosts.size());
+      const std::int64_t per_iteration =
+          r.params.models[static_cast<std::size_t>(t.model)].sync == "ring"
+              ? 2 * (w - 1) * t.gradient_bytes
+              : 2 * w * t.gradient_bytes;
+      EXPECT_EQ(t.bytes_delivered, per_iteration * static_cast<std::int64_t>(t.iterations));
+    }
+    // A job spanning hosts that finished did so in exactly one simulated attempt.
+    for (const JobRecord& j : r.records)
+      if (j.finished && j.slices.size() > 1) {
+        EXPECT_EQ(finished_attempts[j.spec.id], 1) << "job " << j.spec.id;
+      }
+    for (const auto& [id, n] : finished_attempts) EXPECT_EQ(n, 1) << "job " << id;
+    EXPECT_EQ(out.metrics().at("detailed_jobs_killed"), static_cast<double>(killed));
+    EXPECT_EQ(out.metrics().at("detailed_jobs_failed"), static_cast<double>(failed));
+    EXPECT_LE(static_cast<double>(killed + failed), out.metrics().at("job_restarts"));
+    EXPECT_EQ(r.p.network.totals().bytes_delivered.count, delivered);
+    EXPECT_EQ(r.p.network.totals().transfers_in_flight, 0u);
+    EXPECT_EQ(r.mode->running(), 0u);
+    killed_total += killed;
+    failed_total += failed;
+  }
+  // The failures did hit simulated jobs, both ways (else the properties above say little).
+  EXPECT_GT(killed_total, 0u);
+  EXPECT_GT(failed_total, 0u);
+}
