@@ -179,3 +179,33 @@ TEST(Collective, LinkFailureReroutesOrReportsIncomplete) {
   EXPECT_GT(r.failed_transfers, 0u);
   EXPECT_EQ(net.totals().transfers_in_flight, 0u);
 }
+
+TEST(Collective, FailureCallbackRunsOnceAtTheFirstFailedTransfer) {
+  // Star of 4, ring all-reduce of 4 MB: step one sends 1 MB per host, 1 ms at 1 byte per ns, so
+  // at 500 us every first message is still in flight. Host 0's cable (link 0) fails then: the
+  // message on it fails at that instant, the callback runs once with the collective unfinished,
+  // on_done never runs, and later failures (none can be delivered any more) report nothing.
+  const Topology star = build_topology(StarSpec{4, kLink});
+  Engine engine;
+  FluidNetwork net(engine, star, Sharing::kMaxMin);
+  int done_calls = 0, failure_calls = 0;
+  Time failed_at;
+  CollectiveResult at_failure;
+  Collective c(engine, net, star.hosts(), make(Algorithm::kRing, 4'000'000),
+               [&](const CollectiveResult&) { ++done_calls; });
+  c.set_failure_callback([&](const CollectiveResult& r) {
+    ++failure_calls;
+    failed_at = engine.now();
+    at_failure = r;
+  });
+  engine.schedule_at(Time::us(500), [&n = net] { n.set_link_up(0, false); });
+  c.start();
+  engine.run();
+  EXPECT_EQ(failure_calls, 1);
+  EXPECT_EQ(failed_at, Time::us(500));
+  EXPECT_FALSE(at_failure.completed);
+  EXPECT_GE(at_failure.failed_transfers, 1u);
+  EXPECT_EQ(done_calls, 0);
+  EXPECT_FALSE(c.done());
+  EXPECT_EQ(net.totals().transfers_in_flight, 0u);
+}

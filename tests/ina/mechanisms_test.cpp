@@ -21,6 +21,36 @@ ClusterParams base(PolicyKind policy) {
   p.atp_timeout = Time::ms(10);
   return p;
 }
+
+// A less communication-intensive job L (3 workers, compute 1+1 ms, worker 2 on host 2 at half
+// speed, as {"host": 2, "speed": 0.5} in the events section sets it) and a more intensive job H
+// (2 workers, compute 0.1+0.1 ms, the same 62-value gradient) arriving at `high_arrival`, on
+// one aggregator's worth of switch memory.
+struct LowAndHigh {
+  LowAndHigh(PolicyKind policy, Time high_arrival)
+      : params(jobs(policy, high_arrival)),
+        speeds(slow_worker_two()),
+        platform(engine, speeds),
+        cluster(engine, params, nullptr, nullptr, &platform.compute) {}
+
+  static ClusterParams jobs(PolicyKind policy, Time high_arrival) {
+    ClusterParams p = one_aggregator(policy);
+    p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 3, 1));
+    p.jobs.push_back(job(one_layer(0.1, 0.1, 62), 2, 1, high_arrival));
+    return p;
+  }
+  static HostSpeeds slow_worker_two() {
+    HostSpeeds s(8);
+    s.set_speed(2, 0.5);
+    return s;
+  }
+
+  Engine engine;
+  ClusterParams params;
+  HostSpeeds speeds;
+  ComputeOn platform;
+  InaCluster cluster;
+};
 }  // namespace
 
 // Two workers, one 62-value chunk, one aggregator's worth of memory.
@@ -129,16 +159,9 @@ TEST(InaMechanisms, AtpCollisionFallsBackToTheParameterServer) {
 // 4,000,950 + 500 = 4,001,450 at the PS, which completes 3 + 4 = 7; result at the switch
 // 4,001,475 + 900 = 4,002,375; at the workers 4,002,400 + 500 = 4,002,900.
 TEST(InaMechanisms, DsaPreemptionCompletesAtThePsWithSelectiveRetransmission) {
-  Engine engine;
-  ClusterParams p = one_aggregator(PolicyKind::kDsa);
-  JobSpec low = job(one_layer(1.0, 1.0, 62), 3, 1);
-  p.jobs.push_back(low);
-  p.jobs.push_back(job(one_layer(0.1, 0.1, 62), 2, 1, Time::us(2500)));
-  // Worker 2 of L (host 2) at half speed: {"host": 2, "speed": 0.5} in the events section.
-  HostSpeeds speeds(8);
-  speeds.set_speed(2, 0.5);
-  ComputeOn platform(engine, speeds);
-  InaCluster cluster(engine, p, nullptr, nullptr, &platform.compute);
+  LowAndHigh run(PolicyKind::kDsa, Time::us(2500));
+  Engine& engine = run.engine;
+  InaCluster& cluster = run.cluster;
   std::vector<PoolEvent> events;
   cluster.policy().pool().set_observer([&](const PoolEvent& e) { events.push_back(e); });
   cluster.start();
@@ -186,14 +209,9 @@ TEST(InaMechanisms, DsaPreemptionCompletesAtThePsWithSelectiveRetransmission) {
 //   4,003,350 + 500 = 4,003,850), where the chunk is finished: a late duplicate, dropped. Only the
 //   missing worker resent; its contribution is counted once.
 TEST(InaMechanisms, DsaPreemptsAnInProgressAggregatorAndOnlyTheMissingWorkerResends) {
-  Engine engine;
-  ClusterParams p = one_aggregator(PolicyKind::kDsa);
-  p.jobs.push_back(job(one_layer(1.0, 1.0, 62), 3, 1));
-  p.jobs.push_back(job(one_layer(0.1, 0.1, 62), 2, 1, Time::ns(3'799'500)));
-  HostSpeeds speeds(8);
-  speeds.set_speed(2, 0.5);
-  ComputeOn platform(engine, speeds);
-  InaCluster cluster(engine, p, nullptr, nullptr, &platform.compute);
+  LowAndHigh run(PolicyKind::kDsa, Time::ns(3'799'500));
+  Engine& engine = run.engine;
+  InaCluster& cluster = run.cluster;
   OwnershipTracker ownership;
   std::vector<PoolEvent> events;
   cluster.policy().pool().set_observer([&](const PoolEvent& e) {
@@ -233,16 +251,9 @@ TEST(InaMechanisms, DsaPreemptsAnInProgressAggregatorAndOnlyTheMissingWorkerRese
 
 // The same arrival under ATP: no preemption, H falls back to its PS, L waits for worker 2.
 TEST(InaMechanisms, AtpKeepsTheLowPriorityPartial) {
-  Engine engine;
-  ClusterParams p = one_aggregator(PolicyKind::kAtp);
-  JobSpec low = job(one_layer(1.0, 1.0, 62), 3, 1);
-  p.jobs.push_back(low);
-  p.jobs.push_back(job(one_layer(0.1, 0.1, 62), 2, 1, Time::us(2500)));
-  // Worker 2 of L (host 2) at half speed: {"host": 2, "speed": 0.5} in the events section.
-  HostSpeeds speeds(8);
-  speeds.set_speed(2, 0.5);
-  ComputeOn platform(engine, speeds);
-  InaCluster cluster(engine, p, nullptr, nullptr, &platform.compute);
+  LowAndHigh run(PolicyKind::kAtp, Time::us(2500));
+  Engine& engine = run.engine;
+  InaCluster& cluster = run.cluster;
   cluster.start();
   engine.run();
   ASSERT_TRUE(cluster.all_finished());
