@@ -263,21 +263,20 @@ struct Shipped {
 
 std::vector<Shipped> shipped_scenarios() {
   std::vector<Shipped> out;
-  std::vector<std::filesystem::path> files;
   for (const auto& folder : {kScenarios, kServingScenarios})
-    for (const auto& e : std::filesystem::directory_iterator(folder)) files.push_back(e.path());
-  for (const auto& path : files) {
-    const std::filesystem::directory_entry e(path);
-    if (e.path().extension() != ".json") continue;
-    std::ifstream in(e.path());
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto doc = nlohmann::json::parse(text);
-    Shipped s{e.path(), doc.at("system").at("model").get<std::string>(), {std::nullopt}, false};
-    if (doc.contains("variants"))
-      for (const auto& [name, _] : doc["variants"].items()) s.variants.emplace_back(name);
-    s.needs_shared_data = text.find("shared/data") != std::string::npos;
-    out.push_back(std::move(s));
-  }
+    for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+      const std::filesystem::path& path = entry.path();
+      if (path.extension() != ".json") continue;
+      std::ifstream in(path);
+      const std::string text((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+      const auto doc = nlohmann::json::parse(text);
+      Shipped s{path, doc.at("system").at("model").get<std::string>(), {std::nullopt}, false};
+      if (doc.contains("variants"))
+        for (const auto& [name, _] : doc["variants"].items()) s.variants.emplace_back(name);
+      s.needs_shared_data = text.find("shared/data") != std::string::npos;
+      out.push_back(std::move(s));
+    }
   std::sort(out.begin(), out.end(),
             [](const Shipped& a, const Shipped& b) { return a.file < b.file; });
   return out;
