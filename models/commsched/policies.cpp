@@ -31,6 +31,13 @@ CommschedPolicies build() {
            CreditScope::kPush)
       .add("push_pull", "PS mode: a chunk holds its credit until its pull is back",
            CreditScope::kPushPull);
+  p.transports
+      .add("none", "no per-message cost unless message_cpu / message_overhead give one",
+           Transport::kNone)
+      .add("tcp", "per-message costs of kernel TCP (30 us sender CPU, 50 us delay) [assumed]",
+           Transport::kTcp)
+      .add("rdma", "per-message costs of RDMA (3 us sender CPU, 10 us delay) [assumed]",
+           Transport::kRdma);
   return p;
 }
 
@@ -42,6 +49,7 @@ std::vector<PolicyInfo> CommschedPolicies::describe() const {
   schedulers.describe(out);
   tuners.describe(out);
   credit_scopes.describe(out);
+  transports.describe(out);
   return out;
 }
 

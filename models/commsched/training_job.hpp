@@ -72,12 +72,19 @@ struct JobSpec {
   Bandwidth ps_aggregation;  // 0 = summing is free
   std::int64_t bigarray_bound = 1'000'000;
   CreditScope credit_scope = CreditScope::kPush;
+  // FIFO: the framework's communication engines per scheduler (per worker in PS mode, per job
+  // in all-reduce mode), each one tensor at a time in ready order; 0 = every ready tensor at
+  // once (MXNet's kvstore handing every push to ps-lite as it is produced).
+  int fifo_engines = 1;
+  // ByteScheduler: a released chunk's credit reaches the Core this much later (its end
+  // callback into the Core's Python thread, which then pops the next chunk) [assumed, 0 = free].
+  Time credit_delay;
   bool record_trace = false;  // keep every chunk event (tests)
 };
 
 // FIFO is the framework's own behaviour whatever the configuration: whole tensors in ready order,
-// all at once in PS mode (MXNet pushes each gradient as it is produced), one at a time in
-// all-reduce mode (Horovod runs collectives in order on one stream) [inferred].
+// by JobSpec::fifo_engines engines (what FIFO reports below is the credit-1 view of one engine,
+// used only when no engines count is known).
 SchedulerConfig fifo_config(Mode mode);
 
 struct Decision {

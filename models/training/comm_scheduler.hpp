@@ -38,6 +38,9 @@ struct SchedulerSetup {
   // The synchronisation strategy runs one tensor at a time (Horovod's collectives in order on
   // one stream): the framework's FIFO then starts a tensor only when the previous one is done.
   bool one_tensor_at_a_time = false;
+  // The framework FIFO's engines: tensors in flight at once, in the order they became ready
+  // (0 = no limit). Absent: 1 when the strategy runs one tensor at a time, else no limit.
+  std::optional<int> fifo_engines;
 };
 
 }  // namespace mlsim::training
