@@ -98,8 +98,10 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   for (NodeId h : job.servers) host_access_links(topology, h, "a commsched parameter server");
   if (ps) {
     job.credit_scope = policies.credit_scopes.choose_or(system, "credit_scope", "push").value;
-  } else if (system.has("credit_scope")) {
-    throw InputError(system.path_of("credit_scope"), "only for PS mode");
+    job.scheduling = policies.schedulings.choose_or(system, "scheduling", "every_worker").value;
+  } else {
+    for (const char* key : {"credit_scope", "scheduling"})
+      if (system.has(key)) throw InputError(system.path_of(key), "only for PS mode");
   }
   // Per-message costs: `transport` names a profile that gives their defaults, the keys override
   // it (docs/commsched.md, "Costs per partition and per credit"). Neither profile is measured:

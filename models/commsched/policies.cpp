@@ -38,6 +38,13 @@ CommschedPolicies build() {
            Transport::kTcp)
       .add("rdma", "per-message costs of RDMA (3 us sender CPU, 10 us delay) [assumed]",
            Transport::kRdma);
+  p.schedulings
+      .add("every_worker", "PS mode: every worker's ByteScheduler orders and paces its chunks",
+           Scheduling::kEveryWorker)
+      .add("rank0",
+           "PS mode, as ByteScheduler's MXNet plugin runs: worker 0 schedules, the others push "
+           "every chunk as soon as it is ready",
+           Scheduling::kRankZero);
   return p;
 }
 
@@ -50,6 +57,7 @@ std::vector<PolicyInfo> CommschedPolicies::describe() const {
   tuners.describe(out);
   credit_scopes.describe(out);
   transports.describe(out);
+  schedulings.describe(out);
   return out;
 }
 

@@ -17,6 +17,7 @@ struct CommschedPolicies {
   PolicyRegistry<Tuner> tuners{"tuner"};
   PolicyRegistry<CreditScope> credit_scopes{"credit_scope"};
   PolicyRegistry<Transport> transports{"transport"};
+  PolicyRegistry<Scheduling> schedulings{"scheduling"};
   std::vector<PolicyInfo> describe() const;
 };
 

@@ -62,6 +62,8 @@ TrainingJob::TrainingJob(Engine& engine, Network& network, Compute& compute, Job
     path_.set_fifo_engines(spec_.fifo_engines);
   } else {
     path_.set_credit_delay(spec_.credit_delay);
+    if (spec_.mode == Mode::kParameterServer && spec_.scheduling == Scheduling::kRankZero)
+      path_.set_scheduling_owners(1);
   }
   path_.set_sync(sync_.get());
   core_.set_gradient_sink(&path_);

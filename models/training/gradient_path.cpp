@@ -22,8 +22,9 @@ void GradientPath::set_sync(GradientSync* sync) {
   per_worker_ = sync_->entry() == GradientSync::Entry::kPerWorker;
   const std::size_t owners = per_worker_ ? job_.gradient_workers() : 1;
   for (std::size_t i = 0; i < owners; ++i)
-    schedulers_.push_back(
-        make_scheduler_(SchedulerSetup{initial_, sync_->one_tensor_at_a_time(), fifo_engines_}));
+    schedulers_.push_back(make_scheduler_(
+        SchedulerSetup{initial_, sync_->one_tensor_at_a_time(), fifo_engines_,
+                       scheduling_owners_.has_value() && i >= *scheduling_owners_}));
   const std::size_t layers = job_.gradient_layers();
   chunks_left_.assign(owners, std::vector<std::uint32_t>(layers, 0));
   produced_.assign(layers, 0);

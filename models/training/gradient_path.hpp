@@ -47,6 +47,9 @@ class GradientPath final : public GradientSink, public SyncEvents {
   // cost of a scheduler that runs outside the framework's engine (ByteScheduler's Core is
   // told of a chunk's end by a callback into its own thread, which then pops the next chunk).
   void set_credit_delay(Time delay) { credit_delay_ = delay; }
+  // Before set_sync: only the first `owners` schedulers schedule; the others start every chunk
+  // as soon as it is ready (SchedulerSetup::immediate). Absent: every owner schedules.
+  void set_scheduling_owners(std::optional<std::size_t> owners) { scheduling_owners_ = owners; }
 
   // The strategy the path feeds (it calls on_chunk back); builds the schedulers it needs.
   void set_sync(GradientSync* sync);
@@ -80,6 +83,7 @@ class GradientPath final : public GradientSink, public SyncEvents {
   bool record_trace_;
   std::vector<ChunkEvent> trace_;
   std::optional<int> fifo_engines_;
+  std::optional<std::size_t> scheduling_owners_;
   Time credit_delay_;
   // Credit returns still to come (credit_delay_), by sequence; cancelled if the path goes first.
   std::map<std::uint64_t, EventHandle> pending_;

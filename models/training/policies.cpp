@@ -29,7 +29,7 @@ TrainingPolicies build() {
            "ByteScheduler: gradients cut into partitions, sent by layer priority within a "
            "credit of bytes in flight",
            [](const SchedulerSetup& s) -> std::unique_ptr<CommScheduler> {
-             return std::make_unique<ByteScheduler>(s.config);
+             return std::make_unique<ByteScheduler>(s.config, s.immediate);
            });
   p.syncs
       .add("ps", "workers push gradients to parameter servers and pull the parameters back",

@@ -401,3 +401,30 @@ TEST(HandComputed, ServerSummingDelaysThePull) {
     EXPECT_DOUBLE_EQ(job.finish_time().seconds(), summing ? 5 : 4);
   }
 }
+
+// ByteScheduler as its MXNet plugin runs in PS mode (scheduling rank0): only worker 0 queues
+// and paces; worker 1 pushes every chunk as soon as it is ready. Two workers and one server,
+// one layer of 2M parameters (F 1 s, B 1 s) in 1M chunks, credit 1M (one chunk), flow backend.
+//   rank0: at 2 worker 0 pushes (0,0), worker 1 both chunks: three flows share the server's
+//   downlink at 1/3 each and all end at 5. Pulls of (0,0) to both workers share the server's
+//   uplink [5, ...] at 1/2 each; worker 0 pushes (0,1) alone [5,6]. At 6 (0,1)'s pulls join:
+//   four flows at 1/4, (0,0)'s last 0.5M ends at 8, (0,1)'s last 0.5M at 1/2 each ends at 9.
+//   every_worker: both workers push (0,0) [2,4] at 1/2 each, then (0,1) [4,6] while (0,0) is
+//   pulled [4,6]; (0,1) pulled [6,8]: the job ends at 8.
+TEST(HandComputed, OnlyRankZeroSchedulesInPsModeAsThePluginRuns) {
+  for (Scheduling scheduling : {Scheduling::kRankZero, Scheduling::kEveryWorker}) {
+    Bench b(3);
+    JobSpec s =
+        b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, 2 * M)}, 2, 1, 1);
+    s.scheduling = scheduling;
+    TrainingJob& job = b.run(std::move(s), {M, M});
+    ASSERT_TRUE(job.finished());
+    const bool rank0 = scheduling == Scheduling::kRankZero;
+    EXPECT_DOUBLE_EQ(job.finish_time().seconds(), rank0 ? 9 : 8);
+    for (const ChunkEvent& e : job.trace()) {
+      if (e.kind == ChunkEvent::Kind::kStart && e.chunk.index == 1) {
+        EXPECT_DOUBLE_EQ(e.at.seconds(), e.worker == 1 && rank0 ? 2 : (rank0 ? 5 : 4));
+      }
+    }
+  }
+}

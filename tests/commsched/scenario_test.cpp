@@ -286,6 +286,12 @@ TEST(CommschedScenario, TransportProfilesAndFifoEngines) {
   d["system"]["transport"] = "udp";
   EXPECT_NE(error_of(d).find("system.transport"), std::string::npos) << error_of(d);
   d = base();
+  EXPECT_EQ(parse(d).job.scheduling, Scheduling::kEveryWorker);
+  d["system"]["scheduling"] = "rank0";
+  EXPECT_EQ(parse(d).job.scheduling, Scheduling::kRankZero);
+  d["system"]["mode"] = "allreduce";
+  EXPECT_NE(error_of(d).find("system.scheduling"), std::string::npos) << error_of(d);
+  d = base();
   d["system"]["fifo_engines"] = -1;
   EXPECT_NE(error_of(d).find("system.fifo_engines"), std::string::npos) << error_of(d);
 }
