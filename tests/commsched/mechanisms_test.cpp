@@ -79,8 +79,9 @@ TEST(HandComputed, FifoEnginesAgainstByteSchedulerOnTwoTensors) {
     int engines;
     double second_start, finish;
   };
-  for (const Case& c : {Case{SchedulerKind::kFifo, 1, 10, 20}, Case{SchedulerKind::kFifo, 0, 9, 19.5},
-                        Case{SchedulerKind::kByteScheduler, 1, 8, 17}}) {
+  for (const Case& c :
+       {Case{SchedulerKind::kFifo, 1, 10, 20}, Case{SchedulerKind::kFifo, 0, 9, 19.5},
+        Case{SchedulerKind::kByteScheduler, 1, 8, 17}}) {
     Bench b(2);
     JobSpec s = b.spec(Mode::kParameterServer, c.kind, layers, 1, 1, 2);
     s.fifo_engines = c.engines;
@@ -414,8 +415,8 @@ TEST(HandComputed, ServerSummingDelaysThePull) {
 TEST(HandComputed, OnlyRankZeroSchedulesInPsModeAsThePluginRuns) {
   for (Scheduling scheduling : {Scheduling::kRankZero, Scheduling::kEveryWorker}) {
     Bench b(3);
-    JobSpec s =
-        b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, 2 * M)}, 2, 1, 1);
+    JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, 2 * M)},
+                       2, 1, 1);
     s.scheduling = scheduling;
     TrainingJob& job = b.run(std::move(s), {M, M});
     ASSERT_TRUE(job.finished());

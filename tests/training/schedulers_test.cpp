@@ -39,7 +39,7 @@ TEST(ByteScheduler, PopsWhileCreditIsPositiveAndOvershootsByLessThanAChunk) {
 // flight: ByteScheduler takes the lowest layer first, FIFO the order they became ready.
 TEST(Schedulers, ByteSchedulerOvertakesQueuedTensorsFifoDoesNot) {
   ByteScheduler bs({0, 1});  // one parameter of credit: one tensor at a time
-  FifoScheduler fifo(1);  // one engine: one tensor at a time
+  FifoScheduler fifo(1);     // one engine: one tensor at a time
   for (CommScheduler* s : std::initializer_list<CommScheduler*>{&bs, &fifo}) {
     s->ready({2, 0, 4});
     const auto first = s->next();
