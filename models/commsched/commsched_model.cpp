@@ -98,11 +98,25 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   for (NodeId h : job.servers) host_access_links(topology, h, "a commsched parameter server");
   if (ps) {
     job.credit_scope = policies.credit_scopes.choose_or(system, "credit_scope", "push").value;
-  } else if (system.has("credit_scope")) {
-    throw InputError(system.path_of("credit_scope"), "only for PS mode");
+    job.scheduling = policies.schedulings.choose_or(system, "scheduling", "every_worker").value;
+  } else {
+    for (const char* key : {"credit_scope", "scheduling"})
+      if (system.has(key)) throw InputError(system.path_of(key), "only for PS mode");
   }
-  job.message_overhead = system.duration_or("message_overhead", "0s");
-  job.message_cpu = system.duration_or("message_cpu", "0s");
+  // Per-message costs: `transport` names a profile that gives their defaults, the keys override
+  // it (docs/commsched.md, "Costs per partition and per credit"). Neither profile is measured:
+  // ByteScheduler's paper runs TCP and RDMA but its per-message figures were not readable here
+  // [assumed, swept in the docs].
+  const Transport transport = policies.transports.choose_or(system, "transport", "none").value;
+  const TransportCosts defaults = transport_costs(transport);
+  job.message_overhead =
+      system.duration_or("message_overhead", fmt::format("{}us", defaults.latency_us));
+  job.message_cpu = system.duration_or("message_cpu", fmt::format("{}us", defaults.cpu_us));
+  // The framework FIFO's engines (one tensor at a time each; 0 = all ready tensors at once) and
+  // ByteScheduler's per-credit delay. Both keys describe the system, so both variants of a
+  // FIFO-vs-ByteScheduler sweep accept them; each scheduler reads its own.
+  job.fifo_engines = static_cast<int>(system.integer_or("fifo_engines", 1, 0, 1'000'000));
+  job.credit_delay = system.duration_or("credit_delay", "0s");
   // The servers' summing rate, the platform's PS processing cost (collectives::HostCosts);
   // absent: summing is free, as before the training core.
   if (system.has("ps_aggregation")) {

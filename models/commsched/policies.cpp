@@ -31,6 +31,20 @@ CommschedPolicies build() {
            CreditScope::kPush)
       .add("push_pull", "PS mode: a chunk holds its credit until its pull is back",
            CreditScope::kPushPull);
+  p.transports
+      .add("none", "no per-message cost unless message_cpu / message_overhead give one",
+           Transport::kNone)
+      .add("tcp", "per-message costs of kernel TCP (30 us sender CPU, 50 us delay) [assumed]",
+           Transport::kTcp)
+      .add("rdma", "per-message costs of RDMA (3 us sender CPU, 10 us delay) [assumed]",
+           Transport::kRdma);
+  p.schedulings
+      .add("every_worker", "PS mode: every worker's ByteScheduler orders and paces its chunks",
+           Scheduling::kEveryWorker)
+      .add("rank0",
+           "PS mode, as ByteScheduler's MXNet plugin runs: worker 0 schedules, the others push "
+           "every chunk as soon as it is ready",
+           Scheduling::kRankZero);
   return p;
 }
 
@@ -42,6 +56,8 @@ std::vector<PolicyInfo> CommschedPolicies::describe() const {
   schedulers.describe(out);
   tuners.describe(out);
   credit_scopes.describe(out);
+  transports.describe(out);
+  schedulings.describe(out);
   return out;
 }
 

@@ -57,6 +57,14 @@ TrainingJob::TrainingJob(Engine& engine, Network& network, Compute& compute, Job
   sync_ = training::training_policies()
               .syncs.get(sync_name(spec_.mode), "")
               .value(training::SyncSetup{engine, network, path_, std::move(options)});
+  if (spec_.scheduler == SchedulerKind::kFifo) {
+    MLSIM_CHECK(spec_.fifo_engines >= 0, "a negative number of FIFO engines");
+    path_.set_fifo_engines(spec_.fifo_engines);
+  } else {
+    path_.set_credit_delay(spec_.credit_delay);
+    if (spec_.mode == Mode::kParameterServer && spec_.scheduling == Scheduling::kRankZero)
+      path_.set_scheduling_owners(1);
+  }
   path_.set_sync(sync_.get());
   core_.set_gradient_sink(&path_);
   core_.set_iteration_hook(this);

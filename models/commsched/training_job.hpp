@@ -50,6 +50,13 @@ enum class SchedulerKind { kFifo, kByteScheduler };
 //     window then waits on the other workers' pushes, and workers that drift apart (a
 //     straggler) can deadlock: each holds credit for chunks the other has not pushed yet.
 enum class CreditScope { kPush, kPushPull };
+// PS mode: which workers' ByteScheduler schedules. kEveryWorker: each worker's own queue and
+// credit; kRankZero: as ByteScheduler's MXNet plugin runs it [code: bytescheduler/mxnet/
+// kvstore.py ScheduledKVStore.__init__ makes every rank but 0 "immediate", and
+// common/bytecore.py ByteCore.post starts an immediate task's partitions at once, bypassing the
+// queue and the credit]: worker 0 orders and paces its chunks, the others push each chunk as
+// soon as it is ready.
+enum class Scheduling { kEveryWorker, kRankZero };
 
 struct Layer {
   Time forward, backward;       // at speed 1, when JobSpec::worker_times is empty
@@ -72,12 +79,20 @@ struct JobSpec {
   Bandwidth ps_aggregation;  // 0 = summing is free
   std::int64_t bigarray_bound = 1'000'000;
   CreditScope credit_scope = CreditScope::kPush;
+  Scheduling scheduling = Scheduling::kEveryWorker;  // ByteScheduler, PS mode
+  // FIFO: the framework's communication engines per scheduler (per worker in PS mode, per job
+  // in all-reduce mode), each one tensor at a time in ready order; 0 = every ready tensor at
+  // once (MXNet's kvstore handing every push to ps-lite as it is produced).
+  int fifo_engines = 1;
+  // ByteScheduler: a released chunk's credit reaches the Core this much later (its end
+  // callback into the Core's Python thread, which then pops the next chunk) [assumed, 0 = free].
+  Time credit_delay;
   bool record_trace = false;  // keep every chunk event (tests)
 };
 
 // FIFO is the framework's own behaviour whatever the configuration: whole tensors in ready order,
-// all at once in PS mode (MXNet pushes each gradient as it is produced), one at a time in
-// all-reduce mode (Horovod runs collectives in order on one stream) [inferred].
+// by JobSpec::fifo_engines engines (what FIFO reports below is the credit-1 view of one engine,
+// used only when no engines count is known).
 SchedulerConfig fifo_config(Mode mode);
 
 struct Decision {

@@ -4,7 +4,8 @@
 
 namespace mlsim::training {
 
-ByteScheduler::ByteScheduler(const SchedulerConfig& config) {
+ByteScheduler::ByteScheduler(const SchedulerConfig& config, bool immediate)
+    : immediate_(immediate) {
   set_config(config);
 }
 
@@ -19,7 +20,7 @@ void ByteScheduler::ready(const Chunk& chunk) {
 
 std::optional<Chunk> ByteScheduler::next() {
   if (queue_.empty()) return std::nullopt;
-  if (config_.credit > 0 && credit_left() <= 0) return std::nullopt;
+  if (!immediate_ && config_.credit > 0 && credit_left() <= 0) return std::nullopt;
   const Chunk chunk = queue_.top().chunk;
   queue_.pop();
   in_flight_ += chunk.parameters;

@@ -21,7 +21,9 @@ namespace mlsim::training {
 
 class ByteScheduler final : public CommScheduler {
  public:
-  explicit ByteScheduler(const SchedulerConfig& config);
+  // immediate: every ready chunk starts at once, whatever the credit (an immediate task of
+  // bytecore.py's ByteCore.post, partitioned but never queued).
+  explicit ByteScheduler(const SchedulerConfig& config, bool immediate = false);
 
   std::int64_t partition() const override { return config_.partition; }
   void ready(const Chunk& chunk) override;
@@ -44,6 +46,7 @@ class ByteScheduler final : public CommScheduler {
   };
 
   SchedulerConfig config_;  // credit 0 = unlimited
+  bool immediate_ = false;
   std::int64_t in_flight_ = 0;
   std::uint64_t sequence_ = 0;
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue_;

@@ -38,6 +38,13 @@ struct SchedulerSetup {
   // The synchronisation strategy runs one tensor at a time (Horovod's collectives in order on
   // one stream): the framework's FIFO then starts a tensor only when the previous one is done.
   bool one_tensor_at_a_time = false;
+  // The framework FIFO's engines: tensors in flight at once, in the order they became ready
+  // (0 = no limit). Absent: 1 when the strategy runs one tensor at a time, else no limit.
+  std::optional<int> fifo_engines;
+  // This owner's chunks bypass the queue and the credit and start as soon as they are ready
+  // (ByteScheduler's immediate tasks: in MXNet PS mode only rank 0 schedules, [code:
+  // bytescheduler/mxnet/kvstore.py ScheduledKVStore.__init__, common/bytecore.py ByteCore.post]).
+  bool immediate = false;
 };
 
 }  // namespace mlsim::training

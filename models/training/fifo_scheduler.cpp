@@ -4,17 +4,24 @@
 
 namespace mlsim::training {
 
+FifoScheduler::FifoScheduler(int engines) : engines_(engines) {
+  MLSIM_CHECK(engines >= 0, "a negative number of FIFO engines");
+}
+
 std::optional<Chunk> FifoScheduler::next() {
-  if (queue_.empty() || (one_at_a_time_ && in_flight_ > 0)) return std::nullopt;
+  if (queue_.empty() || (engines_ > 0 && busy_ >= engines_)) return std::nullopt;
   const Chunk chunk = queue_.front();
   queue_.pop_front();
   in_flight_ += chunk.parameters;
+  ++busy_;
   return chunk;
 }
 
 void FifoScheduler::completed(const Chunk& chunk) {
   MLSIM_CHECK(chunk.parameters <= in_flight_, "a chunk completed that was not in flight");
+  MLSIM_CHECK(busy_ > 0, "a chunk completed on no busy engine");
   in_flight_ -= chunk.parameters;
+  --busy_;
 }
 
 }  // namespace mlsim::training

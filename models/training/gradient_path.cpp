@@ -12,13 +12,19 @@ GradientPath::GradientPath(Engine& engine, GradientOwner& job, SchedulerFactory 
       initial_(initial),
       record_trace_(record_trace) {}
 
+GradientPath::~GradientPath() {
+  for (const auto& [seq, handle] : pending_) engine_.cancel(handle);
+}
+
 void GradientPath::set_sync(GradientSync* sync) {
   MLSIM_CHECK(sync_ == nullptr, "a gradient path feeds one strategy");
   sync_ = sync;
   per_worker_ = sync_->entry() == GradientSync::Entry::kPerWorker;
   const std::size_t owners = per_worker_ ? job_.gradient_workers() : 1;
   for (std::size_t i = 0; i < owners; ++i)
-    schedulers_.push_back(make_scheduler_(SchedulerSetup{initial_, sync_->one_tensor_at_a_time()}));
+    schedulers_.push_back(make_scheduler_(
+        SchedulerSetup{initial_, sync_->one_tensor_at_a_time(), fifo_engines_,
+                       scheduling_owners_.has_value() && i >= *scheduling_owners_}));
   const std::size_t layers = job_.gradient_layers();
   chunks_left_.assign(owners, std::vector<std::uint32_t>(layers, 0));
   produced_.assign(layers, 0);
@@ -54,10 +60,23 @@ void GradientPath::pump(std::size_t owner) {
   }
 }
 
+void GradientPath::give_back(std::size_t owner, const Chunk& c) {
+  schedulers_[owner]->completed(c);
+  record(ChunkEvent::Kind::kComplete, owner, c);
+}
+
 void GradientPath::on_chunk(std::size_t owner, const Chunk& c, bool release, bool arrived) {
-  if (release) {
-    schedulers_[owner]->completed(c);
-    record(ChunkEvent::Kind::kComplete, owner, c);
+  const bool delayed = release && credit_delay_ > Time::zero();
+  if (delayed) {
+    const std::uint64_t seq = next_pending_++;
+    pending_[seq] = engine_.schedule_in(credit_delay_, [this, seq, owner, c] {
+      pending_.erase(seq);
+      give_back(owner, c);
+      pump(owner);
+      job_.check_progress();
+    });
+  } else if (release) {
+    give_back(owner, c);
   }
   if (arrived && --chunks_left_[owner][c.layer] == 0) {
     if (per_worker_) {
@@ -66,7 +85,7 @@ void GradientPath::on_chunk(std::size_t owner, const Chunk& c, bool release, boo
       for (std::size_t v = 0; v < job_.gradient_workers(); ++v) job_.parameters_back(v, c.layer);
     }
   }
-  if (release) pump(owner);
+  if (release && !delayed) pump(owner);
   job_.check_progress();
 }
 

@@ -7,7 +7,9 @@
 // back, returns their credit and tells the core when a layer's parameters are back.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/training/comm_scheduler.hpp"
@@ -34,6 +36,20 @@ class GradientPath final : public GradientSink, public SyncEvents {
   // set_sync() before the job starts.
   GradientPath(Engine& engine, GradientOwner& job, SchedulerFactory make_scheduler,
                SchedulerConfig initial, bool record_trace = false);
+  ~GradientPath() override;
+  GradientPath(const GradientPath&) = delete;
+  GradientPath& operator=(const GradientPath&) = delete;
+
+  // Before set_sync: the framework FIFO's engines (SchedulerSetup::fifo_engines; absent: the
+  // strategy's default).
+  void set_fifo_engines(std::optional<int> engines) { fifo_engines_ = engines; }
+  // A released chunk's credit reaches its scheduler `delay` later (0: at once): the per-credit
+  // cost of a scheduler that runs outside the framework's engine (ByteScheduler's Core is
+  // told of a chunk's end by a callback into its own thread, which then pops the next chunk).
+  void set_credit_delay(Time delay) { credit_delay_ = delay; }
+  // Before set_sync: only the first `owners` schedulers schedule; the others start every chunk
+  // as soon as it is ready (SchedulerSetup::immediate). Absent: every owner schedules.
+  void set_scheduling_owners(std::optional<std::size_t> owners) { scheduling_owners_ = owners; }
 
   // The strategy the path feeds (it calls on_chunk back); builds the schedulers it needs.
   void set_sync(GradientSync* sync);
@@ -52,6 +68,7 @@ class GradientPath final : public GradientSink, public SyncEvents {
 
  private:
   void pump(std::size_t owner);
+  void give_back(std::size_t owner, const Chunk& c);
   void record(ChunkEvent::Kind kind, std::size_t owner, const Chunk& c);
 
   Engine& engine_;
@@ -65,6 +82,12 @@ class GradientPath final : public GradientSink, public SyncEvents {
   std::vector<std::uint32_t> produced_;  // kAllWorkers, per layer: workers that produced it
   bool record_trace_;
   std::vector<ChunkEvent> trace_;
+  std::optional<int> fifo_engines_;
+  std::optional<std::size_t> scheduling_owners_;
+  Time credit_delay_;
+  // Credit returns still to come (credit_delay_), by sequence; cancelled if the path goes first.
+  std::map<std::uint64_t, EventHandle> pending_;
+  std::uint64_t next_pending_ = 0;
 };
 
 }  // namespace mlsim::training

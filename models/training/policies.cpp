@@ -18,15 +18,18 @@ SyncFactory sync() {
 TrainingPolicies build() {
   TrainingPolicies p;
   p.schedulers
-      .add("fifo", "the framework's order: each gradient sent whole as soon as it is ready",
+      .add("fifo",
+           "the framework's order: each gradient sent whole in the order it became ready, by "
+           "the framework's communication engines",
            [](const SchedulerSetup& s) -> std::unique_ptr<CommScheduler> {
-             return std::make_unique<FifoScheduler>(s.one_tensor_at_a_time);
+             return std::make_unique<FifoScheduler>(
+                 s.fifo_engines.value_or(s.one_tensor_at_a_time ? 1 : 0));
            })
       .add("bytescheduler",
            "ByteScheduler: gradients cut into partitions, sent by layer priority within a "
            "credit of bytes in flight",
            [](const SchedulerSetup& s) -> std::unique_ptr<CommScheduler> {
-             return std::make_unique<ByteScheduler>(s.config);
+             return std::make_unique<ByteScheduler>(s.config, s.immediate);
            });
   p.syncs
       .add("ps", "workers push gradients to parameter servers and pull the parameters back",

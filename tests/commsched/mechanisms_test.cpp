@@ -39,15 +39,17 @@ JobSpec push_pull(JobSpec s) {
 
 }  // namespace
 
-// FIFO, 1 worker + 1 PS, whole tensors all at once, links shared max-min:
+// FIFO with no engine limit (fifo_engines 0), 1 worker + 1 PS, whole tensors all at once,
+// links shared max-min:
 //   iteration 0: F0 [0,3] F1 [3,4] B1 [4,5] B0 [5,6]. Push 1 (2M) alone [5,6] sends 1M; push 0
 //   (1M) joins at 6, both at half rate, both end at 8. Pulls from 8 share: pull 0 ends at 10,
 //   pull 1 has 1M left and ends alone at 11.
 //   iteration 1: F0 [10,13] F1 [13,14] B1 [14,15] B0 [15,16]; the same pattern ends at 21.
 TEST(HandComputed, FifoParameterServer) {
   Bench b(2);
-  TrainingJob& job =
-      b.run(b.spec(Mode::kParameterServer, SchedulerKind::kFifo, two_layers(), 1, 1, 2), {});
+  JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kFifo, two_layers(), 1, 1, 2);
+  s.fifo_engines = 0;
+  TrainingJob& job = b.run(std::move(s), {});
   ASSERT_TRUE(job.finished());
   EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 10}));
   EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 21);
@@ -55,13 +57,73 @@ TEST(HandComputed, FifoParameterServer) {
             (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}}));  // ready order
 }
 
+// FIFO vs ByteScheduler on two tensors in PS mode, 1 worker + 1 server, flow backend. Layer 0:
+// forward 3 s, backward 0.5 s, 1M parameters; layer 1: 1 s, 1 s, 2M. Iteration 0: F0 [0,3]
+// F1 [3,4] B1 [4,5] B0 [5,5.5].
+//   FIFO, one engine (the framework's queue, the default): tensor 1 pushed [5,7], holding the
+//   engine until the server has it; tensor 0 (ready at 5.5) waits and is pushed [7,8] while
+//   tensor 1 is pulled from 7; from 8 both pulls share the downlink, 1M left each: both end at
+//   10. Iteration 1 starts at 10 and ends at 20.
+//   FIFO, no engine limit (every ready tensor at once): push 1 alone [5,5.5] sends 0.5M, then
+//   shares with push 0 (1M at half rate, ends 7.5); push 1 ends alone at 8. Pull 0 alone
+//   [7.5,8] (0.5M), then shares with pull 1: pull 0 ends at 9, pull 1 (2M) at 10.5. Iteration 1
+//   starts at 9 (layer 0 back), F1 at 12 finds layer 1 back, and the job ends at 10.5 + 9 =
+//   19.5: here the engine costs FIFO half a second (layer 0 waits behind layer 1's push).
+//   ByteScheduler, partition 1M, credit 1M: (1,0) [5,6], (0,0) overtakes (1,1): pushed [6,7],
+//   (1,1) [7,8]; layer 0 back at 8, layer 1 at 9; iteration 1 starts at 8 and ends at 17
+//   (HandComputed.ByteSchedulerCreditForThePushOnly).
+TEST(HandComputed, FifoEnginesAgainstByteSchedulerOnTwoTensors) {
+  const std::vector<Layer> layers{layer(3, 0.5, M), layer(1, 1, 2 * M)};
+  struct Case {
+    SchedulerKind kind;
+    int engines;
+    double second_start, finish;
+  };
+  for (const Case& c :
+       {Case{SchedulerKind::kFifo, 1, 10, 20}, Case{SchedulerKind::kFifo, 0, 9, 19.5},
+        Case{SchedulerKind::kByteScheduler, 1, 8, 17}}) {
+    Bench b(2);
+    JobSpec s = b.spec(Mode::kParameterServer, c.kind, layers, 1, 1, 2);
+    s.fifo_engines = c.engines;
+    TrainingJob& job = b.run(std::move(s), {M, M});
+    ASSERT_TRUE(job.finished());
+    EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, c.second_start}));
+    EXPECT_DOUBLE_EQ(job.finish_time().seconds(), c.finish);
+    if (c.kind == SchedulerKind::kFifo) {  // ready order, whole tensors
+      EXPECT_EQ(start_order(job, 0),
+                (std::vector<std::pair<std::uint32_t, std::uint32_t>>{{1, 0}, {0, 0}}));
+      for (const ChunkEvent& e : job.trace()) {
+        if (e.kind == ChunkEvent::Kind::kStart && e.iteration == 0 && e.chunk.layer == 0) {
+          EXPECT_DOUBLE_EQ(e.at.seconds(), c.engines == 1 ? 7 : 5.5);  // waits for the engine
+        }
+      }
+    }
+  }
+}
+
+// ByteScheduler's per-credit delay (credit_delay 0.25 s) on the same job: (1,0) pushed [5,6],
+// its credit back at 6.25; (0,0) pushed [6.25,7.25], credit back at 7.5; (1,1) pushed
+// [7.5,8.5] and pulled [8.5,9.5]; (0,0) pulled [7.25,8.25]. Iteration 1 starts when layer 0 is
+// back, at 8.25, and repeats the pattern: the job ends at 9.5 + 8.25 = 17.75 (17 without delay).
+TEST(HandComputed, CreditDelayHoldsTheNextChunk) {
+  Bench b(2);
+  JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+                     {layer(3, 0.5, M), layer(1, 1, 2 * M)}, 1, 1, 2);
+  s.credit_delay = Time::ms(250);
+  TrainingJob& job = b.run(std::move(s), {M, M});
+  ASSERT_TRUE(job.finished());
+  EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 8.25}));
+  EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 17.75);
+}
+
 // The same FIFO job on the analytic backend, where transfers do not share links: push 1 [5,7],
 // push 0 [6,7]; pull 0 [7,8], pull 1 [7,9]. Iteration 1: F0 [8,11] F1 [11,12] B1 [12,13] B0
 // [13,14]; push 1 [13,15], push 0 [14,15], pull 1 ends at 17.
 TEST(HandComputed, FifoParameterServerAnalytic) {
   Bench b(2, Sharing::kNone);
-  TrainingJob& job =
-      b.run(b.spec(Mode::kParameterServer, SchedulerKind::kFifo, two_layers(), 1, 1, 2), {});
+  JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kFifo, two_layers(), 1, 1, 2);
+  s.fifo_engines = 0;
+  TrainingJob& job = b.run(std::move(s), {});
   EXPECT_EQ(seconds(job.iteration_starts()), (std::vector<double>{0, 8}));
   EXPECT_DOUBLE_EQ(job.finish_time().seconds(), 17);
 }
@@ -132,12 +194,13 @@ TEST(HandComputed, CreditWindowLimitsChunksInFlight) {
 
 TEST(HandComputed, OneChunkPartitionWithoutCreditLimitIsFifo) {
   // Partition and credit larger than the model: every tensor leaves whole as soon as it is ready,
-  // as under FIFO, so the timing is the same to the nanosecond.
+  // as under FIFO with no engine limit, so the timing is the same to the nanosecond.
   const std::vector<Layer> layers = {layer(0.2, 0.3, 3 * M), layer(0.1, 0.4, M / 2),
                                      layer(0.3, 0.2, 5 * M), layer(0.2, 0.2, 0)};
   Bench fifo(5), bs(5);
-  TrainingJob& a =
-      fifo.run(fifo.spec(Mode::kParameterServer, SchedulerKind::kFifo, layers, 3, 2, 3), {});
+  JobSpec all_at_once = fifo.spec(Mode::kParameterServer, SchedulerKind::kFifo, layers, 3, 2, 3);
+  all_at_once.fifo_engines = 0;
+  TrainingJob& a = fifo.run(std::move(all_at_once), {});
   TrainingJob& c =
       bs.run(bs.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, layers, 3, 2, 3),
              {1'000 * M, 1'000 * M});
@@ -337,5 +400,32 @@ TEST(HandComputed, ServerSummingDelaysThePull) {
     TrainingJob& job = b.run(std::move(s), {});
     ASSERT_TRUE(job.finished());
     EXPECT_DOUBLE_EQ(job.finish_time().seconds(), summing ? 5 : 4);
+  }
+}
+
+// ByteScheduler as its MXNet plugin runs in PS mode (scheduling rank0): only worker 0 queues
+// and paces; worker 1 pushes every chunk as soon as it is ready. Two workers and one server,
+// one layer of 2M parameters (F 1 s, B 1 s) in 1M chunks, credit 1M (one chunk), flow backend.
+//   rank0: at 2 worker 0 pushes (0,0), worker 1 both chunks: three flows share the server's
+//   downlink at 1/3 each and all end at 5. Pulls of (0,0) to both workers share the server's
+//   uplink [5, ...] at 1/2 each; worker 0 pushes (0,1) alone [5,6]. At 6 (0,1)'s pulls join:
+//   four flows at 1/4, (0,0)'s last 0.5M ends at 8, (0,1)'s last 0.5M at 1/2 each ends at 9.
+//   every_worker: both workers push (0,0) [2,4] at 1/2 each, then (0,1) [4,6] while (0,0) is
+//   pulled [4,6]; (0,1) pulled [6,8]: the job ends at 8.
+TEST(HandComputed, OnlyRankZeroSchedulesInPsModeAsThePluginRuns) {
+  for (Scheduling scheduling : {Scheduling::kRankZero, Scheduling::kEveryWorker}) {
+    Bench b(3);
+    JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, 2 * M)},
+                       2, 1, 1);
+    s.scheduling = scheduling;
+    TrainingJob& job = b.run(std::move(s), {M, M});
+    ASSERT_TRUE(job.finished());
+    const bool rank0 = scheduling == Scheduling::kRankZero;
+    EXPECT_DOUBLE_EQ(job.finish_time().seconds(), rank0 ? 9 : 8);
+    for (const ChunkEvent& e : job.trace()) {
+      if (e.kind == ChunkEvent::Kind::kStart && e.chunk.index == 1) {
+        EXPECT_DOUBLE_EQ(e.at.seconds(), e.worker == 1 && rank0 ? 2 : (rank0 ? 5 : 4));
+      }
+    }
   }
 }

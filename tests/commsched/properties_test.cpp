@@ -87,6 +87,9 @@ TEST(CommschedProperties, RandomParameterServerJobs) {
                           1 + rng.below(4));
     spec.bigarray_bound = 1 + static_cast<std::int64_t>(rng.below(2'000'000));
     spec.message_overhead = Time::us(static_cast<std::int64_t>(rng.below(50)));
+    spec.fifo_engines = static_cast<int>(rng.below(4));  // 0: no limit
+    spec.credit_delay = Time::us(static_cast<std::int64_t>(rng.below(2) * rng.below(20'000)));
+    const int engines = spec.fifo_engines;
     const SchedulerConfig config =
         kind == SchedulerKind::kFifo
             ? fifo_config(Mode::kParameterServer)
@@ -96,6 +99,13 @@ TEST(CommschedProperties, RandomParameterServerJobs) {
     const TrainingJob& job = b.run(std::move(spec), config);
     check_invariants(job, config);
     EXPECT_EQ(b.network.totals().bytes_delivered.count, job.bytes_delivered());
+    if (kind == SchedulerKind::kFifo && engines > 0) {  // never more tensors out than engines
+      std::map<std::size_t, int> out;
+      for (const ChunkEvent& e : job.trace()) {
+        out[e.worker] += e.kind == ChunkEvent::Kind::kStart ? 1 : -1;
+        EXPECT_LE(out[e.worker], engines);
+      }
+    }
   }
 }
 

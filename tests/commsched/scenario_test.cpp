@@ -260,3 +260,38 @@ TEST(CommschedScenario, PsAggregationIsThePlatformsPsCostAndOnlyForPs) {
   EXPECT_NE(error_of(d).find("system.ps_aggregation: only for PS mode"), std::string::npos)
       << error_of(d);
 }
+
+// `transport` gives the per-message costs' defaults (transport_costs.hpp, [assumed] figures);
+// the keys override it. FIFO's engines default to one; ByteScheduler's credit delay to none.
+TEST(CommschedScenario, TransportProfilesAndFifoEngines) {
+  CommschedParams p = parse(base());
+  EXPECT_EQ(p.job.message_cpu, Time::zero());
+  EXPECT_EQ(p.job.message_overhead, Time::zero());
+  EXPECT_EQ(p.job.fifo_engines, 1);
+  EXPECT_EQ(p.job.credit_delay, Time::zero());
+  json d = base();
+  d["system"]["transport"] = "tcp";
+  p = parse(d);
+  EXPECT_EQ(p.job.message_cpu, Time::us(30));
+  EXPECT_EQ(p.job.message_overhead, Time::us(50));
+  d["system"]["transport"] = "rdma";
+  d["system"]["message_cpu"] = "7us";
+  d["system"]["fifo_engines"] = 0;
+  d["system"]["credit_delay"] = "1ms";
+  p = parse(d);
+  EXPECT_EQ(p.job.message_cpu, Time::us(7));  // the key wins
+  EXPECT_EQ(p.job.message_overhead, Time::us(10));
+  EXPECT_EQ(p.job.fifo_engines, 0);
+  EXPECT_EQ(p.job.credit_delay, Time::ms(1));
+  d["system"]["transport"] = "udp";
+  EXPECT_NE(error_of(d).find("system.transport"), std::string::npos) << error_of(d);
+  d = base();
+  EXPECT_EQ(parse(d).job.scheduling, Scheduling::kEveryWorker);
+  d["system"]["scheduling"] = "rank0";
+  EXPECT_EQ(parse(d).job.scheduling, Scheduling::kRankZero);
+  d["system"]["mode"] = "allreduce";
+  EXPECT_NE(error_of(d).find("system.scheduling"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["fifo_engines"] = -1;
+  EXPECT_NE(error_of(d).find("system.fifo_engines"), std::string::npos) << error_of(d);
+}

@@ -39,7 +39,7 @@ TEST(ByteScheduler, PopsWhileCreditIsPositiveAndOvershootsByLessThanAChunk) {
 // flight: ByteScheduler takes the lowest layer first, FIFO the order they became ready.
 TEST(Schedulers, ByteSchedulerOvertakesQueuedTensorsFifoDoesNot) {
   ByteScheduler bs({0, 1});  // one parameter of credit: one tensor at a time
-  FifoScheduler fifo(true);  // one at a time
+  FifoScheduler fifo(1);     // one engine: one tensor at a time
   for (CommScheduler* s : std::initializer_list<CommScheduler*>{&bs, &fifo}) {
     s->ready({2, 0, 4});
     const auto first = s->next();
@@ -58,8 +58,25 @@ TEST(Schedulers, ByteSchedulerOvertakesQueuedTensorsFifoDoesNot) {
   }
 }
 
+TEST(Schedulers, FifoEnginesServeTheQueueInReadyOrder) {
+  FifoScheduler fifo(2);  // two engines
+  fifo.ready({2, 0, 4});
+  fifo.ready({1, 0, 1});
+  fifo.ready({0, 0, 1});
+  const auto a = fifo.next(), b = fifo.next();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->layer, 2u);
+  EXPECT_EQ(b->layer, 1u);
+  EXPECT_FALSE(fifo.next());  // both engines busy
+  fifo.completed(*b);
+  const auto c = fifo.next();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->layer, 0u);
+  EXPECT_EQ(fifo.config(), (SchedulerConfig{0, 0}));  // no credit equivalent
+}
+
 TEST(Schedulers, FifoWithoutOneAtATimeStartsEverythingReady) {
-  FifoScheduler fifo(false);
+  FifoScheduler fifo(0);  // no limit
   fifo.ready({1, 0, 5});
   fifo.ready({0, 0, 5});
   EXPECT_TRUE(fifo.next());
