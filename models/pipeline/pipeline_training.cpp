@@ -19,6 +19,7 @@ PipelineTraining::PipelineTraining(Engine& engine, Network& network, Compute& co
       speeds_(speeds),
       links_(links),
       params_(std::move(params)),
+      rl_(params_.rl, RandomStream(params_.seed, "pipeline.rl_planner")),
       messages_(engine, network, params_.collective_costs, &links) {
   MLSIM_CHECK(!params_.hosts.empty() && params_.host_links.size() == params_.hosts.size() &&
                   params_.latency_out.size() == params_.hosts.size() &&
@@ -65,9 +66,15 @@ Partition PipelineTraining::plan(const Conditions& c) {
   if (params_.policy == Policy::kPipeDream)
     return pipedream_partition(params_.layers, c,
                                {params_.straight, params_.activation_compression_ratio});
-  const Plan best = autopipe_plan(params_.layers, c, {params_.straight, timing()});
+  return autopipe_search(c).partition;
+}
+
+Plan PipelineTraining::autopipe_search(const Conditions& c) {
+  const PlannerOptions o{params_.straight, timing()};
+  const Plan best = params_.planner == Planner::kRl ? rl_.plan(params_.layers, c, o)
+                                                    : autopipe_plan(params_.layers, c, o);
   configurations_timed_ += best.evaluated;
-  return best.partition;
+  return best;
 }
 
 void PipelineTraining::start() {
@@ -233,8 +240,7 @@ void PipelineTraining::conditions_changed() {
 }
 
 void PipelineTraining::consider_repartition() {
-  const Plan best = autopipe_plan(params_.layers, now_, {params_.straight, timing()});
-  configurations_timed_ += best.evaluated;
+  const Plan best = autopipe_search(now_);
   const double current = steady_state_seconds(params_.layers, partition_, now_, timing());
   ++plans_evaluated_;
   if (best.partition == partition_ ||

@@ -47,6 +47,7 @@
 
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
+#include "models/pipeline/rl_planner.hpp"
 #include "models/pipeline/stage_allreduce.hpp"
 #include "models/training/data_parallel_job.hpp"
 #include "models/training/pipeline_schedule.hpp"
@@ -64,6 +65,9 @@
 namespace mlsim::pipeline {
 
 enum class Policy { kPipeDream, kAutoPipe };
+// AutoPipe's planner: the exact search (autopipe_planner.hpp, the reference) or the paper's RL
+// agent (rl_planner.hpp).
+enum class Planner { kExact, kRl };
 
 struct TrainingParams {
   std::vector<LayerCost> layers;
@@ -85,6 +89,9 @@ struct TrainingParams {
   std::size_t gpipe_group = 1;
   double min_gain = 0.05;
   double migrated_state_factor = 2;
+  Planner planner = Planner::kExact;
+  RlOptions rl;
+  std::uint64_t seed = 1;  // the scenario's: the RL planner's stream "pipeline.rl_planner"
   // PipeDream's optimizer options (pipedream_partitioner.hpp); `straight` also limits AutoPipe's
   // search to one host per stage.
   bool straight = false;
@@ -127,6 +134,8 @@ class PipelineTraining final : private training::OpObserver, private training::G
   ScheduleTiming timing() const { return {params_.schedule, params_.gpipe_group}; }
   // The policy's configuration for the conditions `c` (counts the configurations timed).
   Partition plan(const Conditions& c);
+  // AutoPipe's planner on `c` (exact or RL), counting the configurations timed.
+  Plan autopipe_search(const Conditions& c);
 
   Engine& engine_;
   Network& network_;
@@ -134,6 +143,7 @@ class PipelineTraining final : private training::OpObserver, private training::G
   HostSpeeds& speeds_;
   LinkConditions& links_;
   TrainingParams params_;
+  RlPlanner rl_;  // used only with Planner::kRl; its policy learns across plans
   collectives::PointToPoint messages_;
   Conditions now_;  // hosts' layer times at speed 1 (from the constructor), speeds, links
   bool started_ = false;

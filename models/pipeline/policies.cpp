@@ -22,6 +22,15 @@ PipelinePolicies build() {
            "GPipe: all forwards of a group of micro_batches_per_flush, then all its backwards, "
            "one weight update per group",
            Kind::kGPipe);
+  p.planners
+      .add("exact",
+           "AutoPipe's reference planner: branch and bound over every configuration under the "
+           "schedule's timing model (equal to the exhaustive search)",
+           Planner::kExact)
+      .add("rl",
+           "the paper's RL planner: a softmax policy over stages trained by REINFORCE inside the "
+           "timing model (system.rl: episodes, batch, learning_rate)",
+           Planner::kRl);
   return p;
 }
 
@@ -31,6 +40,7 @@ std::vector<PolicyInfo> PipelinePolicies::describe() const {
   std::vector<PolicyInfo> out;
   policies.describe(out);
   schedules.describe(out);
+  planners.describe(out);
   return out;
 }
 

@@ -13,6 +13,8 @@ struct PipelinePolicies {
   PolicyRegistry<Policy> policies{"policy"};
   // The op order of every stage (models/training/pipeline_schedule.hpp).
   PolicyRegistry<training::PipelineSchedule::Kind> schedules{"schedule"};
+  // AutoPipe's planner (autopipe policy only).
+  PolicyRegistry<Planner> planners{"planner"};
   std::vector<PolicyInfo> describe() const;
 };
 
