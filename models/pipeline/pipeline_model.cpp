@@ -38,6 +38,12 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
   } else if (system.has("planner")) {
     throw InputError(system.path_of("planner"), "only the \"autopipe\" policy has a planner");
   }
+  if (p.policy == Policy::kAutoPipe) {
+    p.switching =
+        pipeline_policies().switchings.choose_or(system, "switching", "drain_and_copy").value;
+  } else if (system.has("switching")) {
+    throw InputError(system.path_of("switching"), "only the \"autopipe\" policy switches");
+  }
   if (p.planner == Planner::kRl) {
     JsonReader rl = system.object_or_empty("rl");
     // [inferred] defaults (RlOptions, rl_planner.hpp): the paper's training budget is not readable.

@@ -31,6 +31,16 @@ PipelinePolicies build() {
            "the paper's RL planner: a softmax policy over stages trained by REINFORCE inside the "
            "timing model (system.rl: episodes, batch, learning_rate)",
            Planner::kRl);
+  p.switchings
+      .add("drain_and_copy",
+           "the pipeline drains while each host fetches the layers it lacks (one transfer per "
+           "pair of hosts); the new configuration starts once both are done",
+           Switching::kDrainAndCopy)
+      .add("layer_by_layer",
+           "AutoPipe's switch as its abstract describes it: each moved layer its own message, in "
+           "layer order per pair of hosts; the new configuration starts when the drain ends and "
+           "each op waits only for the layers it computes",
+           Switching::kLayerByLayer);
   return p;
 }
 
@@ -41,6 +51,7 @@ std::vector<PolicyInfo> PipelinePolicies::describe() const {
   policies.describe(out);
   schedules.describe(out);
   planners.describe(out);
+  switchings.describe(out);
   return out;
 }
 

@@ -15,6 +15,8 @@ struct PipelinePolicies {
   PolicyRegistry<training::PipelineSchedule::Kind> schedules{"schedule"};
   // AutoPipe's planner (autopipe policy only).
   PolicyRegistry<Planner> planners{"planner"};
+  // How AutoPipe's switch moves the parameters (autopipe policy only).
+  PolicyRegistry<Switching> switchings{"switching"};
   std::vector<PolicyInfo> describe() const;
 };
 

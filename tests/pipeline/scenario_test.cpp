@@ -173,3 +173,16 @@ TEST(PipelineScenario, PlannerKeys) {
   EXPECT_NE(e.find("system.planner"), std::string::npos) << e;
   EXPECT_NE(e.find("rl"), std::string::npos) << e;
 }
+
+TEST(PipelineScenario, SwitchingKey) {
+  EXPECT_EQ(parse(base()).switching, Switching::kDrainAndCopy);
+  json d = base();
+  d["system"]["switching"] = "layer_by_layer";
+  EXPECT_EQ(parse(d).switching, Switching::kLayerByLayer);
+  d["system"]["switching"] = "teleport";
+  EXPECT_NE(error_of(d).find("system.switching"), std::string::npos) << error_of(d);
+  json pd = base();
+  pd["system"]["policy"] = "pipedream";
+  pd["system"]["switching"] = "layer_by_layer";
+  EXPECT_NE(error_of(pd).find("system.switching"), std::string::npos) << error_of(pd);
+}
