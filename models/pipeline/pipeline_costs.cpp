@@ -86,13 +86,13 @@ StageCosts stage_costs(const std::vector<LayerCost>& layers, const Partition& p,
   return s;
 }
 
-std::vector<Migration> migrations(const std::vector<LayerCost>& layers, const Partition& from,
-                                  const Partition& to) {
+std::vector<LayerMove> layer_moves(const std::vector<LayerCost>& layers, const Partition& from,
+                                   const Partition& to) {
   // Stage owning each layer in `from`.
   std::vector<std::size_t> old_stage(layers.size());
   for (std::size_t s = 0; s < from.stages(); ++s)
     for (std::size_t l = from.first[s]; l < from.first[s + 1]; ++l) old_stage[l] = s;
-  std::map<std::pair<std::size_t, std::size_t>, double> bytes;
+  std::vector<LayerMove> out;
   for (std::size_t s = 0; s < to.stages(); ++s) {
     for (std::size_t i = 0; i < to.replication(s); ++i) {
       const std::size_t host = to.first_host(s) + i;
@@ -101,10 +101,18 @@ std::vector<Migration> migrations(const std::vector<LayerCost>& layers, const Pa
         if (old_stage[l] == held) continue;
         const std::size_t source =
             from.first_host(old_stage[l]) + i % from.replication(old_stage[l]);
-        bytes[{source, host}] += layers[l].parameter_bytes;
+        out.push_back({source, host, l, layers[l].parameter_bytes});
       }
     }
   }
+  return out;
+}
+
+std::vector<Migration> migrations(const std::vector<LayerCost>& layers, const Partition& from,
+                                  const Partition& to) {
+  std::map<std::pair<std::size_t, std::size_t>, double> bytes;
+  for (const LayerMove& m : layer_moves(layers, from, to))
+    bytes[{m.from_host, m.to_host}] += m.parameter_bytes;
   std::vector<Migration> out;
   for (const auto& [pair, b] : bytes) out.push_back({pair.first, pair.second, b});
   return out;

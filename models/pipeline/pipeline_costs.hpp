@@ -95,6 +95,15 @@ struct Migration {
 std::vector<Migration> migrations(const std::vector<LayerCost>& layers, const Partition& from,
                                   const Partition& to);
 
+// The same moves layer by layer (AutoPipe's layer-by-layer switch): one entry per layer a host
+// of `to` lacks, from the same source as migrations(), in (destination host, layer) order.
+struct LayerMove {
+  std::size_t from_host = 0, to_host = 0, layer = 0;
+  double parameter_bytes = 0;
+};
+std::vector<LayerMove> layer_moves(const std::vector<LayerCost>& layers, const Partition& from,
+                                   const Partition& to);
+
 // The parameter bytes of migrations(layers, from, to), summed.
 double moved_parameter_bytes(const std::vector<LayerCost>& layers, const Partition& from,
                              const Partition& to);

@@ -32,6 +32,31 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
     throw InputError(system.path_of("micro_batches_per_flush"),
                      "only a \"gpipe\" schedule flushes (system.schedule is \"1f1b\")");
   }
+  // AutoPipe's planner: the exact search by default; the RL agent and its training options.
+  if (p.policy == Policy::kAutoPipe) {
+    p.planner = pipeline_policies().planners.choose_or(system, "planner", "exact").value;
+  } else if (system.has("planner")) {
+    throw InputError(system.path_of("planner"), "only the \"autopipe\" policy has a planner");
+  }
+  if (p.policy == Policy::kAutoPipe) {
+    p.switching =
+        pipeline_policies().switchings.choose_or(system, "switching", "drain_and_copy").value;
+  } else if (system.has("switching")) {
+    throw InputError(system.path_of("switching"), "only the \"autopipe\" policy switches");
+  }
+  if (p.planner == Planner::kRl) {
+    JsonReader rl = system.object_or_empty("rl");
+    // [inferred] defaults (RlOptions, rl_planner.hpp): the paper's training budget is not readable.
+    const RlOptions d;
+    p.rl.episodes = static_cast<std::size_t>(
+        rl.integer_or("episodes", static_cast<std::int64_t>(d.episodes), 2, 1'000'000));
+    p.rl.batch = static_cast<std::size_t>(
+        rl.integer_or("batch", static_cast<std::int64_t>(d.batch), 2, 100'000));
+    p.rl.learning_rate = rl.number_or("learning_rate", d.learning_rate, 1e-9, 100);
+    rl.finish();
+  } else if (system.has("rl")) {
+    throw InputError(system.path_of("rl"), "only the \"rl\" planner (system.planner) is trained");
+  }
   p.min_gain = system.number_or("min_gain", 0.05, 0, 1);
   p.migrated_state_factor = system.number_or("migrated_state_factor", 2, 0, 100);
   // PipeDream's optimizer options, with its command-line defaults (pipedream_partitioner.hpp).
@@ -97,6 +122,7 @@ std::unique_ptr<Model> make_pipeline_model(ModelSetup& setup) {
   TrainingParams params =
       read_training_params(system, workload, setup.topology, setup.hardware, setup.scenario_dir);
   check_stage_gpus(params, setup.node_hardware, workload.path_of("profiled_on"));
+  params.seed = setup.seed;
   system.finish();
   workload.finish();
   return std::make_unique<SimulationModel<PipelineTraining>>(

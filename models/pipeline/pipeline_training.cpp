@@ -19,6 +19,7 @@ PipelineTraining::PipelineTraining(Engine& engine, Network& network, Compute& co
       speeds_(speeds),
       links_(links),
       params_(std::move(params)),
+      rl_(params_.rl, RandomStream(params_.seed, "pipeline.rl_planner")),
       messages_(engine, network, params_.collective_costs, &links) {
   MLSIM_CHECK(!params_.hosts.empty() && params_.host_links.size() == params_.hosts.size() &&
                   params_.latency_out.size() == params_.hosts.size() &&
@@ -65,9 +66,15 @@ Partition PipelineTraining::plan(const Conditions& c) {
   if (params_.policy == Policy::kPipeDream)
     return pipedream_partition(params_.layers, c,
                                {params_.straight, params_.activation_compression_ratio});
-  const Plan best = autopipe_plan(params_.layers, c, {params_.straight, timing()});
+  return autopipe_search(c).partition;
+}
+
+Plan PipelineTraining::autopipe_search(const Conditions& c) {
+  const PlannerOptions o{params_.straight, timing()};
+  const Plan best = params_.planner == Planner::kRl ? rl_.plan(params_.layers, c, o)
+                                                    : autopipe_plan(params_.layers, c, o);
   configurations_timed_ += best.evaluated;
-  return best.partition;
+  return best;
 }
 
 void PipelineTraining::start() {
@@ -233,8 +240,7 @@ void PipelineTraining::conditions_changed() {
 }
 
 void PipelineTraining::consider_repartition() {
-  const Plan best = autopipe_plan(params_.layers, now_, {params_.straight, timing()});
-  configurations_timed_ += best.evaluated;
+  const Plan best = autopipe_search(now_);
   const double current = steady_state_seconds(params_.layers, partition_, now_, timing());
   ++plans_evaluated_;
   if (best.partition == partition_ ||
@@ -256,6 +262,23 @@ void PipelineTraining::consider_repartition() {
   std::vector<std::pair<std::size_t, std::size_t>> waiting;
   for (const auto& [round, done] : round_done_) waiting.push_back(round);
   for (const auto& [s, k] : waiting) maybe_start_allreduce(s, k);
+  if (params_.switching == Switching::kLayerByLayer) {
+    send_layer_moves(layer_moves(params_.layers, partition_, next_));
+  } else {
+    send_migrations();
+  }
+  // The core's segment boundary: workers waiting for a forward the segment no longer has move
+  // on to their backwards; once every op of the segment is done and every all-reduce back, the
+  // segment is drained.
+  drained_ = false;
+  job_->end_segment([this] {
+    drained_ = true;
+    maybe_resume();
+  });
+  maybe_resume();
+}
+
+void PipelineTraining::send_migrations() {
   // Parameters (and optimizer state) each host lacks, one transfer per pair of hosts.
   for (const Migration& mv : migrations(params_.layers, partition_, next_)) {
     const double bytes = mv.parameter_bytes * params_.migrated_state_factor;
@@ -269,23 +292,58 @@ void PipelineTraining::consider_repartition() {
                      maybe_resume();
                    });
   }
-  // The core's segment boundary: workers waiting for a forward the segment no longer has move
-  // on to their backwards; once every op of the segment is done and every all-reduce back, the
-  // segment is drained.
-  drained_ = false;
-  job_->end_segment([this] {
-    drained_ = true;
-    maybe_resume();
-  });
-  maybe_resume();
+}
+
+void PipelineTraining::send_layer_moves(const std::vector<LayerMove>& moves) {
+  // Per pair of hosts, in layer order (the order the destination computes them forward); pairs
+  // in parallel. A layer without parameters has nothing to move.
+  std::vector<std::pair<std::size_t, std::size_t>> started;
+  for (const LayerMove& mv : moves) {
+    if (mv.parameter_bytes <= 0) continue;
+    std::vector<LayerMove>& chain = layer_chains_[{mv.from_host, mv.to_host}];
+    if (chain.empty()) started.emplace_back(mv.from_host, mv.to_host);
+    chain.push_back(mv);
+    layers_in_flight_.insert({mv.to_host, mv.layer});
+    ++migrations_in_flight_;
+  }
+  for (const auto& pair : started) send_next_layer(pair);
+}
+
+void PipelineTraining::send_next_layer(std::pair<std::size_t, std::size_t> pair) {
+  const LayerMove& mv = layer_chains_.at(pair).front();
+  const double bytes = mv.parameter_bytes * params_.migrated_state_factor;
+  migrated_bytes_ += bytes;
+  // A failed move never arrives: the layer's ops wait for ever (counted in failed_transfers).
+  messages_.send(params_.hosts[mv.from_host], params_.hosts[mv.to_host],
+                 Bytes{static_cast<std::int64_t>(bytes)},
+                 [this, pair, w = mv.to_host, l = mv.layer](const collectives::CollectiveResult&) {
+                   --migrations_in_flight_;
+                   layers_in_flight_.erase({w, l});
+                   if (layers_awaited_.erase({w, l}) > 0) job_->parameters_back(w, l);
+                   std::vector<LayerMove>& chain = layer_chains_.at(pair);
+                   chain.erase(chain.begin());
+                   if (chain.empty()) {
+                     layer_chains_.erase(pair);
+                   } else {
+                     send_next_layer(pair);
+                   }
+                 });
 }
 
 void PipelineTraining::maybe_resume() {
-  if (!switching_ || migrations_in_flight_ > 0 || !drained_) return;
+  // Drain and copy: both done. Layer by layer: the drain alone; the layers still on their way
+  // hold only the ops that compute them.
+  const bool copies_gate = params_.switching == Switching::kDrainAndCopy;
+  if (!switching_ || (copies_gate && migrations_in_flight_ > 0) || !drained_) return;
   switching_ = false;
   drained_ = false;
   switch_ns_ += (engine_.now() - switch_started_).count_ns();
   ++repartitions_;
+  for (const auto& [w, l] : layers_in_flight_) {
+    if (!layers_awaited_.insert({w, l}).second) continue;  // awaited since an earlier switch
+    job_->expect_parameters(w, l);
+    ++layers_waited_for_;
+  }
   begin_segment(next_);
   if (change_pending_) {
     change_pending_ = false;
@@ -304,6 +362,7 @@ void PipelineTraining::report(Results& out) const {
   out.set_metric("seconds_per_minibatch", finished() ? t / n : 0);
   out.set_metric("repartitions", static_cast<double>(repartitions_));
   out.set_metric("switch_time_s", static_cast<double>(switch_ns_) * 1e-9);
+  out.set_metric("layers_awaited", static_cast<double>(layers_waited_for_));
   out.set_metric("migrated_bytes", migrated_bytes_);
   out.set_metric("allreduces", static_cast<double>(allreduce_count_));
   out.set_metric("allreduce_bytes", allreduce_bytes_);

@@ -42,11 +42,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
+#include "models/pipeline/rl_planner.hpp"
 #include "models/pipeline/stage_allreduce.hpp"
 #include "models/training/data_parallel_job.hpp"
 #include "models/training/pipeline_schedule.hpp"
@@ -64,6 +66,14 @@
 namespace mlsim::pipeline {
 
 enum class Policy { kPipeDream, kAutoPipe };
+// AutoPipe's planner: the exact search (autopipe_planner.hpp, the reference) or the paper's RL
+// agent (rl_planner.hpp).
+enum class Planner { kExact, kRl };
+// How a switch moves the parameters (see the header comment): drain the pipeline and copy, the
+// new configuration starting once both are done; or layer by layer, each moved layer its own
+// message, the new configuration starting at the drain's end and each op waiting only for the
+// layers it computes.
+enum class Switching { kDrainAndCopy, kLayerByLayer };
 
 struct TrainingParams {
   std::vector<LayerCost> layers;
@@ -85,6 +95,10 @@ struct TrainingParams {
   std::size_t gpipe_group = 1;
   double min_gain = 0.05;
   double migrated_state_factor = 2;
+  Planner planner = Planner::kExact;
+  Switching switching = Switching::kDrainAndCopy;
+  RlOptions rl;
+  std::uint64_t seed = 1;  // the scenario's: the RL planner's stream "pipeline.rl_planner"
   // PipeDream's optimizer options (pipedream_partitioner.hpp); `straight` also limits AutoPipe's
   // search to one host per stage.
   bool straight = false;
@@ -123,10 +137,17 @@ class PipelineTraining final : private training::OpObserver, private training::G
   void conditions_changed();
   void consider_repartition();
   void maybe_resume();
+  // Layer-by-layer switching: sends the moves one layer after another per pair of hosts.
+  // Drain and copy: one transfer per pair of hosts.
+  void send_migrations();
+  void send_layer_moves(const std::vector<LayerMove>& moves);
+  void send_next_layer(std::pair<std::size_t, std::size_t> pair);
   // The schedule the run executes, for the timing model.
   ScheduleTiming timing() const { return {params_.schedule, params_.gpipe_group}; }
   // The policy's configuration for the conditions `c` (counts the configurations timed).
   Partition plan(const Conditions& c);
+  // AutoPipe's planner on `c` (exact or RL), counting the configurations timed.
+  Plan autopipe_search(const Conditions& c);
 
   Engine& engine_;
   Network& network_;
@@ -134,6 +155,7 @@ class PipelineTraining final : private training::OpObserver, private training::G
   HostSpeeds& speeds_;
   LinkConditions& links_;
   TrainingParams params_;
+  RlPlanner rl_;  // used only with Planner::kRl; its policy learns across plans
   collectives::PointToPoint messages_;
   Conditions now_;  // hosts' layer times at speed 1 (from the constructor), speeds, links
   bool started_ = false;
@@ -159,6 +181,11 @@ class PipelineTraining final : private training::OpObserver, private training::G
   bool switching_ = false, change_pending_ = false;
   Partition next_;
   std::size_t migrations_in_flight_ = 0;
+  // Layer by layer: per (source, destination) host, the layers still to send, the first in
+  // flight; the (worker, layer) copies in flight; those the running segment waits for.
+  std::map<std::pair<std::size_t, std::size_t>, std::vector<LayerMove>> layer_chains_;
+  std::set<std::pair<std::size_t, std::size_t>> layers_in_flight_, layers_awaited_;
+  std::uint64_t layers_waited_for_ = 0;
   Time switch_started_;
   // Metrics.
   Time finish_;

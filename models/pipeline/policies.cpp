@@ -22,6 +22,25 @@ PipelinePolicies build() {
            "GPipe: all forwards of a group of micro_batches_per_flush, then all its backwards, "
            "one weight update per group",
            Kind::kGPipe);
+  p.planners
+      .add("exact",
+           "AutoPipe's reference planner: branch and bound over every configuration under the "
+           "schedule's timing model (equal to the exhaustive search)",
+           Planner::kExact)
+      .add("rl",
+           "the paper's RL planner: a softmax policy over stages trained by REINFORCE inside the "
+           "timing model (system.rl: episodes, batch, learning_rate)",
+           Planner::kRl);
+  p.switchings
+      .add("drain_and_copy",
+           "the pipeline drains while each host fetches the layers it lacks (one transfer per "
+           "pair of hosts); the new configuration starts once both are done",
+           Switching::kDrainAndCopy)
+      .add("layer_by_layer",
+           "AutoPipe's switch as its abstract describes it: each moved layer its own message, in "
+           "layer order per pair of hosts; the new configuration starts when the drain ends and "
+           "each op waits only for the layers it computes",
+           Switching::kLayerByLayer);
   return p;
 }
 
@@ -31,6 +50,8 @@ std::vector<PolicyInfo> PipelinePolicies::describe() const {
   std::vector<PolicyInfo> out;
   policies.describe(out);
   schedules.describe(out);
+  planners.describe(out);
+  switchings.describe(out);
   return out;
 }
 

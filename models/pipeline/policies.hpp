@@ -13,6 +13,10 @@ struct PipelinePolicies {
   PolicyRegistry<Policy> policies{"policy"};
   // The op order of every stage (models/training/pipeline_schedule.hpp).
   PolicyRegistry<training::PipelineSchedule::Kind> schedules{"schedule"};
+  // AutoPipe's planner (autopipe policy only).
+  PolicyRegistry<Planner> planners{"planner"};
+  // How AutoPipe's switch moves the parameters (autopipe policy only).
+  PolicyRegistry<Switching> switchings{"switching"};
   std::vector<PolicyInfo> describe() const;
 };
 

@@ -165,6 +165,11 @@ void DataParallelJob::parameters_back(std::size_t w, std::size_t layer) {
   try_start(w);
 }
 
+void DataParallelJob::expect_parameters(std::size_t w, std::size_t layer) {
+  ++workers_[w].handed[layer];
+  ++pending_updates_;
+}
+
 void DataParallelJob::parameters_fetched(std::size_t w, std::size_t layer) {
   MLSIM_CHECK(!spec_.fetched_each_iteration.empty() && spec_.fetched_each_iteration[layer],
               "parameters fetched for a layer that is not fetched each iteration");

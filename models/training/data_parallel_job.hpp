@@ -112,6 +112,9 @@ class DataParallelJob final : public GradientOwner {
   // A fetched layer's parameters for `worker`'s next iteration are there
   // (JobSpec::fetched_each_iteration).
   void parameters_fetched(std::size_t worker, std::size_t layer) override;
+  // Layer `layer`'s parameters are on their way to `worker` (a re-partition moves them there):
+  // its ops over the layer wait for the matching parameters_back(), and a drain waits for it.
+  void expect_parameters(std::size_t worker, std::size_t layer);
   // The input of `worker`'s micro-batch `micro_batch` for its forward (an activation) or its
   // backward (a gradient) is there (ScheduledOp::needs_input).
   void input_arrived(std::size_t worker, std::size_t micro_batch, bool forward);

@@ -139,3 +139,50 @@ TEST(PipelineScenario, ScheduleKey) {
   d["system"]["micro_batches_per_flush"] = 6;
   EXPECT_EQ(parse(d).gpipe_group, 6u);
 }
+
+TEST(PipelineScenario, PlannerKeys) {
+  EXPECT_EQ(parse(base()).planner, Planner::kExact);  // the reference search, the default
+  json d = base();
+  d["system"]["planner"] = "rl";
+  const TrainingParams defaults = parse(d);
+  EXPECT_EQ(defaults.planner, Planner::kRl);
+  EXPECT_EQ(defaults.rl.episodes, RlOptions{}.episodes);
+  d["system"]["rl"] = {{"episodes", 40}, {"batch", 8}, {"learning_rate", 0.1}};
+  const TrainingParams p = parse(d);
+  EXPECT_EQ(p.rl.episodes, 40u);
+  EXPECT_EQ(p.rl.batch, 8u);
+  EXPECT_DOUBLE_EQ(p.rl.learning_rate, 0.1);
+  // Strict: an unknown key of system.rl, a batch of one, options without the RL planner, a
+  // planner for PipeDream, an unknown planner.
+  json typo = d;
+  typo["system"]["rl"]["epsiodes"] = 3;
+  EXPECT_NE(error_of(typo).find("system.rl.epsiodes"), std::string::npos) << error_of(typo);
+  json one = d;
+  one["system"]["rl"]["batch"] = 1;
+  EXPECT_NE(error_of(one).find("system.rl.batch"), std::string::npos) << error_of(one);
+  json exact = d;
+  exact["system"]["planner"] = "exact";
+  EXPECT_NE(error_of(exact).find("system.rl"), std::string::npos) << error_of(exact);
+  json pd = base();
+  pd["system"]["policy"] = "pipedream";
+  pd["system"]["planner"] = "rl";
+  EXPECT_NE(error_of(pd).find("system.planner"), std::string::npos) << error_of(pd);
+  json unknown = base();
+  unknown["system"]["planner"] = "genetic";
+  const std::string e = error_of(unknown);
+  EXPECT_NE(e.find("system.planner"), std::string::npos) << e;
+  EXPECT_NE(e.find("rl"), std::string::npos) << e;
+}
+
+TEST(PipelineScenario, SwitchingKey) {
+  EXPECT_EQ(parse(base()).switching, Switching::kDrainAndCopy);
+  json d = base();
+  d["system"]["switching"] = "layer_by_layer";
+  EXPECT_EQ(parse(d).switching, Switching::kLayerByLayer);
+  d["system"]["switching"] = "teleport";
+  EXPECT_NE(error_of(d).find("system.switching"), std::string::npos) << error_of(d);
+  json pd = base();
+  pd["system"]["policy"] = "pipedream";
+  pd["system"]["switching"] = "layer_by_layer";
+  EXPECT_NE(error_of(pd).find("system.switching"), std::string::npos) << error_of(pd);
+}
