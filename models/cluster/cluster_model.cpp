@@ -432,9 +432,8 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
     training =
         read_training(workload, hardware, hardware.gpu(system.string("reference_gpu"), ref_where),
                       ref_where, topology, node_hardware, scenario_dir, ina);
-    if (!training->ina && system.has("ina"))
-      throw InputError(system.path_of("ina"),
-                       "only for training models whose sync is switchml, atp or dsa");
+    // Without a model aggregating in the network system.ina is read and checked but unused
+    // (so that one scenario's variants may switch its models' sync to ring or ps).
   } else if (system.has("ina")) {
     throw InputError(system.path_of("ina"), "needs workload.training (models aggregating in the "
                                             "network)");
