@@ -244,19 +244,16 @@ void finish_ina(const ina::ClusterParams& p, const Topology& topology, const std
     throw InputError(where,
                      "ATP and DSA models in one run are not modelled (one shared-pool program per "
                      "switch); SwitchML models may run beside either");
-  const double link = topology
-                          .link(host_access_links(topology, topology.hosts().front(),
-                                                  "a cluster node")
-                                    .up)
-                          .bandwidth.bytes_per_s;
+  const double link =
+      topology.link(host_access_links(topology, topology.hosts().front(), "a cluster node").up)
+          .bandwidth.bytes_per_s;
   std::vector<double> intensity;
   std::vector<std::uint32_t> layers;
   for (const std::size_t m : ina_models) {
     const ina::JobPlan& plan = *out.ina_models[m].plan;
     const bool switchml = out.ina_models[m].policy == ina::PolicyKind::kSwitchMl;
-    const double packet =
-        static_cast<double>(p.header_bytes.count) +
-        4.0 * (switchml ? p.switchml_values_per_packet : p.atp_values_per_packet);
+    const double packet = static_cast<double>(p.header_bytes.count) +
+                          4.0 * (switchml ? p.switchml_values_per_packet : p.atp_values_per_packet);
     intensity.push_back(static_cast<double>(plan.packets()) * packet / link /
                         out.models[m].reference_iteration_s);
     layers.push_back(static_cast<std::uint32_t>(plan.layers.size()));
@@ -307,8 +304,7 @@ std::shared_ptr<const CommunicationParams> read_training(
         std::string known;
         for (const std::string& n : training::training_policies().syncs.names())
           known += (known.empty() ? "" : ", ") + n;
-        throw InputError(m.path_of("sync"), "unknown sync \"" + name + "\" (registered: " +
-                                                known +
+        throw InputError(m.path_of("sync"), "unknown sync \"" + name + "\" (registered: " + known +
                                                 "; in-network aggregation: switchml, atp, dsa)");
       }
       const auto& sync = training::training_policies().syncs.choose(m, "sync");
@@ -435,8 +431,9 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
     // Without a model aggregating in the network system.ina is read and checked but unused
     // (so that one scenario's variants may switch its models' sync to ring or ps).
   } else if (system.has("ina")) {
-    throw InputError(system.path_of("ina"), "needs workload.training (models aggregating in the "
-                                            "network)");
+    throw InputError(system.path_of("ina"),
+                     "needs workload.training (models aggregating in the "
+                     "network)");
   }
   if (detailed) p.communication = training;
   p.make_source = read_jobs(workload, c.types, scenario_dir, training.get());
@@ -483,8 +480,8 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
     // refused before the run.
     if (p.communication->ina && std::min(job->gpus, pool_hosts) > 32) {
       for (std::size_t m = 0; m < models.size(); ++m) {
-        const bool may_run = job->model >= 0 ? static_cast<std::size_t>(job->model) == m
-                                             : models[m].weight > 0;
+        const bool may_run =
+            job->model >= 0 ? static_cast<std::size_t>(job->model) == m : models[m].weight > 0;
         if (may_run && p.communication->ina_models[m].plan)
           throw InputError("workload.jobs",
                            fmt::format("job {} asks for {} GPUs and may run model '{}', whose "

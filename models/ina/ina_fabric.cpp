@@ -61,8 +61,7 @@ struct InaFabric::Switch final : SwitchPorts, SwitchProgram<Packet> {
   }
   void multicast(const Packet& p) override {
     const Job& j = job(p.job);
-    for (std::size_t w = 0; w < j.workers.size(); ++w)
-      to_worker(p, static_cast<std::uint16_t>(w));
+    for (std::size_t w = 0; w < j.workers.size(); ++w) to_worker(p, static_cast<std::uint16_t>(w));
   }
   void to_worker(const Packet& p, std::uint16_t w) override {
     fabric.send(node, job(p.job).workers.at(w), p, /*ecn_check=*/true);
@@ -153,8 +152,9 @@ InaFabric::InaFabric(Engine& engine, Network& network, const Topology& topology,
   const bool both = switchml && (atp || dsa);
   const std::int64_t memory = p.aggregator_memory.count;
   const std::int64_t switchml_memory =
-      !switchml ? 0 : (both ? (p.switchml_memory.count > 0 ? p.switchml_memory.count : memory / 2)
-                            : memory);
+      !switchml
+          ? 0
+          : (both ? (p.switchml_memory.count > 0 ? p.switchml_memory.count : memory / 2) : memory);
   if (switchml) {
     const std::int64_t slot_bytes = 2 * 4LL * p.switchml_values_per_packet;  // + shadow copy
     switchml_units_ = static_cast<std::size_t>(switchml_memory / slot_bytes /
@@ -166,9 +166,8 @@ InaFabric::InaFabric(Engine& engine, Network& network, const Topology& topology,
   }
   if (atp || dsa) {
     const std::int64_t left = memory - switchml_memory;
-    shared_units_ = static_cast<std::size_t>(
-        std::max<std::int64_t>(0, left / (4LL * p.atp_values_per_packet) /
-                                      burst(p.atp_values_per_packet)));
+    shared_units_ = static_cast<std::size_t>(std::max<std::int64_t>(
+        0, left / (4LL * p.atp_values_per_packet) / burst(p.atp_values_per_packet)));
     if (shared_units_ < 1)
       throw InputError("system.ina.aggregator_memory",
                        "leaves no aggregator for the ATP/DSA jobs' shared pool");
@@ -183,8 +182,8 @@ InaFabric::InaFabric(Engine& engine, Network& network, const Topology& topology,
 InaFabric::~InaFabric() = default;
 
 std::uint32_t InaFabric::switchml_slots_per_job() const {
-  return static_cast<std::uint32_t>(switchml_units_ /
-                                    static_cast<std::size_t>(std::max(1, params_.switchml_partitions)));
+  return static_cast<std::uint32_t>(
+      switchml_units_ / static_cast<std::size_t>(std::max(1, params_.switchml_partitions)));
 }
 
 NodeId InaFabric::switch_of(NodeId host) const {
@@ -257,12 +256,12 @@ std::unique_ptr<training::GradientSync> InaFabric::attach(std::size_t model,
   sender.retransmission_timeout = switchml ? params_.switchml_timeout : params_.atp_timeout;
   sender.slot_window = switchml ? switchml_slots_per_job() : 0;
   const std::uint16_t id = job->id;
-  job->sync = std::make_unique<InaSync>(
-      engine_, events, id, m.plan, static_cast<int>(job->workers.size()), m.priority, sender,
-      counters_, [this, id](const Packet& q) {
-        Job& j = *find(id);
-        send(j.workers[q.worker], j.sw, q, /*ecn_check=*/false);
-      });
+  job->sync =
+      std::make_unique<InaSync>(engine_, events, id, m.plan, static_cast<int>(job->workers.size()),
+                                m.priority, sender, counters_, [this, id](const Packet& q) {
+                                  Job& j = *find(id);
+                                  send(j.workers[q.worker], j.sw, q, /*ecn_check=*/false);
+                                });
   if (!switchml)
     job->ps = std::make_unique<ParameterServer>(
         id, static_cast<int>(job->workers.size()),

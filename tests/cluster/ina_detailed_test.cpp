@@ -156,8 +156,8 @@ TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
     params.ina_models.resize(2);
     params.models.push_back(ina_model(p.topology, ina::PolicyKind::kSwitchMl, {{1, 1, 500}},
                                       *params.ina, params.ina_models[0]));
-    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp, {{1, 1, 500}},
-                                      *params.ina, params.ina_models[1]));
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp, {{1, 1, 500}}, *params.ina,
+                                      params.ina_models[1]));
     InaRun run(p, params);
     EXPECT_EQ(run.fabric.switchml_slots_per_job(), 1u);
     EXPECT_EQ(run.fabric.shared_units(), 1u);
@@ -179,8 +179,8 @@ TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
     CommunicationParams params;
     params.ina = switch_params(3000, 0, 1);
     params.ina_models.resize(1);
-    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp, {{1, 1, 500}},
-                                      *params.ina, params.ina_models[0]));
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp, {{1, 1, 500}}, *params.ina,
+                                      params.ina_models[0]));
     InaRun run(p, params);
     EXPECT_EQ(run.fabric.shared_units(), 3u);
     // The fabric's jobs are numbered from 0; chunks 0 and 1 of job 0 take distinct aggregators.
@@ -244,8 +244,9 @@ TEST(InaDetailedMode, AJobCutOffFromItsSwitchIsReportedFailed) {
                                     params.ina_models[0]));
   InaRun run(p, params);
   const AccessLinks a = host_access_links(p.topology, 4, "test host");
-  p.engine.schedule_at(Time::from_seconds(1.5),
-                       [&] { links.set_link_up(std::vector<LinkId>{a.up, a.down}, false); });
+  p.engine.schedule_at(Time::from_seconds(1.5), [&] {
+    links.set_link_up(std::vector<LinkId>{a.up, a.down}, false);
+  });
   JobSpec job;
   job.model = 0;
   job.iterations = 1;
@@ -288,8 +289,8 @@ TEST(InaDetailedMode, NoAggregatorIsSharedAndEveryGradientValueIsAggregatedOnce)
   int collisions = 0, waits = 0, preemptions = 0, failures = 0;
   for (int trial = 0; trial < 9; ++trial) {
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
-    Platform p(build_topology(LeafSpineSpec{
-        2, 3, 2, 1.5, LinkSpec{Bandwidth{12.5e9}, Time::us(1)}, Time::us(1)}));
+    Platform p(build_topology(
+        LeafSpineSpec{2, 3, 2, 1.5, LinkSpec{Bandwidth{12.5e9}, Time::us(1)}, Time::us(1)}));
     LinkConditions links(p.topology, p.network);
     NodeHealth health(p.topology.nodes().size());
     CommunicationParams params;
@@ -349,10 +350,8 @@ TEST(InaDetailedMode, NoAggregatorIsSharedAndEveryGradientValueIsAggregatedOnce)
     links.on_change([&sim](auto) { sim.on_links_changed(); });
     if (trial % 3 == 2) {
       for (int f = 0; f < 3; ++f) {
-        const AccessLinks a =
-            host_access_links(p.topology, p.topology.hosts()[static_cast<std::size_t>(
-                                              integer(0, 5))],
-                              "test host");
+        const AccessLinks a = host_access_links(
+            p.topology, p.topology.hosts()[static_cast<std::size_t>(integer(0, 5))], "test host");
         const double at = uniform(0.0, 2e-3);
         p.engine.schedule_at(Time::from_seconds(at), [&links, a] {
           links.set_link_up(std::vector<LinkId>{a.up, a.down}, false);
