@@ -7,6 +7,8 @@
 #include <limits>
 
 #include "models/cluster/policies.hpp"
+#include "models/ina/dsa_priority.hpp"
+#include "models/ina/job_plan.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
@@ -177,6 +179,91 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_jobs(
   return make;
 }
 
+std::optional<ina::PolicyKind> ina_policy_of(const std::string& sync) {
+  if (sync == "switchml") return ina::PolicyKind::kSwitchMl;
+  if (sync == "atp") return ina::PolicyKind::kAtp;
+  if (sync == "dsa") return ina::PolicyKind::kDsa;
+  return std::nullopt;
+}
+
+// system.ina: the switches' aggregation settings for models whose sync is switchml, atp or dsa
+// (docs/cluster.md, "In-network aggregation"; defaults as the ina model's, docs/ina.md).
+ina::ClusterParams read_ina(JsonReader& system) {
+  ina::ClusterParams p;
+  JsonReader s = system.object_or_empty("ina");
+  p.aggregator_memory = s.bytes_or("aggregator_memory", std::to_string(20000 * 248) + "B");
+  if (p.aggregator_memory.count <= 0 || p.aggregator_memory.count > (std::int64_t{1} << 30))
+    throw InputError(s.path_of("aggregator_memory"), "must be positive and at most 1GiB");
+  p.burst_values = static_cast<int>(s.integer_or("burst_values", 1, 1, 1'000'000));
+  p.header_bytes = s.bytes_or("header", "60B");
+  p.ecn_threshold_bytes = static_cast<double>(s.bytes_or("ecn_threshold", "100KB").count);
+  p.switch_latency = s.duration_or("switch_latency", "400ns");
+  JsonReader atp = s.object_or_empty("atp");
+  p.atp_values_per_packet = static_cast<int>(atp.integer_or("values_per_packet", 62, 1, 4096));
+  p.atp_timeout = atp.duration_or("timeout", "1ms");
+  if (p.atp_timeout <= Time::zero()) throw InputError(atp.path_of("timeout"), "must be positive");
+  atp.finish();
+  JsonReader sml = s.object_or_empty("switchml");
+  p.switchml_values_per_packet =
+      static_cast<int>(sml.integer_or("values_per_packet", 256, 1, 4096));
+  p.switchml_timeout = sml.duration_or("timeout", "10ms");
+  if (p.switchml_timeout <= Time::zero())
+    throw InputError(sml.path_of("timeout"), "must be positive");
+  // Static partitions per switch [assumed: SwitchML's controller gives each job a fixed share;
+  // with jobs coming and going, the switch is cut into a fixed number of them].
+  p.switchml_partitions = static_cast<int>(sml.integer_or("partitions", 4, 1, 65535));
+  if (sml.has("memory")) {
+    p.switchml_memory = sml.bytes("memory");
+    if (p.switchml_memory.count <= 0) throw InputError(sml.path_of("memory"), "must be positive");
+  }
+  sml.finish();
+  JsonReader dsa = s.object_or_empty("dsa");
+  p.selective_retransmission = dsa.boolean_or("selective_retransmission", true);
+  if (dsa.has("priority"))
+    p.dsa_priority = ina::dsa_priority_kind(dsa.string("priority"), dsa.path_of("priority"));
+  dsa.finish();
+  s.finish();
+  return p;
+}
+
+// The INA models' DSA priorities: the models ranked by communication intensity (one worker's
+// gradient on the wire per iteration over the first host's link speed, over the compute per
+// iteration on the reference GPU [assumed: a job's hosts are not known before placement]).
+void finish_ina(const ina::ClusterParams& p, const Topology& topology, const std::string& where,
+                CommunicationParams& out) {
+  std::vector<std::size_t> ina_models;
+  bool atp = false, dsa = false;
+  for (std::size_t m = 0; m < out.ina_models.size(); ++m) {
+    if (!out.ina_models[m].plan) continue;
+    ina_models.push_back(m);
+    atp |= out.ina_models[m].policy == ina::PolicyKind::kAtp;
+    dsa |= out.ina_models[m].policy == ina::PolicyKind::kDsa;
+  }
+  if (ina_models.empty()) return;
+  if (atp && dsa)
+    throw InputError(where,
+                     "ATP and DSA models in one run are not modelled (one shared-pool program per "
+                     "switch); SwitchML models may run beside either");
+  const double link =
+      topology.link(host_access_links(topology, topology.hosts().front(), "a cluster node").up)
+          .bandwidth.bytes_per_s;
+  std::vector<double> intensity;
+  std::vector<std::uint32_t> layers;
+  for (const std::size_t m : ina_models) {
+    const ina::JobPlan& plan = *out.ina_models[m].plan;
+    const bool switchml = out.ina_models[m].policy == ina::PolicyKind::kSwitchMl;
+    const double packet = static_cast<double>(p.header_bytes.count) +
+                          4.0 * (switchml ? p.switchml_values_per_packet : p.atp_values_per_packet);
+    intensity.push_back(static_cast<double>(plan.packets()) * packet / link /
+                        out.models[m].reference_iteration_s);
+    layers.push_back(static_cast<std::uint32_t>(plan.layers.size()));
+  }
+  const ina::DsaPriorities priorities(p.dsa_priority, intensity, layers);
+  for (std::size_t i = 0; i < ina_models.size(); ++i)
+    out.ina_models[ina_models[i]].priority = priorities.of_job(i);
+  out.ina = p;
+}
+
 // workload.training (detailed mode): the training models jobs run, each a DNN profile with its
 // communication scheduler and gradient-synchronisation strategy, chosen by name from the
 // training core's registries (models/training/policies.cpp), so a strategy registered there
@@ -184,7 +271,7 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_jobs(
 std::shared_ptr<const CommunicationParams> read_training(
     JsonReader& workload, const HardwareCatalog& hardware, const GpuSpec& reference,
     const std::string& reference_where, const Topology& topology, const NodeHardware& node_hardware,
-    const std::filesystem::path& scenario_dir) {
+    const std::filesystem::path& scenario_dir, const ina::ClusterParams& ina) {
   constexpr std::int64_t kMillion = 1'000'000;
   auto out = std::make_shared<CommunicationParams>();
   JsonReader training = workload.object("training");
@@ -200,11 +287,30 @@ std::shared_ptr<const CommunicationParams> read_training(
     t.weight = m.number_or("weight", 1.0, 0.0, 1e9);
     weights += t.weight;
     const auto& scheduler = training::training_policies().schedulers.choose(m, "scheduler");
-    const auto& sync = training::training_policies().syncs.choose(m, "sync");
     t.scheduler = scheduler.name;
-    t.sync = sync.name;
     t.make_scheduler = scheduler.value;
-    t.make_sync = sync.value;
+    // In-network aggregation is built by the run's INA fabric (its switches' programs), the
+    // other strategies by the training core's registry.
+    const std::optional<ina::PolicyKind> ina_policy = ina_policy_of(m.string("sync"));
+    if (ina_policy) {
+      t.sync = m.string("sync");
+      if (*ina_policy == ina::PolicyKind::kSwitchMl && t.scheduler != "fifo")
+        throw InputError(m.path_of("scheduler"),
+                         "SwitchML streams a job's chunks through its slots in production order; "
+                         "only the framework's \"fifo\" order is modelled with it");
+    } else {
+      const std::string name = m.string("sync");
+      if (!training::training_policies().syncs.find(name)) {
+        std::string known;
+        for (const std::string& n : training::training_policies().syncs.names())
+          known += (known.empty() ? "" : ", ") + n;
+        throw InputError(m.path_of("sync"), "unknown sync \"" + name + "\" (registered: " + known +
+                                                "; in-network aggregation: switchml, atp, dsa)");
+      }
+      const auto& sync = training::training_policies().syncs.choose(m, "sync");
+      t.sync = sync.name;
+      t.make_sync = sync.value;
+    }
     if (t.scheduler == "fifo") {
       for (const char* key : {"partition", "credit"})
         if (m.has(key))
@@ -212,7 +318,8 @@ std::shared_ptr<const CommunicationParams> read_training(
     } else {
       // ByteScheduler's defaults [code: bytescheduler/common/bytecore.py, docs/scheduling.md]:
       // partition 1M and credit 4M parameters for PS, 8M and 16M for all-reduce (as commsched).
-      const bool ps = t.sync == "ps";
+      // In-network aggregation: the PS defaults [assumed, as the ina model's study].
+      const bool ps = t.sync == "ps" || ina_policy.has_value();
       t.config.partition =
           m.integer_or("partition", ps ? kMillion : 8 * kMillion, 1, 1'000'000'000'000);
       t.config.credit =
@@ -239,6 +346,23 @@ std::shared_ptr<const CommunicationParams> read_training(
     t.times.assign(static_cast<std::size_t>(max_host) + 1, nullptr);
     for (std::size_t i = 0; i < topology.hosts().size(); ++i)
       t.times[topology.hosts()[i]] = tables[i];
+    ina::FabricModel fm;
+    if (ina_policy) {
+      fm.policy = *ina_policy;
+      const bool switchml = *ina_policy == ina::PolicyKind::kSwitchMl;
+      ina::PlanOptions o;
+      o.values_per_packet = switchml ? ina.switchml_values_per_packet : ina.atp_values_per_packet;
+      o.burst_packets = std::max(1, ina.burst_values / o.values_per_packet);
+      o.partition = t.config.partition;
+      if (o.partition > 0 && o.partition < o.values_per_packet)
+        throw InputError(m.path_of("partition"),
+                         "a chunk smaller than one packet's " +
+                             std::to_string(o.values_per_packet) +
+                             " values is not modelled (a packet carries one chunk)");
+      fm.plan = std::make_shared<const ina::JobPlan>(ina::make_job_plan(profile, o));
+      MLSIM_CHECK(fm.plan->layers.size() == t.parameters.size(), "a plan layer per layer");
+    }
+    out->ina_models.push_back(std::move(fm));
     m.finish();
     out->models.push_back(std::move(t));
   }
@@ -247,6 +371,7 @@ std::shared_ptr<const CommunicationParams> read_training(
   if (weights <= 0)
     throw InputError(training.path_of("models"), "at least one model needs a positive weight");
   training.finish();
+  finish_ina(ina, topology, training.path_of("models"), *out);
   return out;
 }
 
@@ -299,9 +424,16 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
   std::shared_ptr<const CommunicationParams> training;
   if (detailed || workload.has("training")) {
     const std::string ref_where = system.path_of("reference_gpu");
+    const ina::ClusterParams ina = read_ina(system);
     training =
         read_training(workload, hardware, hardware.gpu(system.string("reference_gpu"), ref_where),
-                      ref_where, topology, node_hardware, scenario_dir);
+                      ref_where, topology, node_hardware, scenario_dir, ina);
+    // Without a model aggregating in the network system.ina is read and checked but unused
+    // (so that one scenario's variants may switch its models' sync to ring or ps).
+  } else if (system.has("ina")) {
+    throw InputError(system.path_of("ina"),
+                     "needs workload.training (models aggregating in the "
+                     "network)");
   }
   if (detailed) p.communication = training;
   p.make_source = read_jobs(workload, c.types, scenario_dir, training.get());
@@ -327,7 +459,8 @@ void check_events(const PlatformEvents& events) {
 // layer on every worker, and sends each gradient chunk over the network at least 2(W-1) times
 // (ps: a push and a pull per remote worker of the chunk's server; ring: 2(W-1) steps of W
 // transfers; another strategy: at least one transfer from each of the W-1 other workers).
-void estimate_work(const ModelParams& p, int max_gpus_per_host, WorkEstimate& estimate) {
+void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
+                   WorkEstimate& estimate) {
   if (!p.communication) return;
   const auto& models = p.communication->models;
   std::vector<double> chunks(models.size(), 0);
@@ -339,9 +472,24 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, WorkEstimate& es
                                      static_cast<double>(models[m].config.partition))
                          : 1.0;
   double transfers = 0, events = 0;
-  std::uint64_t spanning = 0;
+  std::uint64_t spanning = 0, index = 0;
   auto source = p.make_source(1);
   while (const std::optional<JobSpec> job = source->next()) {
+    // In-network aggregation counts workers in a 32-bit bitmap (packet.hpp): a job that may
+    // draw such a model and may be placed on more than 32 hosts (at most one per GPU) is
+    // refused before the run.
+    if (p.communication->ina && std::min(job->gpus, pool_hosts) > 32) {
+      for (std::size_t m = 0; m < models.size(); ++m) {
+        const bool may_run =
+            job->model >= 0 ? static_cast<std::size_t>(job->model) == m : models[m].weight > 0;
+        if (may_run && p.communication->ina_models[m].plan)
+          throw InputError("workload.jobs",
+                           fmt::format("job {} asks for {} GPUs and may run model '{}', whose "
+                                       "in-network aggregation holds at most 32 workers (hosts)",
+                                       index, job->gpus, models[m].name));
+      }
+    }
+    ++index;
     const int hosts = (job->gpus + max_gpus_per_host - 1) / max_gpus_per_host;
     if (hosts < 2) continue;
     ++spanning;
@@ -379,6 +527,17 @@ class ClusterRun {
       runner_ = std::make_unique<CommunicationMode>(env.engine, env.network, env.compute,
                                                     *params.communication,
                                                     env.stream("cluster.job_models"));
+    if (params.communication && params.communication->ina) {
+      // The switches' aggregator pools belong to the run: every job aggregating at a switch
+      // shares its pools (ina_fabric.hpp).
+      fabric_ = std::make_unique<ina::InaFabric>(env.engine, env.network, env.topology,
+                                                 *params.communication->ina,
+                                                 params.communication->ina_models);
+      runner_->set_sync_builder([f = fabric_.get()](std::size_t model, training::SyncEvents& ev,
+                                                    std::vector<NodeId> workers) {
+        return f->attach(model, ev, std::move(workers));
+      });
+    }
     sim_ = std::make_unique<ClusterSimulation>(env.engine, params.cluster,
                                                params.make_source(env.seed), env.seed, &env.nodes,
                                                env.topology.hosts());
@@ -388,9 +547,13 @@ class ClusterRun {
   }
   void start() { sim_->start(); }
   double progress() const { return sim_->progress(); }
-  void report(Results& out) const { sim_->report(out); }
+  void report(Results& out) const {
+    sim_->report(out);
+    if (fabric_) fabric_->report(out);
+  }
 
  private:
+  std::unique_ptr<ina::InaFabric> fabric_;  // outlives the jobs' strategies
   std::unique_ptr<CommunicationMode> runner_;
   std::unique_ptr<ClusterSimulation> sim_;
 };
@@ -406,10 +569,16 @@ std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
   system.finish();
   workload.finish();
   check_events(setup.events);
+  if (params.communication && params.communication->ina && !setup.network.hosts_switch_programs)
+    throw InputError("network.backend", "the \"" + setup.network.backend +
+                                            "\" backend cannot end transfers at a switch node, so "
+                                            "it cannot host in-network aggregation (a model's "
+                                            "sync switchml, atp or dsa)");
   int max_gpus_per_host = 1;
   for (const NodeGroup& g : params.cluster.groups)
     max_gpus_per_host = std::max(max_gpus_per_host, g.gpus_per_node);
-  estimate_work(params, max_gpus_per_host, setup.estimate);
+  estimate_work(params, max_gpus_per_host, static_cast<int>(setup.topology.hosts().size()),
+                setup.estimate);
   return std::make_unique<SimulationModel<ClusterRun>>(
       setup.env, [params = std::move(params)](ModelEnv& env) {
         return std::make_unique<ClusterRun>(env, params);

@@ -83,7 +83,14 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   options.servers = options.workers;  // colocated parameter servers (ps only)
   options.layer_parameters = m.parameters;
   options.bytes_per_parameter = m.bytes_per_parameter;
-  live->sync = m.make_sync(training::SyncSetup{engine_, network_, live->path, std::move(options)});
+  if (m.make_sync) {
+    live->sync =
+        m.make_sync(training::SyncSetup{engine_, network_, live->path, std::move(options)});
+  } else {
+    MLSIM_CHECK(sync_builder_ != nullptr, "a model without a sync factory and no builder");
+    live->sync =
+        sync_builder_(static_cast<std::size_t>(job.model), live->path, live->core.spec().workers);
+  }
   live->path.set_sync(live->sync.get());
   live->core.set_gradient_sink(&live->path);
   live->done = std::move(done);
@@ -104,7 +111,10 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   });
   Live& started = *live;
   live_.emplace(id, std::move(live));
-  started.core.start();
+  // A strategy may hold the start until it has its resources (a SwitchML partition); the time
+  // waiting counts as the job's (it holds its GPUs).
+  training::DataParallelJob* core = &started.core;
+  started.sync->when_ready([core] { core->start(); });
   return true;
 }
 

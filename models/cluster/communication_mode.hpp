@@ -25,10 +25,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "models/cluster/job_runner.hpp"
+#include "models/ina/cluster_params.hpp"
+#include "models/ina/ina_fabric.hpp"
 #include "models/training/gradient_path.hpp"
 #include "models/training/policies.hpp"
 #include "sim_core/base/stats.hpp"
@@ -45,6 +48,8 @@ struct TrainingModel {
   double weight = 1;  // share of the jobs that name no model
   std::string scheduler, sync;
   training::SchedulerFactory make_scheduler;
+  // Empty for in-network aggregation (switchml, atp, dsa): the run's INA fabric builds it
+  // (CommunicationMode::set_sync_builder).
   training::SyncFactory make_sync;
   training::SchedulerConfig config;      // the scheduler's initial knobs
   std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
@@ -57,6 +62,10 @@ struct TrainingModel {
 
 struct CommunicationParams {
   std::vector<TrainingModel> models;
+  // With models that aggregate in the network: the switches' settings (system.ina) and, by
+  // model, its policy and packet plan (a null plan for the other models).
+  std::optional<ina::ClusterParams> ina;
+  std::vector<ina::FabricModel> ina_models;
 };
 
 // One simulated job, handed to the observer (tests) when it ends, is killed or fails.
@@ -91,6 +100,11 @@ class CommunicationMode final : public JobRunner {
   void report(Results& out) const override;
 
   void set_observer(std::function<void(const TrainingRecord&)> f) { observer_ = std::move(f); }
+  // Builds the strategy of a model without a registry factory (make_sync empty): in-network
+  // aggregation, whose switch programs belong to the run, not to a job (ina_fabric.hpp).
+  using SyncBuilder = std::function<std::unique_ptr<training::GradientSync>(
+      std::size_t model, training::SyncEvents& events, std::vector<NodeId> workers)>;
+  void set_sync_builder(SyncBuilder f) { sync_builder_ = std::move(f); }
   std::size_t running() const { return live_.size(); }
 
  private:
@@ -110,6 +124,7 @@ class CommunicationMode final : public JobRunner {
   RandomStream draws_;
   double weight_sum_ = 0;
   std::function<void(const TrainingRecord&)> observer_;
+  SyncBuilder sync_builder_;
   std::map<std::uint64_t, std::unique_ptr<Live>> live_;
   // Statistics.
   std::uint64_t serial_ = 0;  // attempts started

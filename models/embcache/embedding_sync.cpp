@@ -24,6 +24,9 @@ EmbeddingSync::EmbeddingSync(Engine& engine, Network& network, training::SyncEve
   MLSIM_CHECK(!params_.workers.empty() && params_.workers.size() <= 64 && params_.iterations > 0 &&
                   params_.batch_per_worker > 0,
               "embedding training needs 1 to 64 workers, iterations and samples");
+  // A push or pull that finds no route never completes: report the job failed at the first one
+  // (GradientSync::set_on_failed), as the collective-based strategies do.
+  messages_.set_failure_callback([this] { report_failure(); });
 }
 
 void EmbeddingSync::hold(std::size_t w, Key k) {
@@ -102,7 +105,8 @@ void EmbeddingSync::begin_iteration() {
       }
     }
     const Bytes bytes{static_cast<std::int64_t>(to_pull_[w].size()) * params_.row_bytes};
-    // A failed message never completes: the iteration stalls (counted in failed_transfers).
+    // A failed message never completes: the iteration stalls (counted in failed_transfers;
+    // reported through set_on_failed).
     messages_.send(params_.server, params_.workers[w], bytes,
                    [this, w](const collectives::CollectiveResult&) { worker_pulled(w); });
   }

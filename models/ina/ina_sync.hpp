@@ -109,6 +109,15 @@ class InaSync final : public training::GradientSync {
   void on_resend_request(std::uint16_t w, const Packet& p) { senders_[w].on_resend_request(p); }
   InaSender& sender(std::uint16_t w) { return senders_.at(w); }
   void abort();
+  // A packet of the job found no route (a failed link or node): the job cannot finish. Reports
+  // it once through GradientSync::set_on_failed (the cluster's detailed mode then requeues or
+  // drops the job). The ina model's own runs do not call it: their senders recover by timeouts
+  // and their stall watchdog gives a hung job up.
+  void transfer_failed() {
+    ++failed_transfers_;
+    report_failure();
+  }
+  std::uint64_t failed_transfers() const override { return failed_transfers_; }
 
   const JobPlan& plan() const { return *plan_; }
   int workers() const { return static_cast<int>(senders_.size()); }
@@ -134,7 +143,7 @@ class InaSync final : public training::GradientSync {
   Send send_;
   std::vector<InaSender> senders_;
   std::int64_t elements_delivered_ = 0, bytes_sent_ = 0;
-  std::uint64_t messages_ = 0;
+  std::uint64_t messages_ = 0, failed_transfers_ = 0;
   Time last_result_;
 };
 

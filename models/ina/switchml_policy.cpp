@@ -13,7 +13,14 @@ SwitchMlPolicy::SwitchMlPolicy(SwitchPorts& ports, std::size_t slot_units, int p
   MLSIM_CHECK(slots_per_job_ > 0, "SwitchML partition without a slot");
 }
 
+bool SwitchMlPolicy::has_free_partition() const {
+  for (const bool used : partition_in_use_)
+    if (!used) return true;
+  return false;
+}
+
 void SwitchMlPolicy::job_started(std::uint16_t job) {
+  if (job >= partition_of_job_.size()) partition_of_job_.resize(job + 1u, -1);
   for (std::size_t i = 0; i < partition_in_use_.size(); ++i) {
     if (!partition_in_use_[i]) {
       partition_in_use_[i] = true;
@@ -35,7 +42,7 @@ void SwitchMlPolicy::job_finished(std::uint16_t job) {
 }
 
 void SwitchMlPolicy::on_gradient(const Packet& p) {
-  const int part = partition_of_job_.at(p.job);
+  const int part = p.job < partition_of_job_.size() ? partition_of_job_[p.job] : -1;
   if (part < 0) {
     // The job has finished and given its partition back. Only a retransmission can still be on
     // its way: under loss, workers that waited for the same chunk time out together, and the

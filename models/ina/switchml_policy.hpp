@@ -22,11 +22,14 @@ namespace mlsim::ina {
 
 class SwitchMlPolicy : public AggregationPolicy {
  public:
-  // `slot_units`: slots (or slot groups of a burst) in the switch; pool = 2 x slot_units.
+  // `slot_units`: slots (or slot groups of a burst) in the switch; pool = 2 x slot_units. Job
+  // ids below `max_jobs` are expected (the table grows for larger ones).
   SwitchMlPolicy(SwitchPorts& ports, std::size_t slot_units, int partitions, int max_jobs);
   std::string_view name() const override { return "switchml"; }
   bool uses_parameter_server() const override { return false; }
   std::uint32_t slot_window(std::uint16_t) const override { return slots_per_job_; }
+  // A partition is free for a starting job (job_started needs one).
+  bool has_free_partition() const;
   void job_started(std::uint16_t job) override;
   void job_finished(std::uint16_t job) override;
   void on_gradient(const Packet& p) override;

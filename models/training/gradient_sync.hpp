@@ -62,6 +62,10 @@ class GradientSync {
   virtual std::int64_t bytes_sent() const = 0;
   virtual std::int64_t bytes_delivered() const = 0;
   virtual std::uint64_t messages() const = 0;
+  // Holds the job's start until the strategy has what it needs to run (a SwitchML job waits for
+  // a free partition of its switch's aggregators, models/ina/ina_fabric.hpp): runs `go` once,
+  // now or later from an engine event. Most strategies need nothing: at once.
+  virtual void when_ready(std::function<void()> go) { go(); }
   // Transfers that failed (a link down with no route left): what depends on them never happens.
   virtual std::uint64_t failed_transfers() const { return 0; }
 

@@ -58,6 +58,8 @@ void PointToPoint::send(NodeId from, NodeId to, Bytes bytes, Done done) {
   s.collective = std::make_unique<Collective>(
       engine_, network_, std::vector<NodeId>{from, to}, spec,
       [this, i](const CollectiveResult& r) { finished(i, r); }, links_);
+  if (on_failed_)
+    s.collective->set_failure_callback([this](const CollectiveResult&) { on_failed_(); });
   ++calls_;
   s.collective->start();
 }

@@ -44,6 +44,12 @@ class PointToPoint {
   // Sends `bytes` from `from` to `to` (distinct nodes) now; `done` runs when they arrived.
   void send(NodeId from, NodeId to, Bytes bytes, Done done);
 
+  // Runs at the first failed transfer of any call (a link down with no route left), from inside
+  // the network's delivery, as Collective::set_failure_callback: the callee must not destroy
+  // this object from it. Set before the calls it should watch.
+  using Failed = InlineFunction<void(), 16>;
+  void set_failure_callback(Failed f) { on_failed_ = std::move(f); }
+
   // Cancels every call in flight (Collective::cancel: their transfers cancelled in the network,
   // their events dropped); their callbacks never run. The destructor does the same.
   void cancel();
@@ -78,6 +84,7 @@ class PointToPoint {
   std::int64_t sent_ = 0, delivered_ = 0, wire_ = 0, cancelled_ = 0;
   std::uint64_t failed_ = 0;  // transfers of cancelled calls that had failed
   std::uint64_t calls_ = 0;
+  Failed on_failed_;
 };
 
 }  // namespace mlsim::collectives

@@ -127,3 +127,26 @@ TEST(PointToPoint, AFailedSendNeverCompletesAndIsCounted) {
   EXPECT_EQ(p2p.in_flight(), 1u);
   EXPECT_EQ(p2p.bytes_delivered(), 0);
 }
+
+TEST(PointToPoint, AFailedTransferIsReportedOnceToTheFailureCallback) {
+  // Host 1's downlink is down: a message 0 -> 1 finds no route and fails; 0 -> 2 arrives at
+  // 1,000,200 ns. Two failing messages report once each (the callback runs per failed call,
+  // the owner keeps the first: EmbeddingSync's report_failure runs once), the good one never.
+  const Topology topo = build_topology(StarSpec{3, kLink});
+  Engine engine;
+  FluidNetwork net(engine, topo, Sharing::kMaxMin);
+  LinkConditions links(topo, net);
+  for (LinkId l = 0; l < topo.links().size(); ++l)
+    if (topo.link(l).dst == topo.hosts()[1]) links.set_link_up(l, false);
+  PointToPoint p2p(engine, net, {});
+  int failures = 0;
+  p2p.set_failure_callback([&] { ++failures; });
+  int arrived = 0;
+  p2p.send(topo.hosts()[0], topo.hosts()[2], kMB, [&](const CollectiveResult&) { ++arrived; });
+  p2p.send(topo.hosts()[0], topo.hosts()[1], kMB, [&](const CollectiveResult&) { ++arrived; });
+  p2p.send(topo.hosts()[2], topo.hosts()[1], kMB, [&](const CollectiveResult&) { ++arrived; });
+  engine.run();
+  EXPECT_EQ(arrived, 1);
+  EXPECT_EQ(failures, 2);
+  EXPECT_EQ(p2p.failed_transfers(), 2u);
+}

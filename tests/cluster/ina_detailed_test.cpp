@@ -1,0 +1,402 @@
+// In-network aggregation in the cluster's detailed mode (models/ina/ina_fabric.hpp): jobs whose
+// sync is SwitchML, ATP or DSA share the aggregators of the switch they aggregate at. Cases
+// computed by hand (a SwitchML job and an ATP job sharing one ToR's register memory; two SwitchML
+// jobs contending for one partition; a job cut off by a failed link reported failed) and
+// properties over random job streams placed by the cluster scheduler.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "models/cluster/communication_mode.hpp"
+#include "models/ina/atp_policy.hpp"
+#include "sim_core/hardware/node_health.hpp"
+#include "sim_core/network/host_access_links.hpp"
+#include "sim_core/network/link_conditions.hpp"
+#include "tests/cluster/test_support.hpp"
+#include "tests/support/platform_bench.hpp"
+
+using namespace mlsim;
+using namespace mlsim::cluster;
+using namespace mlsim::cluster::testing;
+
+namespace {
+
+using Platform = test::PlatformBench;
+
+// Host links of 1e6 B/s, no latency: a 1000-byte packet takes 1 ms on a link.
+constexpr double kHostBandwidth = 1e6;
+
+// Two leaves of four hosts under one spine: hosts 0..3 under leaf 0, 4..7 under leaf 1.
+Topology two_leaves() {
+  return build_topology(
+      LeafSpineSpec{2, 4, 1, 1.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()});
+}
+
+// Packets of 250 values and no header (1000 bytes, 1 ms per hop), no switch latency,
+// packet-accurate, timeouts far beyond any round trip here (no retransmission).
+ina::ClusterParams switch_params(std::int64_t memory, std::int64_t switchml_memory,
+                                 int partitions) {
+  ina::ClusterParams p;
+  p.aggregator_memory = Bytes{memory};
+  p.switchml_memory = Bytes{switchml_memory};
+  p.switchml_partitions = partitions;
+  p.atp_values_per_packet = 250;
+  p.switchml_values_per_packet = 250;
+  p.header_bytes = Bytes{0};
+  p.switch_latency = Time::zero();
+  p.burst_values = 1;
+  p.atp_timeout = Time::s(1);
+  p.switchml_timeout = Time::s(1);
+  return p;
+}
+
+// A model of layers {forward s, backward s, parameters} on every host, aggregating with `policy`.
+TrainingModel ina_model(const Topology& topology, ina::PolicyKind policy,
+                        std::vector<std::tuple<double, double, std::int64_t>> layers,
+                        const ina::ClusterParams& sw, ina::FabricModel& fabric,
+                        training::SchedulerConfig config = {}) {
+  TrainingModel m;
+  m.name = std::string(ina::policy_name(policy));
+  m.sync = m.name;
+  m.scheduler = config.partition > 0 ? "bytescheduler" : "fifo";
+  m.make_scheduler = training::training_policies().schedulers.get(m.scheduler, "").value;
+  m.config = config;
+  auto times = std::make_shared<ProfileSeconds>();
+  DnnProfile profile;
+  for (const auto& [f, b, p] : layers) {
+    times->push_back({f, b});
+    m.parameters.push_back(p);
+    m.reference_iteration_s += f + b;
+    LayerProfile l;
+    l.forward_ms = f * 1e3;
+    l.backward_ms = b * 1e3;
+    l.parameters = Bytes{4 * p};
+    profile.layers.push_back(l);
+  }
+  m.times.assign(topology.nodes().size(), nullptr);
+  for (NodeId h : topology.hosts()) m.times[h] = times;
+  ina::PlanOptions o;
+  o.values_per_packet = policy == ina::PolicyKind::kSwitchMl ? sw.switchml_values_per_packet
+                                                             : sw.atp_values_per_packet;
+  o.burst_packets = std::max(1, sw.burst_values / o.values_per_packet);
+  o.partition = config.partition;
+  fabric.policy = policy;
+  fabric.plan = std::make_shared<const ina::JobPlan>(ina::make_job_plan(profile, o));
+  fabric.priority.by_layer.assign(layers.size(), 0);
+  for (std::size_t l = 0; l < layers.size(); ++l)
+    fabric.priority.by_layer[l] = static_cast<std::uint16_t>(layers.size() - l);
+  return m;
+}
+
+// The detailed mode with an INA fabric over `p`'s network.
+struct InaRun {
+  InaRun(Platform& p, CommunicationParams params_in, std::uint64_t seed = 1)
+      : params(std::move(params_in)),
+        fabric(p.engine, p.network, p.topology, *params.ina, params.ina_models),
+        mode(p.engine, p.network, p.compute, params, RandomStream(seed, "models")) {
+    mode.set_sync_builder(
+        [this](std::size_t m, training::SyncEvents& ev, std::vector<NodeId> workers) {
+          return fabric.attach(m, ev, std::move(workers));
+        });
+  }
+  CommunicationParams params;
+  ina::InaFabric fabric;
+  CommunicationMode mode;
+};
+
+// Ends of jobs started at 0 on `placements`, model j for job j, one iteration each.
+std::vector<double> run_jobs(Platform& p, InaRun& run,
+                             const std::vector<std::vector<NodeId>>& placements) {
+  std::vector<double> ends(placements.size(), -1);
+  for (std::size_t j = 0; j < placements.size(); ++j) {
+    JobSpec job;
+    job.id = j;
+    job.model = static_cast<int>(j);
+    job.iterations = 1;
+    EXPECT_TRUE(run.mode.start(
+        job, placements[j], 0, [&ends, &p, j] { ends[j] = p.engine.now().seconds(); },
+        [] { FAIL() << "no failure here"; }));
+  }
+  p.engine.run();
+  EXPECT_EQ(run.mode.running(), 0u);
+  return ends;
+}
+
+}  // namespace
+
+// One ToR (leaf 0) with 3000 bytes of aggregator memory: SwitchML gets 2000 (one slot of 250
+// values with its shadow copy, one partition), ATP the other 1000 (one aggregator). Both jobs:
+// one layer (forward 1 s, backward 1 s, 500 values = 2 packets of 1000 B), one iteration.
+//
+// SwitchML job S on hosts 0, 1 (a window of one slot): at 2 s both workers send chunk 0; it
+// reaches the switch at 2.001, completes, and the result is back on both at 2.002; chunk 1 (same
+// slot, other copy) leaves then and is back at 2.004: S ends at 2.004.
+//
+// ATP job A on hosts 2, 3 (PS on host 2): both workers send chunks 0 and 1 back to back (2.000-
+// 2.001, 2.001-2.002). Chunk 0 claims the one aggregator at 2.001, completes, and its partial goes
+// to the PS (switch -> host 2, 2.001-2.002). Chunk 1 arrives at 2.002 and collides (the
+// aggregator waits for the PS's result): both workers' packets fall back to the PS (queued on the
+// switch's port to host 2: 2.002-2.003, 2.003-2.004). The PS's result 0 leaves host 2 at 2.002,
+// reaches the switch at 2.003, frees the aggregator and is multicast: host 3 at 2.004; host 2's
+// port is busy with the second fallback until 2.004, so host 2 gets it at 2.005. The PS has both
+// fallbacks at 2.004; result 1 reaches the switch at 2.005 and both workers at 2.006: A ends at
+// 2.006.
+//
+// With the whole 3000 bytes to ATP (no SwitchML model in the run) its pool has 3 aggregators and
+// chunks 0 and 1 hash to different ones (checked): both complete in the switch; partials reach
+// the PS at 2.002 and 2.003, its results the switch at 2.003 and 2.004 and the workers at 2.004
+// and 2.005: A ends at 2.005, 1 ms earlier than beside SwitchML.
+TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
+  {
+    Platform p(two_leaves());
+    CommunicationParams params;
+    params.ina = switch_params(3000, 2000, 1);
+    params.ina_models.resize(2);
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kSwitchMl, {{1, 1, 500}},
+                                      *params.ina, params.ina_models[0]));
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp, {{1, 1, 500}}, *params.ina,
+                                      params.ina_models[1]));
+    InaRun run(p, params);
+    EXPECT_EQ(run.fabric.switchml_slots_per_job(), 1u);
+    EXPECT_EQ(run.fabric.shared_units(), 1u);
+    const std::vector<double> ends = run_jobs(p, run, {{0, 1}, {2, 3}});
+    ASSERT_EQ(ends.size(), 2u);
+    EXPECT_NEAR(ends[0], 2.004, 1e-9);
+    EXPECT_NEAR(ends[1], 2.006, 1e-9);
+    EXPECT_EQ(run.fabric.switches(), 1u);  // both aggregate at leaf 0
+    const ina::InaCounters& c = run.fabric.counters();
+    EXPECT_EQ(c.collision_packets, 2u);
+    EXPECT_EQ(c.fallback_packets, 2u);
+    EXPECT_EQ(c.retransmitted_packets, 0u);
+    EXPECT_EQ(c.wrong_sums, 0u);
+    EXPECT_EQ(c.duplicate_results, 0u);
+    EXPECT_EQ(c.elements_delivered, 2 * 500 + 2 * 500);  // every worker, every value, once
+  }
+  {
+    Platform p(two_leaves());
+    CommunicationParams params;
+    params.ina = switch_params(3000, 0, 1);
+    params.ina_models.resize(1);
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp, {{1, 1, 500}}, *params.ina,
+                                      params.ina_models[0]));
+    InaRun run(p, params);
+    EXPECT_EQ(run.fabric.shared_units(), 3u);
+    // The fabric's jobs are numbered from 0; chunks 0 and 1 of job 0 take distinct aggregators.
+    ina::InaCounters unused;
+    struct NoPorts final : ina::SwitchPorts {
+      explicit NoPorts(ina::InaCounters& c) : c_(c) {}
+      Time now() const override { return Time::zero(); }
+      int workers_of(std::uint16_t) const override { return 2; }
+      void to_ps(const ina::Packet&) override {}
+      void multicast(const ina::Packet&) override {}
+      void to_worker(const ina::Packet&, std::uint16_t) override {}
+      ina::InaCounters& counters() override { return c_; }
+      ina::InaCounters& c_;
+    } ports(unused);
+    ina::AtpPolicy atp(ports, 3);
+    ASSERT_NE(atp.index_of(0, 0), atp.index_of(0, 1));
+    const std::vector<double> ends = run_jobs(p, run, {{2, 3}});
+    EXPECT_NEAR(ends[0], 2.005, 1e-9);
+    EXPECT_EQ(run.fabric.counters().collision_packets, 0u);
+  }
+}
+
+// Two SwitchML jobs under one ToR with one partition: the second holds its GPUs and waits for
+// the partition (its start is held), which the first frees when it ends at 2.004; the second
+// then computes (forward 1 s, backward 1 s) and streams its two chunks as above: 4.008. Placed
+// under different ToRs (each switch has its own partition) both end at 2.004.
+TEST(InaDetailedMode, SwitchMlJobsWaitForAPartitionOfTheirSwitch) {
+  for (const bool same_switch : {true, false}) {
+    SCOPED_TRACE(same_switch ? "one ToR" : "two ToRs");
+    Platform p(two_leaves());
+    CommunicationParams params;
+    params.ina = switch_params(2000, 0, 1);
+    params.ina_models.resize(2);
+    for (int j = 0; j < 2; ++j)
+      params.models.push_back(ina_model(p.topology, ina::PolicyKind::kSwitchMl, {{1, 1, 500}},
+                                        *params.ina, params.ina_models[j]));
+    InaRun run(p, params);
+    std::vector<std::set<std::uint16_t>> holders;
+    const std::vector<NodeId> second =
+        same_switch ? std::vector<NodeId>{2, 3} : std::vector<NodeId>{4, 5};
+    const std::vector<double> ends = run_jobs(p, run, {{0, 1}, second});
+    EXPECT_NEAR(ends[0], 2.004, 1e-9);
+    EXPECT_NEAR(ends[1], same_switch ? 4.008 : 2.004, 1e-9);
+    Results out;
+    run.fabric.report(out);
+    EXPECT_EQ(out.metrics().at("ina_jobs_waited_for_partition"), same_switch ? 1 : 0);
+    EXPECT_NEAR(out.metrics().at("ina_partition_wait_s"), same_switch ? 2.004 : 0, 1e-9);
+  }
+}
+
+// A DSA job on hosts 0 and 4 (across the spine, aggregating at leaf 0) whose host 4 loses its
+// link at 1.5 s: its first packet at 2 s finds no route; the strategy reports the job failed
+// once (GradientSync::set_on_failed), the runner frees it, and the fabric frees what it held.
+TEST(InaDetailedMode, AJobCutOffFromItsSwitchIsReportedFailed) {
+  Platform p(two_leaves());
+  LinkConditions links(p.topology, p.network);
+  CommunicationParams params;
+  params.ina = switch_params(3000, 0, 1);
+  params.ina_models.resize(1);
+  params.models.push_back(ina_model(p.topology, ina::PolicyKind::kDsa, {{1, 1, 500}}, *params.ina,
+                                    params.ina_models[0]));
+  InaRun run(p, params);
+  const AccessLinks a = host_access_links(p.topology, 4, "test host");
+  p.engine.schedule_at(Time::from_seconds(1.5), [&] {
+    links.set_link_up(std::vector<LinkId>{a.up, a.down}, false);
+  });
+  JobSpec job;
+  job.model = 0;
+  job.iterations = 1;
+  int failed = 0;
+  double failed_at = -1;
+  const std::vector<NodeId> hosts{0, 4};
+  ASSERT_TRUE(run.mode.start(
+      job, hosts, 0, [] { FAIL() << "cannot finish"; },
+      [&] {
+        ++failed;
+        failed_at = p.engine.now().seconds();
+      }));
+  p.engine.run();
+  EXPECT_EQ(failed, 1);
+  EXPECT_NEAR(failed_at, 2.0, 1e-9);  // its first packet fails at once (no route)
+  EXPECT_EQ(run.mode.running(), 0u);
+  Results out;
+  run.mode.report(out);
+  EXPECT_EQ(out.metrics().at("detailed_jobs_failed"), 1);
+}
+
+// Random job streams of SwitchML beside ATP (even trials) or DSA (odd) models, placed by FCFS or
+// EASY on two leaves, with tiny pools and layers computed in microseconds (so that chunks of
+// several layers are in the switch at once) so that jobs collide, preempt and wait for
+// partitions, and
+// (every third trial) random host-link failures, all repaired:
+//   - no aggregator is ever claimed while held (the pools' own check), and by the pools' events
+//     no aggregator is held by two jobs: a claim always finds it free, a release is by its holder;
+//   - every job is reported once: finished, or dropped after failing (drop policy);
+//   - every finished job's workers each received every value of its gradient exactly once per
+//     iteration (values delivered = values x workers x iterations, no duplicate result, no wrong
+//     sum: each sum is every worker exactly once) and applied every update once per iteration;
+//   - no job is left running.
+TEST(InaDetailedMode, NoAggregatorIsSharedAndEveryGradientValueIsAggregatedOnce) {
+  std::mt19937_64 rng(11);
+  auto integer = [&](std::int64_t a, std::int64_t b) {
+    return std::uniform_int_distribution<std::int64_t>(a, b)(rng);
+  };
+  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<>(a, b)(rng); };
+  int collisions = 0, waits = 0, preemptions = 0, failures = 0;
+  for (int trial = 0; trial < 9; ++trial) {
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    Platform p(build_topology(
+        LeafSpineSpec{2, 3, 2, 1.5, LinkSpec{Bandwidth{12.5e9}, Time::us(1)}, Time::us(1)}));
+    LinkConditions links(p.topology, p.network);
+    NodeHealth health(p.topology.nodes().size());
+    CommunicationParams params;
+    // SwitchML: slots of 128 values with their shadow copy (1024 bytes), one or two per
+    // partition; the shared pool 1 to 8 aggregators of 62 values (248 bytes).
+    const int partitions = 1 + trial % 2;
+    const std::int64_t switchml_memory = 1024 * partitions * integer(1, 2);
+    params.ina = switch_params(switchml_memory + 248 * integer(1, 8), switchml_memory, partitions);
+    params.ina->atp_values_per_packet = 62;
+    params.ina->switchml_values_per_packet = 128;
+    params.ina->header_bytes = Bytes{60};
+    params.ina->atp_timeout = Time::ms(1);
+    params.ina->switchml_timeout = Time::ms(10);
+    params.ina->switch_latency = Time::ns(400);
+    const ina::PolicyKind shared = trial % 2 ? ina::PolicyKind::kDsa : ina::PolicyKind::kAtp;
+    params.ina_models.resize(3);
+    for (int m = 0; m < 3; ++m) {
+      std::vector<std::tuple<double, double, std::int64_t>> layers;
+      for (std::int64_t l = integer(2, 4); l > 0; --l)
+        layers.emplace_back(uniform(1e-6, 2e-5), uniform(1e-6, 2e-5),
+                            integer(0, 3) > 0 ? integer(1, 3000) : 0);
+      const ina::PolicyKind policy = m == 0 ? ina::PolicyKind::kSwitchMl : shared;
+      const training::SchedulerConfig config =
+          m == 2 ? training::SchedulerConfig{integer(100, 2000), integer(100, 6000)}
+                 : training::SchedulerConfig{};
+      params.models.push_back(
+          ina_model(p.topology, policy, layers, *params.ina, params.ina_models[m], config));
+      // DSA: models ranked 1..3 (16 layer levels each), as the scenario reader ranks them.
+      for (std::uint16_t& pr : params.ina_models[m].priority.by_layer)
+        pr = static_cast<std::uint16_t>(pr + 16 * (m + 1));
+    }
+    InaRun run(p, params, static_cast<std::uint64_t>(trial));
+    std::map<std::tuple<NodeId, int, std::size_t>, std::uint16_t> held;
+    run.fabric.set_pool_observer([&](NodeId sw, int pool, const PoolEvent& e) {
+      const auto key = std::make_tuple(sw, pool, e.index);
+      if (e.kind == PoolEvent::kClaim) {
+        EXPECT_EQ(held.count(key), 0u) << "claimed while held";
+        held[key] = e.job;
+      } else {
+        ASSERT_EQ(held.count(key), 1u) << "released while free";
+        EXPECT_EQ(held[key], e.job) << "released by another job";
+        held.erase(key);
+      }
+    });
+    cluster::ClusterParams c = one_type(6, 2, trial % 2 ? Policy::kEasyBackfill : Policy::kFcfs);
+    c.estimate_factor = 1.5;
+    c.requeue_on_failure = false;
+    PoissonOptions o;
+    o.jobs = 12;
+    o.mean_interarrival = Time::us(100);
+    o.mean_duration = Time::us(500);
+    o.gpus = {2, 3, 4, 6};
+    ClusterSimulation sim(p.engine, c,
+                          std::make_unique<PoissonJobSource>(o, RandomStream(trial, "jobs")), 1,
+                          &health, p.topology.hosts());
+    sim.set_runner(&run.mode);
+    links.on_change([&sim](auto) { sim.on_links_changed(); });
+    if (trial % 3 == 2) {
+      for (int f = 0; f < 3; ++f) {
+        const AccessLinks a = host_access_links(
+            p.topology, p.topology.hosts()[static_cast<std::size_t>(integer(0, 5))], "test host");
+        const double at = uniform(0.0, 2e-3);
+        p.engine.schedule_at(Time::from_seconds(at), [&links, a] {
+          links.set_link_up(std::vector<LinkId>{a.up, a.down}, false);
+        });
+        p.engine.schedule_at(Time::from_seconds(at + 5e-4), [&links, a] {
+          links.set_link_up(std::vector<LinkId>{a.up, a.down}, true);
+        });
+      }
+    }
+    std::vector<JobRecord> records;
+    std::vector<TrainingRecord> trained;
+    sim.set_observer([&](const JobRecord& r) { records.push_back(r); });
+    run.mode.set_observer([&](const TrainingRecord& r) { trained.push_back(r); });
+    sim.start();
+    p.engine.run();
+    ASSERT_EQ(records.size(), o.jobs);
+    std::vector<int> seen(o.jobs, 0);
+    for (const JobRecord& r : records) ++seen[r.spec.id];
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(o.jobs));
+    for (const TrainingRecord& t : trained) {
+      if (t.outcome != TrainingRecord::Outcome::kFinished) {
+        ++failures;
+        continue;
+      }
+      SCOPED_TRACE(::testing::Message() << "job " << t.id << " model " << t.model);
+      for (const auto& worker : t.updates)
+        for (std::size_t u : worker) EXPECT_EQ(u, t.iterations);
+      // Values each worker received, every iteration: the gradient (4 bytes a value) once.
+      EXPECT_EQ(t.bytes_delivered, t.gradient_bytes * static_cast<std::int64_t>(t.hosts.size()) *
+                                       static_cast<std::int64_t>(t.iterations));
+    }
+    const ina::InaCounters& k = run.fabric.counters();
+    EXPECT_EQ(k.wrong_sums, 0u);
+    EXPECT_EQ(k.duplicate_results, 0u);
+    EXPECT_TRUE(held.empty()) << "aggregators held after every job ended";
+    EXPECT_EQ(run.mode.running(), 0u);
+    Results out;
+    run.fabric.report(out);
+    collisions += static_cast<int>(k.collision_packets);
+    preemptions += static_cast<int>(k.preemptions);
+    waits += static_cast<int>(out.metrics().at("ina_jobs_waited_for_partition"));
+  }
+  // The streams exercised what they are for.
+  EXPECT_GT(collisions, 0);
+  EXPECT_GT(preemptions, 0);
+  EXPECT_GT(waits, 0);
+  EXPECT_GT(failures, 0);
+}
