@@ -131,6 +131,7 @@ class FluidNetwork final : public Network {
     std::uint32_t route_class = ~0u;  // flow mode, sharing: its class (then not in links' lists)
     std::uint32_t member_pos = 0;     // its place in the class's member heap
     double new_rate = 0;              // route classes: its rate in the solve under way (< 0: unset)
+    LinkId new_bottleneck = 0;        // and the link that froze it
     DeliveryCallback done;
     NodeId src = 0, dst = 0;
     std::uint64_t label = 0;
@@ -168,11 +169,35 @@ class FluidNetwork final : public Network {
     SmallVector<LinkId, 6> links;
     SmallVector<std::uint32_t, 6> pos;  // its entry in each link's class list
     SmallVector<Member, 1> members;     // min-heap on (key, flow)
-    double rate = 0;                    // bytes/s of each member
-    double sent = 0;                    // bytes each member sent since the origin, as of `settled`
-    Time settled;
+    // Bytes each member sent since the class's origin: `sent` while the class is in no rate group
+    // (it has no rate yet), else its group's clock less `offset` (class_sent).
+    double sent = 0;
+    double offset = 0;
+    double counted = 0;  // the value of sent up to which its bytes were added to its links
+    std::uint32_t group = ~0u;  // its rate group, or ~0u
+    std::uint32_t group_pos = 0;  // its entry in the group's heap
     std::uint64_t hash = 0;
     std::uint32_t next_same_hash = ~0u;
+  };
+  // A rate group: route classes that the last solve froze at the same link (their bottleneck),
+  // so all at the same rate. Its clock is the bytes each member of its classes sent since the
+  // group's origin, as a processor-sharing queue's virtual time: a rate change settles the clock
+  // and re-times the group's one event (its earliest member end), not each class. Its classes
+  // form a min-heap on the clock value at which their head member ends.
+  struct GroupEntry {
+    double end;  // group clock value at which the class's head member has sent its last byte
+    std::uint32_t route_class;
+    bool operator<(const GroupEntry& o) const {
+      return end < o.end || (end == o.end && route_class < o.route_class);
+    }
+  };
+  struct RateGroup {
+    double rate = 0;   // bytes/s of each member of each of its classes
+    double clock = 0;  // as of `settled`
+    Time settled;
+    LinkId link = ~0u;  // the bottleneck it stands for (group_of_link_), or ~0u once replaced
+    std::vector<GroupEntry> classes;
+    std::uint32_t stamp = 0, in_solve = 0;  // its classes re-solved by the solve of `stamp`
   };
   // A route class's state in the solve under way, apart from the class: the solve's walks visit
   // each class once per link of its route and mostly read only this, which for 640 classes fits
@@ -182,6 +207,7 @@ class FluidNetwork final : public Network {
     std::uint32_t stamp = 0;   // the solve that last took it in
     std::uint32_t weight = 0;  // its members, as of that solve
     double new_rate = 0;       // its rate in that solve (< 0: not yet frozen)
+    LinkId bottleneck = 0;     // the link that froze it in that solve
   };
 
   std::uint32_t allocate();
@@ -228,10 +254,29 @@ class FluidNetwork final : public Network {
   void join_class(std::uint32_t f, double remaining);
   // Takes a member out of its class; returns the bytes it had left (the class is settled).
   double leave_class(std::uint32_t f);
-  void settle_class(std::uint32_t c);
-  void schedule_class(std::uint32_t c);
-  void on_class_event(std::uint32_t c);
+  // Adds the bytes the class's members sent since last counted to its links.
+  void account_class(std::uint32_t c);
+  double class_sent(const RouteClass& rc) const;
+  double class_rate(const RouteClass& rc) const {
+    return rc.group == ~0u ? 0.0 : groups_[rc.group].rate;
+  }
   double member_remaining(const RouteClass& rc, const Member& m) const;
+  // Rate groups (see RateGroup).
+  double group_clock(const RateGroup& g) const;
+  std::uint32_t new_group(LinkId link, double rate);
+  void settle_group(std::uint32_t g);
+  void schedule_group(std::uint32_t g);
+  void set_group_rate(std::uint32_t g, double rate);
+  // Puts a class (in no group) into group g, keeping the bytes its members sent.
+  void enter_group(std::uint32_t c, std::uint32_t g);
+  // Takes a class out of its group (its `sent` is kept); frees the group once empty.
+  void leave_group(std::uint32_t c);
+  // The class's head member changed: its entry in its group's heap, and the group's event.
+  void group_head_changed(std::uint32_t c);
+  // The group for the classes and transfers that the solve under way froze at `link` at `rate`.
+  std::uint32_t target_group(LinkId link, double rate);
+  void on_group_event(std::uint32_t g);
+  auto group_placer(RateGroup& g);
   auto member_placer(RouteClass& rc);
   void member_sift_up(RouteClass& rc, std::size_t i);
   void member_erase(RouteClass& rc, std::size_t i);
@@ -272,8 +317,6 @@ class FluidNetwork final : public Network {
   // refreshes the links' busy periods.
   void apply_rates();
   void apply_class_rates();
-  // Re-timing at least this many classes, and a quarter of those with events, is done in bulk.
-  static constexpr std::size_t kBulkRetimeMin = 64;
   // Route classes: a transfer that shares a link joins its route's class only where a link of
   // its route carries at least this many transfers. Below it, a class per route (mostly of one
   // member) costs more than it saves (the benchmark's groups of 4 hosts: 1.37 M completions per
@@ -345,7 +388,12 @@ class FluidNetwork final : public Network {
   bool queue_armed_ = false;  // queue_wake_ holds the FIFO head's place in the order
   Wake queue_wake_{};
   IndexedHeap<Wake> timers_;        // by flow slot
-  IndexedHeap<Wake> class_timers_;  // by route class
+  IndexedHeap<Wake> class_timers_;  // by rate group
+  std::vector<RateGroup> groups_;
+  std::vector<std::uint32_t> free_groups_;
+  std::vector<std::uint32_t> group_of_link_;  // by LinkId: the group of its bottleneck classes
+  std::vector<std::uint32_t> link_decided_;   // by LinkId: the solve stamp of its target_group
+  std::vector<std::uint32_t> link_target_;
   std::uint64_t wake_seq_ = 0;
   EventHandle wake_event_;
   Time wake_time_;
