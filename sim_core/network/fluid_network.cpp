@@ -1016,6 +1016,7 @@ void FluidNetwork::enter_group(std::uint32_t c, std::uint32_t g) {
   RateGroup& gr = groups_[g];
   rc.offset = group_clock(gr) - rc.sent;
   rc.group = g;
+  ++solve_stats_.group_entries;
   gr.classes.push_back(GroupEntry{rc.members[0].key + rc.offset, c});
   heap::sift_up<2>(gr.classes, gr.classes.size() - 1, std::less<GroupEntry>(), group_placer(gr));
   if (rc.group_pos == 0) schedule_group(g);
@@ -1077,6 +1078,7 @@ std::uint32_t FluidNetwork::target_group(LinkId link, double rate) {
     }
     if (gr.stamp == stamp_ && gr.in_solve == gr.classes.size()) {
       set_group_rate(g, rate);
+      ++solve_stats_.group_rate_changes;
       link_target_[link] = g;
       return g;
     }

@@ -104,9 +104,12 @@ class FluidNetwork final : public Network {
   std::span<const LinkId> current_route(TransferId id) const;
   Router& router() { return router_; }
   // Flow mode: max-min solves run, how many of them re-solved only the rates that could change
-  // (above a floor), and the route classes and transfers they solved in all.
+  // (above a floor), and the route classes and transfers they solved in all. Route classes: the
+  // rate groups re-rated in place (one clock and one event for all their classes) and the classes
+  // that entered a group (one heap move each: new classes, and ones whose bottleneck changed).
   struct SolveStats {
     std::uint64_t solves = 0, partial = 0, solved = 0;
+    std::uint64_t group_rate_changes = 0, group_entries = 0;
   };
   const SolveStats& solve_stats() const { return solve_stats_; }
 
