@@ -23,10 +23,13 @@
 // (its cost is the number of distinct routes in the component, not of transfers), and the class
 // advances all its members together, as a processor-sharing queue: it keeps `sent`, the bytes
 // each member has sent since the class's origin, and each member the value of `sent` at which
-// its last byte leaves (its key). A rate change touches the class, not its members; the class
-// holds one pending event, for its member with the smallest key, and a completion touches only
-// the member that completes. A class of one member keeps its bytes left exactly as a lone
-// transfer does (same arithmetic), so small cases compute what they always have.
+// its last byte leaves (its key); a completion touches only the member that completes.
+// Rate groups: the classes one solve froze at the same link (so at the same rate) share a clock,
+// the bytes each of their members sent since the group's origin, and each class's `sent` is that
+// clock less an offset. A group whose classes were all solved again changes rate in place (one
+// clock settled, one event re-timed), touching no class; a class whose bottleneck changed moves
+// to its new link's group. Each group holds one pending event, for the earliest member end of
+// its classes.
 //
 // Cost. A transfer alone on its links (the common case in collectives) costs O(route length) to
 // start and one engine event, in both backends: it leaves its links lazily (when the next
@@ -37,8 +40,8 @@
 //
 // Events. The backend keeps its own pending events and holds ONE engine event, for the earliest
 // of them: times that arrive in order (equal latencies and sizes) go to a FIFO, others to an
-// indexed min-heap keyed by transfer slot; each route class has one entry in a heap of class
-// events. A re-solve updates one heap key per class whose rate changed; it leaves nothing behind
+// indexed min-heap keyed by transfer slot; each rate group has one entry in a heap of group
+// events. A re-solve updates one heap key per group whose rate changed; it leaves nothing behind
 // in the engine. Among themselves, the backend's events run in (time, scheduling order), as they
 // would as separate engine events.
 //
