@@ -179,8 +179,8 @@ class FluidNetwork final : public Network {
     // (it has no rate yet), else its group's clock less `offset` (class_sent).
     double sent = 0;
     double offset = 0;
-    double counted = 0;  // the value of sent up to which its bytes were added to its links
-    std::uint32_t group = ~0u;  // its rate group, or ~0u
+    double counted = 0;           // the value of sent up to which its bytes were added to its links
+    std::uint32_t group = ~0u;    // its rate group, or ~0u
     std::uint32_t group_pos = 0;  // its entry in the group's heap
     std::uint64_t hash = 0;
     std::uint32_t next_same_hash = ~0u;

@@ -385,9 +385,9 @@ TEST(FlowProperty, RateGroupsOnRandomLeafSpinesMatchPerTransferAndFromScratch) {
     const int hosts_per_leaf = 4 + static_cast<int>(pick.below(5));
     const int spines = 1 + static_cast<int>(pick.below(3));
     const double oversubscription = 1.0 + 3.0 * pick.uniform();
-    const Topology topo = build_topology(
-        LeafSpineSpec{leaves, hosts_per_leaf, spines, oversubscription,
-                      LinkSpec{Bandwidth{1e9}, Time::ns(300)}, Time::ns(200)});
+    const Topology topo =
+        build_topology(LeafSpineSpec{leaves, hosts_per_leaf, spines, oversubscription,
+                                     LinkSpec{Bandwidth{1e9}, Time::ns(300)}, Time::ns(200)});
     std::vector<std::int64_t> ends[2];
     std::vector<std::int64_t> carried[2];
     std::uint64_t rate_changes = 0, entries = 0;
@@ -400,7 +400,8 @@ TEST(FlowProperty, RateGroupsOnRandomLeafSpinesMatchPerTransferAndFromScratch) {
       for (int i = 0; i < 1200; ++i) {
         const bool hot = rng.below(2) == 0;
         const auto src = static_cast<NodeId>(topo.hosts()[rng.below(h.hosts())]);
-        const auto dst = static_cast<NodeId>(topo.hosts()[hot ? rng.below(3) : rng.below(h.hosts())]);
+        const auto dst =
+            static_cast<NodeId>(topo.hosts()[hot ? rng.below(3) : rng.below(h.hosts())]);
         const Bytes bytes{static_cast<std::int64_t>(1 + rng.below(2'000'000))};
         const std::uint64_t label = rng.below(2);
         h.engine.schedule_at(at(), [&h, &ends, mode, i, src, dst, bytes, label] {
