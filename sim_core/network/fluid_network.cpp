@@ -803,8 +803,19 @@ void FluidNetwork::apply_class_rates() {
   for (const std::uint32_t c : component_classes_) {
     const ClassSolve& cs = class_solve_[c];
     if (cs.new_rate < 0) continue;
-    const std::uint32_t target = target_group(cs.bottleneck, cs.new_rate);
     RouteClass& rc = route_class(c);
+    if (rc.group != kNoSlot) {
+      RateGroup& gr = groups_[rc.group];
+      if (std::fabs(cs.new_rate - gr.rate) <= kRateTolerance * gr.rate) {
+        // Its rate stays (within rounding, as a class's rate stayed before groups): it keeps its
+        // group, without target_group's bookkeeping. If another link froze it this time (a tie
+        // between equally loaded links, in the groups case about one move in five), the group
+        // must keep its rate in this solve: it no longer counts as wholly re-solved.
+        if (gr.link != cs.bottleneck && gr.stamp == stamp_) --gr.in_solve;
+        continue;
+      }
+    }
+    const std::uint32_t target = target_group(cs.bottleneck, cs.new_rate);
     if (rc.group == target) continue;
     if (rc.group != kNoSlot) {
       RateGroup& old = groups_[rc.group];
@@ -914,16 +925,6 @@ void FluidNetwork::free_class(std::uint32_t c) {
   free_classes_.push_back(c);
 }
 
-double FluidNetwork::group_clock(const RateGroup& g) const {
-  const Time now = engine_.now();
-  if (now <= g.settled) return g.clock;
-  return g.clock + g.rate * (now - g.settled).seconds();
-}
-
-double FluidNetwork::class_sent(const RouteClass& rc) const {
-  return rc.group == kNoSlot ? rc.sent : group_clock(groups_[rc.group]) - rc.offset;
-}
-
 double FluidNetwork::member_remaining(const RouteClass& rc, const Member& m) const {
   return std::max(0.0, m.key - class_sent(rc));
 }
@@ -992,6 +993,7 @@ void FluidNetwork::settle_group(std::uint32_t g) {
 }
 
 void FluidNetwork::schedule_group(std::uint32_t g) {
+  if (g == group_event_) return;  // on_group_event re-times it once, after its completions
   const RateGroup& gr = groups_[g];
   if (gr.classes.empty() || !(gr.rate > 0)) {
     class_timers_.erase(g);
@@ -1144,6 +1146,7 @@ void FluidNetwork::on_group_event(std::uint32_t g) {
   // class and of the group's other classes, whose end rounds to now.
   settle_group(g);
   const double rate = groups_[g].rate;
+  group_event_ = g;
   std::vector<std::uint32_t> done;
   done.swap(finishing_);
   done.clear();
@@ -1174,6 +1177,7 @@ void FluidNetwork::on_group_event(std::uint32_t g) {
       group_head_changed(c);
     }
   }
+  group_event_ = kNoSlot;
   if (!groups_[g].classes.empty()) schedule_group(g);
   for (std::uint32_t f : done) {
     Flow& gl = slot(f);
