@@ -178,6 +178,14 @@ void run_closed_loop(benchmark::State& state, const Topology& topo, Pattern patt
         state.counters["partial_share"] =
             static_cast<double>(st.partial) /
             static_cast<double>(std::max<std::uint64_t>(1, st.solves));
+        // Route classes that entered a rate group (new, or bottleneck changed) and groups
+        // re-rated in place, per solve.
+        state.counters["group_entries_per_solve"] =
+            static_cast<double>(st.group_entries) /
+            static_cast<double>(std::max<std::uint64_t>(1, st.solves));
+        state.counters["group_rerates_per_solve"] =
+            static_cast<double>(st.group_rate_changes) /
+            static_cast<double>(std::max<std::uint64_t>(1, st.solves));
       }
     } catch (const std::exception& e) {  // report the failure, run the other benchmarks
       out = RunResult{};

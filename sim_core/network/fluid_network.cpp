@@ -24,6 +24,9 @@ FluidNetwork::FluidNetwork(Engine& engine, const Topology& topology, Sharing sha
       sharing_(sharing),
       route_classes_(route_classes && sharing == Sharing::kMaxMin),
       links_(topology.links().size()),
+      group_of_link_(topology.links().size(), kNoSlot),
+      link_decided_(topology.links().size(), 0),
+      link_target_(topology.links().size(), kNoSlot),
       local_index_(topology.links().size()) {
   for (LinkId l = 0; l < links_.size(); ++l)
     links_[l].capacity = topology.links()[l].bandwidth.bytes_per_s;
@@ -171,9 +174,9 @@ void FluidNetwork::wake_up() {
     } else if (next == Next::kQueue) {
       run_queue();
     } else if (next == Next::kClass) {
-      const std::uint32_t c = class_timers_.top_id();
+      const std::uint32_t g = class_timers_.top_id();
       class_timers_.pop();
-      on_class_event(c);
+      on_group_event(g);
     } else {
       const std::uint32_t f = timers_.top_id();
       timers_.pop();
@@ -331,7 +334,7 @@ bool FluidNetwork::cancel_transfer(TransferId id) {
   if (f == kNoSlot) return false;
   Flow& fl = slot(f);
   if (fl.state == State::kSending && fl.route_class != kNoSlot) {
-    const double rate = route_class(fl.route_class).rate;
+    const double rate = class_rate(route_class(fl.route_class));
     leave_class(f);
     rebalance(fl.links, rate);
   } else if (fl.state == State::kSending) {
@@ -524,8 +527,8 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
     for (const ClassEntry& e : ls.classes) {
       const RouteClass& rc = route_class(e.route_class);
       const auto w = static_cast<double>(rc.members.size());
-      if (rc.rate > 0) {
-        rated_.push_back(Rated{rc.rate, w});
+      if (const double rate = class_rate(rc); rate > 0) {
+        rated_.push_back(Rated{rate, w});
       } else {
         unrated += w;
       }
@@ -649,8 +652,8 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
       if (cs.stamp != stamp_) {
         const RouteClass& rc = route_class(e.route_class);
         const auto weight = static_cast<std::uint32_t>(rc.members.size());
-        if (rc.rate > 0 && rc.rate < keep_below) {
-          left -= rc.rate * static_cast<double>(weight);
+        if (const double rate = class_rate(rc); rate > 0 && rate < keep_below) {
+          left -= rate * static_cast<double>(weight);
           continue;
         }
         cs.stamp = stamp_;
@@ -720,6 +723,7 @@ void FluidNetwork::fill_in_place() {
       Flow& g = slot(e.flow);
       if (g.stamp != stamp_ || g.new_rate >= 0) continue;
       g.new_rate = share;
+      g.new_bottleneck = l;
       for (LinkId m : g.links) {
         fill_[m].left -= share;
         --fill_[m].unfrozen;
@@ -730,6 +734,7 @@ void FluidNetwork::fill_in_place() {
       ClassSolve& cs = class_solve_[e.route_class];
       if (cs.stamp != stamp_ || cs.new_rate >= 0) continue;
       cs.new_rate = share;
+      cs.bottleneck = l;
       const std::uint32_t weight = cs.weight;
       const double taken = share * static_cast<double>(weight);
       for (LinkId m : route_class(e.route_class).links) {
@@ -754,48 +759,70 @@ void FluidNetwork::fill_in_place() {
 }
 
 void FluidNetwork::apply_rates() {
-  // When the solve re-rated a good part of the route classes (a star of 1 k flows: about 480 of
-  // 640 per solve), their events are re-timed in bulk: keys stored as they come, the heap
-  // restored once at the end in O(n), instead of a sift per class (13% of the time). Nothing
-  // reads the heap's head in between (a solve runs inside wake_up, where arm_wakeup waits), and
-  // its keys are distinct (time, sequence), so the events run in the same order.
-  const bool bulk = component_classes_.size() >= kBulkRetimeMin &&
-                    4 * component_classes_.size() >= class_timers_.size();
-  if (bulk) class_timers_.begin_bulk();
   apply_class_rates();
-  if (bulk) class_timers_.end_bulk();
   for (LinkId l : component_links_) refresh_period(l);
 }
 
 void FluidNetwork::apply_class_rates() {
   MLSIM_CHECK(waking_, "a solve runs inside wake_up");
-  // Classes first: a transfer below may join one of them, at its new rate.
+  // Classes first: a transfer below may join one of them, at its new rate. First pass: the last
+  // member of a route with nobody left to share with becomes a lone transfer again; the other
+  // classes are counted in their rate group, so that a group all of whose classes were solved
+  // again can change its rate in place.
   for (const std::uint32_t c : component_classes_) {
     RouteClass& rc = route_class(c);
-    const double rate = class_solve_[c].new_rate;
+    ClassSolve& cs = class_solve_[c];
     bool alone = rc.members.size() == 1;
     for (LinkId m : rc.links)
       alone = alone && links_[m].flows.empty() && links_[m].classes.size() == 1;
     if (alone) {
-      // The last member of its route with nobody left to share with: a lazy transfer again.
       const std::uint32_t g = rc.members[0].flow;
       Flow& gl = slot(g);
-      const double had = rc.rate;
+      const double had = class_rate(rc);
       gl.remaining = leave_class(g);  // frees the class
       attach(g, std::span<const LinkId>(gl.links.begin(), gl.links.size()));
       gl.rate = had;
       gl.settled = engine_.now();
       gl.send_end = Time::max();
       gl.lazy = false;
-      set_rate(g, rate, true);
+      set_rate(g, cs.new_rate, true);
+      cs.new_rate = -1;  // done
       continue;
     }
-    const bool changed = std::fabs(rate - rc.rate) > kRateTolerance * rc.rate;
-    if (changed || !class_timers_.contains(c)) {
-      settle_class(c);
-      rc.rate = rate;
-      schedule_class(c);
+    if (rc.group != kNoSlot) {
+      RateGroup& gr = groups_[rc.group];
+      if (gr.stamp != stamp_) {
+        gr.stamp = stamp_;
+        gr.in_solve = 0;
+      }
+      ++gr.in_solve;
     }
+  }
+  // Second pass: each class goes to the group of the link that froze it (where it mostly is
+  // already: then nothing is done for it, and the group's rate change re-timed it).
+  for (const std::uint32_t c : component_classes_) {
+    const ClassSolve& cs = class_solve_[c];
+    if (cs.new_rate < 0) continue;
+    RouteClass& rc = route_class(c);
+    if (rc.group != kNoSlot) {
+      RateGroup& gr = groups_[rc.group];
+      if (std::fabs(cs.new_rate - gr.rate) <= kRateTolerance * gr.rate) {
+        // Its rate stays (within rounding, as a class's rate stayed before groups): it keeps its
+        // group, without target_group's bookkeeping. If another link froze it this time (a tie
+        // between equally loaded links, in the groups case about one move in five), the group
+        // must keep its rate in this solve: it no longer counts as wholly re-solved.
+        if (gr.link != cs.bottleneck && gr.stamp == stamp_) --gr.in_solve;
+        continue;
+      }
+    }
+    const std::uint32_t target = target_group(cs.bottleneck, cs.new_rate);
+    if (rc.group == target) continue;
+    if (rc.group != kNoSlot) {
+      RateGroup& old = groups_[rc.group];
+      if (old.stamp == stamp_) --old.in_solve;
+      leave_group(c);
+    }
+    enter_group(c, target);
   }
   for (const std::uint32_t g : component_flows_) {
     Flow& gl = slot(g);
@@ -817,12 +844,7 @@ void FluidNetwork::apply_class_rates() {
     gl.lazy = false;
     join_class(g, gl.remaining);
     const std::uint32_t c = gl.route_class;
-    RouteClass& rc = route_class(c);
-    if (rc.members.size() == 1 || !(rc.rate > 0)) {
-      settle_class(c);
-      rc.rate = rate;
-      schedule_class(c);
-    }
+    if (route_class(c).group == kNoSlot) enter_group(c, target_group(gl.new_bottleneck, rate));
   }
 }
 
@@ -860,9 +882,10 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
   rc.links.assign(route.begin(), route.end());
   rc.pos.resize(route.size());
   rc.members.clear();
-  rc.rate = 0;
   rc.sent = 0;
-  rc.settled = engine_.now();
+  rc.offset = 0;
+  rc.counted = 0;
+  rc.group = kNoSlot;
   rc.hash = h;
   rc.next_same_hash = it->second;
   it->second = c;
@@ -875,8 +898,8 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
 }
 
 void FluidNetwork::free_class(std::uint32_t c) {
+  leave_group(c);
   RouteClass& rc = route_class(c);
-  class_timers_.erase(c);
   for (std::uint32_t i = 0; i < rc.links.size(); ++i) {
     auto& list = links_[rc.links[i]].classes;
     const ClassEntry last = list.back();
@@ -903,46 +926,168 @@ void FluidNetwork::free_class(std::uint32_t c) {
 }
 
 double FluidNetwork::member_remaining(const RouteClass& rc, const Member& m) const {
-  return std::max(0.0, m.key - rc.sent);
+  return std::max(0.0, m.key - class_sent(rc));
 }
 
-void FluidNetwork::settle_class(std::uint32_t c) {
+void FluidNetwork::account_class(std::uint32_t c) {
   RouteClass& rc = route_class(c);
-  const Time now = engine_.now();
-  if (now > rc.settled && rc.rate > 0 && !rc.members.empty()) {
-    const double advance = rc.rate * (now - rc.settled).seconds();
-    if (rc.members.size() == 1) {
-      // One member: its bytes left are kept as such (origin at 0), with a lone transfer's
-      // arithmetic.
-      Member& m = rc.members[0];
-      const double remaining = m.key - rc.sent;
-      const double sent = std::min(remaining, advance);
-      m.key = remaining - sent;
-      rc.sent = 0;
-      for (LinkId l : rc.links) links_[l].bytes += sent;
-    } else {
-      rc.sent += advance;
-      const double bytes = advance * static_cast<double>(rc.members.size());
-      for (LinkId l : rc.links) links_[l].bytes += bytes;
-      if (rc.sent > 1e12) {  // move the origin before `sent` loses byte precision
-        for (Member& m : rc.members) m.key -= rc.sent;
-        rc.sent = 0;
-      }
-    }
+  const double sent = class_sent(rc);
+  const double advance = sent - rc.counted;
+  if (advance != 0 && !rc.members.empty()) {
+    const double bytes = advance * static_cast<double>(rc.members.size());
+    for (LinkId l : rc.links) links_[l].bytes += bytes;
   }
-  rc.settled = now;
+  rc.counted = sent;
 }
 
-void FluidNetwork::schedule_class(std::uint32_t c) {
-  RouteClass& rc = route_class(c);
-  if (rc.members.empty() || !(rc.rate > 0)) {
-    class_timers_.erase(c);
+// ---- Rate groups ------------------------------------------------------------------------------
+
+auto FluidNetwork::group_placer(RateGroup& g) {
+  return [this, &g](std::size_t i, const GroupEntry& e) {
+    g.classes[i] = e;
+    route_class(e.route_class).group_pos = static_cast<std::uint32_t>(i);
+  };
+}
+
+std::uint32_t FluidNetwork::new_group(LinkId link, double rate) {
+  std::uint32_t g;
+  if (!free_groups_.empty()) {
+    g = free_groups_.back();
+    free_groups_.pop_back();
+  } else {
+    g = static_cast<std::uint32_t>(groups_.size());
+    groups_.emplace_back();
+  }
+  RateGroup& gr = groups_[g];
+  gr.rate = rate;
+  gr.clock = 0;
+  gr.settled = engine_.now();
+  gr.link = link;
+  gr.classes.clear();
+  gr.stamp = 0;
+  gr.in_solve = 0;
+  // The link's previous group keeps its classes and rate, and no longer takes new ones.
+  if (const std::uint32_t old = group_of_link_[link]; old != kNoSlot) groups_[old].link = kNoSlot;
+  group_of_link_[link] = g;
+  return g;
+}
+
+void FluidNetwork::settle_group(std::uint32_t g) {
+  RateGroup& gr = groups_[g];
+  gr.clock = group_clock(gr);
+  gr.settled = engine_.now();
+  if (gr.clock > 1e12) {
+    // Move the origin before the clock loses byte precision: every class's `sent` becomes 0.
+    for (GroupEntry& e : gr.classes) {
+      RouteClass& rc = route_class(e.route_class);
+      const double sent = gr.clock - rc.offset;
+      for (Member& m : rc.members) m.key -= sent;
+      rc.counted -= sent;
+      rc.offset = 0;
+      e.end = rc.members[0].key;
+    }
+    gr.clock = 0;
+    for (std::size_t i = gr.classes.size() / 2; i-- > 0;)
+      heap::sift_down<2>(gr.classes, i, std::less<GroupEntry>(), group_placer(gr));
+  }
+}
+
+void FluidNetwork::schedule_group(std::uint32_t g) {
+  if (g == group_event_) return;  // on_group_event re-times it once, after its completions
+  const RateGroup& gr = groups_[g];
+  if (gr.classes.empty() || !(gr.rate > 0)) {
+    class_timers_.erase(g);
     return;
   }
-  const double remaining = member_remaining(rc, rc.members[0]);
-  const Time end = rc.settled + Time::from_seconds_ceil(remaining / rc.rate);
-  class_timers_.set(c, Wake{end.count_ns(), ++wake_seq_});
+  const double remaining = std::max(0.0, gr.classes[0].end - gr.clock);
+  const Time end =
+      std::max(engine_.now(), gr.settled + Time::from_seconds_ceil(remaining / gr.rate));
+  class_timers_.set(g, Wake{end.count_ns(), ++wake_seq_});
   arm_wakeup();
+}
+
+void FluidNetwork::set_group_rate(std::uint32_t g, double rate) {
+  settle_group(g);
+  groups_[g].rate = rate;
+  schedule_group(g);
+}
+
+void FluidNetwork::enter_group(std::uint32_t c, std::uint32_t g) {
+  RouteClass& rc = route_class(c);
+  MLSIM_CHECK(rc.group == kNoSlot && !rc.members.empty(), "a class enters one group");
+  RateGroup& gr = groups_[g];
+  rc.offset = group_clock(gr) - rc.sent;
+  rc.group = g;
+  ++solve_stats_.group_entries;
+  gr.classes.push_back(GroupEntry{rc.members[0].key + rc.offset, c});
+  heap::sift_up<2>(gr.classes, gr.classes.size() - 1, std::less<GroupEntry>(), group_placer(gr));
+  if (rc.group_pos == 0) schedule_group(g);
+}
+
+void FluidNetwork::leave_group(std::uint32_t c) {
+  RouteClass& rc = route_class(c);
+  const std::uint32_t g = rc.group;
+  if (g == kNoSlot) return;
+  RateGroup& gr = groups_[g];
+  rc.sent = group_clock(gr) - rc.offset;
+  const bool head = rc.group_pos == 0;
+  heap::erase_at<2>(gr.classes, rc.group_pos, std::less<GroupEntry>(), group_placer(gr));
+  rc.group = kNoSlot;
+  if (gr.classes.empty()) {
+    class_timers_.erase(g);
+    if (gr.link != kNoSlot && group_of_link_[gr.link] == g) group_of_link_[gr.link] = kNoSlot;
+    gr.link = kNoSlot;
+    free_groups_.push_back(g);
+  } else if (head) {
+    schedule_group(g);
+  }
+}
+
+void FluidNetwork::group_head_changed(std::uint32_t c) {
+  RouteClass& rc = route_class(c);
+  if (rc.group == kNoSlot) return;
+  RateGroup& gr = groups_[rc.group];
+  const GroupEntry top = gr.classes[0];
+  const std::size_t i = rc.group_pos;
+  const GroupEntry e{rc.members[0].key + rc.offset, c};
+  const bool smaller = e < gr.classes[i];
+  gr.classes[i] = e;
+  if (smaller) {
+    heap::sift_up<2>(gr.classes, i, std::less<GroupEntry>(), group_placer(gr));
+  } else {
+    heap::sift_down<2>(gr.classes, i, std::less<GroupEntry>(), group_placer(gr));
+  }
+  if (gr.classes[0].route_class != top.route_class || gr.classes[0].end != top.end)
+    schedule_group(rc.group);
+}
+
+std::uint32_t FluidNetwork::target_group(LinkId link, double rate) {
+  // Decided once per solve and link: the link's group if its rate stays (within rounding), or if
+  // every class in it was solved again (then the group changes rate as a whole: one clock
+  // settled, one event re-timed); else a new group (the old one keeps the classes this solve
+  // did not touch, at their rate).
+  if (link_decided_[link] == stamp_) {
+    const std::uint32_t g = link_target_[link];
+    if (g < groups_.size() && groups_[g].link == link && !groups_[g].classes.empty()) return g;
+  }
+  link_decided_[link] = stamp_;
+  std::uint32_t g = group_of_link_[link];
+  if (g != kNoSlot) {
+    const RateGroup& gr = groups_[g];
+    if (std::fabs(rate - gr.rate) <= kRateTolerance * gr.rate) {
+      link_target_[link] = g;
+      return g;
+    }
+    if (gr.stamp == stamp_ && gr.in_solve == gr.classes.size()) {
+      set_group_rate(g, rate);
+      ++solve_stats_.group_rate_changes;
+      link_target_[link] = g;
+      return g;
+    }
+  }
+  g = new_group(link, rate);
+  link_target_[link] = g;
+  return g;
 }
 
 // A route class's members form a binary min-heap on (key, flow); each flow knows its place.
@@ -965,22 +1110,21 @@ void FluidNetwork::join_class(std::uint32_t f, double remaining) {
   Flow& fl = slot(f);
   const std::uint32_t c =
       find_or_add_class(std::span<const LinkId>(fl.links.begin(), fl.links.size()));
-  settle_class(c);
+  account_class(c);  // the members so far sent their bytes without this one
   RouteClass& rc = route_class(c);
   fl.route_class = c;
   fl.lazy = false;
   fl.send_end = Time::max();
-  if (rc.members.empty()) rc.sent = 0;
-  rc.members.push_back(Member{rc.sent + remaining, f});
+  rc.members.push_back(Member{class_sent(rc) + remaining, f});
   member_sift_up(rc, rc.members.size() - 1);
   for (LinkId l : rc.links) ++links_[l].members;
-  if (fl.member_pos == 0 && rc.rate > 0) schedule_class(c);
+  if (fl.member_pos == 0) group_head_changed(c);
 }
 
 double FluidNetwork::leave_class(std::uint32_t f) {
   Flow& fl = slot(f);
   const std::uint32_t c = fl.route_class;
-  settle_class(c);
+  account_class(c);
   RouteClass& rc = route_class(c);
   const double remaining = member_remaining(rc, rc.members[fl.member_pos]);
   const bool head = fl.member_pos == 0;
@@ -992,49 +1136,60 @@ double FluidNetwork::leave_class(std::uint32_t f) {
   if (rc.members.empty()) {
     free_class(c);
   } else if (head) {
-    schedule_class(c);
+    group_head_changed(c);
   }
   return remaining;
 }
 
-void FluidNetwork::on_class_event(std::uint32_t c) {
-  // The head member has sent its last byte; so have the others whose end rounds to now.
-  settle_class(c);
-  const double rate = route_class(c).rate;
+void FluidNetwork::on_group_event(std::uint32_t g) {
+  // The head class's head member has sent its last byte; so have the other members, of this
+  // class and of the group's other classes, whose end rounds to now.
+  settle_group(g);
+  const double rate = groups_[g].rate;
+  group_event_ = g;
   std::vector<std::uint32_t> done;
   done.swap(finishing_);
   done.clear();
-  {
+  for (bool first = true; !groups_[g].classes.empty(); first = false) {
+    const std::uint32_t c = groups_[g].classes[0].route_class;
     RouteClass& rc = route_class(c);
+    if (!first &&
+        Time::from_seconds_ceil(member_remaining(rc, rc.members[0]) / rate) != Time::zero())
+      break;
+    account_class(c);
+    const double sent = rc.counted;
     do {
       const Member m = rc.members[0];
       // Its bytes, exactly: the class counted rate x time, which the rounding up of the end to
       // the nanosecond can overshoot by a hair.
-      const double correction = m.key - rc.sent;
+      const double correction = m.key - sent;
       for (LinkId l : rc.links) links_[l].bytes += correction;
       member_erase(rc, 0);
       for (LinkId l : rc.links) --links_[l].members;
+      slot(m.flow).route_class = kNoSlot;
       done.push_back(m.flow);
-    } while (!rc.members.empty() && Time::from_seconds_ceil(member_remaining(rc, rc.members[0]) /
-                                                            rc.rate) == Time::zero());
-    for (std::uint32_t g : done) slot(g).route_class = kNoSlot;
+    } while (!rc.members.empty() &&
+             Time::from_seconds_ceil(std::max(0.0, rc.members[0].key - sent) / rate) ==
+                 Time::zero());
     if (rc.members.empty()) {
-      free_class(c);
+      free_class(c);  // frees the group with its last class
     } else {
-      schedule_class(c);
+      group_head_changed(c);
     }
   }
-  for (std::uint32_t g : done) {
-    Flow& gl = slot(g);
+  group_event_ = kNoSlot;
+  if (!groups_[g].classes.empty()) schedule_group(g);
+  for (std::uint32_t f : done) {
+    Flow& gl = slot(f);
     gl.remaining = 0;
     gl.settled = engine_.now();
     gl.send_end = engine_.now();
     gl.state = State::kArriving;
     rebalance(gl.links, rate);
     if (gl.latency == Time::zero()) {
-      deliver(g);
+      deliver(f);
     } else {
-      schedule(g, engine_.now() + gl.latency);
+      schedule(f, engine_.now() + gl.latency);
     }
   }
   done.clear();
@@ -1109,7 +1264,7 @@ LinkStats FluidNetwork::link_stats(LinkId link) const {
   }
   for (const ClassEntry& e : ls.classes) {  // and since each class was last settled
     const RouteClass& rc = route_class(e.route_class);
-    bytes += rc.rate * (now - rc.settled).seconds() * static_cast<double>(rc.members.size());
+    bytes += (class_sent(rc) - rc.counted) * static_cast<double>(rc.members.size());
   }
   LinkStats s;
   s.bytes_carried = Bytes{std::llround(bytes)};
@@ -1135,7 +1290,7 @@ double FluidNetwork::current_rate(TransferId id) const {
   if (f == kNoSlot) return 0;
   const Flow& fl = slot(f);
   if (fl.state == State::kSending && fl.route_class != kNoSlot)
-    return route_class(fl.route_class).rate;
+    return class_rate(route_class(fl.route_class));
   return fl.state == State::kSending && still_sending(fl) ? fl.rate : 0;
 }
 

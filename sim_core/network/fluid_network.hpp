@@ -23,10 +23,13 @@
 // (its cost is the number of distinct routes in the component, not of transfers), and the class
 // advances all its members together, as a processor-sharing queue: it keeps `sent`, the bytes
 // each member has sent since the class's origin, and each member the value of `sent` at which
-// its last byte leaves (its key). A rate change touches the class, not its members; the class
-// holds one pending event, for its member with the smallest key, and a completion touches only
-// the member that completes. A class of one member keeps its bytes left exactly as a lone
-// transfer does (same arithmetic), so small cases compute what they always have.
+// its last byte leaves (its key); a completion touches only the member that completes.
+// Rate groups: the classes one solve froze at the same link (so at the same rate) share a clock,
+// the bytes each of their members sent since the group's origin, and each class's `sent` is that
+// clock less an offset. A group whose classes were all solved again changes rate in place (one
+// clock settled, one event re-timed), touching no class; a class whose bottleneck changed moves
+// to its new link's group. Each group holds one pending event, for the earliest member end of
+// its classes.
 //
 // Cost. A transfer alone on its links (the common case in collectives) costs O(route length) to
 // start and one engine event, in both backends: it leaves its links lazily (when the next
@@ -37,8 +40,8 @@
 //
 // Events. The backend keeps its own pending events and holds ONE engine event, for the earliest
 // of them: times that arrive in order (equal latencies and sizes) go to a FIFO, others to an
-// indexed min-heap keyed by transfer slot; each route class has one entry in a heap of class
-// events. A re-solve updates one heap key per class whose rate changed; it leaves nothing behind
+// indexed min-heap keyed by transfer slot; each rate group has one entry in a heap of group
+// events. A re-solve updates one heap key per group whose rate changed; it leaves nothing behind
 // in the engine. Among themselves, the backend's events run in (time, scheduling order), as they
 // would as separate engine events.
 //
@@ -104,9 +107,12 @@ class FluidNetwork final : public Network {
   std::span<const LinkId> current_route(TransferId id) const;
   Router& router() { return router_; }
   // Flow mode: max-min solves run, how many of them re-solved only the rates that could change
-  // (above a floor), and the route classes and transfers they solved in all.
+  // (above a floor), and the route classes and transfers they solved in all. Route classes: the
+  // rate groups re-rated in place (one clock and one event for all their classes) and the classes
+  // that entered a group (one heap move each: new classes, and ones whose bottleneck changed).
   struct SolveStats {
     std::uint64_t solves = 0, partial = 0, solved = 0;
+    std::uint64_t group_rate_changes = 0, group_entries = 0;
   };
   const SolveStats& solve_stats() const { return solve_stats_; }
 
@@ -131,6 +137,7 @@ class FluidNetwork final : public Network {
     std::uint32_t route_class = ~0u;  // flow mode, sharing: its class (then not in links' lists)
     std::uint32_t member_pos = 0;     // its place in the class's member heap
     double new_rate = 0;              // route classes: its rate in the solve under way (< 0: unset)
+    LinkId new_bottleneck = 0;        // and the link that froze it
     DeliveryCallback done;
     NodeId src = 0, dst = 0;
     std::uint64_t label = 0;
@@ -168,11 +175,35 @@ class FluidNetwork final : public Network {
     SmallVector<LinkId, 6> links;
     SmallVector<std::uint32_t, 6> pos;  // its entry in each link's class list
     SmallVector<Member, 1> members;     // min-heap on (key, flow)
-    double rate = 0;                    // bytes/s of each member
-    double sent = 0;                    // bytes each member sent since the origin, as of `settled`
-    Time settled;
+    // Bytes each member sent since the class's origin: `sent` while the class is in no rate group
+    // (it has no rate yet), else its group's clock less `offset` (class_sent).
+    double sent = 0;
+    double offset = 0;
+    double counted = 0;           // the value of sent up to which its bytes were added to its links
+    std::uint32_t group = ~0u;    // its rate group, or ~0u
+    std::uint32_t group_pos = 0;  // its entry in the group's heap
     std::uint64_t hash = 0;
     std::uint32_t next_same_hash = ~0u;
+  };
+  // A rate group: route classes that the last solve froze at the same link (their bottleneck),
+  // so all at the same rate. Its clock is the bytes each member of its classes sent since the
+  // group's origin, as a processor-sharing queue's virtual time: a rate change settles the clock
+  // and re-times the group's one event (its earliest member end), not each class. Its classes
+  // form a min-heap on the clock value at which their head member ends.
+  struct GroupEntry {
+    double end;  // group clock value at which the class's head member has sent its last byte
+    std::uint32_t route_class;
+    bool operator<(const GroupEntry& o) const {
+      return end < o.end || (end == o.end && route_class < o.route_class);
+    }
+  };
+  struct RateGroup {
+    double rate = 0;   // bytes/s of each member of each of its classes
+    double clock = 0;  // as of `settled`
+    Time settled;
+    LinkId link = ~0u;  // the bottleneck it stands for (group_of_link_), or ~0u once replaced
+    std::vector<GroupEntry> classes;
+    std::uint32_t stamp = 0, in_solve = 0;  // its classes re-solved by the solve of `stamp`
   };
   // A route class's state in the solve under way, apart from the class: the solve's walks visit
   // each class once per link of its route and mostly read only this, which for 640 classes fits
@@ -182,6 +213,7 @@ class FluidNetwork final : public Network {
     std::uint32_t stamp = 0;   // the solve that last took it in
     std::uint32_t weight = 0;  // its members, as of that solve
     double new_rate = 0;       // its rate in that solve (< 0: not yet frozen)
+    LinkId bottleneck = 0;     // the link that froze it in that solve
   };
 
   std::uint32_t allocate();
@@ -228,10 +260,37 @@ class FluidNetwork final : public Network {
   void join_class(std::uint32_t f, double remaining);
   // Takes a member out of its class; returns the bytes it had left (the class is settled).
   double leave_class(std::uint32_t f);
-  void settle_class(std::uint32_t c);
-  void schedule_class(std::uint32_t c);
-  void on_class_event(std::uint32_t c);
+  // Adds the bytes the class's members sent since last counted to its links.
+  void account_class(std::uint32_t c);
+  // Inline: called at every join, leave, completion and re-rate (the groups case: about 12 per
+  // completion), where a call cost as much as the arithmetic.
+  double class_sent(const RouteClass& rc) const {
+    return rc.group == ~0u ? rc.sent : group_clock(groups_[rc.group]) - rc.offset;
+  }
+  double class_rate(const RouteClass& rc) const {
+    return rc.group == ~0u ? 0.0 : groups_[rc.group].rate;
+  }
   double member_remaining(const RouteClass& rc, const Member& m) const;
+  // Rate groups (see RateGroup).
+  double group_clock(const RateGroup& g) const {
+    const Time now = engine_.now();
+    if (now <= g.settled) return g.clock;
+    return g.clock + g.rate * (now - g.settled).seconds();
+  }
+  std::uint32_t new_group(LinkId link, double rate);
+  void settle_group(std::uint32_t g);
+  void schedule_group(std::uint32_t g);
+  void set_group_rate(std::uint32_t g, double rate);
+  // Puts a class (in no group) into group g, keeping the bytes its members sent.
+  void enter_group(std::uint32_t c, std::uint32_t g);
+  // Takes a class out of its group (its `sent` is kept); frees the group once empty.
+  void leave_group(std::uint32_t c);
+  // The class's head member changed: its entry in its group's heap, and the group's event.
+  void group_head_changed(std::uint32_t c);
+  // The group for the classes and transfers that the solve under way froze at `link` at `rate`.
+  std::uint32_t target_group(LinkId link, double rate);
+  void on_group_event(std::uint32_t g);
+  auto group_placer(RateGroup& g);
   auto member_placer(RouteClass& rc);
   void member_sift_up(RouteClass& rc, std::size_t i);
   void member_erase(RouteClass& rc, std::size_t i);
@@ -272,8 +331,6 @@ class FluidNetwork final : public Network {
   // refreshes the links' busy periods.
   void apply_rates();
   void apply_class_rates();
-  // Re-timing at least this many classes, and a quarter of those with events, is done in bulk.
-  static constexpr std::size_t kBulkRetimeMin = 64;
   // Route classes: a transfer that shares a link joins its route's class only where a link of
   // its route carries at least this many transfers. Below it, a class per route (mostly of one
   // member) costs more than it saves (the benchmark's groups of 4 hosts: 1.37 M completions per
@@ -345,7 +402,13 @@ class FluidNetwork final : public Network {
   bool queue_armed_ = false;  // queue_wake_ holds the FIFO head's place in the order
   Wake queue_wake_{};
   IndexedHeap<Wake> timers_;        // by flow slot
-  IndexedHeap<Wake> class_timers_;  // by route class
+  IndexedHeap<Wake> class_timers_;  // by rate group
+  std::vector<RateGroup> groups_;
+  std::vector<std::uint32_t> free_groups_;
+  std::vector<std::uint32_t> group_of_link_;  // by LinkId: the group of its bottleneck classes
+  std::vector<std::uint32_t> link_decided_;   // by LinkId: the solve stamp of its target_group
+  std::vector<std::uint32_t> link_target_;
+  std::uint32_t group_event_ = ~0u;  // the group whose event on_group_event is running
   std::uint64_t wake_seq_ = 0;
   EventHandle wake_event_;
   Time wake_time_;

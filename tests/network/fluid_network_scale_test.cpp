@@ -130,3 +130,47 @@ TEST(FluidNetworkScale, SameRouteTransfersShareLikeAProcessorSharingQueue) {
       EXPECT_EQ(net.link_stats(l).bytes_carried.count, 7'000'000);
     }
 }
+
+TEST(FluidNetworkScale, ClassesFrozenAtOneLinkShareOneClockThatChangesRateInPlace) {
+  // Four senders to one receiver on a star, two transfers each on the same route (four route
+  // classes of two), sizes 1..8 MB: sender i sends i+1 and i+5 MB. The receiver's downlink (1
+  // GB/s) carries all eight, so it freezes all four classes: one rate group. By hand, as a
+  // processor-sharing queue of 8 (1 MB at 1 GB/s = 1 ms): the k MB transfer ends when each has
+  // sent k MB, at sum_{j<=k} (9 - j) ms = 8, 15, 21, 26, 30, 33, 35, 36 ms, and arrives 200 ns
+  // (two 100 ns links) later; ends are rounded up to the nanosecond.
+  // The mechanism: each of the first six ends re-solves the four classes (or fewer) at the same
+  // bottleneck, so the group changes rate in place (one clock settled, one event re-timed) and
+  // no class moves: 4 group entries (the classes forming) and 6 in-place rate changes. At 35 ms
+  // the last transfer is alone and leaves its class.
+  // The same with 1 TB in place of 1 MB (ends at 8000 s, ...): the group's clock passes 1e12
+  // bytes, where it moves its origin (every class's `sent` back to 0) to keep byte precision.
+  for (const std::int64_t unit : {std::int64_t{1'000'000}, std::int64_t{1'000'000'000'000}}) {
+    Engine engine;
+    const Topology topology = build_topology(StarSpec{5, kLink});
+    FluidNetwork net(engine, topology, Sharing::kMaxMin, /*route_classes=*/true);
+    const NodeId receiver = topology.hosts()[4];
+    std::vector<std::int64_t> end_ns(9, 0);  // by size in units
+    std::vector<TransferId> ids;
+    for (int i = 0; i < 4; ++i)
+      for (int size : {i + 1, i + 5})
+        ids.push_back(net.start_transfer(
+            topology.hosts()[static_cast<std::size_t>(i)], receiver, Bytes{unit * size},
+            [&, size](const TransferResult& r) { end_ns[size] = r.finished.count_ns(); }));
+    const double unit_ns = static_cast<double>(unit);                     // 1 unit at 1 GB/s
+    engine.run_until(Time::ns(static_cast<std::int64_t>(10 * unit_ns)));  // seven left, 1/7 GB/s
+    for (std::size_t k = 1; k < ids.size(); ++k)
+      EXPECT_NEAR(net.current_rate(ids[k]), 1e9 / 7, 1e-3) << "transfer " << k;
+    engine.run();
+    const int want_units[9] = {0, 8, 15, 21, 26, 30, 33, 35, 36};
+    for (int k = 1; k <= 8; ++k)
+      EXPECT_NEAR(static_cast<double>(end_ns[k]), want_units[k] * unit_ns + 200,
+                  3 + 1e-12 * want_units[k] * unit_ns)
+          << k << " units of " << unit << " bytes";
+    EXPECT_EQ(net.solve_stats().group_entries, 4u);
+    EXPECT_EQ(net.solve_stats().group_rate_changes, 6u);
+    for (LinkId l = 0; l < topology.links().size(); ++l)
+      if (topology.links()[l].dst == receiver) {
+        EXPECT_EQ(net.link_stats(l).bytes_carried.count, 36 * unit);
+      }
+  }
+}
