@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <sstream>
 
 #include "sim_core/base/error.hpp"
 
@@ -23,6 +24,14 @@ std::ifstream open_input_file(const std::filesystem::path& file, const std::stri
   std::ifstream in(file, std::ios::binary);
   if (!in) throw fail(fmt::format("cannot be read ({})", std::strerror(errno)));
   return in;
+}
+
+std::string read_input_file(const std::filesystem::path& file, const std::string& where,
+                            std::string_view what) {
+  std::ifstream in = open_input_file(file, where, what);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 }  // namespace mlsim

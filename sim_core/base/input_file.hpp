@@ -15,4 +15,9 @@ namespace mlsim {
 std::ifstream open_input_file(const std::filesystem::path& file, const std::string& where,
                               std::string_view what);
 
+// The whole file as text, with open_input_file's errors (sweep, search and claims files, group
+// maps, calibrations: small files read at once).
+std::string read_input_file(const std::filesystem::path& file, const std::string& where,
+                            std::string_view what);
+
 }  // namespace mlsim

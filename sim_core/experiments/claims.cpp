@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/base/units.hpp"
 #include "sim_core/experiments/expression.hpp"
 #include "sim_core/experiments/overrides.hpp"
@@ -257,11 +256,8 @@ ClaimsFile parse_claims_document(nlohmann::json doc, const std::filesystem::path
 }
 
 ClaimsFile read_claims_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open the claims file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_claims_document(parse_strict_json(text.str(), file.string()), file);
+  return parse_claims_document(
+      parse_strict_json(read_input_file(file, "", "claims file"), file.string()), file);
 }
 
 namespace {

@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/experiments/expression.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 #include "sim_core/scenario/strict_json.hpp"
@@ -122,11 +121,7 @@ SearchSpec parse_search_text(const std::string& text, const std::filesystem::pat
 }
 
 SearchSpec read_search_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open the search file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_search_text(text.str(), file);
+  return parse_search_text(read_input_file(file, "", "search file"), file);
 }
 
 LoadBisection::LoadBisection(double low, double high, double tolerance)

@@ -3,12 +3,11 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <fstream>
 #include <iostream>
 #include <set>
-#include <sstream>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/experiments/atomic_file.hpp"
 #include "sim_core/experiments/child_runs.hpp"
 #include "sim_core/experiments/overrides.hpp"
@@ -128,11 +127,7 @@ SweepSpec parse_sweep_text(const std::string& text, const std::filesystem::path&
 }
 
 SweepSpec read_sweep_file(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open the sweep file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_sweep_text(text.str(), file);
+  return parse_sweep_text(read_input_file(file, "", "sweep file"), file);
 }
 
 std::vector<std::string> parameter_columns(const SweepSpec& spec) {

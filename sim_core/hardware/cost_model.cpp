@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim {
@@ -47,8 +48,7 @@ std::vector<std::string> entry_names(JsonReader& parent, std::string_view key) {
 }  // namespace
 
 std::unique_ptr<RooflineProvider> RooflineProvider::load(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw InputError(file.string(), "cannot open the roofline calibration");
+  std::ifstream in = open_input_file(file, "", "roofline calibration");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/base/text_fields.hpp"
 
 namespace mlsim {
@@ -112,8 +113,7 @@ EventSpec read_event(JsonReader& e) {
 
 std::vector<EventSpec> read_events_trace(const std::filesystem::path& file,
                                          const std::string& shown_name) {
-  std::ifstream in(file);
-  if (!in) throw InputError(shown_name, "cannot open the events trace " + file.string());
+  std::ifstream in = open_input_file(file, shown_name, "events trace");
   std::vector<EventSpec> out;
   std::string line;
   std::size_t number = 0;

@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <string>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/experiments/search.hpp"
+#include "sim_core/experiments/sweep.hpp"
 
 using namespace mlsim;
 using nlohmann::json;
@@ -255,4 +259,28 @@ TEST(Claims, TheShippedClaimsFileIsValid) {
       EXPECT_TRUE(c.recorded.has_value()) << c.id;
     }
   }
+}
+
+// A sweep, search or claims file named on the command line that is a folder or missing is
+// reported as such (std::ifstream opens a folder "successfully" and reads nothing, which used to
+// surface as a JSON error about an empty document).
+TEST(Claims, FolderOrMissingExperimentFilesAreNamedAsSuch) {
+  const auto folder = std::filesystem::temp_directory_path();
+  const auto missing = folder / "mlsim-no-such-experiment-file.json";
+  auto message = [](auto&& read) {
+    try {
+      read();
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message([&] { read_claims_file(folder); }).find("claims file"), std::string::npos);
+  EXPECT_NE(message([&] { read_claims_file(folder); }).find("is a folder, not a file"),
+            std::string::npos);
+  EXPECT_NE(message([&] { read_sweep_file(folder); }).find("sweep file"), std::string::npos);
+  EXPECT_NE(message([&] { read_sweep_file(folder); }).find("is a folder, not a file"),
+            std::string::npos);
+  EXPECT_NE(message([&] { read_search_file(missing); }).find("search file"), std::string::npos);
+  EXPECT_NE(message([&] { read_search_file(missing); }).find("not found"), std::string::npos);
 }

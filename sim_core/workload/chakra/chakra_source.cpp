@@ -6,14 +6,13 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
-#include <fstream>
 #include <optional>
 #include <queue>
-#include <sstream>
 #include <unordered_map>
 
 #include "chakra_et.pb.h"
 #include "sim_core/base/error.hpp"
+#include "sim_core/base/input_file.hpp"
 #include "sim_core/scenario/strict_json.hpp"
 
 namespace mlsim::workload {
@@ -123,11 +122,8 @@ std::optional<collectives::Operation> operation_of(std::int64_t comm_type) {
 
 std::map<std::string, std::vector<RankId>> read_chakra_groups(const std::filesystem::path& file,
                                                               const std::string& where) {
-  std::ifstream in(file);
-  if (!in) throw InputError(where, fmt::format("cannot open \"{}\"", file.string()));
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json j = parse_strict_json(text.str(), file.string());
+  const nlohmann::json j =
+      parse_strict_json(read_input_file(file, where, "Chakra group map"), file.string());
   if (!j.is_object())
     throw InputError(where,
                      fmt::format("{}: an object of group name -> ranks expected", file.string()));
