@@ -86,10 +86,16 @@ RuntimeStats AutoByte::stats_of(const JobSpec& spec, double bandwidth,
   return out;
 }
 
-void AutoByte::pretrain(const JobSpec& spec, double bandwidth) {
-  const std::vector<double> full(spec.workers.size(), 1.0), half(spec.workers.size(), 2.0);
-  const std::pair<double, const std::vector<double>*> conditions[] = {
-      {bandwidth / 4, &full}, {bandwidth, &full}, {bandwidth * 4, &full}, {bandwidth, &half}};
+void AutoByte::pretrain(const JobSpec& spec, double bandwidth,
+                        const std::vector<double>& slowdown) {
+  // Around the first measured statistics: a quarter, the same and four times the bandwidth, and
+  // the same bandwidth with every worker twice as slow.
+  std::vector<double> slower = slowdown;
+  for (double& s : slower) s *= 2;
+  const std::pair<double, const std::vector<double>*> conditions[] = {{bandwidth / 4, &slowdown},
+                                                                      {bandwidth, &slowdown},
+                                                                      {bandwidth * 4, &slowdown},
+                                                                      {bandwidth, &slower}};
   for (const auto& [b, slowdown] : conditions) {
     const RuntimeStats stats = stats_of(spec, b, *slowdown);
     for (const SchedulerConfig& c : params_.grid.points()) {
@@ -126,7 +132,7 @@ std::optional<Decision> AutoByte::at_iteration(std::size_t iteration, TrainingJo
   d.slowdown = slowdown;
   d.stats = stats_of(job.spec(), bandwidth_, slowdown);
   d.current = d.chosen = job.config();
-  if (pretraining_samples_ == 0) pretrain(job.spec(), bandwidth_);
+  if (pretraining_samples_ == 0) pretrain(job.spec(), bandwidth_, slowdown);
   // The online sample: the mean time of the interval's full iterations under the configuration
   // in force (the first, which may follow a switch, left out; iteration `iteration` has not
   // started yet, so the last full one is iteration - 2 ... iteration - 1's start).

@@ -67,7 +67,8 @@ struct AutoByteDecision {
 // switches to the predicted best when should_retune says so.
 // The meta-network is trained in two ways [inferred]: once, at the first decision, on short
 // private runs of the job (every grid point under four conditions around the first measured
-// bandwidth: 1/4, 1 and 4 times it at full speed, and 1 time it with every worker half as fast),
+// statistics: 1/4, 1 and 4 times the bandwidth at the measured compute slowdowns, and 1 time it
+// with every worker twice as slow again),
 // standing for offline training on a profiling cluster; then online, at every decision, on the
 // iteration time the job measured under the configuration in force over the last interval.
 class AutoByte final : public Controller {
@@ -88,7 +89,7 @@ class AutoByte final : public Controller {
                                const std::vector<double>& slowdown);
 
  private:
-  void pretrain(const JobSpec& spec, double bandwidth);
+  void pretrain(const JobSpec& spec, double bandwidth, const std::vector<double>& slowdown);
 
   AutoByteParams params_;
   const Network& network_;
