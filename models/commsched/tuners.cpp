@@ -80,7 +80,8 @@ RuntimeStats AutoByte::stats_of(const JobSpec& spec, double bandwidth,
     if (spec.worker_times.empty())
       for (const Layer& l : spec.layers) nominal += (l.forward + l.backward).seconds();
     else
-      for (const LayerTimes& l : spec.worker_times[w]) nominal += (l.forward + l.backward).seconds();
+      for (const LayerTimes& l : spec.worker_times[w])
+        nominal += (l.forward + l.backward).seconds();
     out.compute_s = std::max(out.compute_s, nominal * slowdown[w]);
   }
   return out;
@@ -99,8 +100,8 @@ void AutoByte::pretrain(const JobSpec& spec, double bandwidth,
   for (const auto& [b, slowdown] : conditions) {
     const RuntimeStats stats = stats_of(spec, b, *slowdown);
     for (const SchedulerConfig& c : params_.grid.points()) {
-      const double t = predict(spec, c, b, probe_.link_latency, *slowdown,
-                               params_.predict_iterations, sharing_);
+      const double t =
+          predict(spec, c, b, probe_.link_latency, *slowdown, params_.predict_iterations, sharing_);
       if (!std::isfinite(t)) continue;  // a stalling configuration teaches nothing linear
       meta_.update(meta_features(c, stats), t);
       ++pretraining_samples_;

@@ -51,9 +51,9 @@ struct Probe {
 struct AutoByteDecision {
   std::size_t iteration = 0;
   Time at;
-  double measured_bandwidth = 0;  // bytes/s
-  std::vector<double> slowdown;   // per worker
-  RuntimeStats stats;             // the meta-network's runtime inputs
+  double measured_bandwidth = 0;    // bytes/s
+  std::vector<double> slowdown;     // per worker
+  RuntimeStats stats;               // the meta-network's runtime inputs
   double measured_iteration_s = 0;  // the online sample's target (0: none this time)
   SchedulerConfig current, chosen;
   double predicted_current_s = 0, predicted_chosen_s = 0;
