@@ -191,9 +191,13 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
         static_cast<std::size_t>(a.integer_or("interval_iterations", 20, 1, 1'000'000));
     p.autobyte.predict_iterations =
         static_cast<std::size_t>(a.integer_or("predict_iterations", 4, 3, 1000));
-    p.autobyte.noise = a.number_or("noise", 0.05, 0, 1);
+    if (a.has("noise"))
+      throw InputError(a.path_of("noise"),
+                       "the noisy-oracle predictor was replaced by a learned meta-network "
+                       "(docs/commsched.md, AutoByte); remove the key");
     p.autobyte.min_gain = a.number_or("min_gain", 0.02, 0, 1);
     p.autobyte.restart_cost = a.duration_or("restart_cost", "5s");
+    p.autobyte.ridge = a.number_or("ridge", 1e-3, 1e-12, 1e12);
     a.finish();
     p.autobyte.grid = p.grid;
   } else {
@@ -236,8 +240,7 @@ class CommschedRun {
       job_->set_controller(&*bo_);
     }
     if (params_.tuner == Tuner::kAutoByte) {
-      autobyte_.emplace(params_.autobyte, env_.network, params_.probe, sharing_,
-                        env_.stream("autobyte"));
+      autobyte_.emplace(params_.autobyte, env_.network, params_.probe, sharing_);
       job_->set_controller(&*autobyte_);
     }
     job_->start();
@@ -336,6 +339,9 @@ void CommschedRun::report(Results& out) const {
            {"chosen", to_json(a.chosen)},
            {"predicted_current_s", a.predicted_current_s},
            {"predicted_chosen_s", a.predicted_chosen_s},
+           {"compute_s", a.stats.compute_s},
+           {"comm_s", a.stats.comm_s},
+           {"measured_iteration_s", a.measured_iteration_s},
            {"switched", a.switched}});
 }
 

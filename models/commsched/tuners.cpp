@@ -36,13 +36,12 @@ SchedulerConfig best_of(const std::vector<GridPoint>& points) {
   return best->config;
 }
 
-AutoByte::AutoByte(AutoByteParams params, const Network& network, Probe probe, Sharing sharing,
-                   RandomStream noise)
+AutoByte::AutoByte(AutoByteParams params, const Network& network, Probe probe, Sharing sharing)
     : params_(std::move(params)),
       network_(network),
       probe_(probe),
       sharing_(sharing),
-      noise_(std::move(noise)),
+      meta_(kMetaFeatures, params_.ridge),
       last_up_(network.link_stats(probe.up)),
       last_down_(network.link_stats(probe.down)) {
   MLSIM_CHECK(params_.interval > 0 && params_.predict_iterations >= 3, "bad AutoByte parameters");
@@ -69,6 +68,47 @@ double AutoByte::predict(const JobSpec& spec, const SchedulerConfig& config, dou
   return std::accumulate(t.begin() + 1, t.end() - 1, 0.0) / static_cast<double>(t.size() - 2);
 }
 
+RuntimeStats AutoByte::stats_of(const JobSpec& spec, double bandwidth,
+                                const std::vector<double>& slowdown) {
+  MLSIM_CHECK(bandwidth > 0 && slowdown.size() == spec.workers.size(), "bad runtime statistics");
+  RuntimeStats out;
+  std::int64_t parameters = 0;
+  for (const Layer& l : spec.layers) parameters += l.parameters;
+  out.comm_s = static_cast<double>(parameters * spec.bytes_per_parameter) / bandwidth;
+  for (std::size_t w = 0; w < spec.workers.size(); ++w) {
+    double nominal = 0;
+    if (spec.worker_times.empty())
+      for (const Layer& l : spec.layers) nominal += (l.forward + l.backward).seconds();
+    else
+      for (const LayerTimes& l : spec.worker_times[w])
+        nominal += (l.forward + l.backward).seconds();
+    out.compute_s = std::max(out.compute_s, nominal * slowdown[w]);
+  }
+  return out;
+}
+
+void AutoByte::pretrain(const JobSpec& spec, double bandwidth,
+                        const std::vector<double>& slowdown) {
+  // Around the first measured statistics: a quarter, the same and four times the bandwidth, and
+  // the same bandwidth with every worker twice as slow.
+  std::vector<double> slower = slowdown;
+  for (double& s : slower) s *= 2;
+  const std::pair<double, const std::vector<double>*> conditions[] = {{bandwidth / 4, &slowdown},
+                                                                      {bandwidth, &slowdown},
+                                                                      {bandwidth * 4, &slowdown},
+                                                                      {bandwidth, &slower}};
+  for (const auto& [b, slowdown] : conditions) {
+    const RuntimeStats stats = stats_of(spec, b, *slowdown);
+    for (const SchedulerConfig& c : params_.grid.points()) {
+      const double t =
+          predict(spec, c, b, probe_.link_latency, *slowdown, params_.predict_iterations, sharing_);
+      if (!std::isfinite(t)) continue;  // a stalling configuration teaches nothing linear
+      meta_.update(meta_features(c, stats), t);
+      ++pretraining_samples_;
+    }
+  }
+}
+
 std::optional<Decision> AutoByte::at_iteration(std::size_t iteration, TrainingJob& job) {
   if (iteration % params_.interval != 0) return std::nullopt;
   // Runtime statistics of the last interval.
@@ -91,16 +131,23 @@ std::optional<Decision> AutoByte::at_iteration(std::size_t iteration, TrainingJo
   d.at = job.now();
   d.measured_bandwidth = bandwidth_;
   d.slowdown = slowdown;
+  d.stats = stats_of(job.spec(), bandwidth_, slowdown);
   d.current = d.chosen = job.config();
-  auto noisy = [&](const SchedulerConfig& c) {
-    const double t = predict(job.spec(), c, bandwidth_, probe_.link_latency, slowdown,
-                             params_.predict_iterations, sharing_);
-    return t * (params_.noise > 0 ? noise_.lognormal(0, params_.noise) : 1.0);
-  };
-  d.predicted_current_s = d.predicted_chosen_s = noisy(job.config());
+  if (pretraining_samples_ == 0) pretrain(job.spec(), bandwidth_, slowdown);
+  // The online sample: the mean time of the interval's full iterations under the configuration
+  // in force (the first, which may follow a switch, left out; iteration `iteration` has not
+  // started yet, so the last full one is iteration - 2 ... iteration - 1's start).
+  const std::vector<Time>& starts = job.iteration_starts();
+  if (params_.interval >= 3 && iteration >= params_.interval && starts.size() >= iteration) {
+    const std::size_t first = iteration - params_.interval + 1, last = iteration - 1;
+    d.measured_iteration_s =
+        (starts[last] - starts[first]).seconds() / static_cast<double>(last - first);
+    meta_.update(meta_features(d.current, d.stats), d.measured_iteration_s);
+  }
+  d.predicted_current_s = d.predicted_chosen_s = meta_.predict(meta_features(d.current, d.stats));
   for (const SchedulerConfig& c : params_.grid.points()) {
     if (c == job.config()) continue;
-    const double t = noisy(c);
+    const double t = meta_.predict(meta_features(c, d.stats));
     if (t < d.predicted_chosen_s) {
       d.predicted_chosen_s = t;
       d.chosen = c;
@@ -109,9 +156,8 @@ std::optional<Decision> AutoByte::at_iteration(std::size_t iteration, TrainingJo
   const bool restart =
       job.spec().mode == Mode::kParameterServer && d.chosen.partition != d.current.partition;
   const double cost = restart ? params_.restart_cost.seconds() : 0.0;
-  const double gain = d.predicted_current_s - d.predicted_chosen_s;
-  d.switched = d.chosen != d.current && gain > params_.min_gain * d.predicted_current_s &&
-               gain * static_cast<double>(params_.interval) > cost;
+  d.switched = d.chosen != d.current && should_retune(d.predicted_current_s, d.predicted_chosen_s,
+                                                      params_.min_gain, params_.interval, cost);
   decisions_.push_back(d);
   if (!d.switched) return std::nullopt;
   return Decision{d.chosen, restart ? params_.restart_cost : Time::zero()};

@@ -1,6 +1,6 @@
 // Invariants of the commsched model on random jobs: every chunk of every worker's gradient starts
 // and completes exactly once per iteration, the credit window holds, iterations move forward,
-// every byte sent is delivered; and a run with AutoByte's noisy predictor is deterministic.
+// every byte sent is delivered; and a run with AutoByte's learned predictor is deterministic.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -141,12 +141,18 @@ TEST(CommschedProperties, AutoByteRunsAreDeterministicAndKeepInvariants) {
     params.interval = 4;
     params.restart_cost = Time::s(1);
     const LinkId up = b.topology.out_links(b.topology.hosts()[0])[0];
-    AutoByte tuner(params, b.network, Probe{up, up, Time::zero()}, Sharing::kMaxMin,
-                   RandomStream(3, "autobyte"));
+    AutoByte tuner(params, b.network, Probe{up, up, Time::zero()}, Sharing::kMaxMin);
     const SchedulerConfig start{1'000'000, 4'000'000};
     const TrainingJob& job = b.run(std::move(spec), start, &tuner);
     check_invariants(job, std::nullopt);
     EXPECT_FALSE(tuner.decisions().empty());
+    // Pre-trained once on every grid point under four conditions, then one online sample per
+    // decision that has a full interval behind it.
+    EXPECT_EQ(tuner.pretraining_samples(), 4 * params.grid.points().size());
+    std::size_t online = 0;
+    for (const AutoByteDecision& d : tuner.decisions()) online += d.measured_iteration_s > 0;
+    EXPECT_EQ(tuner.meta_network().samples(), tuner.pretraining_samples() + online);
+    EXPECT_GT(online, 0u);
     times = job.iteration_seconds();
     changes = job.changes();
   };

@@ -197,6 +197,10 @@ TEST(CommschedScenario, ErrorsNameThePath) {
   d["system"]["tuner"] = "autobyte";
   d["system"]["autobyte"] = json::parse(R"({"interval_iteration": 3})");
   EXPECT_NE(error_of(d).find("system.autobyte"), std::string::npos) << error_of(d);
+  // The noisy oracle's key names what replaced it.
+  d["system"]["autobyte"] = json::parse(R"({"noise": 0.05})");
+  EXPECT_NE(error_of(d).find("system.autobyte.noise"), std::string::npos) << error_of(d);
+  EXPECT_NE(error_of(d).find("meta-network"), std::string::npos) << error_of(d);
 
   // ByteScheduler's Bayesian tuner: the old grid stand-in's key names its replacement; ranges
   // are [low, high]; PS mode tunes only the credit.

@@ -88,6 +88,37 @@ TEST(DnnProfile, ShippedCopiesMatchPublishedParameterCounts) {
   EXPECT_GT(gnmt.layers.size(), 40u);
 }
 
+// Piper's BERT as converted by tools/piper_to_pipedream.py (workloads/dnn/piper/README.md). By
+// hand from bert32a100.json: an embedding of 200,824,320 bytes, 32 transformer layers of
+// 176,997,120 and a pooler of 14,749,440: 5,879,481,600 bytes. Node 5's timePerSample is
+// 0.030474 s: forward 30.474 / 3 = 10.158 ms and backward 20.316 ms per sample, four times that
+// with 4 samples. The three zero-time "tensor" nodes are inputs.
+TEST(DnnProfile, ShippedPiperBertConversion) {
+  const std::filesystem::path dir =
+      std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/dnn/piper/bert32";
+  const DnnProfile one = read_pipedream_graph(dir / "graph_mb1.txt");
+  const DnnProfile four = read_pipedream_graph(dir / "graph_mb4.txt");
+  EXPECT_EQ(one.total_parameters().count, 5'879'481'600LL);
+  EXPECT_EQ(four.total_parameters().count, 5'879'481'600LL);
+  ASSERT_EQ(one.layers.size(), 37u);
+  int inputs = 0, transformers = 0;
+  for (const LayerProfile& l : one.layers) {
+    inputs += l.is_input;
+    transformers += l.description == "ParallelTransformerLayer";
+    if (l.id == "node5") {
+      EXPECT_NEAR(l.forward_ms, 10.158, 1e-6);
+      EXPECT_NEAR(l.backward_ms, 20.316, 1e-6);
+    }
+  }
+  EXPECT_EQ(inputs, 3);
+  EXPECT_EQ(transformers, 32);
+  EXPECT_NEAR(four.forward_ms(), 4 * one.forward_ms(), 1e-5);
+  EXPECT_NEAR(four.backward_ms(), 4 * one.backward_ms(), 1e-5);
+  // Forward + backward = 1000 x the sum of the file's timePerSample, 0.972864 s (rounded to
+  // 1e-6 ms per layer when written).
+  EXPECT_NEAR(one.forward_ms() + one.backward_ms(), 972.864, 1e-4);
+}
+
 // Every PipeDream profile in the shared data parses and is acyclic.
 TEST(DnnProfile, AllSharedPipeDreamProfilesParse) {
   const std::filesystem::path root =
