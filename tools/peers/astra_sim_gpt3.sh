@@ -9,8 +9,10 @@
 #   libspdlog-dev libyaml-cpp-dev (libfmt-dev, libprotobuf-dev, protobuf-compiler, python3-protobuf)
 # Nothing of ASTRA-sim is copied into mlsim: it is unpacked, built and run under $PEERS.
 #
-# Usage: tools/peers/astra_sim_gpt3.sh [build|traces|run|all]   (default all)
-#   PEERS=/work/peers MIRRORS=/work/.mirror MLSIM=./build/cli/mlsim JOBS=2
+# Usage: tools/peers/astra_sim_gpt3.sh [build|traces|run|all]   (default all), from the repository
+#   root, with mlsim built (build/cli/mlsim). Environment: PEERS=/work/peers MIRRORS=/work/.mirror
+#   MLSIM=./build/cli/mlsim JOBS=2 SIZES="8 64" (the DP degrees: 1024 and 8192 NPUs)
+#   MICRO_BATCHES=192 (per pipeline) MEM_CAP_KB=12582912 (ASTRA-sim's address-space cap)
 set -euo pipefail
 
 PEERS=${PEERS:-/work/peers}
@@ -57,7 +59,123 @@ build() {
   nice -n 10 cmake --build "$SRC/build/astra_analytical/build" -j"$JOBS"
 }
 
+# The GPT-3 shapes (workloads/llm_training/gpt3_175b.json) and the scenario mlsim ships.
+SCENARIO=$REPO_ROOT/workloads/scenarios/llm_training_gpt3_1024.json
+PROTO=$SRC/extern/graph_frontend/chakra/schema/protobuf
+PY=/usr/bin/python3  # Debian's, for python3-protobuf
+
+# Kernel times from mlsim's own pricing of the scenario (roofline), so that both simulators
+# run the same compute. Three small runs (TP 8, DP 1, one micro-batch, no recomputation):
+#   1 layer,  PP 1: compute = 3L + 3e + 3h   (L = one layer's forward, e = embedding, h = head;
+#   2 layers, PP 1: compute = 6L + 3e + 3h    backward is every forward kernel twice)
+#   2 layers, PP 2: the first stage (last to finish) computes 3L + 3e
+kernel_times() {
+  local common=(--set system.dp=1 --set system.global_batch=1 --set system.recompute=false --quiet)
+  "$MLSIM" run "$SCENARIO" "${common[@]}" --set system.pp=1 --set workload.model.layers=1 --out "$OUT/k1"
+  "$MLSIM" run "$SCENARIO" "${common[@]}" --set system.pp=1 --set workload.model.layers=2 --out "$OUT/k2"
+  "$MLSIM" run "$SCENARIO" "${common[@]}" --set system.pp=2 --set workload.model.layers=2 --out "$OUT/k3"
+  $PY - "$OUT" > "$OUT/kernels.env" <<'PYEOF'
+import json, sys
+out = sys.argv[1]
+m = lambda k: json.load(open(f"{out}/{k}/summary.json"))["metrics"]
+c1, c2 = m("k1")["compute_s"], m("k2")["compute_s"]
+k3 = json.load(open(f"{out}/k3/summary.json"))
+assert k3["details"]["critical_rank"] == 0
+L = (c2 - c1) / 3
+e = k3["metrics"]["critical_rank_compute_s"] / 3 - L
+h = c1 / 3 - L - e
+# Attention's share of a layer's forward by Megatron's FLOP count (Narayanan et al. SC'21,
+# eq. 3): QKV + output projections 8 b s H^2 and attention 4 b s^2 H, against the MLP's 16 b s H^2
+# (GPT-3: H = 12288, s = 2048). Within a rank the chain is serial (attention, all-reduce, MLP,
+# all-reduce), so the split moves no time; only the sum is mlsim's.
+H, S = 12288, 2048
+share = round((8 * H * H + 4 * S * H) / (24 * H * H + 4 * S * H), 3)  # 0.351
+us = lambda x: int(round(x * 1e6))
+layer = us(L)
+attn = int(round(layer * share))
+print(f"LAYER_US={layer}\nATTN_US={attn}\nMLP_US={layer - attn}\nEMB_US={us(e)}\nHEAD_US={us(h)}")
+# Gradient bytes per GPU (fp16), the formulas of mlsim's read_training_params for TP 8 and
+# 6 layers per stage: layer parameters per GPU, plus the embedding (first stage, with the
+# learned positions) or the LM head (last stage).
+f, t, V, lps = 4 * H, 8, 51200, 6
+lp = (H * 3 * H + 3 * H + H * H + H * f + f + f * H) / t + H + H + 4 * H
+print(f"GRAD_FIRST={int(2 * (lps * lp + V * H / t + S * H))}")
+print(f"GRAD_MIDDLE={int(2 * lps * lp)}")
+print(f"GRAD_LAST={int(2 * (lps * lp + V * H / t))}")
+print(f"ACTIVATION={S * H * 2}")
+PYEOF
+  cat "$OUT/kernels.env"
+}
+
+# Traces and configuration for TP 8 x PP 16 x DP $1 (NPUs = 128 x DP) with $2 micro-batches
+# per pipeline (192: the scenario's global batch of 1536 at DP 8, 12288 at DP 64).
+traces() {
+  local dp=$1 mb=${2:-192}
+  local dir=$OUT/gpt3_dp${dp}_mb${mb}
+  # shellcheck disable=SC1091
+  source "$OUT/kernels.env"
+  rm -rf "$dir"; mkdir -p "$dir"
+  $PY "$REPO_ROOT/tools/peers/megatron_chakra.py" --proto-dir "$PROTO" --out "$dir/gpt3" \
+      --tp 8 --pp 16 --dp "$dp" --micro-batches "$mb" --layers 96 --recompute \
+      --attn-us "$ATTN_US" --mlp-us "$MLP_US" --emb-us "$EMB_US" --head-us "$HEAD_US" \
+      --activation-bytes "$ACTIVATION" --grad-bytes-first "$GRAD_FIRST" \
+      --grad-bytes-middle "$GRAD_MIDDLE" --grad-bytes-last "$GRAD_LAST"
+  # Network: the scenario's DGX A100 cluster as ASTRA-sim's 3-D congestion-unaware topology
+  # [TP, DP, PP]: NVSwitch at 300 GB/s per GPU (A100 datasheet, mlsim's catalog), one 200 Gb/s
+  # HDR NIC per GPU (25 GB/s) across nodes for both the DP and the PP dimension (the scenario's
+  # 1:1 leaf-spine). Latencies [assumed]: 1 us for NVSwitch, 2 us across the fabric (mlsim's
+  # 1 us per link, host to leaf to host).
+  cat > "$dir/network.yml" <<YML
+topology: [ Switch, Switch, Switch ]
+npus_count: [ 8, $dp, 16 ]
+bandwidth: [ 300.0, 25.0, 25.0 ]  # GB/s
+latency: [ 1000.0, 2000.0, 2000.0 ]  # ns
+YML
+  # System: ring collectives in every dimension, replayed kernel times (no roofline); the other
+  # values are those of ASTRA-sim's examples/system/native_collectives/HGX-H100-validated.json
+  # (except one active chunk per dimension instead of 2),
+  # with the A100-80GB's HBM bandwidth (2039 GB/s, datasheet) as local-mem-bw.
+  cat > "$dir/system.json" <<JSON
+{"scheduling-policy": "LIFO", "endpoint-delay": 10, "active-chunks-per-dimension": 1,
+ "preferred-dataset-splits": 4, "all-reduce-implementation": ["ring", "ring", "ring"],
+ "all-gather-implementation": ["ring", "ring", "ring"],
+ "reduce-scatter-implementation": ["ring", "ring", "ring"],
+ "all-to-all-implementation": ["ring", "ring", "ring"], "collective-optimization": "localBWAware",
+ "local-mem-bw": 2039, "boost-mode": 0, "roofline-enabled": 0}
+JSON
+  echo '{"memory-type": "NO_MEMORY_EXPANSION"}' > "$dir/memory.json"
+}
+
+# ASTRA-sim on those traces, then mlsim on the same iteration, back to back, each under
+# /usr/bin/time -v. ASTRA-sim's address space is capped (MEM_CAP_KB, default 12 GiB) so that a
+# run too large for the machine fails instead of pushing others out of memory.
+run() {
+  local dp=$1 mb=${2:-192}
+  local dir=$OUT/gpt3_dp${dp}_mb${mb}
+  local batch=$((dp * mb))
+  ( ulimit -v "${MEM_CAP_KB:-12582912}"
+    /usr/bin/time -v -o "$dir/astra.time" \
+      "$SRC/build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware" \
+      --workload-configuration="$dir/gpt3" --system-configuration="$dir/system.json" \
+      --remote-memory-configuration="$dir/memory.json" --network-configuration="$dir/network.yml" \
+      > "$dir/astra.log" 2>&1 ) || echo "ASTRA-sim failed: see $dir/astra.log" >&2
+  grep -v RingTopology "$dir/astra.log" | grep -E "finished|error|critical" | sort -t, -k2 | tail -2 || true
+  for collapse in true false; do
+    /usr/bin/time -v -o "$dir/mlsim_collapse_${collapse}.time" "$MLSIM" run "$SCENARIO" \
+      --set system.dp="$dp" --set system.global_batch="$batch" \
+      --set system.collapse_tensor_parallel=$collapse --out "$dir/mlsim_collapse_${collapse}" --quiet
+  done
+  for f in "$dir"/*.time; do
+    echo "== $f"; grep -E "Elapsed|User time|System time|Maximum resident" "$f"
+  done
+}
+
+# The full runs: DP 8 (1024 NPUs) and DP 64 (8192 NPUs); SIZES="2 8" etc. to choose.
 case "${1:-all}" in
   build) build ;;
+  traces) mkdir -p "$OUT"; kernel_times; for dp in ${SIZES:-8 64}; do traces "$dp" "${MICRO_BATCHES:-192}"; done ;;
+  run) for dp in ${SIZES:-8 64}; do run "$dp" "${MICRO_BATCHES:-192}"; done ;;
+  all) build; mkdir -p "$OUT"; kernel_times
+       for dp in ${SIZES:-8 64}; do traces "$dp" "${MICRO_BATCHES:-192}"; run "$dp" "${MICRO_BATCHES:-192}"; done ;;
   *) echo "unknown step $1" >&2; exit 2 ;;
 esac
