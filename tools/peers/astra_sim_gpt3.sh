@@ -153,7 +153,8 @@ run() {
   local dp=$1 mb=${2:-192}
   local dir=$OUT/gpt3_dp${dp}_mb${mb}
   local batch=$((dp * mb))
-  ( ulimit -v "${MEM_CAP_KB:-12582912}"
+  # In $dir: ASTRA-sim writes its log/ folder into the working directory.
+  ( cd "$dir"; ulimit -v "${MEM_CAP_KB:-12582912}"
     /usr/bin/time -v -o "$dir/astra.time" \
       "$SRC/build/astra_analytical/build/bin/AstraSim_Analytical_Congestion_Unaware" \
       --workload-configuration="$dir/gpt3" --system-configuration="$dir/system.json" \
