@@ -160,7 +160,10 @@ run() {
       --workload-configuration="$dir/gpt3" --system-configuration="$dir/system.json" \
       --remote-memory-configuration="$dir/memory.json" --network-configuration="$dir/network.yml" \
       > "$dir/astra.log" 2>&1 ) || echo "ASTRA-sim failed: see $dir/astra.log" >&2
-  grep -v RingTopology "$dir/astra.log" | grep -E "finished|error|critical" | sort -t, -k2 | tail -2 || true
+  # The iteration: the last NPU's finish (cycles are ns), and any error it printed.
+  grep -E "error|critical" "$dir/astra.log" || true
+  grep finished "$dir/astra.log" | sed -E 's/.*finished, ([0-9]+) cycles.*/\1/' | sort -n | tail -1 |
+    awk '{printf "ASTRA-sim iteration: %.6f s\n", $1 / 1e9}'
   for collapse in true false; do
     /usr/bin/time -v -o "$dir/mlsim_collapse_${collapse}.time" "$MLSIM" run "$SCENARIO" \
       --set system.dp="$dp" --set system.global_batch="$batch" \
