@@ -84,6 +84,9 @@ struct ServingConfig {
   // (system.costs) over the GPUs' intra_node link (topology.hardware).
   TpAllReduce tp_allreduce;
   Time sampling_pass_overhead;
+  // The scenario's seed: MoE routing draws (a capacity factor) come from it, one stream per
+  // replica ("serving.expert_routing.<replica index>").
+  std::uint64_t seed = 0;
   SloTargets slo;
   Time series_interval = Time::s(1);
 };
