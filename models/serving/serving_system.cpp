@@ -203,9 +203,18 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
     deployments_.push_back(std::move(dep));
   }
   replica_kv_bytes_.assign(replicas_.size(), 0);
-  for (std::size_t di = 0; di < deployments_.size(); ++di)  // the elastic one: at each arrival
-    if (!deployments_[di].replicas.empty() && !(elastic_ && di == elastic_deployment_))
-      deployments_[di].router->assign(deployments_[di].replicas);
+  for (std::size_t di = 0; di < deployments_.size(); ++di) {  // the elastic one: at each arrival
+    auto& dep = deployments_[di];
+    if (dep.replicas.empty() || (elastic_ && di == elastic_deployment_)) continue;
+    if (dep.config.role == PoolRole::kDecode) {
+      // A decode pool receives requests by hand-off only (a replica reports its load to one
+      // index: this one, not the unused router's).
+      dep.decode_index = std::make_unique<ReplicaLoadIndex>();
+      dep.decode_index->assign(dep.replicas);
+    } else {
+      dep.router->assign(dep.replicas);
+    }
+  }
   for (const auto& dep : deployments_) {
     if (dep.config.role != PoolRole::kPrefill) continue;
     disaggregated_ = true;
@@ -487,8 +496,10 @@ void ServingSystem::on_dropped(Replica&, Request& r) {
 }
 
 void ServingSystem::on_kv_changed(Replica& replica) {
-  std::size_t idx = 0;
-  while (replicas_[idx].get() != &replica) ++idx;
+  // A replica's index is its position in replicas_ (add_replica, build_elastic): O(1), where a
+  // search of the list cost O(replicas) on every change of KV (every iteration).
+  const auto idx = static_cast<std::size_t>(replica.config().index);
+  MLSIM_CHECK(idx < replicas_.size() && replicas_[idx].get() == &replica, "replica index");
   const auto& model = deployments_[replica_deployment_[idx]].config.model;
   const double bytes = static_cast<double>(replica.kv().used()) * config_.block_tokens *
                        static_cast<double>(model.kv_bytes_per_token_layer());
@@ -511,12 +522,17 @@ void ServingSystem::hand_off(Deployment& decode) {
     const HandOff h = decode.awaiting_decode.front();
     Request& r = *h.request;
     // The decode replica with the fewest outstanding tokens among those with room for the KV
-    // (first come first served: the head waits for room, those behind it wait too).
+    // (first come first served: the head waits for room, those behind it wait too). The index's
+    // least-loaded replica (the earliest among equals, as the scan) is that replica whenever it
+    // has room: O(log n). Only when it has none are the others scanned, O(n).
     Replica* to = nullptr;
-    for (Replica* c : decode.replicas)
-      if (c->has_room_for_incoming(r) &&
-          (to == nullptr || c->outstanding_tokens() < to->outstanding_tokens()))
-        to = c;
+    if (Replica& least = decode.decode_index->least_loaded(); least.has_room_for_incoming(r))
+      to = &least;
+    else
+      for (Replica* c : decode.replicas)
+        if (c->has_room_for_incoming(r) &&
+            (to == nullptr || c->outstanding_tokens() < to->outstanding_tokens()))
+          to = c;
     if (to == nullptr) return;
     const bool reserved = to->reserve_incoming(r);
     MLSIM_CHECK(reserved, "the decode replica had room");
@@ -548,6 +564,9 @@ void ServingSystem::on_iteration(Replica& replica) {
     auto& dep = deployments_[replica_deployment_[static_cast<std::size_t>(replica.config().index)]];
     if (dep.config.role == PoolRole::kDecode && !dep.awaiting_decode.empty()) hand_off(dep);
   }
+  // The waiting count sums every replica's queue: only when a sample of the series is due (once
+  // per series_interval), not at every iteration of every replica (O(replicas) each).
+  if (!metrics_.sample_due(engine_.now())) return;
   std::int64_t waiting = 0;
   for (const auto& r : replicas_) waiting += static_cast<std::int64_t>(r->waiting_count());
   metrics_.maybe_sample(engine_.now(), in_system_, waiting);
