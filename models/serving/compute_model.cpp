@@ -124,9 +124,8 @@ double IterationCostModel::expert_seconds(std::int64_t tokens) const {
 std::int64_t IterationCostModel::expert_capacity(std::int64_t tokens) const {
   MLSIM_CHECK(expert_.capacity_factor.has_value(), "a capacity needs a capacity factor");
   const std::int64_t group = (tokens + expert_.ep - 1) / expert_.ep;
-  return static_cast<std::int64_t>(
-      std::ceil(*expert_.capacity_factor * model_.experts_per_token * static_cast<double>(group) /
-                model_.experts));
+  return static_cast<std::int64_t>(std::ceil(*expert_.capacity_factor * model_.experts_per_token *
+                                             static_cast<double>(group) / model_.experts));
 }
 
 std::int64_t IterationCostModel::dropped_pairs(std::span<const std::int64_t> counts,

@@ -497,13 +497,13 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
         // share a host.
         const HostHardware* h = node_hardware.host(host);
         if (h == nullptr || !h->intra_node)
-          throw InputError("topology.hardware",
-                           fmt::format("{} needs the link between the GPUs of a host, but "
-                                       "GPU \"{}\" has no intra_node entry in the catalog: set "
-                                       "topology.hardware.intra_node",
-                                       per_host > 1 ? "tensor parallelism"
-                                                    : "pipeline stages on one host",
-                                       gpu.name));
+          throw InputError(
+              "topology.hardware",
+              fmt::format("{} needs the link between the GPUs of a host, but "
+                          "GPU \"{}\" has no intra_node entry in the catalog: set "
+                          "topology.hardware.intra_node",
+                          per_host > 1 ? "tensor parallelism" : "pipeline stages on one host",
+                          gpu.name));
         auto& this_link = es > 0 ? elastic_links[es] : link;
         if (!this_link) {
           this_link = h->intra_node;

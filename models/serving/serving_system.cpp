@@ -245,9 +245,9 @@ Replica& ServingSystem::add_replica(std::size_t di, Deployment& dep, ReplicaConf
     cost->set_routing_stream(
         RandomStream(config_.seed, fmt::format("serving.expert_routing.{}", rc.index)));
   auto replica = std::make_unique<Replica>(
-      engine_, compute_, std::move(rc), std::move(cost),
-      KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
-      make_scheduler(d.scheduler, "system.scheduler"), *this, transfers_.get());
+      engine_, compute_, std::move(rc), std::move(cost), KvBlockPool(blocks, config_.block_tokens),
+      d.exit_layers, feature_layers, d.limits, make_scheduler(d.scheduler, "system.scheduler"),
+      *this, transfers_.get());
   Replica& added = *replica;
   dep.replicas.push_back(&added);
   replica_deployment_.push_back(di);

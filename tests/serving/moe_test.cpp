@@ -240,8 +240,7 @@ TEST(Moe, CapacityPadsExpertsAndAllToAllsByHand) {
   EXPECT_EQ(c.moe_dropped_pairs, 0);
   h.engine.run();
   ASSERT_EQ(h.log.ends.size(), 2u);
-  EXPECT_EQ(h.log.ends[1] - h.log.ends[0],
-            Time::from_seconds_ceil(c.compute_s) + Time::ns(55'574));
+  EXPECT_EQ(h.log.ends[1] - h.log.ends[0], Time::from_seconds_ceil(c.compute_s) + Time::ns(55'574));
 }
 
 // The routing draw against its exact expectation. Top-1 of 2 experts, capacity factor 1, a

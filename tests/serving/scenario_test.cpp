@@ -450,8 +450,8 @@ TEST(ServingScenarios, TensorParallelGroupAcrossHosts) {
   const auto one = with({});
   const auto two = with(two_hosts);
   const auto two_slow = with(slow);
-  auto one_slow_sets = std::vector<std::pair<std::string, nlohmann::json>>{
-      {"topology.link.bandwidth", "10GB/s"}};
+  auto one_slow_sets =
+      std::vector<std::pair<std::string, nlohmann::json>>{{"topology.link.bandwidth", "10GB/s"}};
   const auto one_slow = with(one_slow_sets);
   for (const auto* out : {&one, &two, &two_slow})
     EXPECT_EQ(out->results.metrics().at("serving_requests_completed") +
@@ -488,9 +488,9 @@ TEST(ServingScenarios, MixtralCapacityFactorAndExpertParallelAcrossHosts) {
   EXPECT_LT(f2, f1);
   EXPECT_EQ(cf1.results.details().at("serving_replicas").at(0).at("capacity_factor"), 1.0);
   // The same seed draws the same routing: the drops repeat exactly.
-  EXPECT_EQ(run(file, "tp8_ep8_capacity_1", first300).results.metrics().at(
-                "serving_moe_dropped_pairs"),
-            cf1.results.metrics().at("serving_moe_dropped_pairs"));
+  EXPECT_EQ(
+      run(file, "tp8_ep8_capacity_1", first300).results.metrics().at("serving_moe_dropped_pairs"),
+      cf1.results.metrics().at("serving_moe_dropped_pairs"));
   EXPECT_EQ(across.results.details().at("serving_replicas").at(0).at("hosts").size(), 2u);
   EXPECT_GT(across.results.metrics().at("serving_tpot_mean_s"),
             dropless.results.metrics().at("serving_tpot_mean_s"));
