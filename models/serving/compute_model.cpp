@@ -44,6 +44,14 @@ IterationCostModel::IterationCostModel(const TransformerShape& model, int tp,
     expert_model_.ffn = model_.expert_ffn;
     expert_shape_ = {model.hidden, model.heads, model.kv_heads, model.expert_ffn, tp_ / expert_.ep};
     router_shape_ = {model.hidden, model.heads, model.kv_heads, model.experts, 1};
+    if (expert_.capacity_factor) {
+      MLSIM_CHECK(*expert_.capacity_factor > 0 && expert_.imbalance == 1,
+                  "a capacity factor > 0, and no fixed imbalance with it");
+      expert_order_.resize(static_cast<std::size_t>(model_.experts));
+      for (std::size_t e = 0; e < expert_order_.size(); ++e)
+        expert_order_[e] = static_cast<std::int32_t>(e);
+      expert_counts_.assign(expert_order_.size(), 0);
+    }
   }
   MLSIM_CHECK(tp_ >= 1, "tensor-parallel degree must be >= 1");
   MLSIM_CHECK(tp_ == 1 || allreduce_.bandwidth.bytes_per_s > 0,
@@ -90,6 +98,15 @@ double IterationCostModel::expert_seconds(std::int64_t tokens) const {
   const double T = static_cast<double>(tokens), E = model_.experts, k = model_.experts_per_token,
                ep = expert_.ep;
   const double local = E / ep;  // experts held by one GPU (or its share of every expert, ep 1)
+  auto at = [&](std::int64_t n) {
+    double s = 0;
+    for (Op op : {Op::kMlpUpGate, Op::kMlpAct, Op::kMlpDown})
+      s += timer_.seconds(op, token_op_work(op, expert_model_, n, expert_shape_.tp), n,
+                          expert_shape_);
+    return s;
+  };
+  // With a capacity: every expert of the GPU on its padded slots, C from each of the ep groups.
+  if (expert_.capacity_factor) return local * at(expert_.ep * expert_capacity(tokens));
   // Experts of this GPU receiving at least one token, in expectation, and the busiest GPU's
   // (token, expert) pairs.
   const double touched = local * (1 - std::pow(1 - k / E, T));
@@ -98,20 +115,51 @@ double IterationCostModel::expert_seconds(std::int64_t tokens) const {
   // priced at whole token counts: linear between the two around it.
   const double m = pairs / touched;
   const auto lo = static_cast<std::int64_t>(std::floor(m));
-  auto at = [&](std::int64_t n) {
-    double s = 0;
-    for (Op op : {Op::kMlpUpGate, Op::kMlpAct, Op::kMlpDown})
-      s += timer_.seconds(op, token_op_work(op, expert_model_, n, expert_shape_.tp), n,
-                          expert_shape_);
-    return s;
-  };
   const double t_lo = at(lo);
   const double per_expert =
       m == static_cast<double>(lo) ? t_lo : t_lo + (m - lo) * (at(lo + 1) - t_lo);
   return touched * per_expert;
 }
 
+std::int64_t IterationCostModel::expert_capacity(std::int64_t tokens) const {
+  MLSIM_CHECK(expert_.capacity_factor.has_value(), "a capacity needs a capacity factor");
+  const std::int64_t group = (tokens + expert_.ep - 1) / expert_.ep;
+  return static_cast<std::int64_t>(std::ceil(*expert_.capacity_factor * model_.experts_per_token *
+                                             static_cast<double>(group) / model_.experts));
+}
+
+std::int64_t IterationCostModel::dropped_pairs(std::span<const std::int64_t> counts,
+                                               std::int64_t capacity) {
+  std::int64_t dropped = 0;
+  for (std::int64_t c : counts) dropped += std::max<std::int64_t>(0, c - capacity);
+  return dropped;
+}
+
+std::int64_t IterationCostModel::draw_dropped(std::int64_t tokens) const {
+  const std::int64_t capacity = expert_capacity(tokens);
+  const auto E = static_cast<std::uint64_t>(model_.experts);
+  const auto k = static_cast<std::size_t>(model_.experts_per_token);
+  std::int64_t dropped = 0;
+  for (int g = 0; g < expert_.ep; ++g) {
+    // The group's tokens: the batch split as evenly as it goes (the first tokens % ep one more).
+    const std::int64_t n = tokens / expert_.ep + (g < tokens % expert_.ep ? 1 : 0);
+    std::fill(expert_counts_.begin(), expert_counts_.end(), 0);
+    for (std::int64_t t = 0; t < n; ++t)
+      // k distinct experts, uniformly: the first k of a partial Fisher-Yates shuffle.
+      for (std::size_t j = 0; j < k; ++j) {
+        const std::size_t r = j + static_cast<std::size_t>(routing_->below(E - j));
+        std::swap(expert_order_[j], expert_order_[r]);
+        ++expert_counts_[static_cast<std::size_t>(expert_order_[j])];
+      }
+    dropped += dropped_pairs(expert_counts_, capacity);
+  }
+  return dropped;
+}
+
 std::int64_t IterationCostModel::alltoall_bytes(std::int64_t tokens) const {
+  if (expert_.capacity_factor)  // the padded [experts, C, hidden] dispatch tensor
+    return std::int64_t{model_.experts} * expert_capacity(tokens) * model_.hidden *
+           model_.dtype_bytes();
   const std::int64_t slice = (tokens + expert_.ep - 1) / expert_.ep;
   const double bytes = static_cast<double>(slice) * model_.experts_per_token * model_.hidden *
                        model_.dtype_bytes() * expert_.imbalance;
@@ -165,6 +213,11 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items, std::int
         timer_.seconds(Op::kAttnDecode, attention_decode_work(model_, seg.attention, tp_),
                        seg.attention.decode_tokens, shape_);
     t += layers * per_layer;
+    if (model_.moe() && expert_.capacity_factor && routing_) {
+      // Which assignments drop: one routing draw per MoE layer of the range.
+      out.moe_routed_pairs += std::int64_t{layers} * seg.tokens * model_.experts_per_token;
+      for (int l = 0; l < layers; ++l) out.moe_dropped_pairs += draw_dropped(seg.tokens);
+    }
     if (tp_ > 1) {
       const std::int64_t payload = allreduce_bytes(model_, seg.tokens);
       // Expert parallelism replaces the MLP's all-reduce (class comment of ExpertParallel).

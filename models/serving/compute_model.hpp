@@ -6,6 +6,7 @@
 // different depths (MFS tiers) are costed exactly.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "models/serving/model_catalog.hpp"
 #include "models/serving/tp_allreduce.hpp"
 #include "models/serving/transformer_cost.hpp"
+#include "sim_core/engine/random.hpp"
 #include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/hardware/hardware.hpp"
 
@@ -57,6 +59,10 @@ struct IterationCost {
   std::int64_t alltoall_bytes = 0;  // sum over the all-to-alls of each GPU's send buffer
   std::int32_t allgathers = 0;
   Time moe_collectives;
+  // With a capacity factor and a routing stream: (token, expert) assignments routed and dropped
+  // over capacity, summed over the MoE layers.
+  std::int64_t moe_routed_pairs = 0;
+  std::int64_t moe_dropped_pairs = 0;
   std::int32_t exits_sampled = 0;  // distinct exit heads that sampled a token
   std::int64_t tokens = 0;         // tokens entering the model (embedding lookups)
 };
@@ -79,9 +85,26 @@ struct IterationCost {
 // weights: a small decode batch touches few experts). `imbalance` (>= 1) is the busiest GPU's
 // pairs over that mean (at most T min(k, experts/ep)); the iteration, in lock-step, waits for
 // the busiest GPU's experts and its all-to-all share (the all-to-all's buffer scaled by it).
+//
+// Capacity (`capacity_factor`; none: dropless, as above). GShard (Lepikhin et al., arXiv
+// 2006.16668, section 2.2 and Algorithm 1) and the Switch Transformer (Fedus et al., arXiv
+// 2101.03961, section 2.2, "expert capacity") give every expert a fixed number of slots per group
+// of tokens; a (token, expert) assignment past an expert's slots is dropped (the token skips that
+// expert: the residual carries it on), and the experts and all-to-alls work on the padded
+// [experts, capacity, hidden] tensor whatever the routing. Here a group is one GPU's ceil(T/ep)
+// tokens (the whole batch at ep 1) and an expert's capacity per group is
+//   C = ceil(capacity_factor x k x ceil(T/ep) / experts)
+// (Switch: tokens per batch / experts x capacity factor; top-k as DeepSpeed's sharded_moe.py
+// `_capacity`, called with capacity_factor x 2 by its top-2 gate, rounding up). So a GPU runs its
+// experts/ep experts on ep x C slots each (all its experts, padded), the all-to-all send buffer
+// is experts x C x hidden x dtype bytes, and `imbalance` does not apply. Which assignments drop
+// is drawn per batch, per MoE layer and per group: each token picks k distinct experts uniformly
+// (the routing stream, set_routing_stream; the scenario's seed), an expert over C drops the
+// excess.
 struct ExpertParallel {
   int ep = 1;
   double imbalance = 1.0;
+  std::optional<double> capacity_factor;
 };
 
 // Cost of an iteration on one replica (one model, tensor-parallel degree tp). `exits` are the
@@ -109,6 +132,14 @@ class IterationCostModel {
   // MoE at ep > 1: one GPU's all-to-all send buffer for a batch of `tokens` tokens: its
   // ceil(tokens / ep) tokens' hidden states once per chosen expert, x imbalance.
   std::int64_t alltoall_bytes(std::int64_t tokens) const;
+  // With a capacity factor: an expert's slots per group for a batch of `tokens` tokens,
+  // ceil(capacity_factor x k x ceil(tokens / ep) / experts) (ExpertParallel).
+  std::int64_t expert_capacity(std::int64_t tokens) const;
+  // Assignments over capacity: the sum over experts of max(0, counts[e] - capacity).
+  static std::int64_t dropped_pairs(std::span<const std::int64_t> counts, std::int64_t capacity);
+  // The stream the per-batch routing draws come from (capacity factor only); without one, cost()
+  // draws nothing and reports no drops.
+  void set_routing_stream(RandomStream stream) { routing_.emplace(stream); }
   const ExpertParallel& expert_parallel() const { return expert_; }
   const TransformerShape& model() const { return model_; }
   const OperatorShape& shape() const { return shape_; }
@@ -136,6 +167,12 @@ class IterationCostModel {
   };
   mutable std::vector<Segment> segments_;
   mutable std::vector<std::int64_t> sampled_;
+  // Routing draws (capacity factor): the stream, a permutation of the experts and their counts.
+  mutable std::optional<RandomStream> routing_;
+  mutable std::vector<std::int32_t> expert_order_;
+  mutable std::vector<std::int64_t> expert_counts_;
+  // Draws one MoE layer's routing of `tokens` tokens; returns the assignments dropped.
+  std::int64_t draw_dropped(std::int64_t tokens) const;
 };
 
 }  // namespace mlsim::serving

@@ -47,6 +47,8 @@ class ServingMetrics {
     kv_transfer_bytes_ += static_cast<double>(bytes);
   }
   const ExactQuantiles& kv_transfer() const { return kv_transfer_; }
+  // Whether maybe_sample at `now` would record a sample.
+  bool sample_due(Time now) const { return now >= next_sample_; }
   // Samples the time series if `series_interval` has passed since the last sample.
   void maybe_sample(Time now, std::int64_t in_system, std::int64_t waiting);
 

@@ -235,6 +235,8 @@ void Replica::run_job(StageWorker& w) {
   const IterationCost c = cost.cost(batch.items, w.first_layer, w.last_layer);
   w.allreduce = c.allreduce + c.moe_collectives;
   alltoall_bytes_ += c.alltoall_bytes;
+  moe_routed_pairs_ += c.moe_routed_pairs;
+  moe_dropped_pairs_ += c.moe_dropped_pairs;
   // The framework's per-iteration overhead (scheduling, input preparation) before the first stage.
   double host_seconds = 0;
   if (w.stage == 0) {

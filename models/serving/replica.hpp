@@ -255,6 +255,9 @@ class Replica {
   std::int64_t activation_bytes() const { return activation_bytes_; }
   // MoE at ep > 1: the dispatch and combine all-to-alls' bytes (each GPU's send buffer, summed).
   std::int64_t alltoall_bytes() const { return alltoall_bytes_; }
+  // MoE with a capacity factor: (token, expert) assignments routed and dropped over capacity.
+  std::int64_t moe_routed_pairs() const { return moe_routed_pairs_; }
+  std::int64_t moe_dropped_pairs() const { return moe_dropped_pairs_; }
 
  private:
   // A virtual engine: its own queues, at most one batch in the pipeline.
@@ -321,6 +324,7 @@ class Replica {
   std::uint64_t tokens_processed_ = 0;
   std::int64_t activation_bytes_ = 0;
   std::int64_t alltoall_bytes_ = 0;
+  std::int64_t moe_routed_pairs_ = 0, moe_dropped_pairs_ = 0;
   TimeAverage kv_usage_;
 };
 

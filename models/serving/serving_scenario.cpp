@@ -48,8 +48,17 @@ DeploymentConfig read_pool(JsonReader& r, const TransformerShape& model, const s
       throw InputError(r.path_of("ep"), fmt::format("ep {} must divide the {} experts of {}",
                                                     d.expert.ep, d.model.experts, d.model.name));
     d.expert.imbalance = r.number_or("expert_imbalance", 1.0, 1.0, 1e6);
+    // GShard / Switch Transformer expert capacity (compute_model.hpp, ExpertParallel): none is
+    // dropless.
+    if (r.has("capacity_factor")) {
+      d.expert.capacity_factor = r.number("capacity_factor", 1e-3, 1e3);
+      if (d.expert.imbalance != 1.0)
+        throw InputError(r.path_of("capacity_factor"),
+                         "a capacity factor pads every expert to its capacity (the routing "
+                         "draw decides what drops): give no expert_imbalance with it");
+    }
   } else {
-    for (const char* key : {"ep", "expert_imbalance"})
+    for (const char* key : {"ep", "expert_imbalance", "capacity_factor"})
       if (r.has(key))
         throw InputError(r.path_of(key),
                          fmt::format("{} is not a mixture-of-experts model (the catalog gives "
@@ -364,14 +373,24 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   }
   s.gpus = ServingSystem::gpus_needed(c);
   // Placement: a replica's tensor-parallel group lives on one host with at least tp GPUs
-  // (topology.hardware's gpus_per_host), so its all-reduces run over that host's intra_node link.
-  // Replicas are packed onto the hosts in order, deployment by deployment; GPUs a replica cannot
-  // use (fewer than tp left on a host) stay idle. s.gpu_slots gets one host per GPU used.
+  // (topology.hardware's gpus_per_host), so its all-reduces run over that host's intra_node link,
+  // or, when tp is larger than the host it would start on, on whole hosts of g GPUs each (tp a
+  // multiple of g; every host of the span with g GPUs): its collectives then cross the network
+  // between them (tp_allreduce.hpp, across_hosts). Replicas are packed onto the hosts in order,
+  // deployment by deployment; GPUs a replica cannot use (fewer than tp left on a host) stay idle.
+  // s.gpu_slots gets one host per GPU used.
   std::size_t host_index = 0;
   int used_on_host = 0;
   auto gpus_on = [&](std::size_t i) {
     const HostHardware* h = node_hardware.host(hosts[i]);
     return h == nullptr ? 1 : h->gpus;
+  };
+  auto too_few_hosts = [&] {
+    return InputError(sys.path_of("mode"),
+                      fmt::format("the deployments need {} GPUs in groups of tp (on one host, or "
+                                  "on whole hosts for a group larger than a host), more than the "
+                                  "topology's {} hosts hold",
+                                  s.gpus, topology_hosts));
   };
   std::vector<std::size_t> first_slot;                 // of each deployment in s.gpu_slots
   std::vector<std::optional<IntraNodeLink>> any_link;  // a host's intra_node link, if any
@@ -383,9 +402,9 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     // first stage's are the deployment's).
     std::vector<std::optional<GpuSpec>> elastic_gpus(d.elastic ? d.elastic->stages.size() : 0);
     std::vector<std::optional<IntraNodeLink>> elastic_links(elastic_gpus.size());
-    // A replica is pp groups of tp GPUs (its stages), each group on one host; consecutive stages
-    // on the same host send their activations over its intra_node link, on different hosts over
-    // the network.
+    // A replica is pp groups of tp GPUs (its stages), each group on one host (or on whole hosts);
+    // consecutive stages on the same host send their activations over its intra_node link, on
+    // different hosts over the network.
     // An elastic deployment's groups are its stage workers (spares included), stage by stage.
     int groups = d.replicas * d.pp;
     if (d.elastic) {
@@ -395,76 +414,106 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     for (int group = 0; group < groups; ++group) {
       const int replica = d.elastic ? group : group / d.pp;
       const int stage = d.elastic ? (group > 0 ? 1 : 0) : group % d.pp;
-      while (host_index < hosts.size() && gpus_on(host_index) - used_on_host < d.tp) {
-        if (used_on_host == 0)  // an empty host too small for the group
-          throw InputError(d.where + ".tp",
-                           fmt::format("a replica's tensor-parallel group lives on one host, but "
-                                       "host {} has {} GPU(s) for tp {} "
-                                       "(topology.hardware.gpus_per_host)",
-                                       host_index, gpus_on(host_index), d.tp));
+      // A partly used host without room for the group: on to the next, empty, one.
+      while (host_index < hosts.size() && used_on_host > 0 &&
+             gpus_on(host_index) - used_on_host < d.tp) {
         ++host_index;
         used_on_host = 0;
       }
-      if (host_index >= hosts.size())
-        throw InputError(sys.path_of("mode"),
-                         fmt::format("the deployments need {} GPUs in groups of tp on one host, "
-                                     "more than the topology's {} hosts hold",
-                                     s.gpus, topology_hosts));
-      const NodeId host = hosts[host_index];
-      const bool shares_host_with_previous_stage =
-          stage > 0 && used_on_host > 0 && s.gpu_slots.back() == host;
-      used_on_host += d.tp;
-      for (int g = 0; g < d.tp; ++g) s.gpu_slots.push_back(host);
-      // Each deployment runs one GPU type and one intra_node link; deployments may differ (a
-      // heterogeneous fleet).
-      const GpuSpec& gpu = node_hardware.gpu(host, "topology.hardware");
-      // An elastic deployment's stages may run different GPU types (one per stage).
-      std::size_t es = 0;
-      if (d.elastic)
-        for (int before = d.elastic->stages[0].max_replicas; group >= before;
-             before += d.elastic->stages[es].max_replicas)
-          ++es;
-      if (es > 0) {
-        auto& stage_gpu = elastic_gpus[es];
-        if (!stage_gpu)
-          stage_gpu = gpu;
-        else if (stage_gpu->name != gpu.name)
-          throw InputError("topology.hardware",
-                           fmt::format("an elastic stage runs one GPU type, but stage {} of {} "
-                                       "has {} and {} (host {})",
-                                       es, d.where, stage_gpu->name, gpu.name, host_index));
-      } else if (!d.gpu) {
-        d.gpu = gpu;
-      } else if (gpu.name != d.gpu->name) {
-        throw InputError("topology.hardware",
-                         fmt::format("a deployment runs one GPU type, but {} has {} and {} "
-                                     "(replica {} on host {})",
-                                     d.where, d.gpu->name, gpu.name, replica, host_index));
+      if (host_index >= hosts.size()) throw too_few_hosts();
+      // The hosts of the group with the GPUs it uses on each, and their indices.
+      std::vector<std::size_t> span{host_index};
+      int per_host = d.tp;
+      bool shares_host_with_previous_stage = false;
+      if (gpus_on(host_index) >= d.tp) {
+        shares_host_with_previous_stage =
+            stage > 0 && used_on_host > 0 && s.gpu_slots.back() == hosts[host_index];
+        used_on_host += d.tp;
+      } else {
+        // A group larger than the host: whole hosts of the same size.
+        per_host = gpus_on(host_index);
+        if (d.elastic)
+          throw InputError(d.where + ".tp",
+                           fmt::format("an elastic deployment's stage worker lives on one host, "
+                                       "but host {} has {} GPU(s) for tp {} "
+                                       "(topology.hardware.gpus_per_host)",
+                                       host_index, per_host, d.tp));
+        if (d.tp % per_host != 0)
+          throw InputError(
+              d.where + ".tp",
+              fmt::format("tp {} is larger than host {} ({} GPU(s)): a tensor-parallel group "
+                          "across hosts takes whole hosts, so tp must be a multiple of {} "
+                          "(topology.hardware.gpus_per_host)",
+                          d.tp, host_index, per_host, per_host));
+        const auto hosts_needed = static_cast<std::size_t>(d.tp / per_host);
+        if (host_index + hosts_needed > hosts.size()) throw too_few_hosts();
+        for (std::size_t k = 1; k < hosts_needed; ++k) {
+          if (gpus_on(host_index + k) != per_host)
+            throw InputError(
+                d.where + ".tp",
+                fmt::format("a tensor-parallel group across hosts takes whole hosts of one size, "
+                            "but tp {} would span host {} ({} GPU(s)) and host {} ({})",
+                            d.tp, host_index, per_host, host_index + k, gpus_on(host_index + k)));
+          span.push_back(host_index + k);
+        }
+        host_index += hosts_needed;
+        used_on_host = 0;
       }
-      if (const HostHardware* hh = node_hardware.host(host);
-          hh != nullptr && hh->intra_node && !any_link.back())
-        any_link.back() = hh->intra_node;
-      if (d.tp == 1 && !shares_host_with_previous_stage) continue;
-      // The link between a replica's GPUs: the host's intra_node link (the GPU catalog's, or the
-      // scenario's override), needed as soon as the deployment is tensor-parallel or two of its
-      // stages share a host.
-      const HostHardware* h = node_hardware.host(host);
-      if (h == nullptr || !h->intra_node)
-        throw InputError(
-            "topology.hardware",
-            fmt::format("{} needs the link between the GPUs of a host, but "
-                        "GPU \"{}\" has no intra_node entry in the catalog: set "
-                        "topology.hardware.intra_node",
-                        d.tp > 1 ? "tensor parallelism" : "pipeline stages on one host", gpu.name));
-      auto& this_link = es > 0 ? elastic_links[es] : link;
-      if (!this_link) {
-        this_link = h->intra_node;
-      } else if (h->intra_node->bandwidth.bytes_per_s != this_link->bandwidth.bytes_per_s ||
-                 h->intra_node->latency != this_link->latency) {
-        throw InputError("topology.hardware",
-                         fmt::format("a deployment runs one intra_node link (an elastic "
-                                     "deployment one per stage), but host {} of {} differs",
-                                     host_index, d.where));
+      for (const std::size_t hi : span) {
+        const NodeId host = hosts[hi];
+        for (int g = 0; g < per_host; ++g) s.gpu_slots.push_back(host);
+        // Each deployment runs one GPU type and one intra_node link; deployments may differ (a
+        // heterogeneous fleet).
+        const GpuSpec& gpu = node_hardware.gpu(host, "topology.hardware");
+        // An elastic deployment's stages may run different GPU types (one per stage).
+        std::size_t es = 0;
+        if (d.elastic)
+          for (int before = d.elastic->stages[0].max_replicas; group >= before;
+               before += d.elastic->stages[es].max_replicas)
+            ++es;
+        if (es > 0) {
+          auto& stage_gpu = elastic_gpus[es];
+          if (!stage_gpu)
+            stage_gpu = gpu;
+          else if (stage_gpu->name != gpu.name)
+            throw InputError("topology.hardware",
+                             fmt::format("an elastic stage runs one GPU type, but stage {} of {} "
+                                         "has {} and {} (host {})",
+                                         es, d.where, stage_gpu->name, gpu.name, hi));
+        } else if (!d.gpu) {
+          d.gpu = gpu;
+        } else if (gpu.name != d.gpu->name) {
+          throw InputError("topology.hardware",
+                           fmt::format("a deployment runs one GPU type, but {} has {} and {} "
+                                       "(replica {} on host {})",
+                                       d.where, d.gpu->name, gpu.name, replica, hi));
+        }
+        if (const HostHardware* hh = node_hardware.host(host);
+            hh != nullptr && hh->intra_node && !any_link.back())
+          any_link.back() = hh->intra_node;
+        if (per_host == 1 && !shares_host_with_previous_stage) continue;
+        // The link between a replica's GPUs: the host's intra_node link (the GPU catalog's, or
+        // the scenario's override), needed as soon as two GPUs of a group or two of its stages
+        // share a host.
+        const HostHardware* h = node_hardware.host(host);
+        if (h == nullptr || !h->intra_node)
+          throw InputError(
+              "topology.hardware",
+              fmt::format("{} needs the link between the GPUs of a host, but "
+                          "GPU \"{}\" has no intra_node entry in the catalog: set "
+                          "topology.hardware.intra_node",
+                          per_host > 1 ? "tensor parallelism" : "pipeline stages on one host",
+                          gpu.name));
+        auto& this_link = es > 0 ? elastic_links[es] : link;
+        if (!this_link) {
+          this_link = h->intra_node;
+        } else if (h->intra_node->bandwidth.bytes_per_s != this_link->bandwidth.bytes_per_s ||
+                   h->intra_node->latency != this_link->latency) {
+          throw InputError("topology.hardware",
+                           fmt::format("a deployment runs one intra_node link (an elastic "
+                                       "deployment one per stage), but host {} of {} differs",
+                                       hi, d.where));
+        }
       }
     }
     if (d.elastic) {
@@ -614,10 +663,17 @@ std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std:
                                            RandomStream(seed, "serving.lengths"));
 }
 
+namespace {
+ServingConfig with_seed(ServingConfig c, std::uint64_t seed) {
+  c.seed = seed;
+  return c;
+}
+}  // namespace
+
 ServingModel::ServingModel(ServingScenario scenario, ModelEnv& env)
     : scenario_(std::move(scenario)),
       system_(std::make_unique<ServingSystem>(
-          env.engine, env.compute, scenario_.gpu_slots, scenario_.config,
+          env.engine, env.compute, scenario_.gpu_slots, with_seed(scenario_.config, env.seed),
           make_request_source(scenario_.workload, env.seed), env.stream("serving.tiers"),
           env.stream("serving.escalation"), &env.network, &env.links)) {
   if (env.trace) system_->set_trace(env.trace);

@@ -8,6 +8,7 @@
 
 #include "models/serving/policies.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/ring_bottleneck.hpp"
 
 namespace mlsim::serving {
 
@@ -42,6 +43,45 @@ std::vector<std::int32_t> cost_exits(const DeploymentConfig& d) {
   s.erase(0);
   s.insert(d.model.layers);
   return {s.begin(), s.end()};
+}
+
+// The collectives of a replica whose tensor-parallel groups span hosts (the parser places such a
+// group on whole hosts of equal size): the collective layer's costs over the network routes
+// between its hosts as the training executor takes them (ring_routes: narrowest bandwidth, longest
+// latency; tp_allreduce.hpp, across_hosts); `intra` for groups on one host.
+TpAllReduce group_collectives(const TpAllReduce& intra, const std::vector<NodeId>& gpus, int tp,
+                              const LinkConditions* links, const std::string& where) {
+  Bandwidth narrowest{std::numeric_limits<double>::infinity()};
+  Time longest;
+  int per_host = tp;
+  std::vector<NodeId> distinct;
+  for (std::size_t first = 0; first + static_cast<std::size_t>(tp) <= gpus.size();
+       first += static_cast<std::size_t>(tp)) {
+    distinct.clear();
+    for (std::size_t g = first; g < first + static_cast<std::size_t>(tp); ++g)
+      if (std::find(distinct.begin(), distinct.end(), gpus[g]) == distinct.end())
+        distinct.push_back(gpus[g]);
+    if (distinct.size() < 2) continue;
+    MLSIM_CHECK(links != nullptr, "a tensor-parallel group across hosts needs the network");
+    per_host = tp / static_cast<int>(distinct.size());
+    const collectives::RingRoutes rr = collectives::ring_routes(*links, distinct, 0);
+    if (rr.narrowest.bytes_per_s <= 0)
+      throw InputError(where + ".tp",
+                       "a tensor-parallel group across hosts needs a route between its hosts, "
+                       "and the topology has none");
+    narrowest.bytes_per_s = std::min(narrowest.bytes_per_s, rr.narrowest.bytes_per_s);
+    longest = std::max(longest, rr.longest_latency);
+  }
+  if (per_host == tp) return intra;
+  return intra.across_hosts(narrowest, longest, per_host);
+}
+
+// The topology nodes a replica's GPUs are on, each once, in placement order.
+std::vector<NodeId> replica_hosts(const Replica& r) {
+  std::vector<NodeId> out;
+  for (NodeId h : r.config().gpus)
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  return out;
 }
 
 }  // namespace
@@ -155,15 +195,26 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
         MLSIM_CHECK(rc.prefix_block_tokens > 0 && !d.mfs,
                     "prefix caching needs block hashes and a single-depth deployment");
       }
-      add_replica(di, dep, std::move(rc), blocks, feature_layers, tp_allreduce);
+      const TpAllReduce collectives =
+          group_collectives(tp_allreduce, rc.gpus, d.tp, links, d.where);
+      add_replica(di, dep, std::move(rc), blocks, feature_layers, collectives);
       metrics_.add_weight_bytes(weights);
     }
     deployments_.push_back(std::move(dep));
   }
   replica_kv_bytes_.assign(replicas_.size(), 0);
-  for (std::size_t di = 0; di < deployments_.size(); ++di)  // the elastic one: at each arrival
-    if (!deployments_[di].replicas.empty() && !(elastic_ && di == elastic_deployment_))
-      deployments_[di].router->assign(deployments_[di].replicas);
+  for (std::size_t di = 0; di < deployments_.size(); ++di) {  // the elastic one: at each arrival
+    auto& dep = deployments_[di];
+    if (dep.replicas.empty() || (elastic_ && di == elastic_deployment_)) continue;
+    if (dep.config.role == PoolRole::kDecode) {
+      // A decode pool receives requests by hand-off only (a replica reports its load to one
+      // index: this one, not the unused router's).
+      dep.decode_index = std::make_unique<ReplicaLoadIndex>();
+      dep.decode_index->assign(dep.replicas);
+    } else {
+      dep.router->assign(dep.replicas);
+    }
+  }
   for (const auto& dep : deployments_) {
     if (dep.config.role != PoolRole::kPrefill) continue;
     disaggregated_ = true;
@@ -188,12 +239,15 @@ Replica& ServingSystem::add_replica(std::size_t di, Deployment& dep, ReplicaConf
                                     std::int64_t blocks, std::int32_t feature_layers,
                                     const TpAllReduce& tp_allreduce) {
   const DeploymentConfig& d = config_.deployments[di];
+  auto cost = std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
+                                                   tp_allreduce, d.expert);
+  if (d.model.moe() && d.expert.capacity_factor)
+    cost->set_routing_stream(
+        RandomStream(config_.seed, fmt::format("serving.expert_routing.{}", rc.index)));
   auto replica = std::make_unique<Replica>(
-      engine_, compute_, std::move(rc),
-      std::make_unique<IterationCostModel>(d.model, d.tp, *timers_.back(), cost_exits(d),
-                                           tp_allreduce, d.expert),
-      KvBlockPool(blocks, config_.block_tokens), d.exit_layers, feature_layers, d.limits,
-      make_scheduler(d.scheduler, "system.scheduler"), *this, transfers_.get());
+      engine_, compute_, std::move(rc), std::move(cost), KvBlockPool(blocks, config_.block_tokens),
+      d.exit_layers, feature_layers, d.limits, make_scheduler(d.scheduler, "system.scheduler"),
+      *this, transfers_.get());
   Replica& added = *replica;
   dep.replicas.push_back(&added);
   replica_deployment_.push_back(di);
@@ -442,8 +496,10 @@ void ServingSystem::on_dropped(Replica&, Request& r) {
 }
 
 void ServingSystem::on_kv_changed(Replica& replica) {
-  std::size_t idx = 0;
-  while (replicas_[idx].get() != &replica) ++idx;
+  // A replica's index is its position in replicas_ (add_replica, build_elastic): O(1), where a
+  // search of the list cost O(replicas) on every change of KV (every iteration).
+  const auto idx = static_cast<std::size_t>(replica.config().index);
+  MLSIM_CHECK(idx < replicas_.size() && replicas_[idx].get() == &replica, "replica index");
   const auto& model = deployments_[replica_deployment_[idx]].config.model;
   const double bytes = static_cast<double>(replica.kv().used()) * config_.block_tokens *
                        static_cast<double>(model.kv_bytes_per_token_layer());
@@ -466,12 +522,17 @@ void ServingSystem::hand_off(Deployment& decode) {
     const HandOff h = decode.awaiting_decode.front();
     Request& r = *h.request;
     // The decode replica with the fewest outstanding tokens among those with room for the KV
-    // (first come first served: the head waits for room, those behind it wait too).
+    // (first come first served: the head waits for room, those behind it wait too). The index's
+    // least-loaded replica (the earliest among equals, as the scan) is that replica whenever it
+    // has room: O(log n). Only when it has none are the others scanned, O(n).
     Replica* to = nullptr;
-    for (Replica* c : decode.replicas)
-      if (c->has_room_for_incoming(r) &&
-          (to == nullptr || c->outstanding_tokens() < to->outstanding_tokens()))
-        to = c;
+    if (Replica& least = decode.decode_index->least_loaded(); least.has_room_for_incoming(r))
+      to = &least;
+    else
+      for (Replica* c : decode.replicas)
+        if (c->has_room_for_incoming(r) &&
+            (to == nullptr || c->outstanding_tokens() < to->outstanding_tokens()))
+          to = c;
     if (to == nullptr) return;
     const bool reserved = to->reserve_incoming(r);
     MLSIM_CHECK(reserved, "the decode replica had room");
@@ -503,6 +564,9 @@ void ServingSystem::on_iteration(Replica& replica) {
     auto& dep = deployments_[replica_deployment_[static_cast<std::size_t>(replica.config().index)]];
     if (dep.config.role == PoolRole::kDecode && !dep.awaiting_decode.empty()) hand_off(dep);
   }
+  // The waiting count sums every replica's queue: only when a sample of the series is due (once
+  // per series_interval), not at every iteration of every replica (O(replicas) each).
+  if (!metrics_.sample_due(engine_.now())) return;
   std::int64_t waiting = 0;
   for (const auto& r : replicas_) waiting += static_cast<std::int64_t>(r->waiting_count());
   metrics_.maybe_sample(engine_.now(), in_system_, waiting);
@@ -518,6 +582,21 @@ void ServingSystem::finish(Results& out) const {
   const Time makespan = last_completion_;
   metrics_.write(out, makespan);
   if (elastic_) elastic_->report(out, makespan);
+  if (std::any_of(deployments_.begin(), deployments_.end(), [](const Deployment& d) {
+        return d.config.model.moe() && d.config.expert.capacity_factor.has_value();
+      })) {
+    // MoE with a capacity factor: (token, expert) assignments routed and dropped over capacity
+    // (GShard / Switch Transformer semantics; compute_model.hpp, ExpertParallel), over every MoE
+    // layer of every iteration.
+    double routed = 0, dropped = 0;
+    for (const auto& r : replicas_) {
+      routed += static_cast<double>(r->moe_routed_pairs());
+      dropped += static_cast<double>(r->moe_dropped_pairs());
+    }
+    out.set_metric("serving_moe_routed_pairs", routed);
+    out.set_metric("serving_moe_dropped_pairs", dropped);
+    out.set_metric("serving_moe_drop_fraction", routed > 0 ? dropped / routed : 0);
+  }
   if (config_.prefix_caching) {
     // Prefix caching: prompt tokens of admitted prefills (re-admissions after a preemption
     // included), those found cached (prefill saved), requests with a hit, blocks evicted.
@@ -554,6 +633,7 @@ void ServingSystem::finish(Results& out) const {
                            {"tp", dep.tp},
                            {"pp", dep.pp},
                            {"gpu", dep.gpu ? dep.gpu->name : config_.gpu.name},
+                           {"hosts", replica_hosts(r)},
                            {"scheduler", dep.scheduler},
                            {"utilisation", util},
                            {"iterations", r.iterations()},
@@ -569,6 +649,11 @@ void ServingSystem::finish(Results& out) const {
       entry["ep"] = dep.expert.ep;
       entry["expert_imbalance"] = dep.expert.imbalance;
       entry["alltoall_bytes"] = r.alltoall_bytes();
+      if (dep.expert.capacity_factor) {
+        entry["capacity_factor"] = *dep.expert.capacity_factor;
+        entry["moe_routed_pairs"] = r.moe_routed_pairs();
+        entry["moe_dropped_pairs"] = r.moe_dropped_pairs();
+      }
     }
     if (dep.pp > 1) {
       // Pipeline stages: each stage's busy fraction and the activations sent between stages.

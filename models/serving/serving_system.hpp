@@ -84,6 +84,9 @@ struct ServingConfig {
   // (system.costs) over the GPUs' intra_node link (topology.hardware).
   TpAllReduce tp_allreduce;
   Time sampling_pass_overhead;
+  // The scenario's seed: MoE routing draws (a capacity factor) come from it, one stream per
+  // replica ("serving.expert_routing.<replica index>").
+  std::uint64_t seed = 0;
   SloTargets slo;
   Time series_interval = Time::s(1);
 };
@@ -123,7 +126,15 @@ class ServingSystem final : public ReplicaObserver, public ElasticHost {
   const std::vector<Replica*>& deployment_replicas(std::size_t d) const {
     return deployments_[d].replicas;
   }
+  // The router of deployment d; a decode pool's is never asked (arrivals go to its prefill
+  // pool) and indexes nothing: its hand-off index answers instead (decode_least_loaded).
   Router& router(std::size_t d) { return *deployments_[d].router; }
+  // A decode pool's replica with the fewest outstanding tokens (the earliest among equals), as
+  // the hand-off sees it; null for other deployments.
+  Replica* decode_least_loaded(std::size_t d) {
+    auto& idx = deployments_[d].decode_index;
+    return idx ? &idx->least_loaded() : nullptr;
+  }
   // Transfers between GPUs (activations between stages); needs the network given at construction.
   const PointToPoint& transfers() const { return *transfers_; }
 
@@ -157,6 +168,9 @@ class ServingSystem final : public ReplicaObserver, public ElasticHost {
     std::vector<Replica*> replicas;
     std::unique_ptr<Router> router;
     std::deque<HandOff> awaiting_decode;  // a decode pool's queue, first come first served
+    // A decode pool's replicas by outstanding tokens, for the hand-off (its router, which
+    // arrivals never ask, indexes nothing): the least-loaded one in O(log n).
+    std::unique_ptr<ReplicaLoadIndex> decode_index;
   };
   // Builds a replica of deployment `di` from `rc` on the deployment's GPU timer (the last one
   // made) and registers it: in `dep`, in the replica-to-deployment map, owned by the system.

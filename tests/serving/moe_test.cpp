@@ -154,9 +154,9 @@ TEST(Moe, DecodeIterationAtEp2ByHand) {
     std::int64_t alltoall_bytes;
     Time comm;
   };
-  for (const Expect& x : {Expect{{2, 1.0}, 80, 2, 4, 16'384, Time::ns(55'410)},
-                          Expect{{1, 1.0}, 160, 4, 0, 0, Time::ns(32'328)},
-                          Expect{{2, 1.5}, 120, 2, 4, 24'576, Time::ns(55'490)}}) {
+  for (const Expect& x : {Expect{{2, 1.0, std::nullopt}, 80, 2, 4, 16'384, Time::ns(55'410)},
+                          Expect{{1, 1.0, std::nullopt}, 160, 4, 0, 0, Time::ns(32'328)},
+                          Expect{{2, 1.5, std::nullopt}, 120, 2, 4, 24'576, Time::ns(55'490)}}) {
     SCOPED_TRACE("ep " + std::to_string(x.ep.ep) + " imbalance " + std::to_string(x.ep.imbalance));
     const auto a2a = collectives::collective_cost(
         fixtures::round_link_costs().costs, collectives::Operation::kAllToAll,
@@ -192,8 +192,89 @@ TEST(Moe, DecodeIterationAtEp2ByHand) {
 //          18.333 us each: 55 us.
 // (Mixtral, T = 1: 8 x (1 - 6/8) = 2 of its 8 experts, the active parameters only.)
 TEST(Moe, SmallBatchesReadOnlyTheExpertsTheyTouch) {
-  MoeHarness h({1, 1.0}, 5e-6);
+  MoeHarness h({1, 1.0, std::nullopt}, 5e-6);
   const auto& cost = h.replica->cost_model();
   EXPECT_NEAR(cost.expert_seconds(1), 30e-6, 1e-12);
   EXPECT_NEAR(cost.expert_seconds(2), 55e-6, 1e-12);
+}
+
+// Capacity (GShard / Switch Transformer; compute_model.hpp, ExpertParallel), by hand. A batch of
+// T = 8 tokens, top-2 of 4 experts, capacity factor 1.0: 16 (token, expert) assignments, 4 per
+// expert on average, so C = ceil(1.0 x 2 x 8 / 4) = 4 slots per expert (EP 1: one group of 8).
+// Routed 7, 5, 3 and 1 times, the first two experts are over by 3 and 1: 4 assignments drop.
+// At EP 2 a group is one GPU's ceil(8 / 2) = 4 tokens: C = ceil(2 x 4 / 4) = 2; capacity factor
+// 1.25 at EP 1: ceil(1.25 x 4) = 5, and the same routing drops 2 + 0 = 2.
+TEST(Moe, CapacityFactorDropsTheAssignmentsOverCapacityByHand) {
+  ExpertParallel one{1, 1.0, 1.0};
+  MoeHarness h(one);
+  const auto& cost = h.replica->cost_model();
+  EXPECT_EQ(cost.expert_capacity(8), 4);
+  const std::vector<std::int64_t> routing = {7, 5, 3, 1};
+  EXPECT_EQ(IterationCostModel::dropped_pairs(routing, cost.expert_capacity(8)), 4);
+  MoeHarness h2({2, 1.0, 1.0});
+  EXPECT_EQ(h2.replica->cost_model().expert_capacity(8), 2);
+  MoeHarness h3({1, 1.0, 1.25});
+  EXPECT_EQ(h3.replica->cost_model().expert_capacity(8), 5);
+  EXPECT_EQ(IterationCostModel::dropped_pairs(routing, 5), 2);
+  // A decode of 2 tokens at EP 1 and capacity factor 1: C = ceil(2 x 2 / 4) = 1.
+  EXPECT_EQ(cost.expert_capacity(2), 1);
+}
+
+// With a capacity, experts and all-to-alls work on the padded [experts, C, hidden] tensor: the
+// decode iteration of DecodeIterationAtEp2ByHand (T = 4, EP 2) at capacity factor 2:
+//   C = ceil(2 x 2 x ceil(4 / 2) / 4) = 2 slots per expert and group; a GPU runs its 2 experts on
+//   2 groups x 2 = 4 slots each: 2 x 40 us = 80 us per layer, 160 us for two;
+//   all-to-all send buffer 4 experts x 2 x 1,024 B = 8,192 B, half of it crosses: 4,096 B;
+//   LL: 5,000 + 1 x (500 + 1,000) + 4,096 / 50 GB/s (81.92) = 6,581.92 -> 6,582 ns;
+//   per layer 8,082 + 2 x 6,582 + 6,541 = 27,787 ns; 55,574 ns for two layers.
+// The replica's decode iteration lasts 160 us + 55,574 ns.
+TEST(Moe, CapacityPadsExpertsAndAllToAllsByHand) {
+  MoeHarness h({2, 1.0, 2.0});
+  const std::vector<WorkItem> decode(4, WorkItem{1, 3, true, true, 0, 2});
+  const IterationCost c = h.replica->cost_model().cost(decode);
+  EXPECT_NEAR(c.compute_s, 160e-6, 1e-12);
+  EXPECT_EQ(c.alltoall_bytes, 2 * 2 * 8'192);
+  EXPECT_EQ(c.allreduce + c.moe_collectives, Time::ns(55'574));
+  // No routing stream in this harness: nothing is drawn, nothing reported dropped.
+  EXPECT_EQ(c.moe_routed_pairs, 0);
+  EXPECT_EQ(c.moe_dropped_pairs, 0);
+  h.engine.run();
+  ASSERT_EQ(h.log.ends.size(), 2u);
+  EXPECT_EQ(h.log.ends[1] - h.log.ends[0], Time::from_seconds_ceil(c.compute_s) + Time::ns(55'574));
+}
+
+// The routing draw against its exact expectation. Top-1 of 2 experts, capacity factor 1, a
+// decode of T = 2 tokens at EP 1: C = ceil(1 x 1 x 2 / 2) = 1. Each token picks an expert with
+// probability 1/2: both pick the same one with probability 1/2, and then one of the two
+// assignments drops; so the expected drop fraction is 1/2 x 1/2 = 0.25. Over 10,000 iterations
+// of the two-layer toy (20,000 draws; standard error 0.25 / sqrt(20,000) = 0.0018) the measured
+// fraction is within 0.01. The same seed gives the same draws; another seed, others.
+TEST(Moe, RoutingDrawDropsAtItsExpectedRate) {
+  auto run = [](std::uint64_t seed) {
+    TransformerShape m = toy_moe();
+    m.experts = 2;
+    m.experts_per_token = 1;
+    GpuSpec gpu = fixtures::toy_gpu();
+    CostModel costs;
+    costs.add(std::make_unique<ExpertTenMicrosPerToken>(0));
+    OperatorTimer timer(costs, gpu, Dtype::kFp16);
+    IterationCostModel cost(m, 1, timer, {m.layers}, {}, ExpertParallel{1, 1.0, 1.0});
+    cost.set_routing_stream(RandomStream(seed, "serving.expert_routing.0"));
+    const std::vector<WorkItem> decode(2, WorkItem{1, 3, true, true, 0, 2});
+    std::vector<std::int64_t> drops;
+    std::int64_t routed = 0;
+    for (int i = 0; i < 10'000; ++i) {
+      const IterationCost c = cost.cost(decode);
+      routed += c.moe_routed_pairs;
+      drops.push_back(c.moe_dropped_pairs);
+    }
+    return std::pair{routed, drops};
+  };
+  const auto [routed, drops] = run(1);
+  EXPECT_EQ(routed, 10'000 * 2 * 2);
+  std::int64_t dropped = 0;
+  for (auto d : drops) dropped += d;
+  EXPECT_NEAR(static_cast<double>(dropped) / static_cast<double>(routed), 0.25, 0.01);
+  EXPECT_EQ(run(1).second, drops);
+  EXPECT_NE(run(2).second, drops);
 }

@@ -122,9 +122,15 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
                 {"topology.hardware.groups",
                  nlohmann::json::parse(R"([{"hosts": [1], "gpu": "H100-SXM5-80GB"}])")}},
                "topology.hardware: a deployment runs one GPU type");
-  // Issue 15: a replica's TP group lives on one host; 8 single-GPU hosts cannot hold TP 8.
-  expect_error({{"topology.hosts", 8}, {"topology.hardware.gpus_per_host", 1}},
-               "system.mfs.tp: a replica's tensor-parallel group lives on one host");
+  // Issue 15: a TP group larger than a host takes whole hosts: TP 8 cannot be placed on hosts
+  // of 3 GPUs (8 is not a multiple of 3), nor across hosts of different sizes (4 then 8).
+  expect_error({{"topology.hosts", 8}, {"topology.hardware.gpus_per_host", 3}},
+               "system.mfs.tp: tp 8 is larger than host 0 (3 GPU(s))");
+  expect_error({{"topology.hosts", 2},
+                {"topology.hardware.gpus_per_host", 4},
+                {"topology.hardware.groups",
+                 nlohmann::json::parse(R"([{"hosts": [1], "gpus_per_host": 8}])")}},
+               "system.mfs.tp: a tensor-parallel group across hosts takes whole hosts of one size");
   expect_error({{"system.gpu", "A100-SXM4-80GB"}}, "system.gpu");  // moved to the topology
   // The fixed per-all-reduce latency moved to the collective layer's costs.
   expect_error({{"system.allreduce_latency", "10us"}}, "system.allreduce_latency: moved");
@@ -425,4 +431,80 @@ TEST(ServingScenarios, MixtralExpertParallelism) {
   expect_error({{"system.family", nlohmann::json::array({"llama-2-7b"})},
                 {"system.separate[0].model", "llama-2-7b"}},
                "system.separate[0].ep: llama-2-7b is not a mixture-of-experts model");
+}
+
+// A TP group across hosts through the scenario (issue 15): Llama-2-70B at TP 8 as one 8-GPU host
+// and as two 4-GPU hosts (the group on both, its all-reduces over the star's links shared by the
+// four GPUs of a host). The replica names both hosts; the slower the links, the slower the
+// requests, where the one-host group does not move with them.
+TEST(ServingScenarios, TensorParallelGroupAcrossHosts) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  auto with = [&](std::vector<std::pair<std::string, nlohmann::json>> sets) {
+    sets.emplace_back("workload.limit", 100);
+    return run("serving_azure_conv_70b.json", "continuous", std::move(sets));
+  };
+  const std::vector<std::pair<std::string, nlohmann::json>> two_hosts = {
+      {"topology.hosts", 2}, {"topology.hardware.gpus_per_host", 4}};
+  auto slow = two_hosts;
+  slow.emplace_back("topology.link.bandwidth", "10GB/s");
+  const auto one = with({});
+  const auto two = with(two_hosts);
+  const auto two_slow = with(slow);
+  auto one_slow_sets =
+      std::vector<std::pair<std::string, nlohmann::json>>{{"topology.link.bandwidth", "10GB/s"}};
+  const auto one_slow = with(one_slow_sets);
+  for (const auto* out : {&one, &two, &two_slow})
+    EXPECT_EQ(out->results.metrics().at("serving_requests_completed") +
+                  out->results.metrics().at("serving_requests_dropped"),
+              100);
+  EXPECT_EQ(one.results.details().at("serving_replicas").at(0).at("hosts").size(), 1u);
+  EXPECT_EQ(two.results.details().at("serving_replicas").at(0).at("hosts").size(), 2u);
+  const auto e2e = [](const auto& out) { return out.results.metrics().at("serving_e2e_mean_s"); };
+  EXPECT_GT(e2e(two), e2e(one));
+  EXPECT_GT(e2e(two_slow), e2e(two));
+  EXPECT_EQ(e2e(one_slow), e2e(one));
+  std::printf(
+      "[70B TP 8, 100 requests] e2e mean: one host %.3f s, two 4-GPU hosts %.3f s, at 10 GB/s "
+      "links %.3f s\n",
+      e2e(one), e2e(two), e2e(two_slow));
+}
+
+// MoE capacity factor and expert parallelism across hosts through the scenario (issue 15): the
+// Mixtral study's TP 8 EP 8 replica on its first 300 requests. At capacity factor 1 a uniform
+// router overflows some experts in every batch; at 2 far fewer; dropless reports nothing. EP 8
+// on two 4-GPU hosts sends the all-to-alls over the star's links.
+TEST(ServingScenarios, MixtralCapacityFactorAndExpertParallelAcrossHosts) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  const std::string file = "../serving/moe_mixtral.json";
+  const std::vector<std::pair<std::string, nlohmann::json>> first300 = {{"workload.limit", 300}};
+  const auto dropless = run(file, "tp8_ep8", first300);
+  const auto cf1 = run(file, "tp8_ep8_capacity_1", first300);
+  const auto cf2 = run(file, "tp8_ep8_capacity_2", first300);
+  const auto across = run(file, "tp8_ep8_two_hosts", first300);
+  EXPECT_EQ(dropless.results.metrics().count("serving_moe_drop_fraction"), 0u);
+  const double f1 = cf1.results.metrics().at("serving_moe_drop_fraction");
+  const double f2 = cf2.results.metrics().at("serving_moe_drop_fraction");
+  EXPECT_GT(f1, 0.0);
+  EXPECT_LT(f2, f1);
+  EXPECT_EQ(cf1.results.details().at("serving_replicas").at(0).at("capacity_factor"), 1.0);
+  // The same seed draws the same routing: the drops repeat exactly.
+  EXPECT_EQ(
+      run(file, "tp8_ep8_capacity_1", first300).results.metrics().at("serving_moe_dropped_pairs"),
+      cf1.results.metrics().at("serving_moe_dropped_pairs"));
+  EXPECT_EQ(across.results.details().at("serving_replicas").at(0).at("hosts").size(), 2u);
+  EXPECT_GT(across.results.metrics().at("serving_tpot_mean_s"),
+            dropless.results.metrics().at("serving_tpot_mean_s"));
+  std::printf(
+      "[mixtral tp8 ep8, 300 requests] drop fraction cf 1 %.4f, cf 2 %.4f; TPOT mean one host "
+      "%.2f ms, two hosts %.2f ms\n",
+      f1, f2, 1e3 * dropless.results.metrics().at("serving_tpot_mean_s"),
+      1e3 * across.results.metrics().at("serving_tpot_mean_s"));
+  try {
+    (void)run(file, "tp8_ep8_capacity_1",
+              {{"workload.limit", 10}, {"system.separate[0].expert_imbalance", 1.5}});
+    ADD_FAILURE() << "expected an InputError at capacity_factor";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("system.separate[0].capacity_factor"), std::string::npos)
+        << e.what();
+  }
 }
