@@ -264,6 +264,59 @@ TEST(InaDetailedMode, TwoLevelAggregationSendsOnePartialPerRackUpAndOneResultDow
   }
 }
 
+// DSA's preemption at a rack's switch under two-level aggregation, by hand: two leaves of four
+// hosts, host links 1e6 B/s, uplinks 1e6 B/s (oversubscription 4), no latency; one aggregator
+// per switch; one-layer jobs of one 1000-byte packet (1 ms on any path).
+// Job L (priority 1) on hosts 0 (root leaf 0, its PS), 4 and 5 (leaf 1); host 5's backward takes
+// 1.002 s. Job H (priority 5) on hosts 6, 7 (all under leaf 1), backward 1.0005 s.
+//   2.001  L's host 0 claims leaf 0's aggregator, host 4 leaf 1's ({4}).
+//   2.0015 H's two packets reach leaf 1: the first preempts L's incomplete aggregator; its
+//          partial {4} (marked evicted) goes up to leaf 0 [inferred: not to the PS], and H
+//          claims and completes it. H: PS (host 6) 2.0025, leaf 1 2.0035, hosts 2.0045.
+//   2.0025 the evicted partial reaches leaf 0 and joins host 0's gradient there.
+//   2.003  host 5's packet collides at leaf 1 (H's aggregator waits for its result; lower
+//          priority: no preemption) and goes up: leaf 0 at 2.004, which completes L's chunk.
+//          PS 2.005, leaf 0 2.006, host 0 and leaf 1 2.007, hosts 4, 5 2.008: L ends at 2.008.
+// No selective retransmission: the evicted partial was aggregated at the root and never reached
+// the PS. With one switch per job (L's workers all send to leaf 0, H alone at leaf 1) nothing is
+// preempted; host 5's packet completes L at leaf 0 at 2.003, PS 2.004, leaf 0 2.005, host 0
+// 2.006, and the two results for hosts 4, 5 leave one after the other on leaf 0's uplink:
+// 2.007. H ends at 2.0045 either way.
+TEST(InaDetailedMode, DsaPreemptsAtARacksSwitchAndTheRootRecoversTheEvictedPartial) {
+  for (const bool two_level : {false, true}) {
+    SCOPED_TRACE(two_level ? "two levels" : "one switch");
+    Platform p(build_topology(LeafSpineSpec{
+        2, 4, 1, 4.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()}));
+    CommunicationParams params;
+    params.ina = switch_params(1000, 0, 1);
+    params.ina->two_level = two_level;
+    params.ina_models.resize(2);
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kDsa, {{1, 1, 250}}, *params.ina,
+                                      params.ina_models[0]));
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kDsa, {{1, 1.0005, 250}},
+                                      *params.ina, params.ina_models[1]));
+    params.models[0].times[5] = std::make_shared<ProfileSeconds>(ProfileSeconds{{1, 1.002}});
+    params.ina_models[0].priority.by_layer = {1};
+    params.ina_models[1].priority.by_layer = {5};
+    InaRun run(p, params);
+    ASSERT_EQ(run.fabric.shared_units(), 1u);
+    const std::vector<double> ends = run_jobs(p, run, {{0, 4, 5}, {6, 7}});
+    EXPECT_NEAR(ends[0], two_level ? 2.008 : 2.007, 1e-9);
+    EXPECT_NEAR(ends[1], 2.0045, 1e-9);
+    const ina::InaCounters& c = run.fabric.counters();
+    EXPECT_EQ(c.preemptions, two_level ? 1u : 0u);
+    EXPECT_EQ(c.evicted_partial_packets, two_level ? 1u : 0u);
+    EXPECT_EQ(c.collision_packets, two_level ? 2u : 0u);
+    EXPECT_EQ(c.upward_packets, two_level ? 2u : 0u);  // the evicted partial, host 5's packet
+    EXPECT_EQ(c.resend_requests, 0u);
+    EXPECT_EQ(c.retransmitted_packets, 0u);
+    EXPECT_EQ(c.ps_fallback_bytes, 0u);  // the root completed L's chunk
+    EXPECT_EQ(c.wrong_sums, 0u);
+    EXPECT_EQ(c.duplicate_results, 0u);
+    EXPECT_EQ(c.elements_delivered, 3 * 250 + 2 * 250);
+  }
+}
+
 // Two SwitchML jobs under one ToR with one partition: the second holds its GPUs and waits for
 // the partition (its start is held), which the first frees when it ends at 2.004; the second
 // then computes (forward 1 s, backward 1 s) and streams its two chunks as above: 4.008. Placed
