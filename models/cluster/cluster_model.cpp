@@ -198,6 +198,12 @@ ina::ClusterParams read_ina(JsonReader& system) {
   p.header_bytes = s.bytes_or("header", "60B");
   p.ecn_threshold_bytes = static_cast<double>(s.bytes_or("ecn_threshold", "100KB").count);
   p.switch_latency = s.duration_or("switch_latency", "400ns");
+  // "one_switch": every worker sends to the job's aggregation switch (the default, as before);
+  // "two_level": ATP/DSA jobs aggregate at each rack's ToR first (docs/cluster.md).
+  const std::string levels = s.string_or("levels", "one_switch");
+  if (levels != "one_switch" && levels != "two_level")
+    throw InputError(s.path_of("levels"), "must be \"one_switch\" or \"two_level\"");
+  p.two_level = levels == "two_level";
   JsonReader atp = s.object_or_empty("atp");
   p.atp_values_per_packet = static_cast<int>(atp.integer_or("values_per_packet", 62, 1, 4096));
   p.atp_timeout = atp.duration_or("timeout", "1ms");

@@ -24,9 +24,7 @@ void AtpPolicy::claim_and_add(std::size_t index, const Packet& p) {
 
 void AtpPolicy::add(std::size_t index, const Packet& p) {
   ports_.counters().aggregated_packets += p.packets;
-  if (!pool_.add(index, p.job, p.seq, p.bitmap, p.sum, full_bitmap(ports_.workers_of(p.job)),
-                 ports_.now()))
-    return;
+  if (!pool_.add(index, p.job, p.seq, p.bitmap, p.sum, ports_.full_of(p.job), ports_.now())) return;
   ports_.to_ps(packet_of(pool_.at(index), PacketKind::kPartial));
 }
 

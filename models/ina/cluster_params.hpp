@@ -77,6 +77,9 @@ struct ClusterParams {
   // (the rest is the shared pool); 0 = the SwitchML jobs' equal share per job [inferred].
   Bytes switchml_memory{0};
   bool selective_retransmission = true;  // DSA
+  // Cluster fabric only (ina_fabric.hpp): ATP/DSA jobs spanning racks aggregate first at each
+  // rack's ToR, then at the job's root switch (ATP's two-level aggregation).
+  bool two_level = false;
   // DSA's control-plane priority (dsa_priority.hpp): per tensor (job intensity, then layers
   // nearer the input) or per job.
   DsaPriorityKind dsa_priority = DsaPriorityKind::kTensor;

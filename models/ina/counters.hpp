@@ -24,6 +24,11 @@ struct InaCounters {
   std::uint64_t late_retransmissions = 0;
   std::uint64_t evicted_partial_packets = 0;
   std::uint64_t flushed_partial_packets = 0;  // partials pushed to the PS by a retransmission
+  // Two-level aggregation (cluster fabric): whatever a rack's switch sends up to the job's root
+  // switch (complete rack partials, flushed or evicted ones, gradients it could not aggregate,
+  // retransmissions). At the rack's switch, fallback_packets and collision_packets count its
+  // own collisions too.
+  std::uint64_t upward_packets = 0;
   // Parameter servers.
   std::uint64_t ps_packets_in = 0;      // every packet a PS received
   std::uint64_t ps_fallback_bytes = 0;  // bytes of fallback gradients, partials and resends

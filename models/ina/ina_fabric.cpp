@@ -15,8 +15,14 @@ namespace mlsim::ina {
 struct InaFabric::Job {
   std::uint16_t id = 0;
   PolicyKind policy = PolicyKind::kAtp;
-  NodeId sw = 0;
+  NodeId sw = 0;  // the aggregation switch (the root under two-level aggregation)
   std::vector<NodeId> workers;
+  // Two-level aggregation: each worker's ToR, and per ToR the bitmap of the job's workers under
+  // it; `lower` are the ToRs other than `sw` that hold workers of the job.
+  bool two_level = false;
+  std::vector<NodeId> tor;
+  std::map<NodeId, std::uint32_t> rack_bitmap;
+  std::vector<NodeId> lower;
   NodeId ps_host = 0;
   Bytes packet_bytes;
   std::unique_ptr<InaSync> sync;
@@ -50,8 +56,21 @@ struct InaFabric::Switch final : SwitchPorts, SwitchProgram<Packet> {
   int workers_of(std::uint16_t id) const override {
     return static_cast<int>(job(id).workers.size());
   }
+  std::uint32_t full_of(std::uint16_t id) const override {
+    const Job& j = job(id);
+    if (j.two_level && node != j.sw) return j.rack_bitmap.at(node);
+    return full_bitmap(static_cast<int>(j.workers.size()));
+  }
+  // Under two-level aggregation a rack's switch sends everything bound for the PS (its rack's
+  // complete partial, a partial it flushes or evicts, a gradient it could not aggregate, a
+  // retransmission) to the job's root switch instead, which may still aggregate it.
   void to_ps(const Packet& p) override {
     const Job& j = job(p.job);
+    if (j.two_level && node != j.sw) {
+      fabric.counters_.upward_packets += p.packets;
+      fabric.send(node, j.sw, p, /*ecn_check=*/false);
+      return;
+    }
     const bool complete_aggregate = p.kind == PacketKind::kPartial &&
                                     p.bitmap == full_bitmap(static_cast<int>(j.workers.size()));
     if (!complete_aggregate)
@@ -59,9 +78,14 @@ struct InaFabric::Switch final : SwitchPorts, SwitchProgram<Packet> {
           static_cast<std::uint64_t>(p.packets) * static_cast<std::uint64_t>(j.packet_bytes.count);
     fabric.send(node, j.ps_host, p, /*ecn_check=*/false);
   }
+  // A result goes to the workers under this switch and, from the root of a two-level job, one
+  // copy down to each other rack's switch, which releases its aggregator and multicasts it on.
   void multicast(const Packet& p) override {
     const Job& j = job(p.job);
-    for (std::size_t w = 0; w < j.workers.size(); ++w) to_worker(p, static_cast<std::uint16_t>(w));
+    for (std::size_t w = 0; w < j.workers.size(); ++w)
+      if (!j.two_level || j.tor[w] == node) to_worker(p, static_cast<std::uint16_t>(w));
+    if (j.two_level && node == j.sw)
+      for (const NodeId l : j.lower) fabric.send(node, l, p, /*ecn_check=*/true);
   }
   void to_worker(const Packet& p, std::uint16_t w) override {
     fabric.send(node, job(p.job).workers.at(w), p, /*ecn_check=*/true);
@@ -186,6 +210,10 @@ std::uint32_t InaFabric::switchml_slots_per_job() const {
       switchml_units_ / static_cast<std::size_t>(std::max(1, params_.switchml_partitions)));
 }
 
+NodeId InaFabric::rack_of(NodeId node) const {
+  return topology_.node(node).kind == NodeKind::kHost ? switch_of(node) : node;
+}
+
 NodeId InaFabric::switch_of(NodeId host) const {
   return topology_.link(host_access_links(topology_, host, "an INA worker").up).dst;
 }
@@ -237,6 +265,17 @@ std::unique_ptr<training::GradientSync> InaFabric::attach(std::size_t model,
   job->policy = m.policy;
   job->sw = switch_of(workers.front());
   job->workers = std::move(workers);
+  if (params_.two_level && m.policy != PolicyKind::kSwitchMl) {
+    // Rack-local first level (ATP, docs/cluster.md): every ToR that holds workers of the job.
+    for (std::size_t w = 0; w < job->workers.size(); ++w) {
+      const NodeId t = switch_of(job->workers[w]);
+      job->tor.push_back(t);
+      if (!job->rack_bitmap.count(t) && t != job->sw) job->lower.push_back(t);
+      job->rack_bitmap[t] |= 1u << w;
+    }
+    job->two_level = !job->lower.empty();
+    for (const NodeId l : job->lower) switch_at(l);
+  }
   job->ps_host = job->workers.front();  // colocated with the first worker [assumed]
   job->packet_bytes = packet_bytes_[static_cast<std::size_t>(m.policy)];
   job->attached = engine_.now();
@@ -260,7 +299,8 @@ std::unique_ptr<training::GradientSync> InaFabric::attach(std::size_t model,
       std::make_unique<InaSync>(engine_, events, id, m.plan, static_cast<int>(job->workers.size()),
                                 m.priority, sender, counters_, [this, id](const Packet& q) {
                                   Job& j = *find(id);
-                                  send(j.workers[q.worker], j.sw, q, /*ecn_check=*/false);
+                                  send(j.workers[q.worker], j.two_level ? j.tor[q.worker] : j.sw, q,
+                                       /*ecn_check=*/false);
                                 });
   if (!switchml)
     job->ps = std::make_unique<ParameterServer>(
@@ -298,6 +338,7 @@ void InaFabric::detach(std::uint16_t id) {
     // Frees whatever it still holds (every aggregator, its SwitchML partition); later packets
     // of the job are dropped where they arrive.
     s.policy_of(j).job_aborted(id);
+    for (const NodeId l : j.lower) switches_.at(l)->policy_of(j).job_aborted(id);
   } else {
     s.waiting.erase(std::find(s.waiting.begin(), s.waiting.end(), id));
   }
@@ -331,7 +372,9 @@ void InaFabric::send(NodeId from, NodeId to, const Packet& p, bool ecn_check) {
     q.ecn = true;
   const Job* j = find(p.job);
   MLSIM_CHECK(j != nullptr, "sending for a job that ended");
-  messages_->send(from, to, Bytes{j->packet_bytes.count * p.packets}, q);
+  const Bytes bytes{j->packet_bytes.count * p.packets};
+  if (rack_of(from) != rack_of(to)) cross_rack_bytes_ += bytes.count;
+  messages_->send(from, to, bytes, q);
 }
 
 void InaFabric::at_host(NodeId host, const Packet& p) {
@@ -394,6 +437,8 @@ void InaFabric::report(Results& out) const {
   out.set_metric("ina_duplicate_results", static_cast<double>(c.duplicate_results));
   out.set_metric("ina_undelivered_packets", static_cast<double>(c.lost_packets));
   out.set_metric("ina_packets_after_end", static_cast<double>(c.packets_after_abort));
+  out.set_metric("ina_upward_packets", static_cast<double>(c.upward_packets));
+  out.set_metric("ina_cross_rack_bytes", static_cast<double>(cross_rack_bytes_));
 }
 
 }  // namespace mlsim::ina

@@ -8,9 +8,17 @@
 // so two jobs aggregating at one switch contend for its aggregators.
 //
 //   - Aggregation switch [assumed]: the access switch (ToR) of the job's first worker in its
-//     placement order; workers in other racks send to it across the fabric, as the ina model's
-//     network path does with a two-rack topology. ATP's two-level (hierarchical) aggregation
-//     is not modelled.
+//     placement order (the PS's ToR); by default workers in other racks send to it across the
+//     fabric, as the ina model's network path does with a two-rack topology.
+//   - Two-level aggregation (`two_level`, ATP and DSA jobs only; docs/cluster.md): every other
+//     ToR holding workers of the job runs the job's program too, completing an aggregator when
+//     its own rack's workers are in and sending that one partial up to the root (the PS's ToR,
+//     as ATP's paper puts the second level), which aggregates it as it aggregates its own
+//     rack's gradients. What a rack's switch cannot aggregate (collision, eviction, a flush by
+//     a retransmission) also goes up to the root, never straight to the PS [inferred], so the
+//     root may still aggregate it. The PS's result releases the root's aggregator and goes
+//     down once to each rack's switch, which releases its own and multicasts to its workers.
+//     SwitchML is single-rack (its paper): its jobs keep one aggregation switch.
 //   - ATP's and DSA's parameter server (parameter_server.hpp) is colocated with the first
 //     worker [assumed, as the core's `ps` strategy colocates its servers].
 //   - SwitchML: each switch's SwitchML memory is cut into `switchml_partitions` equal static
@@ -85,6 +93,8 @@ class InaFabric {
   std::size_t switches() const { return switches_.size(); }
   // The aggregation switch of a job whose first worker is `host`.
   NodeId switch_of(NodeId host) const;
+  // A host's ToR; a switch itself.
+  NodeId rack_of(NodeId node) const;
   // Aggregators of one switch's shared pool and SwitchML pool (0 without); slots per job.
   std::size_t shared_units() const { return shared_units_; }
   std::size_t switchml_units() const { return switchml_units_; }
@@ -119,6 +129,7 @@ class InaFabric {
   std::uint32_t next_id_ = 0;
   std::uint64_t jobs_attached_ = 0, jobs_waited_ = 0;
   double wait_s_ = 0;
+  std::int64_t cross_rack_bytes_ = 0;  // of messages whose ends are under different ToRs
   PoolObserver observer_;
 };
 

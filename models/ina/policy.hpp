@@ -20,6 +20,10 @@ class SwitchPorts {
   virtual ~SwitchPorts() = default;
   virtual Time now() const = 0;
   virtual int workers_of(std::uint16_t job) const = 0;
+  // The contributors an aggregator of the job completes with at this switch: every worker at
+  // the job's one aggregation switch; at a rack's switch under two-level aggregation
+  // (ina_fabric.hpp), only that rack's workers.
+  virtual std::uint32_t full_of(std::uint16_t job) const { return full_bitmap(workers_of(job)); }
   virtual void to_ps(const Packet& p) = 0;                       // to the job's PS
   virtual void multicast(const Packet& p) = 0;                   // to every worker of the job
   virtual void to_worker(const Packet& p, std::uint16_t w) = 0;  // to one worker
@@ -74,7 +78,10 @@ class AggregationPolicy : public SwitchProgram<Packet> {
   // A PS result on its way to the workers (ATP and DSA release the aggregator here).
   virtual void on_result(const Packet& p) { ports_.multicast(p); }
 
-  // SwitchProgram: everything addressed to the switch. Workers send gradients; a PS sends
+  // SwitchProgram: everything addressed to the switch. Workers send gradients (and, under
+  // two-level aggregation, a rack's switch sends its partials and whatever it could not
+  // aggregate to the next level, which aggregates a partial as it does a gradient: its bitmap
+  // names the rack's workers it holds); a PS sends
   // results (multicast, releasing the chunk's aggregator) and messages for one worker (resend
   // requests, and re-answers to one worker's retransmission, whose aggregator was released by
   // the first result or flushed by the retransmission), which the switch forwards.
@@ -83,7 +90,7 @@ class AggregationPolicy : public SwitchProgram<Packet> {
       ports_.counters().packets_after_abort += p.packets;
       return;
     }
-    if (p.kind == PacketKind::kGradient)
+    if (p.kind == PacketKind::kGradient || p.kind == PacketKind::kPartial)
       on_gradient(p);
     else if (p.kind == PacketKind::kResult && !p.resend)
       on_result(p);

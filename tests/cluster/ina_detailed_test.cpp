@@ -203,6 +203,120 @@ TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
   }
 }
 
+// Two-level aggregation (ATP's rack-local first level, ina_fabric.hpp) by hand: two leaves of two
+// hosts under one spine, every link 1e6 B/s (uplinks: 2 hosts x 1e6 / oversubscription 2), no
+// latency; an ATP job on hosts 0, 1 (leaf 0, the root: its PS is host 0) and 2, 3 (leaf 1), one
+// layer of 250 values (one 1000-byte packet, 1 ms on any link), forward 1 s, backward 1 s.
+//
+// One switch (the default): at 2 s hosts 2 and 3 send to leaf 0; both cross leaf 1's uplink,
+// sharing it (0.5e6 B/s each), and reach leaf 0 at 2.002 (hosts 0, 1 at 2.001). The aggregate
+// reaches the PS at 2.003, its result leaf 0 at 2.004; the multicast reaches hosts 0, 1 at 2.005
+// and, two packets through leaf 0's uplink, hosts 2 and 3 by 2.006. Each uplink direction carries
+// 2 x 1000 bytes.
+//
+// Two levels: hosts 2, 3 reach leaf 1 at 2.001, which completes its rack's aggregator and sends
+// one partial up (1 ms, the uplink path at 1e6): leaf 0 at 2.002, where it meets hosts 0 and 1's
+// gradients; PS at 2.003, result at leaf 0 at 2.004, hosts 0, 1 and leaf 1 at 2.005, hosts 2, 3
+// at 2.006. The same end (the rack's partial waits for its slower worker as the root did) with
+// one packet up and one down: 1000 bytes each way on the uplink, half the cross-rack bytes.
+TEST(InaDetailedMode, TwoLevelAggregationSendsOnePartialPerRackUpAndOneResultDown) {
+  for (const bool two_level : {false, true}) {
+    SCOPED_TRACE(two_level ? "two levels" : "one switch");
+    Platform p(build_topology(LeafSpineSpec{
+        2, 2, 1, 2.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()}));
+    CommunicationParams params;
+    params.ina = switch_params(3000, 0, 1);
+    params.ina->two_level = two_level;
+    params.ina_models.resize(1);
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp, {{1, 1, 250}}, *params.ina,
+                                      params.ina_models[0]));
+    InaRun run(p, params);
+    std::map<NodeId, int> claims;  // per switch
+    run.fabric.set_pool_observer([&](NodeId sw, int, const PoolEvent& e) {
+      if (e.kind == PoolEvent::kClaim) ++claims[sw];
+    });
+    const std::vector<double> ends = run_jobs(p, run, {{0, 1, 2, 3}});
+    EXPECT_NEAR(ends[0], 2.006, 1e-9);
+    const NodeId leaf0 = run.fabric.switch_of(0), leaf1 = run.fabric.switch_of(2);
+    Bytes up, down;
+    for (LinkId l = 0; l < p.topology.links().size(); ++l) {
+      const Link& link = p.topology.link(l);
+      if (link.src == leaf1 && p.topology.node(link.dst).kind == NodeKind::kSwitch)
+        up = p.network.link_stats(l).bytes_carried;
+      if (link.dst == leaf1 && p.topology.node(link.src).kind == NodeKind::kSwitch)
+        down = p.network.link_stats(l).bytes_carried;
+    }
+    EXPECT_EQ(up.count, two_level ? 1000 : 2000);
+    EXPECT_EQ(down.count, two_level ? 1000 : 2000);
+    Results out;
+    run.fabric.report(out);
+    EXPECT_EQ(out.metrics().at("ina_cross_rack_bytes"), two_level ? 2000 : 4000);
+    EXPECT_EQ(out.metrics().at("ina_upward_packets"), two_level ? 1 : 0);
+    EXPECT_EQ(run.fabric.switches(), two_level ? 2u : 1u);
+    EXPECT_EQ(claims[leaf0], 1);  // one aggregator per chunk per switch
+    EXPECT_EQ(claims[leaf1], two_level ? 1 : 0);
+    const ina::InaCounters& c = run.fabric.counters();
+    EXPECT_EQ(c.aggregated_packets, two_level ? 5u : 4u);  // 4 gradients (+ 1 partial at leaf 0)
+    EXPECT_EQ(c.ps_fallback_bytes, 0u);
+    EXPECT_EQ(c.wrong_sums, 0u);
+    EXPECT_EQ(c.duplicate_results, 0u);
+    EXPECT_EQ(c.elements_delivered, 4 * 250);
+  }
+}
+
+// DSA's preemption at a rack's switch under two-level aggregation, by hand: two leaves of four
+// hosts, host links 1e6 B/s, uplinks 1e6 B/s (oversubscription 4), no latency; one aggregator
+// per switch; one-layer jobs of one 1000-byte packet (1 ms on any path).
+// Job L (priority 1) on hosts 0 (root leaf 0, its PS), 4 and 5 (leaf 1); host 5's backward takes
+// 1.002 s. Job H (priority 5) on hosts 6, 7 (all under leaf 1), backward 1.0005 s.
+//   2.001  L's host 0 claims leaf 0's aggregator, host 4 leaf 1's ({4}).
+//   2.0015 H's two packets reach leaf 1: the first preempts L's incomplete aggregator; its
+//          partial {4} (marked evicted) goes up to leaf 0 [inferred: not to the PS], and H
+//          claims and completes it. H: PS (host 6) 2.0025, leaf 1 2.0035, hosts 2.0045.
+//   2.0025 the evicted partial reaches leaf 0 and joins host 0's gradient there.
+//   2.003  host 5's packet collides at leaf 1 (H's aggregator waits for its result; lower
+//          priority: no preemption) and goes up: leaf 0 at 2.004, which completes L's chunk.
+//          PS 2.005, leaf 0 2.006, host 0 and leaf 1 2.007, hosts 4, 5 2.008: L ends at 2.008.
+// No selective retransmission: the evicted partial was aggregated at the root and never reached
+// the PS. With one switch per job (L's workers all send to leaf 0, H alone at leaf 1) nothing is
+// preempted; host 5's packet completes L at leaf 0 at 2.003, PS 2.004, leaf 0 2.005, host 0
+// 2.006, and the two results for hosts 4, 5 leave one after the other on leaf 0's uplink:
+// 2.007. H ends at 2.0045 either way.
+TEST(InaDetailedMode, DsaPreemptsAtARacksSwitchAndTheRootRecoversTheEvictedPartial) {
+  for (const bool two_level : {false, true}) {
+    SCOPED_TRACE(two_level ? "two levels" : "one switch");
+    Platform p(build_topology(LeafSpineSpec{
+        2, 4, 1, 4.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()}));
+    CommunicationParams params;
+    params.ina = switch_params(1000, 0, 1);
+    params.ina->two_level = two_level;
+    params.ina_models.resize(2);
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kDsa, {{1, 1, 250}}, *params.ina,
+                                      params.ina_models[0]));
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kDsa, {{1, 1.0005, 250}},
+                                      *params.ina, params.ina_models[1]));
+    params.models[0].times[5] = std::make_shared<ProfileSeconds>(ProfileSeconds{{1, 1.002}});
+    params.ina_models[0].priority.by_layer = {1};
+    params.ina_models[1].priority.by_layer = {5};
+    InaRun run(p, params);
+    ASSERT_EQ(run.fabric.shared_units(), 1u);
+    const std::vector<double> ends = run_jobs(p, run, {{0, 4, 5}, {6, 7}});
+    EXPECT_NEAR(ends[0], two_level ? 2.008 : 2.007, 1e-9);
+    EXPECT_NEAR(ends[1], 2.0045, 1e-9);
+    const ina::InaCounters& c = run.fabric.counters();
+    EXPECT_EQ(c.preemptions, two_level ? 1u : 0u);
+    EXPECT_EQ(c.evicted_partial_packets, two_level ? 1u : 0u);
+    EXPECT_EQ(c.collision_packets, two_level ? 2u : 0u);
+    EXPECT_EQ(c.upward_packets, two_level ? 2u : 0u);  // the evicted partial, host 5's packet
+    EXPECT_EQ(c.resend_requests, 0u);
+    EXPECT_EQ(c.retransmitted_packets, 0u);
+    EXPECT_EQ(c.ps_fallback_bytes, 0u);  // the root completed L's chunk
+    EXPECT_EQ(c.wrong_sums, 0u);
+    EXPECT_EQ(c.duplicate_results, 0u);
+    EXPECT_EQ(c.elements_delivered, 3 * 250 + 2 * 250);
+  }
+}
+
 // Two SwitchML jobs under one ToR with one partition: the second holds its GPUs and waits for
 // the partition (its start is held), which the first frees when it ends at 2.004; the second
 // then computes (forward 1 s, backward 1 s) and streams its two chunks as above: 4.008. Placed
@@ -280,6 +394,10 @@ TEST(InaDetailedMode, AJobCutOffFromItsSwitchIsReportedFailed) {
 //     iteration (values delivered = values x workers x iterations, no duplicate result, no wrong
 //     sum: each sum is every worker exactly once) and applied every update once per iteration;
 //   - no job is left running.
+// Every stream runs twice: with one aggregation switch per job, and with two-level aggregation
+// (ATP/DSA jobs spanning both leaves aggregate at each leaf, then at their root): then no
+// aggregator of any switch is held by two jobs, and a value aggregated at a rack's switch and
+// again at the root would show as a wrong sum.
 TEST(InaDetailedMode, NoAggregatorIsSharedAndEveryGradientValueIsAggregatedOnce) {
   std::mt19937_64 rng(11);
   auto integer = [&](std::int64_t a, std::int64_t b) {
@@ -287,8 +405,11 @@ TEST(InaDetailedMode, NoAggregatorIsSharedAndEveryGradientValueIsAggregatedOnce)
   };
   auto uniform = [&](double a, double b) { return std::uniform_real_distribution<>(a, b)(rng); };
   int collisions = 0, waits = 0, preemptions = 0, failures = 0;
-  for (int trial = 0; trial < 9; ++trial) {
-    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+  std::uint64_t upward = 0, two_level_collisions = 0, two_level_preemptions = 0;
+  for (int run_index = 0; run_index < 18; ++run_index) {
+    const int trial = run_index % 9;
+    const bool two_level = run_index >= 9;
+    SCOPED_TRACE(::testing::Message() << "trial " << trial << (two_level ? " two-level" : ""));
     Platform p(build_topology(
         LeafSpineSpec{2, 3, 2, 1.5, LinkSpec{Bandwidth{12.5e9}, Time::us(1)}, Time::us(1)}));
     LinkConditions links(p.topology, p.network);
@@ -305,6 +426,7 @@ TEST(InaDetailedMode, NoAggregatorIsSharedAndEveryGradientValueIsAggregatedOnce)
     params.ina->atp_timeout = Time::ms(1);
     params.ina->switchml_timeout = Time::ms(10);
     params.ina->switch_latency = Time::ns(400);
+    params.ina->two_level = two_level;
     const ina::PolicyKind shared = trial % 2 ? ina::PolicyKind::kDsa : ina::PolicyKind::kAtp;
     params.ina_models.resize(3);
     for (int m = 0; m < 3; ++m) {
@@ -393,10 +515,20 @@ TEST(InaDetailedMode, NoAggregatorIsSharedAndEveryGradientValueIsAggregatedOnce)
     collisions += static_cast<int>(k.collision_packets);
     preemptions += static_cast<int>(k.preemptions);
     waits += static_cast<int>(out.metrics().at("ina_jobs_waited_for_partition"));
+    if (two_level) {
+      upward += k.upward_packets;
+      two_level_collisions += k.collision_packets;
+      two_level_preemptions += k.preemptions;
+    } else {
+      EXPECT_EQ(k.upward_packets, 0u);
+    }
   }
   // The streams exercised what they are for.
   EXPECT_GT(collisions, 0);
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(waits, 0);
   EXPECT_GT(failures, 0);
+  EXPECT_GT(upward, 0u);  // jobs did span both leaves
+  EXPECT_GT(two_level_collisions, 0u);
+  EXPECT_GT(two_level_preemptions, 0u);
 }

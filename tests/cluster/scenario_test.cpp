@@ -402,6 +402,23 @@ TEST(ClusterScenario, DetailedModeRunsTheShippedExcerptAndRejectsBadInput) {
   }
 }
 
+// system.ina.levels: "one_switch" (the default) or "two_level"; anything else names its path.
+TEST(ClusterScenario, InaLevelsAreCheckedWithTheirPath) {
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_ina_two_racks.json";
+  std::ifstream in(file);
+  const json scenario = json::parse(in);
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  for (const std::string levels : {"one_switch", "two_level"}) {
+    json d = scenario;
+    d["system"]["ina"]["levels"] = levels;
+    EXPECT_EQ(mlsim::test::prepare_error(d, registries, file), "no error") << levels;
+  }
+  json d = scenario;
+  d["system"]["ina"]["levels"] = "three";
+  const std::string e = mlsim::test::prepare_error(d, registries, file);
+  EXPECT_NE(e.find("system.ina.levels"), std::string::npos) << e;
+}
+
 // A listed job names its model and iterations; the same list runs in both modes. Two 8-GPU
 // jobs on 4-GPU hosts each span two hosts.
 TEST(ClusterScenario, ListedJobsNameTheirModelAndIterations) {
