@@ -51,6 +51,15 @@ ServingPolicies build() {
            "MultiWorld: one world per pair of neighbouring stage workers; a failure breaks only "
            "its worlds (traffic re-routes), new workers join online; sends pay async polling",
            ProcessGroupSemantics{true, true, true});
+  p.stage_routers
+      .add("fewest_engines",
+           "elastic stage boundaries: an engine goes to the live worker with the fewest engines "
+           "bound (assignments balanced, as pymultiworld's example sends requests in turn)",
+           StageRouting::kFewestEngines)
+      .add("least_work",
+           "elastic stage boundaries: an engine goes to the live worker whose engines have the "
+           "fewest tokens still to process (join the shortest queue by work)",
+           StageRouting::kLeastWork);
   return p;
 }
 
@@ -62,6 +71,7 @@ std::vector<PolicyInfo> ServingPolicies::describe() const {
   schedulers.describe(out);
   routers.describe(out);
   process_groups.describe(out);
+  stage_routers.describe(out);
   return out;
 }
 
