@@ -3,22 +3,26 @@
 // worker of a stage a virtual engine's micro-batches go to. An engine is bound to one worker per
 // stage while its requests keep KV there, so a router decides when an engine holds no KV (it is
 // about to take a request, bind_idle_engine), when its worker failed or is draining, and when a
-// join rebalances. Two registered policies (policies.cpp, `elastic.stage_router`):
-//  - fewest_engines: the live worker with the fewest engines bound, the first among equals. The
-//    engine-count analogue of pymultiworld's serving example, whose leader sends each request to
-//    the next world in turn, skipping a broken one (examples/resnet/m8d.py, run_leader): it
+// join rebalances. Three registered policies (policies.cpp, `elastic.stage_router`):
+//  - round_robin (the default): the next live worker in turn, as pymultiworld's serving example
+//    does (examples/resnet/m8d.py, run_leader: the leader sends each request to the next world,
+//    `worker_idx += 1`, wrapping, and tries the next one when a send to a broken world raises).
+//    The paper's own router is not in the text we could read; this is the public code's.
+//  - fewest_engines: the live worker with the fewest engines bound, the first among equals: it
 //    balances assignments, not load.
 //  - least_work: join-the-shortest-queue by work: the live worker whose bound engines have the
 //    fewest prefill and output tokens still to process (ReplicaState::outstanding_tokens), then
 //    the fewest engines, then the first. A worker that drains its engines' work faster (or whose
 //    engines hold shorter requests) takes the next engine.
 //
-// Each stage keeps its live workers in an indexed min-heap (sim_core/base/indexed_heap.hpp) keyed
+// Each stage keeps its live workers in an ordered set (round_robin) and an indexed min-heap (sim_core/base/indexed_heap.hpp) keyed
 // by the policy's key, the worker's index last (determinism). Every change of an engine's work or
 // binding updates its worker's two counters in O(1) and marks the worker; marked workers are
 // re-keyed, O(log n) each, when a stage's choice is next asked for, so a decision costs O(log n)
 // plus O(log n) per worker whose load changed since the previous one.
 #include <cstdint>
+#include <iterator>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -27,7 +31,7 @@
 
 namespace mlsim::serving {
 
-enum class StageRouting : std::uint8_t { kFewestEngines, kLeastWork };
+enum class StageRouting : std::uint8_t { kRoundRobin, kFewestEngines, kLeastWork };
 
 class BoundaryRouters {
  public:
@@ -50,10 +54,13 @@ class BoundaryRouters {
     const auto i = static_cast<std::size_t>(index);
     if ((st.live[i] != 0) == live) return;
     st.live[i] = live ? 1 : 0;
-    if (live)
+    if (live) {
       st.heap.set(static_cast<std::uint32_t>(index), key(st, i));
-    else
+      st.in_turn.insert(index);
+    } else {
       st.heap.erase(static_cast<std::uint32_t>(index));
+      st.in_turn.erase(index);
+    }
   }
 
   // An engine holding `work` tokens moved from worker `from` to worker `to` of `stage` (-1: none).
@@ -83,6 +90,13 @@ class BoundaryRouters {
   // stays where it is unless another worker is strictly better (no move for nothing).
   int pick(int stage, int current = -1) {
     Stage& st = at(stage);
+    if (policy_ == StageRouting::kRoundRobin) {
+      if (st.in_turn.empty()) return -1;
+      auto next = st.in_turn.upper_bound(st.last);
+      if (next == st.in_turn.end()) next = st.in_turn.begin();
+      st.last = *next;
+      return st.last;
+    }
     refresh(st);
     if (st.heap.empty()) return -1;
     if (current < 0 || st.live[static_cast<std::size_t>(current)] == 0)
@@ -96,6 +110,17 @@ class BoundaryRouters {
     const bool stay = best == id || !(primary(st.heap.top_key()) < primary(own));
     st.heap.update(id, key(st, c));
     return stay ? current : static_cast<int>(best);
+  }
+
+  // The live worker with the fewest engines bound, the first among equals (-1: none): where a
+  // join's rebalancing moves engines, whatever the policy. O(workers): joins are rare.
+  int fewest_engines(int stage) const {
+    const Stage& st = stages_[static_cast<std::size_t>(stage)];
+    int best = -1;
+    for (std::size_t i = 0; i < st.live.size(); ++i)
+      if (st.live[i] != 0 && (best < 0 || st.engines[i] < st.engines[static_cast<std::size_t>(best)]))
+        best = static_cast<int>(i);
+    return best;
   }
 
   std::int64_t engines(int stage, int index) const {
@@ -121,6 +146,8 @@ class BoundaryRouters {
     std::vector<std::uint8_t> live, marked;
     std::vector<std::uint32_t> dirty;
     IndexedHeap<Key> heap;
+    std::set<int> in_turn;  // round_robin: the live workers, in order
+    int last = -1;          // round_robin: the worker chosen last
   };
   Stage& at(int stage) {
     MLSIM_CHECK(stage > 0 && static_cast<std::size_t>(stage) < stages_.size(),

@@ -261,7 +261,6 @@ void ElasticDeployment::take_out(int stage, int index) {
     return;
   }
   const StageWorker* gone = at(stage, index).w;
-  StageWorker* to = route(stage);
   for (Replica* r : front_)
     for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
       const auto st = static_cast<std::size_t>(stage);
@@ -270,10 +269,7 @@ void ElasticDeployment::take_out(int stage, int index) {
         if (r->planned_path(v, st) == gone) r->cancel_migration(v);
         continue;
       }
-      if (to != nullptr) {
-        r->bind(v, *to);
-        to = route(stage);
-      }
+      if (StageWorker* to = route(stage)) r->bind(v, *to);
       recomputed_ += r->reset_engine(v);
     }
   refresh_routable();
@@ -455,15 +451,15 @@ void ElasticDeployment::check_drained() {
         const Replica& r = *front_[i];
         for (std::uint32_t v = 0; v < r.virtual_engines() && empty; ++v) empty = r.engine_idle(v);
       } else {
-        StageWorker* to = route(static_cast<int>(s));
         for (Replica* r : front_)
           for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
             if (r->path(v, s) != k.w && r->planned_path(v, s) != k.w) continue;
             // An engine with no KV and nothing in flight moves for free.
-            if (to != nullptr && !r->engine_migrating(v) && !r->engine_holds_kv(v)) {
-              r->bind(v, *to);
-              to = route(static_cast<int>(s));
-              continue;
+            if (!r->engine_migrating(v) && !r->engine_holds_kv(v)) {
+              if (StageWorker* to = route(static_cast<int>(s))) {
+                r->bind(v, *to);
+                continue;
+              }
             }
             empty = false;
           }
@@ -553,7 +549,7 @@ void ElasticDeployment::rebalance(int stage) {
         }
       }
     if (from_r == nullptr) return;
-    StageWorker* to = route(stage);
+    StageWorker* to = at(stage, routers_.fewest_engines(stage)).w;
     if (!must && count(to) + 1 >= count(from_r->path(from_v, s))) return;  // balanced enough
     if (dead) {
       from_r->bind(from_v, *to);

@@ -7,9 +7,9 @@
 // the spares scale-out draws on), each worker a tensor-parallel group on one host
 // (stage_worker.hpp). The front (stage 0) workers are replicas (replica.hpp) with their virtual
 // engines and KV pool; each virtual engine's micro-batches go stage to stage along its path, one
-// worker per stage, bound by the router of each stage boundary to the live worker with the fewest
-// engines bound (ties: the first). Activations cross each boundary as a send/recv of the collective
-// layer over the network model (point_to_point.hpp).
+// worker per stage, bound by the router of each stage boundary (boundary_router.hpp: the next
+// live worker in turn, the fewest engines bound, or the least work). Activations cross each
+// boundary as a send/recv of the collective layer over the network model (point_to_point.hpp).
 //
 // Process-group semantics, a registered policy (policies.hpp, `system.elastic.process_groups`):
 //  - single_world: one static group over every worker. A failure, once detected, stops the whole
@@ -110,8 +110,8 @@ struct ElasticConfig {
   ProcessGroupSemantics semantics;
   // The routers of the stage boundaries (boundary_router.hpp), a registered policy
   // (`elastic.stage_router`).
-  std::string stage_router = "fewest_engines";
-  StageRouting routing = StageRouting::kFewestEngines;
+  std::string stage_router = "round_robin";
+  StageRouting routing = StageRouting::kRoundRobin;
   ElasticCosts costs;
   std::vector<ElasticStage> stages;
   int virtual_engines = 0;  // per front replica; 0: stages x ceil(max workers of a stage / front)

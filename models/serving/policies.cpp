@@ -52,9 +52,13 @@ ServingPolicies build() {
            "its worlds (traffic re-routes), new workers join online; sends pay async polling",
            ProcessGroupSemantics{true, true, true});
   p.stage_routers
+      .add("round_robin",
+           "elastic stage boundaries: an engine goes to the next live worker in turn (pymultiworld's "
+           "serving example, m8d.py run_leader; the default)",
+           StageRouting::kRoundRobin)
       .add("fewest_engines",
            "elastic stage boundaries: an engine goes to the live worker with the fewest engines "
-           "bound (assignments balanced, as pymultiworld's example sends requests in turn)",
+           "bound, the first among equals (assignments balanced, not load)",
            StageRouting::kFewestEngines)
       .add("least_work",
            "elastic stage boundaries: an engine goes to the live worker whose engines have the "

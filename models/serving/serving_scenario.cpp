@@ -92,7 +92,7 @@ ElasticConfig read_elastic(JsonReader& e, DeploymentConfig& d) {
   c.process_groups = policy.name;
   c.semantics = policy.value;
   const auto routing =
-      serving_policies().stage_routers.choose_or(e, "stage_router", "fewest_engines");
+      serving_policies().stage_routers.choose_or(e, "stage_router", "round_robin");
   c.stage_router = routing.name;
   c.routing = routing.value;
   auto stages = e.objects("stages");

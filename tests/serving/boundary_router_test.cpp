@@ -110,3 +110,24 @@ TEST(BoundaryRouter, AnIdleEngineStaysUnlessAnotherWorkerIsBetter) {
   work.work_changed(1, 0, 1);
   EXPECT_EQ(work.pick(1, 0), 1);  // 101 > 100
 }
+
+// round_robin: the next live worker in turn whatever the load, skipping one that is not live (as
+// pymultiworld's leader tries the next world when a send raises). Three workers; worker 1 fails
+// after two picks and comes back.
+TEST(BoundaryRouter, RoundRobinTakesTheLiveWorkersInTurn) {
+  BoundaryRouters r(StageRouting::kRoundRobin, {1, 3});
+  for (int i = 0; i < 3; ++i) r.set_live(1, i, true);
+  r.engine_moved(1, -1, 0, 1000);  // load plays no part
+  std::vector<int> chosen;
+  chosen.push_back(r.pick(1));
+  chosen.push_back(r.pick(1, 0));  // nor does the engine's current worker
+  r.set_live(1, 1, false);
+  chosen.push_back(r.pick(1));
+  chosen.push_back(r.pick(1));
+  r.set_live(1, 1, true);
+  chosen.push_back(r.pick(1));
+  chosen.push_back(r.pick(1));
+  EXPECT_EQ(chosen, (std::vector<int>{0, 1, 2, 0, 1, 2}));
+  for (int i = 0; i < 3; ++i) r.set_live(1, i, false);
+  EXPECT_EQ(r.pick(1), -1);
+}
