@@ -15,13 +15,13 @@
 //    the fewest engines, then the first. A worker that drains its engines' work faster (or whose
 //    engines hold shorter requests) takes the next engine.
 //
-// Each stage keeps its live workers in an ordered set (round_robin) and an indexed min-heap (sim_core/base/indexed_heap.hpp) keyed
-// by the policy's key, the worker's index last (determinism). Every change of an engine's work or
-// binding updates its worker's two counters in O(1) and marks the worker; marked workers are
-// re-keyed, O(log n) each, when a stage's choice is next asked for, so a decision costs O(log n)
-// plus O(log n) per worker whose load changed since the previous one.
+// Each stage keeps its live workers in an ordered set (round_robin) and an indexed min-heap
+// (sim_core/base/indexed_heap.hpp) keyed by the policy's key, the worker's index last
+// (determinism). Every change of an engine's work or binding updates its worker's two counters in
+// O(1) and marks the worker; marked workers are re-keyed, O(log n) each, when a stage's choice is
+// next asked for, so a decision costs O(log n) plus O(log n) per worker whose load changed since
+// the previous one.
 #include <cstdint>
-#include <iterator>
 #include <set>
 #include <utility>
 #include <vector>
@@ -118,7 +118,8 @@ class BoundaryRouters {
     const Stage& st = stages_[static_cast<std::size_t>(stage)];
     int best = -1;
     for (std::size_t i = 0; i < st.live.size(); ++i)
-      if (st.live[i] != 0 && (best < 0 || st.engines[i] < st.engines[static_cast<std::size_t>(best)]))
+      if (st.live[i] != 0 &&
+          (best < 0 || st.engines[i] < st.engines[static_cast<std::size_t>(best)]))
         best = static_cast<int>(i);
     return best;
   }
@@ -162,7 +163,9 @@ class BoundaryRouters {
     return {engines, 0, static_cast<std::uint32_t>(i)};
   }
   // The key without the index: what decides whether a move is worth it.
-  static std::pair<std::int64_t, std::int64_t> primary(const Key& k) { return {k.first, k.engines}; }
+  static std::pair<std::int64_t, std::int64_t> primary(const Key& k) {
+    return {k.first, k.engines};
+  }
   void mark(Stage& st, int index) {
     const auto i = static_cast<std::size_t>(index);
     if (st.marked[i] != 0) return;

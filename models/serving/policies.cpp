@@ -53,7 +53,8 @@ ServingPolicies build() {
            ProcessGroupSemantics{true, true, true});
   p.stage_routers
       .add("round_robin",
-           "elastic stage boundaries: an engine goes to the next live worker in turn (pymultiworld's "
+           "elastic stage boundaries: an engine goes to the next live worker in turn "
+           "(pymultiworld's "
            "serving example, m8d.py run_leader; the default)",
            StageRouting::kRoundRobin)
       .add("fewest_engines",
