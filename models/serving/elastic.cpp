@@ -6,6 +6,16 @@
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
+namespace {
+
+// Workers placed per stage (the boundary routers' sizes).
+std::vector<int> placed_workers(const ElasticConfig& config) {
+  std::vector<int> n;
+  for (const auto& s : config.stages) n.push_back(s.max_replicas);
+  return n;
+}
+
+}  // namespace
 
 int ElasticDeployment::virtual_engines(const ElasticConfig& config) {
   if (config.virtual_engines > 0) return config.virtual_engines;
@@ -25,6 +35,7 @@ ElasticDeployment::ElasticDeployment(Engine& engine, ElasticConfig config,
       config_(std::move(config)),
       owned_(std::move(workers)),
       front_(std::move(front)),
+      routers_(config_.routing, placed_workers(config_)),
       weight_bytes_(std::move(weight_bytes)),
       gpus_per_worker_(gpus_per_worker),
       host_(host),
@@ -39,10 +50,59 @@ ElasticDeployment::ElasticDeployment(Engine& engine, ElasticConfig config,
     for (auto& w : owned_[s]) {
       Worker k;
       k.w = w.get();
+      k.stage = static_cast<int>(s);
+      k.index = static_cast<int>(workers_[s].size());
+      w->index = k.index;
       workers_[s].push_back(k);
     }
   }
-  for (Replica* r : front_) r->set_binder(this);
+  for (Replica* r : front_) {
+    r->set_binder(this);
+    r->set_work_listener(this, static_cast<std::uint32_t>(engine_slots_.size()));
+    for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
+      engine_slots_.emplace_back(r, v);
+      for (std::size_t s = 1; s < owned_.size(); ++s)
+        routers_.engine_moved(static_cast<int>(s), -1, r->planned_path(v, s)->index,
+                              r->engine_outstanding_tokens(v));
+    }
+  }
+}
+
+void ElasticDeployment::set_state(Worker& k, State state) {
+  k.state = state;
+  if (k.stage > 0) routers_.set_live(k.stage, k.index, state == State::kLive);
+}
+
+StageWorker* ElasticDeployment::route(int stage, const StageWorker* current) {
+  const int i = routers_.pick(stage, current != nullptr ? current->index : -1);
+  return i < 0 ? nullptr : at(stage, i).w;
+}
+
+void ElasticDeployment::path_changed(Replica& r, std::uint32_t v, StageWorker& from,
+                                     StageWorker& to) {
+  MLSIM_CHECK(from.stage == to.stage && from.stage > 0, "a path changes within a later stage");
+  routers_.engine_moved(from.stage, from.index, to.index, r.engine_outstanding_tokens(v));
+}
+
+bool ElasticDeployment::routers_consistent() const {
+  for (std::size_t s = 1; s < workers_.size(); ++s)
+    for (const auto& k : workers_[s]) {
+      std::int64_t engines = 0, work = 0;
+      for (const auto& [r, v] : engine_slots_)
+        if (r->planned_path(v, s) == k.w) {
+          engines += 1;
+          work += r->engine_outstanding_tokens(v);
+        }
+      if (engines != routers_.engines(k.stage, k.index) || work != routers_.work(k.stage, k.index))
+        return false;
+    }
+  return true;
+}
+
+void ElasticDeployment::work_changed(std::uint32_t slot, std::int64_t delta) {
+  const auto& [r, v] = engine_slots_[slot];
+  for (std::size_t s = 1; s < workers_.size(); ++s)
+    routers_.work_changed(static_cast<int>(s), r->planned_path(v, s)->index, delta);
 }
 
 void ElasticDeployment::watch(NodeHealth& nodes) {
@@ -64,7 +124,7 @@ void ElasticDeployment::start() {
     for (std::size_t i = 0; i < workers_[s].size(); ++i) {
       Worker& k = workers_[s][i];
       const bool live = static_cast<int>(i) < config_.stages[s].replicas;
-      k.state = live ? State::kLive : State::kSpare;
+      set_state(k, live ? State::kLive : State::kSpare);
       k.w->alive = live;
       k.joined = engine_.now();
       if (live) allocate(k, true);
@@ -145,10 +205,10 @@ void ElasticDeployment::fail_worker(int stage, int index) {
   w.busy = false;
   w.queue.clear();
   if (!was_live) {
-    k.state = State::kDown;  // it had not joined: nothing else depended on it
+    set_state(k, State::kDown);  // it had not joined: nothing else depended on it
     return;
   }
-  k.state = State::kFailed;
+  set_state(k, State::kFailed);
   k.repaired_before_detection = false;
   if (stage == 0) {
     // The process is gone with its queues; the requests are lost until the failure is detected.
@@ -165,12 +225,12 @@ void ElasticDeployment::on_detected(int stage, int index, std::uint64_t generati
   Worker& k = at(stage, index);
   if (k.generation != generation || k.state != State::kFailed) return;
   ++detections_;
-  k.state = State::kDown;
+  set_state(k, State::kDown);
   take_out(stage, index);
   if (k.leaving) {
     k.leaving = false;
     k.repaired_before_detection = false;
-    k.state = State::kSpare;
+    set_state(k, State::kSpare);
     return;
   }
   if (k.repaired_before_detection) {
@@ -201,7 +261,6 @@ void ElasticDeployment::take_out(int stage, int index) {
     return;
   }
   const StageWorker* gone = at(stage, index).w;
-  StageWorker* to = least_bound(stage);
   for (Replica* r : front_)
     for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
       const auto st = static_cast<std::size_t>(stage);
@@ -210,10 +269,7 @@ void ElasticDeployment::take_out(int stage, int index) {
         if (r->planned_path(v, st) == gone) r->cancel_migration(v);
         continue;
       }
-      if (to != nullptr) {
-        r->bind(v, *to);
-        to = least_bound(stage);
-      }
+      if (StageWorker* to = route(stage)) r->bind(v, *to);
       recomputed_ += r->reset_engine(v);
     }
   refresh_routable();
@@ -249,7 +305,7 @@ void ElasticDeployment::end_restart() {
     for (auto& k : workers_[s]) {
       if (k.state == State::kLoading && k.awaiting_restart) {
         k.awaiting_restart = false;
-        k.state = State::kLive;
+        set_state(k, State::kLive);
         ++joins_;
       }
       if (k.state == State::kLive) {
@@ -274,7 +330,7 @@ void ElasticDeployment::repair_worker(int stage, int index) {
 
 void ElasticDeployment::begin_join(int stage, int index) {
   Worker& k = at(stage, index);
-  k.state = State::kLoading;
+  set_state(k, State::kLoading);
   k.awaiting_restart = false;
   ++k.generation;
   allocate(k, true);
@@ -306,7 +362,7 @@ void ElasticDeployment::finish_join(int stage, int index, std::uint64_t generati
     return;
   }
   ++joins_;
-  k.state = State::kLive;
+  set_state(k, State::kLive);
   k.joined = engine_.now();
   w.alive = true;
   if (stage > 0) rebalance(stage);
@@ -340,7 +396,7 @@ void ElasticDeployment::remove_worker(int stage, int index) {
   Worker& k = list[static_cast<std::size_t>(index)];
   ++k.generation;
   allocate(k, false);
-  k.state = State::kSpare;
+  set_state(k, State::kSpare);
   k.w->alive = false;
   k.w->epoch += 1;
   k.w->busy = false;
@@ -370,7 +426,7 @@ void ElasticDeployment::remove_worker(int stage, int index) {
 void ElasticDeployment::begin_drain(int stage, int index) {
   Worker& k = at(stage, index);
   ++k.generation;
-  k.state = State::kDraining;
+  set_state(k, State::kDraining);
   k.drain_started = engine_.now();
   ++drains_;
   ++draining_;
@@ -395,15 +451,15 @@ void ElasticDeployment::check_drained() {
         const Replica& r = *front_[i];
         for (std::uint32_t v = 0; v < r.virtual_engines() && empty; ++v) empty = r.engine_idle(v);
       } else {
-        StageWorker* to = least_bound(static_cast<int>(s));
         for (Replica* r : front_)
           for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
             if (r->path(v, s) != k.w && r->planned_path(v, s) != k.w) continue;
             // An engine with no KV and nothing in flight moves for free.
-            if (to != nullptr && !r->engine_migrating(v) && !r->engine_holds_kv(v)) {
-              r->bind(v, *to);
-              to = least_bound(static_cast<int>(s));
-              continue;
+            if (!r->engine_migrating(v) && !r->engine_holds_kv(v)) {
+              if (StageWorker* to = route(static_cast<int>(s))) {
+                r->bind(v, *to);
+                continue;
+              }
             }
             empty = false;
           }
@@ -421,24 +477,6 @@ void ElasticDeployment::finish_drain(int stage, int index, std::uint64_t generat
   drain_s_.add((engine_.now() - k.drain_started).seconds());
   // What is still there (only after a timeout) is taken out as an immediate scale-in would.
   remove_worker(stage, index);
-}
-
-StageWorker* ElasticDeployment::least_bound(int stage) const {
-  StageWorker* best = nullptr;
-  std::size_t best_bound = 0;
-  const auto s = static_cast<std::size_t>(stage);
-  for (const auto& k : workers_[s]) {
-    if (k.state != State::kLive) continue;
-    std::size_t bound = 0;
-    for (const Replica* r : front_)
-      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v)
-        bound += r->planned_path(v, s) == k.w;
-    if (best == nullptr || bound < best_bound) {
-      best = k.w;
-      best_bound = bound;
-    }
-  }
-  return best;
 }
 
 ElasticDeployment::State ElasticDeployment::state_of(int stage, const StageWorker* w) const {
@@ -480,10 +518,7 @@ void ElasticDeployment::rebalance(int stage) {
   for (const Replica* r : front_) engines += r->virtual_engines();
   const std::size_t target = (engines + live.size() - 1) / live.size();
   auto count = [&](const StageWorker* w) {
-    std::size_t n = 0;
-    for (const Replica* r : front_)
-      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) n += r->planned_path(v, s) == w;
-    return n;
+    return static_cast<std::size_t>(routers_.engines(stage, w->index));
   };
   auto is_live = [&](const StageWorker* w) {
     return std::find(live.begin(), live.end(), w) != live.end();
@@ -514,7 +549,7 @@ void ElasticDeployment::rebalance(int stage) {
         }
       }
     if (from_r == nullptr) return;
-    StageWorker* to = least_bound(stage);
+    StageWorker* to = at(stage, routers_.fewest_engines(stage)).w;
     if (!must && count(to) + 1 >= count(from_r->path(from_v, s))) return;  // balanced enough
     if (dead) {
       from_r->bind(from_v, *to);
@@ -526,10 +561,12 @@ void ElasticDeployment::rebalance(int stage) {
 }
 
 void ElasticDeployment::bind_idle_engine(Replica& replica, std::uint32_t engine) {
-  // An engine holding no KV moves for free to the least-bound live worker of each stage.
+  // An engine holding no KV moves for free to the worker the boundary router picks at each
+  // stage, its own binding not counted (it stays unless another worker is better).
   for (std::size_t s = 1; s < workers_.size(); ++s) {
-    StageWorker* to = least_bound(static_cast<int>(s));
-    if (to == nullptr || to == replica.path(engine, s)) continue;
+    StageWorker* now = replica.path(engine, s);
+    StageWorker* to = route(static_cast<int>(s), now);
+    if (to == nullptr || to == now) continue;
     replica.bind(engine, *to);
   }
   check_drained();
@@ -687,6 +724,7 @@ void ElasticDeployment::report(Results& out, Time makespan) const {
   out.add_series(series_);
   auto& d = out.details()["serving_elastic"];
   d["process_groups"] = config_.process_groups;
+  d["stage_router"] = config_.stage_router;
   d["virtual_engines_per_front_replica"] = front_.front()->virtual_engines();
   auto& stages = d["stages"];
   stages = nlohmann::json::array();

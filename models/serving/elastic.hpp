@@ -7,9 +7,9 @@
 // the spares scale-out draws on), each worker a tensor-parallel group on one host
 // (stage_worker.hpp). The front (stage 0) workers are replicas (replica.hpp) with their virtual
 // engines and KV pool; each virtual engine's micro-batches go stage to stage along its path, one
-// worker per stage, bound by the router of each stage boundary to the live worker with the fewest
-// engines bound (ties: the first). Activations cross each boundary as a send/recv of the collective
-// layer over the network model (point_to_point.hpp).
+// worker per stage, bound by the router of each stage boundary (boundary_router.hpp: the next
+// live worker in turn, the fewest engines bound, or the least work). Activations cross each
+// boundary as a send/recv of the collective layer over the network model (point_to_point.hpp).
 //
 // Process-group semantics, a registered policy (policies.hpp, `system.elastic.process_groups`):
 //  - single_world: one static group over every worker. A failure, once detected, stops the whole
@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "models/serving/boundary_router.hpp"
 #include "models/serving/replica.hpp"
 #include "models/serving/stage_worker.hpp"
 #include "models/serving/tp_allreduce.hpp"
@@ -107,6 +108,10 @@ struct AutoscalerConfig {
 struct ElasticConfig {
   std::string process_groups = "multiworld";
   ProcessGroupSemantics semantics;
+  // The routers of the stage boundaries (boundary_router.hpp), a registered policy
+  // (`elastic.stage_router`).
+  std::string stage_router = "round_robin";
+  StageRouting routing = StageRouting::kRoundRobin;
   ElasticCosts costs;
   std::vector<ElasticStage> stages;
   int virtual_engines = 0;  // per front replica; 0: stages x ceil(max workers of a stage / front)
@@ -145,7 +150,7 @@ class ElasticHost {
   virtual LatencySums latency_sums() const = 0;
 };
 
-class ElasticDeployment final : public PathBinder {
+class ElasticDeployment final : public PathBinder, public WorkListener {
  public:
   // `workers[s]` are stage s's max_replicas workers (hosts and layers set; the first `replicas`
   // start live), `front[i]` the replica built on workers[0][i]. `weight_bytes[s]`: one worker's
@@ -174,7 +179,17 @@ class ElasticDeployment final : public PathBinder {
   // PathBinder
   void bind_idle_engine(Replica& replica, std::uint32_t engine) override;
   void engine_settled(Replica& replica, std::uint32_t engine) override;
+  void path_changed(Replica& replica, std::uint32_t engine, StageWorker& from,
+                    StageWorker& to) override;
+  // WorkListener: an engine's outstanding tokens changed (slot: its place in engine_slots_).
+  void work_changed(std::uint32_t slot, std::int64_t delta) override;
 
+  // Worker `index` of `stage` (> 0): the engines bound to it and their outstanding tokens, as the
+  // boundary router keeps them (tests check them against a walk over every engine).
+  std::int64_t bound_engines(int stage, int index) const { return routers_.engines(stage, index); }
+  std::int64_t bound_work(int stage, int index) const { return routers_.work(stage, index); }
+  // Whether the boundary routers' counters equal a walk over every engine's planned path.
+  bool routers_consistent() const;
   // Virtual engines per front replica (resolved from the config).
   static int virtual_engines(const ElasticConfig& config);
 
@@ -192,6 +207,7 @@ class ElasticDeployment final : public PathBinder {
   enum class State : std::uint8_t { kSpare, kLoading, kLive, kDraining, kFailed, kDown };
   struct Worker {
     StageWorker* w = nullptr;
+    int stage = 0, index = 0;
     State state = State::kSpare;
     Time joined;     // its watchdog's tick 0 (monitor loop start)
     Time allocated;  // GPU-hours count from here while allocated
@@ -208,6 +224,11 @@ class ElasticDeployment final : public PathBinder {
     return workers_[static_cast<std::size_t>(stage)][static_cast<std::size_t>(index)];
   }
   void allocate(Worker& k, bool on);
+  // Every state change goes here: the boundary router takes engines to live workers only.
+  void set_state(Worker& k, State state);
+  // The worker of `stage` the boundary router sends an engine to (null: none live); `current`:
+  // the engine's worker now (its own binding not counted, and it stays unless another is better).
+  StageWorker* route(int stage, const StageWorker* current = nullptr);
   // The worker's weights and worlds, then it is live (multiworld) or it waits for a restart.
   void begin_join(int stage, int index);
   void finish_join(int stage, int index, std::uint64_t generation);
@@ -217,7 +238,6 @@ class ElasticDeployment final : public PathBinder {
   void end_restart();
   Time detection_delay(int stage, int index, Time failure) const;
   Time load_time(int stage) const;
-  StageWorker* least_bound(int stage) const;
   State state_of(int stage, const StageWorker* w) const;
   void rebalance(int stage);
   // Moves an engine that holds KV from its worker at `to`'s stage to `to`: by KV migration
@@ -239,6 +259,9 @@ class ElasticDeployment final : public PathBinder {
   std::vector<std::vector<std::unique_ptr<StageWorker>>> owned_;
   std::vector<std::vector<Worker>> workers_;
   std::vector<Replica*> front_;
+  BoundaryRouters routers_;
+  // Engine slot (WorkListener) -> its replica and virtual engine.
+  std::vector<std::pair<Replica*, std::uint32_t>> engine_slots_;
   std::vector<double> weight_bytes_;
   int gpus_per_worker_;
   ElasticHost& host_;

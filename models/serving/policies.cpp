@@ -51,6 +51,20 @@ ServingPolicies build() {
            "MultiWorld: one world per pair of neighbouring stage workers; a failure breaks only "
            "its worlds (traffic re-routes), new workers join online; sends pay async polling",
            ProcessGroupSemantics{true, true, true});
+  p.stage_routers
+      .add("round_robin",
+           "elastic stage boundaries: an engine goes to the next live worker in turn "
+           "(pymultiworld's "
+           "serving example, m8d.py run_leader; the default)",
+           StageRouting::kRoundRobin)
+      .add("fewest_engines",
+           "elastic stage boundaries: an engine goes to the live worker with the fewest engines "
+           "bound, the first among equals (assignments balanced, not load)",
+           StageRouting::kFewestEngines)
+      .add("least_work",
+           "elastic stage boundaries: an engine goes to the live worker whose engines have the "
+           "fewest tokens still to process (join the shortest queue by work)",
+           StageRouting::kLeastWork);
   return p;
 }
 
@@ -62,6 +76,7 @@ std::vector<PolicyInfo> ServingPolicies::describe() const {
   schedulers.describe(out);
   routers.describe(out);
   process_groups.describe(out);
+  stage_routers.describe(out);
   return out;
 }
 

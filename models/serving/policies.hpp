@@ -25,6 +25,8 @@ struct ServingPolicies {
   PolicyRegistry<DeploymentMode> modes{"mode"};
   // Elastic deployments' process-group semantics (elastic.hpp).
   PolicyRegistry<ProcessGroupSemantics> process_groups{"process_groups"};
+  // The routers of an elastic deployment's stage boundaries (boundary_router.hpp).
+  PolicyRegistry<StageRouting> stage_routers{"stage_router"};
   std::vector<PolicyInfo> describe() const;
 };
 

@@ -332,11 +332,31 @@ void Replica::arrive_at_stage(StageWorker& w, std::uint32_t v, std::uint32_t wor
   if (!w.busy) run_next(w);
 }
 
+template <typename Change>
+void Replica::change_path(std::uint32_t v, Change&& change) {
+  if (binder_ == nullptr) {
+    change();
+    return;
+  }
+  const std::size_t stages = engines_[v].path.size();
+  std::vector<StageWorker*> before(stages);
+  for (std::size_t s = 1; s < stages; ++s) before[s] = planned_path(v, s);
+  change();
+  for (std::size_t s = 1; s < stages; ++s) {
+    StageWorker* now = planned_path(v, s);
+    if (now != before[s]) binder_->path_changed(*this, v, *before[s], *now);
+  }
+}
+
+void Replica::bind(std::uint32_t v, StageWorker& worker) {
+  change_path(v, [&] { engines_[v].path[static_cast<std::size_t>(worker.stage)] = &worker; });
+}
+
 std::size_t Replica::reset_engine(std::uint32_t v) {
   VirtualEngine& ve = engines_[v];
   ve.epoch += 1;
   // A KV migration in progress is void: its KV is lost with the rest (its `done` never runs).
-  ve.migrating_to = nullptr;
+  change_path(v, [&] { ve.migrating_to = nullptr; });
   ve.migration_sending = false;
   ve.migrated = nullptr;
   ve.migration += 1;
@@ -353,9 +373,10 @@ std::size_t Replica::reset_engine(std::uint32_t v) {
 }
 
 void Replica::evacuate(std::vector<Request*>& out) {
-  for (auto& ve : engines_) {
+  for (std::uint32_t v = 0; v < engines_.size(); ++v) {
+    VirtualEngine& ve = engines_[v];
     ve.epoch += 1;
-    ve.migrating_to = nullptr;
+    change_path(v, [&] { ve.migrating_to = nullptr; });
     ve.migration_sending = false;
     ve.migrated = nullptr;
     ve.migration += 1;
@@ -469,7 +490,7 @@ void Replica::migrate_engine(std::uint32_t v, StageWorker& worker,
   MLSIM_CHECK(ve.migrating_to == nullptr, "one KV migration at a time per engine");
   MLSIM_CHECK(worker.stage > 0 && static_cast<std::size_t>(worker.stage) < ve.path.size(),
               "a KV migration moves a later stage's worker");
-  ve.migrating_to = &worker;
+  change_path(v, [&] { ve.migrating_to = &worker; });
   ve.migrated = std::move(done);
   ve.migration += 1;
   if (!ve.in_flight) start_migration(v);
@@ -478,7 +499,7 @@ void Replica::migrate_engine(std::uint32_t v, StageWorker& worker,
 void Replica::cancel_migration(std::uint32_t v) {
   VirtualEngine& ve = engines_[v];
   if (ve.migrating_to == nullptr) return;
-  ve.migrating_to = nullptr;
+  change_path(v, [&] { ve.migrating_to = nullptr; });
   ve.migration_sending = false;
   ve.migrated = nullptr;
   ve.migration += 1;
@@ -499,10 +520,11 @@ void Replica::start_migration(std::uint32_t v) {
   auto finish = [this, v, migration = ve.migration, bytes] {
     VirtualEngine& e = engines_[v];
     if (e.migration != migration) return;  // reset or cancelled meanwhile: void
+    // The planned worker does not change: it was the destination already.
     StageWorker& target = *e.migrating_to;
     e.migrating_to = nullptr;
     e.migration_sending = false;
-    bind(v, target);
+    e.path[static_cast<std::size_t>(target.stage)] = &target;
     auto done = std::move(e.migrated);
     e.migrated = nullptr;
     if (done) done(bytes);

@@ -59,6 +59,10 @@ class PathBinder {
   virtual void bind_idle_engine(Replica& replica, std::uint32_t engine) = 0;
   // The engine's micro-batch finished its last stage (it has none in flight now).
   virtual void engine_settled(Replica& replica, std::uint32_t engine) = 0;
+  // The worker of stage `from->stage` the engine is bound to once any KV migration ends
+  // (planned_path()) changed from `from` to `to` (bind, a migration started, cancelled or voided).
+  virtual void path_changed(Replica& replica, std::uint32_t engine, StageWorker& from,
+                            StageWorker& to) = 0;
 };
 
 // Hooks the serving system implements; called from within the replica's events.
@@ -183,8 +187,15 @@ class Replica {
     return engines_[engine].path[stage];
   }
   // Routes the engine's micro-batches through `worker` at its stage from now on.
-  void bind(std::uint32_t engine, StageWorker& worker) {
-    engines_[engine].path[static_cast<std::size_t>(worker.stage)] = &worker;
+  void bind(std::uint32_t engine, StageWorker& worker);
+  // Tells `listener` (null: nobody) of every change of an engine's outstanding tokens, engine v
+  // as slot `first_slot + v` (an elastic deployment's boundary routers, boundary_router.hpp).
+  void set_work_listener(WorkListener* listener, std::uint32_t first_slot) {
+    for (std::uint32_t v = 0; v < engines_.size(); ++v)
+      engines_[v].state.set_work_listener(listener, first_slot + v);
+  }
+  std::int64_t engine_outstanding_tokens(std::uint32_t engine) const {
+    return engines_[engine].state.outstanding_tokens();
   }
   // The worker of stage `stage` the engine is bound to once a KV migration in progress ends
   // (path() until then).
@@ -276,6 +287,9 @@ class Replica {
     std::function<void(std::int64_t)> migrated;
   };
   void start_migration(std::uint32_t engine);
+  // Runs `change` on the engine, then tells the binder of each stage whose planned worker changed.
+  template <typename Change>
+  void change_path(std::uint32_t engine, Change&& change);
 
   bool all_in_flight() const;
   // Tokens of KV a handed-off request reserves here: its computed tokens and the next one, or

@@ -48,6 +48,16 @@ class LoadListener {
   ~LoadListener() = default;
 };
 
+// Told the change of a virtual engine's outstanding tokens (an elastic deployment's boundary
+// routers keep each stage worker's sum over the engines bound to it). O(1) per call.
+class WorkListener {
+ public:
+  virtual void work_changed(std::uint32_t slot, std::int64_t delta) = 0;
+
+ protected:
+  ~WorkListener() = default;
+};
+
 class ReplicaState {
  public:
   // `exit_layers[tier]` is the depth a request of that tier runs through (its exit), or 0 when
@@ -117,7 +127,13 @@ class ReplicaState {
   std::int64_t outstanding_tokens() const { return outstanding_tokens_; }
   void add_outstanding_tokens(std::int64_t delta) {
     outstanding_tokens_ += delta;
-    if (delta != 0 && load_listener_ != nullptr) load_listener_->load_changed(load_slot_);
+    if (delta == 0) return;
+    if (load_listener_ != nullptr) load_listener_->load_changed(load_slot_);
+    if (work_listener_ != nullptr) work_listener_->work_changed(work_slot_, delta);
+  }
+  void set_work_listener(WorkListener* listener, std::uint32_t slot) {
+    work_listener_ = listener;
+    work_slot_ = slot;
   }
   void set_load_listener(LoadListener* listener, std::uint32_t slot) {
     load_listener_ = listener;
@@ -137,6 +153,8 @@ class ReplicaState {
   std::int64_t outstanding_tokens_ = 0;
   LoadListener* load_listener_ = nullptr;
   std::uint32_t load_slot_ = 0;
+  WorkListener* work_listener_ = nullptr;
+  std::uint32_t work_slot_ = 0;
   std::unique_ptr<PrefixCache> prefix_;
   std::int64_t prefix_lookup_tokens_ = 0, prefix_hit_tokens_ = 0;
   std::uint64_t prefix_hit_requests_ = 0;

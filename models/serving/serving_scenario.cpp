@@ -100,6 +100,9 @@ ElasticConfig read_elastic(JsonReader& e, DeploymentConfig& d) {
       serving_policies().process_groups.choose_or(e, "process_groups", "multiworld");
   c.process_groups = policy.name;
   c.semantics = policy.value;
+  const auto routing = serving_policies().stage_routers.choose_or(e, "stage_router", "round_robin");
+  c.stage_router = routing.name;
+  c.routing = routing.value;
   auto stages = e.objects("stages");
   if (stages.empty()) throw InputError(e.path_of("stages"), "expected at least one stage");
   std::int64_t sum = 0;

@@ -31,6 +31,7 @@ struct StageJob {
 struct StageWorker {
   std::string name;
   int stage = 0;  // position in the pipeline
+  int index = 0;  // among its stage's workers (an elastic deployment's)
   std::int32_t first_layer = 0, last_layer = 0;
   std::vector<NodeId> hosts;    // the distinct hosts of its GPUs (lock-step on each)
   std::vector<double> nominal;  // the current micro-batch's GPU seconds per host (scratch)

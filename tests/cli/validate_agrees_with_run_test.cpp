@@ -227,6 +227,74 @@ const std::map<std::string, std::vector<BadInput>> kByFile = {
            "\"slo_attainment\", \"scale_out_below\": 0.9, \"scale_in_above\": 0.5}"},
           "system.separate[0].elastic.autoscaler.scale_in_above"},
          {{"system.separate[0].elastic.no_such_key=1"}, "system.separate[0].elastic.no_such_key"},
+         // Every other elastic key (each with a whole object or array where the variants differ,
+         // so that the one bad value is what every variant sees).
+         {{"system.separate[0].elastic.stage_router=\"fastest\""},
+          "system.separate[0].elastic.stage_router"},
+         {{"system.separate[0].elastic.stages=[]"}, "system.separate[0].elastic.stages"},
+         {{"system.separate[0].elastic.stages=[{\"layers\": 0}, {\"layers\": 80}]"},
+          "system.separate[0].elastic.stages[0].layers"},
+         {{"system.separate[0].elastic.stages=[{\"layers\": 40, \"replicas\": 0}, {\"layers\": "
+           "40}]"},
+          "system.separate[0].elastic.stages[0].replicas"},
+         {{"system.separate[0].elastic.stages=[{\"layers\": 40}, {\"layers\": 40, \"replicas\": "
+           "-1}]"},
+          "system.separate[0].elastic.stages[1].replicas"},
+         {{"system.separate[0].elastic.stages=[{\"layers\": 40}, {\"layers\": 40, \"replicas\": 2, "
+           "\"max_replicas\": 1}]"},
+          "system.separate[0].elastic.stages[1].max_replicas"},
+         {{"system.separate[0].elastic.stages=[{\"layers\": 40}, {\"layers\": 40, \"gpus\": 4}]"},
+          "system.separate[0].elastic.stages[1].gpus"},
+         {{"system.separate[0].elastic.polling_overhead=100"},
+          "system.separate[0].elastic.polling_overhead"},
+         {{"system.separate[0].elastic.world_creation=\"-1s\""},
+          "system.separate[0].elastic.world_creation"},
+         {{"system.separate[0].elastic.weight_load=\"fast\""},
+          "system.separate[0].elastic.weight_load"},
+         {{"system.separate[0].elastic.watchdog={\"updates_per_check\": 0}"},
+          "system.separate[0].elastic.watchdog.updates_per_check"},
+         {{"system.separate[0].elastic.watchdog={\"tick\": \"1s\"}"},
+          "system.separate[0].elastic.watchdog.tick"},
+         {{"system.separate[0].elastic.virtual_engines=-1"},
+          "system.separate[0].elastic.virtual_engines"},
+         {{"system.separate[0].elastic.scale=[{\"at\": \"1s\", \"stage\": 1, \"add\": 0}]"},
+          "system.separate[0].elastic.scale[0].add"},
+         {{"system.separate[0].elastic.scale=[{\"at\": \"soon\", \"stage\": 1, \"add\": 1}]"},
+          "system.separate[0].elastic.scale[0].at"},
+         {{"system.separate[0].elastic.scale=[{\"at\": \"1s\", \"stage\": 1, \"add\": 1, \"why\": "
+           "1}]"},
+          "system.separate[0].elastic.scale[0].why"},
+         {{"system.separate[0].elastic.scale={\"at\": \"1s\"}"},
+          "system.separate[0].elastic.scale"},
+         {{"system.separate[0].elastic.drain_timeout=\"-5s\""},
+          "system.separate[0].elastic.drain_timeout"},
+         {{"system.separate[0].elastic.autoscaler=1"}, "system.separate[0].elastic.autoscaler"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 5, \"scale_out_above\": 4}"},
+          "system.separate[0].elastic.autoscaler.stage"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"interval\": \"0s\", "
+           "\"scale_out_above\": 4}"},
+          "system.separate[0].elastic.autoscaler.interval"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1}"},
+          "system.separate[0].elastic.autoscaler.scale_out_above"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"scale_out_above\": 4, "
+           "\"scale_in_below\": 8}"},
+          "system.separate[0].elastic.autoscaler.scale_in_below"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"signal\": \"slo_attainment\"}"},
+          "system.separate[0].elastic.autoscaler.scale_out_below"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"signal\": \"slo_attainment\", "
+           "\"scale_out_below\": 1.5}"},
+          "system.separate[0].elastic.autoscaler.scale_out_below"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"scale_out_above\": 4, "
+           "\"min_replicas\": 0}"},
+          "system.separate[0].elastic.autoscaler.min_replicas"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"scale_out_above\": 4, "
+           "\"cooldown\": \"-1s\"}"},
+          "system.separate[0].elastic.autoscaler.cooldown"},
+         {{"system.separate[0].elastic.autoscaler={\"stage\": 1, \"scale_out_above\": 4, "
+           "\"scale_out_below\": 0.5}"},
+          "system.separate[0].elastic.autoscaler.scale_out_below"},
+         {{"system.separate[0].pp=2"}, "system.separate[0].pp"},
+         {{"system.separate[0].replicas=2"}, "system.separate[0].replicas"},
      }},
 };
 
@@ -358,6 +426,25 @@ TEST(ValidateAgreesWithRun, TheProgramExitsTwoForATooSmallAggregatorMemory) {
   EXPECT_EQ(validated.err,
             "error: --set: system.aggregator_memory: too little memory for one "
             "aggregator\n");
+  EXPECT_EQ(ran.err, validated.err);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));
+}
+
+// An elastic key through the program: exit status 2 from both commands, the JSON path in the
+// message, and no results written.
+TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadElasticKey) {
+  if (!shared_data_present()) GTEST_SKIP() << "needs ../shared/data";
+  TempDir dir;
+  const std::string file = (kServingScenarios / "elastic_multiworld.json").string();
+  const std::string set = " --set 'system.separate[0].elastic.stage_router=\"fastest\"'";
+  const auto validated = run_mlsim(dir, "validate " + file + set);
+  const auto ran = run_mlsim(dir, "run " + file + set + " --out " + (dir.path() / "r").string());
+  EXPECT_EQ(validated.status, 2) << validated.out << validated.err;
+  EXPECT_EQ(ran.status, 2) << ran.out << ran.err;
+  EXPECT_NE(validated.err.find("error: --set: system.separate[0].elastic.stage_router: unknown "
+                               "stage_router \"fastest\""),
+            std::string::npos)
+      << validated.err;
   EXPECT_EQ(ran.err, validated.err);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));
 }

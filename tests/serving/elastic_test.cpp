@@ -19,6 +19,7 @@
 // stage 0's 6,268,928 B in 6.268928 ms. World creation: 2 s.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -414,15 +415,55 @@ TEST(Elastic, KvMigrationMovesTheEngineWithItsKvInsteadOfRecomputing) {
   EXPECT_EQ(m.metric("serving_requests_completed"), 2);
 }
 
+// Boundary routing. Two requests at 0: A (100-token prompt, 1,000 output tokens) and B (100
+// tokens, one output). The four engines start two per stage-1 worker (the first two on worker 1,
+// the join's rebalancing moving them off worker 0). A takes the first engine, B the second (both
+// on worker 1), each bound afresh as it is idle:
+//  - round_robin: A's engine goes to worker 0 (the first in turn), B's to worker 1 (the next):
+//    43.96 ms and 4 ms, as below, by turns rather than by load.
+//  Under the other two A's engine stays (its worker has one engine fewer without it, no work):
+//  - fewest_engines: its worker has 1 engine without it against 2, so it stays, and A's worker
+//    runs both: A's prefill 4 ms + 999 decodes x 4 layers x 10 us = 43.96 ms, plus B's 4 ms
+//    prefill = 47.96 ms busy; the other worker does nothing.
+//  - least_work: A's worker has A's 1,100 tokens to process, the other none, so B's engine moves
+//    there: 43.96 ms and exactly 4 ms.
+TEST(Elastic, LeastWorkRoutingSendsTheNextRequestToTheLessLoadedStageWorker) {
+  const std::vector<RequestSpec> ab = {{0, Time::zero(), 100, 1000, 0, -1, {}},
+                                       {1, Time::zero(), 100, 1, 0, -1, {}}};
+  for (const auto routing :
+       {StageRouting::kRoundRobin, StageRouting::kFewestEngines, StageRouting::kLeastWork}) {
+    Deployment dep("multiworld", 0, 2, 2, {}, {}, ab, {}, Time::zero(), 1,
+                   [&](ElasticConfig& e) { e.routing = routing; });
+    dep.run();
+    const double span = dep.metric("serving_makespan_s");
+    const auto& util = dep.results.details()["serving_elastic"]["stages"][1]["worker_utilisation"];
+    std::vector<double> busy = {util[0].get<double>() * span, util[1].get<double>() * span};
+    std::sort(busy.begin(), busy.end());
+    if (routing != StageRouting::kFewestEngines) {
+      EXPECT_NEAR(busy[0], 0.004, 1e-12);
+      EXPECT_NEAR(busy[1], 0.004 + 999 * 40e-6, 1e-12);
+    } else {
+      EXPECT_NEAR(busy[0], 0, 1e-12);
+      EXPECT_NEAR(busy[1], 0.008 + 999 * 40e-6, 1e-12);
+    }
+    EXPECT_TRUE(dep.sys->elastic()->routers_consistent());
+  }
+}
+
 // Property: under random worker failures (each repaired), scale-outs and scale-ins (immediate,
 // draining, draining with KV migration), with either process-group policy, and 200 decoding
 // requests beside the one-token burst (so that engines hold KV when they move), every request
 // finishes or is reported dropped, no request is left held
-// or queued, and the KV pools are empty at the end.
+// or queued, and the KV pools are empty at the end; under either boundary router, whose counters
+// stay equal to a walk over the engines.
 TEST(Elastic, EveryRequestFinishesOrIsDroppedUnderRandomFailuresAndScaling) {
   for (const std::string groups : {"multiworld", "single_world"})
     for (std::uint64_t seed = 1; seed <= 9; ++seed) {
       SCOPED_TRACE(groups + " seed " + std::to_string(seed));
+      // The seeds take the three boundary routers in turn.
+      const auto routing = seed % 3 == 0   ? StageRouting::kRoundRobin
+                           : seed % 3 == 1 ? StageRouting::kLeastWork
+                                           : StageRouting::kFewestEngines;
       // Seeds 4-6 drain on scale-in, 7-9 also migrate KV.
       const bool drain = seed > 3, migrate = seed > 6;
       std::vector<RequestSpec> decoding;
@@ -434,7 +475,15 @@ TEST(Elastic, EveryRequestFinishesOrIsDroppedUnderRandomFailuresAndScaling) {
                        e.drain_scale_in = drain;
                        e.kv_migration = migrate;
                        e.drain_timeout = Time::ms(300);
+                       e.routing = routing;
                      });
+      // The routers' counters (engines and tokens per stage-1 worker) equal a walk over every
+      // engine's planned path throughout.
+      int inconsistent = 0;
+      for (int ms = 5; ms < 14000; ms += 50)
+        dep.star.engine.schedule_at(Time::ms(ms), [&dep, &inconsistent] {
+          inconsistent += dep.sys->elastic()->routers_consistent() ? 0 : 1;
+        });
       RandomStream rng(seed, "elastic.property");
       for (int k = 0; k < 12; ++k) {
         const Time at = Time::from_seconds(rng.uniform() * 12.0);
@@ -456,6 +505,8 @@ TEST(Elastic, EveryRequestFinishesOrIsDroppedUnderRandomFailuresAndScaling) {
         dep.sys->elastic()->scale(1, 1);
       });
       dep.run();
+      EXPECT_EQ(inconsistent, 0);
+      EXPECT_TRUE(dep.sys->elastic()->routers_consistent());
       EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
       EXPECT_EQ(dep.metric("serving_requests_completed") + dep.metric("serving_requests_dropped"),
                 3200);
