@@ -83,6 +83,7 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   options.servers = options.workers;  // colocated parameter servers (ps only)
   options.layer_parameters = m.parameters;
   options.bytes_per_parameter = m.bytes_per_parameter;
+  if (m.rank_zero_schedules) live->path.set_scheduling_owners(1);  // before set_sync
   if (m.make_sync) {
     live->sync =
         m.make_sync(training::SyncSetup{engine_, network_, live->path, std::move(options)});

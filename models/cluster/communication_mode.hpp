@@ -51,7 +51,12 @@ struct TrainingModel {
   // Empty for in-network aggregation (switchml, atp, dsa): the run's INA fabric builds it
   // (CommunicationMode::set_sync_builder).
   training::SyncFactory make_sync;
-  training::SchedulerConfig config;      // the scheduler's initial knobs
+  training::SchedulerConfig config;  // the scheduler's initial knobs
+  // Only worker 0's scheduler queues and paces chunks; the others start each chunk as soon as it
+  // is ready. Set for in-network aggregation, whose chunk holds its credit until the aggregate of
+  // every worker is back: as ByteScheduler runs over a PS (ina::ClusterParams::rank_zero_schedules
+  // gives the source and the deadlock that every worker scheduling runs into).
+  bool rank_zero_schedules = false;
   std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
   std::int64_t bytes_per_parameter = 4;  // fp32
   // Indexed by topology NodeId: one GPU's layer times on that host at speed 1 (one table per

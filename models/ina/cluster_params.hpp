@@ -45,6 +45,16 @@ struct ClusterParams {
   // SwitchML, whose slots stream chunks in production order).
   std::string scheduler = "fifo";
   training::SchedulerConfig scheduler_config;
+  // Which workers' ByteScheduler queues and paces chunks. true: worker 0's only, the others start
+  // each chunk as soon as it is ready, as ByteScheduler runs over a PS [code: bytedance/byteps,
+  // bytescheduler/mxnet/kvstore.py ScheduledKVStore.__init__ makes every rank but 0 "immediate";
+  // common/bytecore.py ByteCore.post starts an immediate task at once, outside the credit]. Its
+  // push and pull are one task there (ScheduledKVStore.pull, "push_pull"), so a chunk holds its
+  // credit until the aggregate is back, as here. false: every worker schedules with its own
+  // credit, which deadlocks once workers drift apart (each holds its credit for chunks that wait
+  // on a chunk the other has queued behind its credit; tests/ina/core_composition_test.cpp);
+  // kept for hand-computed tests whose workers never drift.
+  bool rank_zero_schedules = true;
   // How packets move (data_path.hpp): the model's own packet links on a star, or transfers of
   // the scenario's network backend to the switch node `switch_node` (by name; empty = the
   // topology's only switch).

@@ -243,8 +243,9 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     }
     jobs_.push_back(std::make_unique<InaJob>(
         engine_, *compute, id, job_plans[static_cast<std::size_t>(j)], std::move(core),
-        make_scheduler, p.scheduler_config, priorities.of_job(static_cast<std::size_t>(j)), s,
-        counters_, [this](const Packet& q) { send_from_worker(q); },
+        make_scheduler, p.scheduler_config, p.rank_zero_schedules,
+        priorities.of_job(static_cast<std::size_t>(j)), s, counters_,
+        [this](const Packet& q) { send_from_worker(q); },
         [this](InaJob& done) { job_finished(done); }));
     servers_.push_back(std::make_unique<ParameterServer>(
         id, spec.workers, f.policy == PolicyKind::kDsa && p.selective_retransmission,

@@ -44,12 +44,15 @@ std::shared_ptr<const DnnProfile> small_first_layer() {
 //   before from 1,005,800: (1,0) back 1,008,700, (0,0) 1,011,600, (1,1) 1,014,500, (1,2)
 //   1,017,400, the job's end.
 // Under FIFO the next iteration's F0 would wait for layer 0's packet, which leaves behind all of
-// layer 1's.
+// layer 1's. Both workers schedule here (identical workers never drift apart, so the order is
+// the same on both); with worker 0 alone scheduling, worker 1's chunks would leave as produced
+// and collide in the one aggregator (the drifting-workers test below).
 TEST(InaOnTheCore, ByteSchedulerOrdersChunksOverAtp) {
   Engine engine;
   ClusterParams p = one_aggregator(PolicyKind::kAtp);
   p.scheduler = "bytescheduler";
   p.scheduler_config = {62, 62};
+  p.rank_zero_schedules = false;
   p.jobs.push_back(job(small_first_layer(), 2, 2));
   InaCluster cluster(engine, p);
   std::vector<std::uint64_t> seqs;  // chunk sequence numbers in the order the switch saw them
@@ -181,4 +184,72 @@ TEST(InaOnTheCore, MixedPoliciesThatCannotShareAreRefused) {
   p.jobs.pop_back();
   p.switchml_memory = Bytes{2048};
   refused(p, "system.switchml.memory");  // one policy only: the key has no meaning
+}
+
+namespace {
+// Three layers of 62 values (one ATP packet, one chunk each at partition 62); forward 100 us
+// each on both workers; backward 1 us a layer on worker 0, 100 us a layer on worker 1 (a
+// straggler, or a worker whose last result arrived later).
+JobSpec drifting_three_layers() {
+  std::istringstream in(
+      "node1 -- A -- forward_compute_time=0.1, backward_compute_time=0.001, "
+      "activation_size=4.0, parameter_size=248.0\n"
+      "node2 -- B -- forward_compute_time=0.1, backward_compute_time=0.001, "
+      "activation_size=4.0, parameter_size=248.0\n"
+      "node3 -- C -- forward_compute_time=0.1, backward_compute_time=0.001, "
+      "activation_size=4.0, parameter_size=248.0\n"
+      "\tnode1 -- node2\n\tnode2 -- node3\n");
+  JobSpec j = job(std::make_shared<const DnnProfile>(parse_pipedream_graph(in, "three")), 2, 1);
+  const Time f = Time::us(100);
+  j.worker_times = {std::make_shared<const LayerTimes>(LayerTimes(3, OpTimes{f, Time::us(1)})),
+                    std::make_shared<const LayerTimes>(LayerTimes(3, OpTimes{f, Time::us(100)}))};
+  return j;
+}
+}  // namespace
+
+// ByteScheduler over ATP with two workers that drift apart: credit 62 (one chunk in flight per
+// worker), partition 62, plenty of aggregators (no collision), ATP timeout 10 ms. Backward ends
+// layer 2, 1, 0 on worker 0 at 301, 302, 303 us and on worker 1 at 400, 500, 600 us. A chunk's
+// result reaches both workers 2,900 ns after the later of its two packets leaves (the round trip
+// of the test above).
+//   Worker 0 sends layer 2 at 301 us; its layers 1 and 0 queue behind the credit. Worker 1 sends
+//   layer 2 at 400 us; the result is back at 402,900 and worker 0's credit goes to its highest
+//   priority queued chunk, layer 0.
+//   Every worker scheduling its own credit (the pre-fix composition): worker 1's credit goes to
+//   layer 1 at 500 us (its layer 0 is not produced yet). Worker 0 then waits for worker 1's
+//   layer 0, queued on worker 1 behind layer 1, which waits for worker 0's layer 1, queued on
+//   worker 0 behind layer 0: neither ever completes, and ATP's timeouts resend only what is
+//   already in flight (worker 0's layer 0 to the PS every 10 ms, worker 1's layer 1 likewise).
+//   Rank 0 scheduling (ByteScheduler's PS plugin, [code: bytescheduler/mxnet/kvstore.py
+//   ScheduledKVStore.__init__]): worker 1 sends each chunk when produced, layer 1 at 500 us and
+//   layer 0 at 600 us; layer 0 completes at 602,900, worker 0's credit goes to layer 1, which
+//   completes at 602,900 + 2,900 = 605,800, the job's end.
+TEST(InaOnTheCore, ByteSchedulerOverAtpWithDriftingWorkersFinishes) {
+  for (const bool rank_zero : {true, false}) {
+    SCOPED_TRACE(rank_zero ? "rank 0 schedules" : "every worker schedules");
+    Engine engine;
+    ClusterParams p = one_aggregator(PolicyKind::kAtp);
+    p.aggregator_memory = Bytes{1000 * 248};
+    p.scheduler = "bytescheduler";
+    p.scheduler_config = {62, 62};
+    p.rank_zero_schedules = rank_zero;
+    p.jobs.push_back(drifting_three_layers());
+    InaCluster cluster(engine, p);
+    cluster.start();
+    engine.run_until(Time::ms(1000));
+    const InaCounters& c = cluster.stats();
+    EXPECT_EQ(c.collision_packets, 0u);
+    if (rank_zero) {
+      ASSERT_TRUE(cluster.all_finished());
+      EXPECT_EQ(cluster.job(0).finished_at(), Time::ns(605'800));
+      EXPECT_EQ(c.timeouts, 0u);
+      EXPECT_EQ(c.elements_delivered, 3 * 62 * 2);
+      EXPECT_EQ(c.wrong_sums, 0u);
+    } else {
+      // The livelock: nothing after 402,900 completes; each stuck chunk times out every 10 ms.
+      EXPECT_FALSE(cluster.all_finished());
+      EXPECT_EQ(c.elements_delivered, 62 * 2);
+      EXPECT_GE(c.timeouts, 2u * 95);
+    }
+  }
 }
