@@ -203,6 +203,59 @@ TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
   }
 }
 
+// ByteScheduler over ATP with two workers that drift apart (the livelock of ByteScheduler over
+// one aggregation switch, docs/cluster.md). An ATP job on hosts 0, 1 (leaf 0; PS host 0), three
+// layers of 250 values (one 1000-byte packet, one chunk each: partition 250, credit 250, one
+// chunk in flight per worker), forward 0.1 s a layer on both; backward 1 ms a layer on host 0,
+// 0.1 s on host 1. 100 aggregators (no collision, checked). A chunk's aggregate reaches the
+// workers 4 ms after the later of its two packets leaves (ToR, PS, ToR, workers: 1 ms a hop).
+//   Backward ends layer 2, 1, 0 at 0.301, 0.302, 0.303 s on host 0 and 0.4, 0.5, 0.6 s on host 1.
+//   Host 0 sends layer 2 at 0.301, host 1 at 0.4: back at 0.404, and host 0's credit goes to
+//   its highest-priority queued chunk, layer 0.
+//   Rank 0 scheduling (as the cluster model sets it for INA): host 1 sends layer 1 at 0.5 and
+//   layer 0 at 0.6; layer 0 is back at 0.604, host 0 sends layer 1, back at 0.608: the job ends.
+//   Every worker scheduling: host 1's credit goes to layer 1 at 0.5, and each worker then holds
+//   its credit for a chunk that waits on one the other has queued behind its own credit; ATP's
+//   timeouts (1 s here) resend only those two chunks, forever.
+TEST(InaDetailedMode, ByteSchedulerOverAtpWithDriftingWorkersFinishesOnlyWhenRankZeroSchedules) {
+  for (const bool rank_zero : {true, false}) {
+    SCOPED_TRACE(rank_zero ? "rank 0 schedules" : "every worker schedules");
+    Platform p(two_leaves());
+    CommunicationParams params;
+    params.ina = switch_params(100 * 1000, 0, 1);
+    params.ina_models.resize(1);
+    params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp,
+                                      {{0.1, 0.001, 250}, {0.1, 0.001, 250}, {0.1, 0.001, 250}},
+                                      *params.ina, params.ina_models[0], {250, 250}));
+    params.models[0].rank_zero_schedules = rank_zero;
+    params.models[0].times[1] = std::make_shared<ProfileSeconds>(
+        ProfileSeconds(3, LayerSeconds{0.1, 0.1}));  // host 1: the slow backward
+    InaRun run(p, params);
+    double end = -1;
+    JobSpec job;
+    job.id = 0;
+    job.model = 0;
+    job.iterations = 1;
+    ASSERT_TRUE(run.mode.start(
+        job, std::vector<NodeId>{0, 1}, 0, [&] { end = p.engine.now().seconds(); },
+        [] { FAIL() << "no failure here"; }));
+    p.engine.run_until(Time::s(20));
+    const ina::InaCounters& c = run.fabric.counters();
+    EXPECT_EQ(c.collision_packets, 0u);
+    if (rank_zero) {
+      EXPECT_EQ(run.mode.running(), 0u);
+      EXPECT_NEAR(end, 0.608, 1e-9);
+      EXPECT_EQ(c.timeouts, 0u);
+      EXPECT_EQ(c.elements_delivered, 2 * 3 * 250);
+    } else {
+      EXPECT_EQ(run.mode.running(), 1u);
+      EXPECT_EQ(end, -1);
+      EXPECT_EQ(c.elements_delivered, 2 * 250);  // layer 2 only
+      EXPECT_GE(c.timeouts, 2u * 19);
+    }
+  }
+}
+
 // Two-level aggregation (ATP's rack-local first level, ina_fabric.hpp) by hand: two leaves of two
 // hosts under one spine, every link 1e6 B/s (uplinks: 2 hosts x 1e6 / oversubscription 2), no
 // latency; an ATP job on hosts 0, 1 (leaf 0, the root: its PS is host 0) and 2, 3 (leaf 1), one
