@@ -300,7 +300,6 @@ std::shared_ptr<const CommunicationParams> read_training(
     const std::optional<ina::PolicyKind> ina_policy = ina_policy_of(m.string("sync"));
     if (ina_policy) {
       t.sync = m.string("sync");
-      t.rank_zero_schedules = true;
       if (*ina_policy == ina::PolicyKind::kSwitchMl && t.scheduler != "fifo")
         throw InputError(m.path_of("scheduler"),
                          "SwitchML streams a job's chunks through its slots in production order; "

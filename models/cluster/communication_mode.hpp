@@ -53,9 +53,9 @@ struct TrainingModel {
   training::SyncFactory make_sync;
   training::SchedulerConfig config;  // the scheduler's initial knobs
   // Only worker 0's scheduler queues and paces chunks; the others start each chunk as soon as it
-  // is ready. Set for in-network aggregation, whose chunk holds its credit until the aggregate of
-  // every worker is back: as ByteScheduler runs over a PS (ina::ClusterParams::rank_zero_schedules
-  // gives the source and the deadlock that every worker scheduling runs into).
+  // is ready, as ByteScheduler runs over a PS (ina::ClusterParams::rank_zero_schedules gives the
+  // source and the deadlock that every worker scheduling runs into with INA). Not set by the
+  // scenario reader yet: see docs/cluster.md, "ByteScheduler over ATP".
   bool rank_zero_schedules = false;
   std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
   std::int64_t bytes_per_parameter = 4;  // fp32

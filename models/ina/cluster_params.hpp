@@ -53,8 +53,9 @@ struct ClusterParams {
   // credit until the aggregate is back, as here. false: every worker schedules with its own
   // credit, which deadlocks once workers drift apart (each holds its credit for chunks that wait
   // on a chunk the other has queued behind its credit; tests/ina/core_composition_test.cpp);
-  // kept for hand-computed tests whose workers never drift.
-  bool rank_zero_schedules = true;
+  // the default still: rank 0 alone, with ATP's timer, turned the shipped ByteScheduler variants
+  // into retransmission storms (docs/cluster.md, "ByteScheduler over ATP"), so it is not shipped.
+  bool rank_zero_schedules = false;
   // How packets move (data_path.hpp): the model's own packet links on a star, or transfers of
   // the scenario's network backend to the switch node `switch_node` (by name; empty = the
   // topology's only switch).

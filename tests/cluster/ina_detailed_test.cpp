@@ -212,11 +212,11 @@ TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
 //   Backward ends layer 2, 1, 0 at 0.301, 0.302, 0.303 s on host 0 and 0.4, 0.5, 0.6 s on host 1.
 //   Host 0 sends layer 2 at 0.301, host 1 at 0.4: back at 0.404, and host 0's credit goes to
 //   its highest-priority queued chunk, layer 0.
-//   Rank 0 scheduling (as the cluster model sets it for INA): host 1 sends layer 1 at 0.5 and
-//   layer 0 at 0.6; layer 0 is back at 0.604, host 0 sends layer 1, back at 0.608: the job ends.
-//   Every worker scheduling: host 1's credit goes to layer 1 at 0.5, and each worker then holds
-//   its credit for a chunk that waits on one the other has queued behind its own credit; ATP's
-//   timeouts (1 s here) resend only those two chunks, forever.
+//   Rank 0 scheduling (TrainingModel::rank_zero_schedules, not on by default): host 1 sends layer 1
+//   at 0.5 and layer 0 at 0.6; layer 0 is back at 0.604, host 0 sends layer 1, back at 0.608: the
+//   job ends. Every worker scheduling: host 1's credit goes to layer 1 at 0.5, and each worker then
+//   holds its credit for a chunk that waits on one the other has queued behind its own credit;
+//   ATP's timeouts (1 s here) resend only those two chunks, forever.
 TEST(InaDetailedMode, ByteSchedulerOverAtpWithDriftingWorkersFinishesOnlyWhenRankZeroSchedules) {
   for (const bool rank_zero : {true, false}) {
     SCOPED_TRACE(rank_zero ? "rank 0 schedules" : "every worker schedules");

@@ -215,8 +215,8 @@ JobSpec drifting_three_layers() {
 //   Worker 0 sends layer 2 at 301 us; its layers 1 and 0 queue behind the credit. Worker 1 sends
 //   layer 2 at 400 us; the result is back at 402,900 and worker 0's credit goes to its highest
 //   priority queued chunk, layer 0.
-//   Every worker scheduling its own credit (the pre-fix composition): worker 1's credit goes to
-//   layer 1 at 500 us (its layer 0 is not produced yet). Worker 0 then waits for worker 1's
+//   Every worker scheduling its own credit (the default, see docs/cluster.md): worker 1's credit
+//   goes to layer 1 at 500 us (its layer 0 is not produced yet). Worker 0 then waits for worker 1's
 //   layer 0, queued on worker 1 behind layer 1, which waits for worker 0's layer 1, queued on
 //   worker 0 behind layer 0: neither ever completes, and ATP's timeouts resend only what is
 //   already in flight (worker 0's layer 0 to the PS every 10 ms, worker 1's layer 1 likewise).
