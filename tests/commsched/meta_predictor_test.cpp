@@ -68,11 +68,7 @@ TEST(MetaPredictor, RetunesIffThePredictedGainExceedsTheThreshold) {
 TEST(MetaPredictor, TunerSwitchesIffPredictedGainExceedsThreshold) {
   auto run = [](double min_gain, std::size_t& switches) {
     Bench b(4);
-    JobSpec spec = b.spec(
-        Mode::kParameterServer, SchedulerKind::kByteScheduler,
-        {layer(0.3, 0.5, 1'000'000), layer(0.2, 0.4, 6'000'000), layer(0.1, 0.2, 12'000'000)}, 2, 2,
-        24);
-    spec.message_overhead = Time::us(30);
+    JobSpec spec = b.autobyte_ps_spec();
     // A per-credit delay makes small credits slow (each chunk's credit returns 0.3 s late), so
     // the starting credit of 1M is worth leaving.
     spec.credit_delay = Time::from_seconds(0.3);

@@ -130,11 +130,7 @@ TEST(CommschedProperties, RandomAllReduceJobs) {
 TEST(CommschedProperties, AutoByteRunsAreDeterministicAndKeepInvariants) {
   auto run = [](std::vector<double>& times, std::vector<ConfigChange>& changes) {
     Bench b(4);
-    JobSpec spec = b.spec(
-        Mode::kParameterServer, SchedulerKind::kByteScheduler,
-        {layer(0.3, 0.5, 1'000'000), layer(0.2, 0.4, 6'000'000), layer(0.1, 0.2, 12'000'000)}, 2, 2,
-        24);
-    spec.message_overhead = Time::us(30);
+    JobSpec spec = b.autobyte_ps_spec();
     b.straggle(1, 2.0, Time::s(20), Time::s(60));
     AutoByteParams params;
     params.grid = {{1'000'000, 4'000'000}, {2'000'000, 8'000'000}};

@@ -56,6 +56,17 @@ struct Bench {
     return s;
   }
 
+  // The PS job the AutoByte tests tune: two workers, two servers, three layers of 1M, 6M and 12M
+  // parameters, 24 iterations, 30 us per message.
+  JobSpec autobyte_ps_spec() const {
+    JobSpec s =
+        spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+             {layer(0.3, 0.5, 1'000'000), layer(0.2, 0.4, 6'000'000), layer(0.1, 0.2, 12'000'000)},
+             2, 2, 24);
+    s.message_overhead = Time::us(30);
+    return s;
+  }
+
   // Runs the job to its end; the job stays readable.
   TrainingJob& run(JobSpec s, SchedulerConfig config, Controller* controller = nullptr) {
     scheduler = std::make_unique<EventScheduler>(engine, PlatformState{links, speeds, health},
