@@ -274,7 +274,7 @@ void finish_ina(const ina::ClusterParams& p, const Topology& topology, const std
 // communication scheduler and gradient-synchronisation strategy, chosen by name from the
 // training core's registries (models/training/policies.cpp), so a strategy registered there
 // (e.g. in-network aggregation) is usable here by its name.
-std::shared_ptr<const CommunicationParams> read_training(
+std::shared_ptr<CommunicationParams> read_training(
     JsonReader& workload, const HardwareCatalog& hardware, const GpuSpec& reference,
     const std::string& reference_where, const Topology& topology, const NodeHardware& node_hardware,
     const std::filesystem::path& scenario_dir, const ina::ClusterParams& ina) {
@@ -330,7 +330,15 @@ std::shared_ptr<const CommunicationParams> read_training(
           m.integer_or("partition", ps ? kMillion : 8 * kMillion, 1, 1'000'000'000'000);
       t.config.credit =
           m.integer_or("credit", ps ? 4 * kMillion : 16 * kMillion, 1, 1'000'000'000'000);
+      // Over in-network aggregation one order for the job (ina::ClusterParams::ordering).
+      if (ina_policy)
+        t.ordering =
+            training::training_policies().orderings.choose_or(m, "scheduling", "job").value;
     }
+    if (m.has("scheduling") && !(ina_policy && t.scheduler != "fifo"))
+      throw InputError(m.path_of("scheduling"),
+                       "who orders ByteScheduler's chunks over in-network aggregation: only with "
+                       "scheduler \"bytescheduler\" and sync switchml, atp or dsa");
     const DnnProfile profile = read_pipedream_graph_field(m, "profile", scenario_dir);
     const std::string profiled_where = m.path_of("profiled_on");
     const GpuSpec& profiled = hardware.gpu(m.string("profiled_on"), profiled_where);
@@ -427,7 +435,7 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
   // mode uses them only for a listed job's iterations.
   const bool detailed =
       cluster_policies().details.choose_or(system, "detail", "job").value == Detail::kCommunication;
-  std::shared_ptr<const CommunicationParams> training;
+  std::shared_ptr<CommunicationParams> training;
   if (detailed || workload.has("training")) {
     const std::string ref_where = system.path_of("reference_gpu");
     const ina::ClusterParams ina = read_ina(system);
@@ -441,7 +449,16 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
                      "needs workload.training (models aggregating in the "
                      "network)");
   }
-  if (detailed) p.communication = training;
+  if (detailed) {
+    // CommunicationParams::stall_timeout: a stalled job is dropped and reported.
+    training->stall_timeout = system.duration_or("stall_timeout", "600s");
+    if (training->stall_timeout <= Time::zero())
+      throw InputError(system.path_of("stall_timeout"), "must be positive");
+    p.communication = training;
+  } else if (system.has("stall_timeout")) {
+    throw InputError(system.path_of("stall_timeout"),
+                     "the stall watchdog of the detailed mode (system.detail \"communication\")");
+  }
   p.make_source = read_jobs(workload, c.types, scenario_dir, training.get());
   return p;
 }

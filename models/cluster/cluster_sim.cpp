@@ -256,7 +256,7 @@ void ClusterSimulation::start_useful_work(std::uint64_t id) {
   }
   if (runner_->start(
           r.job.spec, hosts, r.placement.type, [this, id] { on_end(id); },
-          [this, id] { on_job_failed(id); })) {
+          [this, id](JobRunner::Failure why) { on_job_failed(id, why); })) {
     r.end_event = {};
     r.simulated = true;
     return;
@@ -344,24 +344,33 @@ void ClusterSimulation::on_node_failure(int node) {
   request_pass();
 }
 
-void ClusterSimulation::on_job_failed(std::uint64_t id) {
+void ClusterSimulation::on_job_failed(std::uint64_t id, JobRunner::Failure why) {
   // The runner has freed the job; the cluster treats it as a node failure's job, except that a
-  // requeued one waits for the links to change.
+  // requeued one waits for the links to change, and a stalled one is dropped (its
+  // communication would stall again).
   const Time now = engine_.now();
   fair_share_.advance(now);
   account(now);
   auto it = running_.find(id);
   MLSIM_CHECK(it != running_.end() && it->second.simulated, "a failure of a job not simulated");
   it->second.simulated = false;  // nothing left to kill
-  interrupt(id,
-            "a transfer of its gradient synchronisation failed (no route left between its hosts)",
-            true);
+  if (why == JobRunner::Failure::kStalled) {
+    interrupt(id,
+              "stalled: nothing happened in its training for system.stall_timeout (no compute "
+              "op ended, no chunk came back): a livelock or deadlock of its communication",
+              false, /*drop=*/true);
+  } else {
+    interrupt(id,
+              "a transfer of its gradient synchronisation failed (no route left between its hosts)",
+              true);
+  }
   allocated_changed();
   series_.set(now, kQueuedJobs, static_cast<double>(queue_.size()));
   request_pass();
 }
 
-void ClusterSimulation::interrupt(std::uint64_t id, const std::string& reason, bool hold) {
+void ClusterSimulation::interrupt(std::uint64_t id, const std::string& reason, bool hold,
+                                  bool drop_it) {
   const Time now = engine_.now();
   auto it = running_.find(id);
   MLSIM_CHECK(it != running_.end(), "a failure of a job that is not running");
@@ -377,7 +386,7 @@ void ClusterSimulation::interrupt(std::uint64_t id, const std::string& reason, b
   lost_gpu_seconds_ += r.job.spec.gpus * (now - r.start).seconds();
   ++restarts_;
   ++r.job.restarts;
-  if (!params_.requeue_on_failure) {
+  if (drop_it || !params_.requeue_on_failure) {
     drop(r.job, reason);
   } else {
     r.job.first_reservation.reset();

@@ -124,10 +124,10 @@ class ClusterSimulation {
   void start_useful_work(std::uint64_t id);
   void on_end(std::uint64_t id);
   void on_node_failure(int node);
-  void on_job_failed(std::uint64_t id);
+  void on_job_failed(std::uint64_t id, JobRunner::Failure why);
   // Ends a running job unfinished (its work is lost) and requeues or drops it by the policy;
-  // `hold`: a requeued job waits for on_links_changed().
-  void interrupt(std::uint64_t id, const std::string& reason, bool hold);
+  // `hold`: a requeued job waits for on_links_changed(); `drop_it`: dropped whatever the policy.
+  void interrupt(std::uint64_t id, const std::string& reason, bool hold, bool drop_it = false);
   void on_node_repair(int node);
   bool work_left() const;
   void drop(const Queued& q, const std::string& reason);

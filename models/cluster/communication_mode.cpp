@@ -13,10 +13,13 @@ struct CommunicationMode::Live {
   training::DataParallelJob core;
   training::GradientPath path;
   std::unique_ptr<training::GradientSync> sync;
-  std::function<void()> done, failed;
+  std::function<void()> done;
+  std::function<void(Failure)> failed;
+  EventHandle watchdog;
   std::uint64_t serial = 0;
   int model = 0;
   Time start;
+  Time start_work;  // the core's start (after the strategy was ready)
   double compute_only_s = 0;
 };
 
@@ -55,7 +58,7 @@ void CommunicationMode::admit(JobSpec& job) {
 }
 
 bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts, int,
-                              std::function<void()> done, std::function<void()> failed) {
+                              std::function<void()> done, std::function<void(Failure)> failed) {
   if (hosts.size() < 2) {
     ++one_host_;
     return false;
@@ -83,7 +86,7 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   options.servers = options.workers;  // colocated parameter servers (ps only)
   options.layer_parameters = m.parameters;
   options.bytes_per_parameter = m.bytes_per_parameter;
-  if (m.rank_zero_schedules) live->path.set_scheduling_owners(1);  // before set_sync
+  live->path.set_ordering(m.ordering);  // before set_sync
   if (m.make_sync) {
     live->sync =
         m.make_sync(training::SyncSetup{engine_, network_, live->path, std::move(options)});
@@ -108,15 +111,52 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
     engine_.schedule_in(Time::zero(), [this, id, serial] { finish(id, serial); });
   });
   live->sync->set_on_failed([this, id, serial] {
-    engine_.schedule_in(Time::zero(), [this, id, serial] { fail(id, serial); });
+    engine_.schedule_in(Time::zero(), [this, id, serial] { fail(id, serial, Failure::kNoRoute); });
   });
   Live& started = *live;
   live_.emplace(id, std::move(live));
   // A strategy may hold the start until it has its resources (a SwitchML partition); the time
   // waiting counts as the job's (it holds its GPUs).
-  training::DataParallelJob* core = &started.core;
-  started.sync->when_ready([core] { core->start(); });
+  // The watchdog runs from the core's start (a SwitchML job waiting for a partition holds its
+  // GPUs but is not stalled).
+  started.sync->when_ready([this, id, &started] {
+    started.start_work = engine_.now();
+    arm_watchdog(id, started);
+    started.core.start();
+  });
   return true;
+}
+
+void CommunicationMode::arm_watchdog(std::uint64_t id, Live& live) {
+  if (params_.stall_timeout <= Time::zero()) return;
+  const Time last =
+      std::max({live.start_work, live.core.last_compute_end(), live.path.last_event()});
+  const std::uint64_t serial = live.serial;
+  live.watchdog = engine_.schedule_at(last + params_.stall_timeout,
+                                      [this, id, serial] { on_watchdog(id, serial); });
+}
+
+// Fires at the earliest time the job can have stalled for the whole timeout; if something
+// happened since, it looks again from the last progress.
+void CommunicationMode::on_watchdog(std::uint64_t id, std::uint64_t serial) {
+  auto it = live_.find(id);
+  if (it == live_.end() || it->second->serial != serial) return;
+  Live& live = *it->second;
+  if (live.core.finished()) return;  // its end is an event away
+  const Time last =
+      std::max({live.start_work, live.core.last_compute_end(), live.path.last_event()});
+  if (engine_.now() - last < params_.stall_timeout) {
+    arm_watchdog(id, live);
+    return;
+  }
+  ++stalled_;
+  stalled_jobs_.push_back({{"job", id},
+                           {"model", params_.models[static_cast<std::size_t>(live.model)].name},
+                           {"hosts", live.core.spec().workers.size()},
+                           {"stalled_at_s", engine_.now().seconds()},
+                           {"last_progress_s", last.seconds()},
+                           {"retransmission_timeouts", live.sync->timeouts()}});
+  fail(id, serial, Failure::kStalled);
 }
 
 void CommunicationMode::finish(std::uint64_t id, std::uint64_t serial) {
@@ -125,6 +165,7 @@ void CommunicationMode::finish(std::uint64_t id, std::uint64_t serial) {
   if (it == live_.end() || it->second->serial != serial) return;
   std::unique_ptr<Live> live = std::move(it->second);
   live_.erase(it);
+  engine_.cancel(live->watchdog);
   const double useful_s = (live->core.finish_time() - live->start).seconds();
   ++simulated_;
   PerModel& pm = per_model_[static_cast<std::size_t>(live->model)];
@@ -144,12 +185,12 @@ void CommunicationMode::finish(std::uint64_t id, std::uint64_t serial) {
   done();
 }
 
-void CommunicationMode::fail(std::uint64_t id, std::uint64_t serial) {
+void CommunicationMode::fail(std::uint64_t id, std::uint64_t serial, Failure why) {
   auto it = live_.find(id);
   if (it == live_.end() || it->second->serial != serial) return;  // killed meanwhile
-  std::function<void()> failed = std::move(it->second->failed);
+  std::function<void(Failure)> failed = std::move(it->second->failed);
   end_unfinished(id, TrainingRecord::Outcome::kFailed);
-  failed();
+  failed(why);
 }
 
 void CommunicationMode::kill(std::uint64_t id) {
@@ -161,6 +202,7 @@ void CommunicationMode::end_unfinished(std::uint64_t id, TrainingRecord::Outcome
   auto it = live_.find(id);
   std::unique_ptr<Live> live = std::move(it->second);
   live_.erase(it);
+  engine_.cancel(live->watchdog);
   ++(outcome == TrainingRecord::Outcome::kKilled ? killed_ : failed_);
   // What its strategy sent so far crossed the network: it stays in the traffic totals. Its
   // time counts in none of the statistics (the cluster counts it as lost GPU time).
@@ -208,6 +250,9 @@ void CommunicationMode::report(Results& out) const {
   // them (job_restarts, jobs_dropped).
   out.set_metric("detailed_jobs_killed", static_cast<double>(killed_));
   out.set_metric("detailed_jobs_failed", static_cast<double>(failed_));
+  // Of the failed: nothing happened in them for system.stall_timeout (a livelock or deadlock of
+  // their communication); the cluster drops them.
+  out.set_metric("detailed_jobs_stalled", static_cast<double>(stalled_));
   // How much longer the simulated jobs ran than their compute alone: communication not hidden
   // behind backward, and contention with the other jobs on shared links.
   out.set_summary("communication_slowdown", slowdown_.summary(), "");
@@ -228,6 +273,7 @@ void CommunicationMode::report(Results& out) const {
                                         ? per_model_[m].useful_s / per_model_[m].compute_only_s
                                         : 0.0}});
   out.details()["training_models"] = std::move(models);
+  if (!stalled_jobs_.empty()) out.details()["stalled_jobs"] = stalled_jobs_;
 }
 
 }  // namespace mlsim::cluster

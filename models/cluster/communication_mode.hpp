@@ -52,11 +52,11 @@ struct TrainingModel {
   // (CommunicationMode::set_sync_builder).
   training::SyncFactory make_sync;
   training::SchedulerConfig config;  // the scheduler's initial knobs
-  // Only worker 0's scheduler queues and paces chunks; the others start each chunk as soon as it
-  // is ready, as ByteScheduler runs over a PS (ina::ClusterParams::rank_zero_schedules gives the
-  // source and the deadlock that every worker scheduling runs into with INA). Not set by the
-  // scenario reader yet: see docs/cluster.md, "ByteScheduler over ATP".
-  bool rank_zero_schedules = false;
+  // Who orders the chunks of a per-worker strategy (training::Ordering): every worker (the
+  // default), or, for ByteScheduler over in-network aggregation, one order for the job
+  // (`scheduling`, default "job"; ina::ClusterParams::ordering gives the source, and the
+  // deadlock every worker scheduling runs into there).
+  training::Ordering ordering = training::Ordering::kEveryWorker;
   std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
   std::int64_t bytes_per_parameter = 4;  // fp32
   // Indexed by topology NodeId: one GPU's layer times on that host at speed 1 (one table per
@@ -71,6 +71,12 @@ struct CommunicationParams {
   // model, its policy and packet plan (a null plan for the other models).
   std::optional<ina::ClusterParams> ina;
   std::vector<ina::FabricModel> ina_models;
+  // A simulated job in which nothing happens for this long (no compute op ends, no chunk comes
+  // back or returns its credit) is ended and reported failed as stalled (JobRunner::Failure):
+  // a livelock ends as a reported failure, not an unbounded run. `system.stall_timeout`,
+  // default 600 s: PyTorch ProcessGroupNCCL's collective timeout, as the ina model's watchdog
+  // (ina::ClusterParams::stall_timeout). Zero: never.
+  Time stall_timeout = Time::s(600);
 };
 
 // One simulated job, handed to the observer (tests) when it ends, is killed or fails.
@@ -100,7 +106,7 @@ class CommunicationMode final : public JobRunner {
 
   void admit(JobSpec& job) override;
   bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
-             std::function<void()> done, std::function<void()> failed) override;
+             std::function<void()> done, std::function<void(Failure)> failed) override;
   void kill(std::uint64_t id) override;
   void report(Results& out) const override;
 
@@ -117,7 +123,10 @@ class CommunicationMode final : public JobRunner {
   // From engine events scheduled by the job's own callbacks; `serial` tells a requeued job's
   // new attempt (same id) from the attempt that scheduled them.
   void finish(std::uint64_t id, std::uint64_t serial);
-  void fail(std::uint64_t id, std::uint64_t serial);
+  void fail(std::uint64_t id, std::uint64_t serial, Failure why);
+  // The job's stall watchdog (CommunicationParams::stall_timeout): one event per timeout.
+  void arm_watchdog(std::uint64_t id, Live& live);
+  void on_watchdog(std::uint64_t id, std::uint64_t serial);
   // Frees a job that did not finish, keeping its traffic in the totals.
   void end_unfinished(std::uint64_t id, TrainingRecord::Outcome outcome);
   void observe(std::uint64_t id, const Live& live, TrainingRecord::Outcome outcome, Time end) const;
@@ -134,6 +143,8 @@ class CommunicationMode final : public JobRunner {
   // Statistics.
   std::uint64_t serial_ = 0;  // attempts started
   std::uint64_t simulated_ = 0, one_host_ = 0, iterations_ = 0, killed_ = 0, failed_ = 0;
+  std::uint64_t stalled_ = 0;
+  nlohmann::json stalled_jobs_ = nlohmann::json::array();  // details: which, when, since when
   struct PerModel {
     std::uint64_t jobs = 0;
     double useful_s = 0, compute_only_s = 0;

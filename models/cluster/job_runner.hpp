@@ -19,15 +19,18 @@ class JobRunner {
   // At arrival, in submit order whatever the scheduling policy: settles what the job will run
   // (its model, its iterations), so that every policy runs the same jobs.
   virtual void admit(JobSpec& job) = 0;
+  // Why a simulated job could not go on: a transfer of its gradient synchronisation found no
+  // route (a link or switch down), or nothing happened in it for the stall timeout (a livelock
+  // or deadlock of its communication: retrying it would stall again).
+  enum class Failure { kNoRoute, kStalled };
   // The job's useful work starts now on `hosts` (one per node of its placement, in placement
   // order) with GPUs of pool type `type`. Returns false when the runner does not simulate this
   // job (the cluster then times it as the job-level mode does); else calls, once and from an
-  // engine event, either `done` when the job ends or `failed` when it cannot go on (a transfer
-  // of its gradient synchronisation failed: a link or switch down with no route left). The
-  // runner has freed the job when it calls `failed`; the cluster then applies its failure
-  // policy (requeue or drop) as for a node failure.
+  // engine event, either `done` when the job ends or `failed` when it cannot go on. The runner
+  // has freed the job when it calls `failed`; the cluster then applies its failure policy
+  // (requeue or drop) as for a node failure to kNoRoute, and drops a kStalled job.
   virtual bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
-                     std::function<void()> done, std::function<void()> failed) = 0;
+                     std::function<void()> done, std::function<void(Failure)> failed) = 0;
   // Ends a job it simulates now, unfinished (a node of its placement failed): its work in
   // flight is cancelled and neither `done` nor `failed` runs afterwards. Not from inside the
   // runner's own callbacks.

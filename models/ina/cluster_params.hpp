@@ -12,6 +12,7 @@
 #include "models/ina/job_plan.hpp"
 #include "models/ina/packet_loss.hpp"
 #include "models/training/chunk.hpp"
+#include "models/training/comm_scheduler.hpp"
 #include "sim_core/base/time.hpp"
 #include "sim_core/base/units.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
@@ -45,17 +46,18 @@ struct ClusterParams {
   // SwitchML, whose slots stream chunks in production order).
   std::string scheduler = "fifo";
   training::SchedulerConfig scheduler_config;
-  // Which workers' ByteScheduler queues and paces chunks. true: worker 0's only, the others start
-  // each chunk as soon as it is ready, as ByteScheduler runs over a PS [code: bytedance/byteps,
-  // bytescheduler/mxnet/kvstore.py ScheduledKVStore.__init__ makes every rank but 0 "immediate";
-  // common/bytecore.py ByteCore.post starts an immediate task at once, outside the credit]. Its
-  // push and pull are one task there (ScheduledKVStore.pull, "push_pull"), so a chunk holds its
-  // credit until the aggregate is back, as here. false: every worker schedules with its own
-  // credit, which deadlocks once workers drift apart (each holds its credit for chunks that wait
-  // on a chunk the other has queued behind its credit; tests/ina/core_composition_test.cpp);
-  // the default still: rank 0 alone, with ATP's timer, turned the shipped ByteScheduler variants
-  // into retransmission storms (docs/cluster.md, "ByteScheduler over ATP"), so it is not shipped.
-  bool rank_zero_schedules = false;
+  // Who orders ByteScheduler's chunks (training::Ordering, comm_scheduler.hpp; `scheduling`):
+  // kJob (default): one order for the job, as ByteScheduler orders a collective [code:
+  // bytedance/byteps@bytescheduler, bytescheduler/mxnet/horovod.py ScheduledOptimizer.__init__]:
+  // worker 0's scheduler releases a chunk once every worker produced its layer, and it starts on
+  // every worker at once. kEveryWorker: each worker's own credit, which deadlocks once workers
+  // drift apart (each holds its credit for chunks that wait on a chunk the other has queued
+  // behind its credit, or behind its sender's window). kRankZero: worker 0 paces, the others
+  // send each chunk when produced, as over a PS (mxnet/kvstore.py); their packets then wait in
+  // aggregators, and their windows fill, with chunks worker 0 sends last. Both are kept for the
+  // tests and docs/cluster.md, "ByteScheduler over ATP". FIFO needs none (every worker's
+  // framework order is its backward order).
+  training::Ordering ordering = training::Ordering::kJob;
   // How packets move (data_path.hpp): the model's own packet links on a star, or transfers of
   // the scenario's network backend to the switch node `switch_node` (by name; empty = the
   // topology's only switch).

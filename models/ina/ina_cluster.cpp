@@ -241,9 +241,13 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
       }
       core.times.push_back(std::move(times));
     }
+    // The framework's FIFO sends each worker's layers in its backward order, the same on every
+    // worker: the ordering is ByteScheduler's only.
+    const training::Ordering ordering =
+        p.scheduler == "fifo" ? training::Ordering::kEveryWorker : p.ordering;
     jobs_.push_back(std::make_unique<InaJob>(
         engine_, *compute, id, job_plans[static_cast<std::size_t>(j)], std::move(core),
-        make_scheduler, p.scheduler_config, p.rank_zero_schedules,
+        make_scheduler, p.scheduler_config, ordering,
         priorities.of_job(static_cast<std::size_t>(j)), s, counters_,
         [this](const Packet& q) { send_from_worker(q); },
         [this](InaJob& done) { job_finished(done); }));

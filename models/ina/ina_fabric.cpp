@@ -135,6 +135,7 @@ class InaFabric::Strategy final : public training::GradientSync {
   std::int64_t bytes_delivered() const override { return job_.sync->bytes_delivered(); }
   std::uint64_t messages() const override { return job_.sync->messages(); }
   std::uint64_t failed_transfers() const override { return job_.sync->failed_transfers(); }
+  std::uint64_t timeouts() const override { return job_.sync->timeouts(); }
   void when_ready(std::function<void()> go) override {
     job_.sync->set_started(fabric_.engine_.now());
     if (job_.granted)

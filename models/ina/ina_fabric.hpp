@@ -34,7 +34,9 @@
 //     job's own hosts are not known before placement]), then per tensor as in the ina model.
 //   - A job's packets to a switch or host that no route reaches any more (a failed link or
 //     node) make the job fail (GradientSync::set_on_failed): the cluster requeues or drops it.
-//     No stall watchdog and no loss: the ina model's own study covers those.
+//     No loss here (the ina model's own study covers it); a job that stalls (a livelock of its
+//     senders' retransmissions) is ended by the detailed mode's stall watchdog
+//     (CommunicationParams::stall_timeout), reported and dropped.
 //   - Job ids on the wire are the fabric's own, never reused (16 bits: at most 65535 jobs per
 //     run), so a packet of a job that ended (killed, failed or finished) is dropped wherever it
 //     arrives (`packets_after_abort`) and a job's end frees every aggregator it holds.

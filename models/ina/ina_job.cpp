@@ -9,7 +9,7 @@ namespace mlsim::ina {
 InaJob::InaJob(Engine& engine, Compute& compute, std::uint16_t id,
                std::shared_ptr<const JobPlan> plan, training::JobSpec core,
                const training::SchedulerFactory& scheduler,
-               training::SchedulerConfig scheduler_config, bool rank_zero_schedules,
+               training::SchedulerConfig scheduler_config, training::Ordering ordering,
                JobPriority priority, SenderConfig sender, InaCounters& counters, InaSync::Send send,
                Finished finished)
     : engine_(engine),
@@ -26,8 +26,8 @@ InaJob::InaJob(Engine& engine, Compute& compute, std::uint16_t id,
   sync_ = std::make_unique<InaSync>(engine, path_, id, std::move(plan), workers,
                                     std::move(priority), sender, counters, std::move(send));
   // Before set_sync, which builds the schedulers. An in-network aggregate needs every worker's
-  // packet and a chunk's credit returns only with it; see ClusterParams::rank_zero_schedules.
-  if (rank_zero_schedules) path_.set_scheduling_owners(1);
+  // packet and a chunk's credit returns only with it; see ClusterParams::ordering.
+  path_.set_ordering(ordering);
   core_.set_gradient_sink(&path_);
   core_.set_on_finished([this] { ended(); });
   path_.set_sync(sync_.get());

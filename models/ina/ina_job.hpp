@@ -25,13 +25,13 @@ class InaJob {
   using Finished = InlineFunction<void(InaJob&), 16>;
 
   // `core` gives the workers' hosts and layer times; `plan` is cut at the scheduler's partition
-  // (`scheduler_config.partition`). `compute` must outlive the job. rank_zero_schedules: only
-  // worker 0's scheduler queues and paces chunks, the others start each chunk when it is ready
-  // (ClusterParams::rank_zero_schedules).
+  // (`scheduler_config.partition`). `compute` must outlive the job. `ordering`: who orders the
+  // chunks under a scheduler (ClusterParams::ordering).
   InaJob(Engine& engine, Compute& compute, std::uint16_t id, std::shared_ptr<const JobPlan> plan,
          training::JobSpec core, const training::SchedulerFactory& scheduler,
-         training::SchedulerConfig scheduler_config, bool rank_zero_schedules, JobPriority priority,
-         SenderConfig sender, InaCounters& counters, InaSync::Send send, Finished finished);
+         training::SchedulerConfig scheduler_config, training::Ordering ordering,
+         JobPriority priority, SenderConfig sender, InaCounters& counters, InaSync::Send send,
+         Finished finished);
   InaJob(const InaJob&) = delete;
   InaJob& operator=(const InaJob&) = delete;
 

@@ -83,8 +83,10 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     constexpr std::int64_t kMaxValues = std::int64_t{1} << 40;
     p.scheduler_config.partition = system.integer("partition", 1, kMaxValues);
     p.scheduler_config.credit = system.integer("credit", 1, kMaxValues);
+    p.ordering =
+        training::training_policies().orderings.choose_or(system, "scheduling", "job").value;
   } else {
-    for (const char* key : {"partition", "credit"})
+    for (const char* key : {"partition", "credit", "scheduling"})
       if (system.has(key))
         throw InputError(system.path_of(key),
                          "a ByteScheduler knob: only with system.scheduler \"bytescheduler\"");

@@ -105,6 +105,7 @@ void InaSender::on_timer() {
     if (s.at + sync_.config_.retransmission_timeout > now) break;
     sent_log_.pop_front();
     ++sync_.counters_.timeouts;
+    ++sync_.timeouts_;
     transmit(s.unit, /*resend=*/true);
   }
   arm_timer();

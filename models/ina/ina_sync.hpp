@@ -118,6 +118,7 @@ class InaSync final : public training::GradientSync {
     report_failure();
   }
   std::uint64_t failed_transfers() const override { return failed_transfers_; }
+  std::uint64_t timeouts() const override { return timeouts_; }
 
   const JobPlan& plan() const { return *plan_; }
   int workers() const { return static_cast<int>(senders_.size()); }
@@ -143,7 +144,7 @@ class InaSync final : public training::GradientSync {
   Send send_;
   std::vector<InaSender> senders_;
   std::int64_t elements_delivered_ = 0, bytes_sent_ = 0;
-  std::uint64_t messages_ = 0, failed_transfers_ = 0;
+  std::uint64_t messages_ = 0, failed_transfers_ = 0, timeouts_ = 0;
   Time last_result_;
 };
 

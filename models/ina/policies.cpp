@@ -35,6 +35,7 @@ std::vector<PolicyInfo> InaPolicies::describe() const {
   data_paths.describe(out);
   // The training core's schedulers, chosen by system.scheduler (ina_model.cpp).
   training::training_policies().schedulers.describe(out);
+  training::training_policies().orderings.describe(out);  // system.scheduling
   return out;
 }
 

@@ -47,4 +47,20 @@ struct SchedulerSetup {
   bool immediate = false;
 };
 
+// Who orders and paces a kPerWorker strategy's chunks (GradientPath::set_ordering), as
+// ByteScheduler is deployed [code: bytedance/byteps@bytescheduler, bytescheduler/]:
+//   kEveryWorker: each worker's own scheduler (and credit) orders its own chunks.
+//   kRankZero: worker 0's scheduler orders and paces; every other worker starts each chunk as
+//     soon as it is ready (mxnet/kvstore.py ScheduledKVStore.__init__ makes every rank but 0
+//     "immediate"; common/bytecore.py ByteCore.post starts an immediate task at once).
+//   kJob: one order for the job, worker 0's scheduler's, as over a collective (mxnet/horovod.py
+//     ScheduledOptimizer.__init__, "Let rank 0 decide the communication order"; the other ranks
+//     post immediately and Horovod runs a collective once every rank posted it): a layer enters
+//     the scheduler once every worker produced it, a chunk it releases starts on every worker at
+//     once, and its credit returns when worker 0 has it back. Every worker then starts the
+//     same chunks in the same order, which a strategy needs when a chunk completes only with
+//     every worker's part and each worker's sender serves its chunks in order behind a bounded
+//     window (in-network aggregation: docs/cluster.md, "ByteScheduler over ATP").
+enum class Ordering { kEveryWorker, kRankZero, kJob };
+
 }  // namespace mlsim::training

@@ -16,17 +16,27 @@ GradientPath::~GradientPath() {
   for (const auto& [seq, handle] : pending_) engine_.cancel(handle);
 }
 
+void GradientPath::set_ordering(Ordering ordering) {
+  MLSIM_CHECK(sync_ == nullptr, "the ordering is set before the strategy");
+  job_order_ = ordering == Ordering::kJob;
+  scheduling_owners_.reset();
+  if (ordering == Ordering::kRankZero) scheduling_owners_ = 1;
+}
+
 void GradientPath::set_sync(GradientSync* sync) {
   MLSIM_CHECK(sync_ == nullptr, "a gradient path feeds one strategy");
   sync_ = sync;
   per_worker_ = sync_->entry() == GradientSync::Entry::kPerWorker;
-  const std::size_t owners = per_worker_ ? job_.gradient_workers() : 1;
+  MLSIM_CHECK(!job_order_ || per_worker_, "one order for the job needs a per-worker strategy");
+  const std::size_t owners = per_worker_ && !job_order_ ? job_.gradient_workers() : 1;
   for (std::size_t i = 0; i < owners; ++i)
     schedulers_.push_back(make_scheduler_(
         SchedulerSetup{initial_, sync_->one_tensor_at_a_time(), fifo_engines_,
                        scheduling_owners_.has_value() && i >= *scheduling_owners_}));
   const std::size_t layers = job_.gradient_layers();
-  chunks_left_.assign(owners, std::vector<std::uint32_t>(layers, 0));
+  // Per worker that receives chunks back (under kJob every worker, with one scheduler).
+  chunks_left_.assign(per_worker_ ? job_.gradient_workers() : 1,
+                      std::vector<std::uint32_t>(layers, 0));
   produced_.assign(layers, 0);
   sync_->set_partition(config().partition);
 }
@@ -39,14 +49,21 @@ void GradientPath::set_config(const SchedulerConfig& config) {
 
 void GradientPath::gradient_ready(std::size_t w, std::size_t layer) {
   std::size_t owner = w;
-  if (!per_worker_) {
+  if (!per_worker_ || job_order_) {
+    // A worker produces layer l again only after its chunks of the last round are back, which
+    // needs every worker's part: the count never mixes two rounds.
     if (++produced_[layer] < job_.gradient_workers()) return;
     produced_[layer] = 0;
     owner = 0;
   }
   CommScheduler& s = *schedulers_[owner];
   const auto chunks = partition_tensor(job_.layer_parameters(layer), s.partition());
-  chunks_left_[owner][layer] = static_cast<std::uint32_t>(chunks.size());
+  const auto count = static_cast<std::uint32_t>(chunks.size());
+  if (job_order_) {
+    for (auto& left : chunks_left_) left[layer] = count;
+  } else {
+    chunks_left_[owner][layer] = count;
+  }
   for (std::size_t i = 0; i < chunks.size(); ++i)
     s.ready(Chunk{static_cast<std::uint32_t>(layer), static_cast<std::uint32_t>(i), chunks[i]});
   pump(owner);
@@ -56,7 +73,12 @@ void GradientPath::pump(std::size_t owner) {
   CommScheduler& s = *schedulers_[owner];
   while (auto chunk = s.next()) {
     record(ChunkEvent::Kind::kStart, owner, *chunk);
-    sync_->start(owner, *chunk);
+    if (job_order_) {
+      // On every worker at once, in the scheduler's order.
+      for (std::size_t w = 0; w < job_.gradient_workers(); ++w) sync_->start(w, *chunk);
+    } else {
+      sync_->start(owner, *chunk);
+    }
   }
 }
 
@@ -66,6 +88,9 @@ void GradientPath::give_back(std::size_t owner, const Chunk& c) {
 }
 
 void GradientPath::on_chunk(std::size_t owner, const Chunk& c, bool release, bool arrived) {
+  // kJob: the one scheduler is worker 0's; its credit returns when worker 0 has the chunk.
+  if (job_order_ && owner != 0) release = false;
+  last_event_ = engine_.now();
   const bool delayed = release && credit_delay_ > Time::zero();
   if (delayed) {
     const std::uint64_t seq = next_pending_++;

@@ -2,9 +2,10 @@
 // The communication-scheduling layer between the core's "gradient of layer l ready on worker w"
 // and the synchronisation strategy (docs/training.md). It cuts each ready gradient into chunks
 // of the scheduler's partition, queues them in the scheduler (one per worker for a kPerWorker
-// strategy, one for the job for a kAllWorkers one, whose layer is ready once every worker
-// produced it), starts every chunk the scheduler releases, and, as the strategy reports chunks
-// back, returns their credit and tells the core when a layer's parameters are back.
+// strategy unless set_ordering says otherwise, one for the job for a kAllWorkers one, whose
+// layer is ready once every worker produced it), starts every chunk the scheduler releases (on
+// every worker under Ordering::kJob), and, as the strategy reports chunks back, returns their
+// credit and tells the core when a layer's parameters are back.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -50,6 +51,9 @@ class GradientPath final : public GradientSink, public SyncEvents {
   // Before set_sync: only the first `owners` schedulers schedule; the others start every chunk
   // as soon as it is ready (SchedulerSetup::immediate). Absent: every owner schedules.
   void set_scheduling_owners(std::optional<std::size_t> owners) { scheduling_owners_ = owners; }
+  // Before set_sync: Ordering above (kRankZero is set_scheduling_owners(1)). kJob needs a
+  // kPerWorker strategy.
+  void set_ordering(Ordering ordering);
 
   // The strategy the path feeds (it calls on_chunk back); builds the schedulers it needs.
   void set_sync(GradientSync* sync);
@@ -65,6 +69,9 @@ class GradientPath final : public GradientSink, public SyncEvents {
   void set_config(const SchedulerConfig& config);
   SchedulerConfig config() const { return schedulers_.front()->config(); }
   const std::vector<ChunkEvent>& trace() const { return trace_; }
+  // When the strategy last reported a chunk (back on a worker, or its credit released): a stall
+  // watchdog's sign of progress.
+  Time last_event() const { return last_event_; }
 
  private:
   void pump(std::size_t owner);
@@ -77,14 +84,17 @@ class GradientPath final : public GradientSink, public SyncEvents {
   SchedulerConfig initial_;
   GradientSync* sync_ = nullptr;
   bool per_worker_ = true;
+  bool job_order_ = false;  // Ordering::kJob
   std::vector<std::unique_ptr<CommScheduler>> schedulers_;
   std::vector<std::vector<std::uint32_t>> chunks_left_;  // per owner and layer: not back yet
-  std::vector<std::uint32_t> produced_;  // kAllWorkers, per layer: workers that produced it
+  // kAllWorkers or kJob, per layer: workers that produced it
+  std::vector<std::uint32_t> produced_;
   bool record_trace_;
   std::vector<ChunkEvent> trace_;
   std::optional<int> fifo_engines_;
   std::optional<std::size_t> scheduling_owners_;
   Time credit_delay_;
+  Time last_event_;
   // Credit returns still to come (credit_delay_), by sequence; cancelled if the path goes first.
   std::map<std::uint64_t, EventHandle> pending_;
   std::uint64_t next_pending_ = 0;

@@ -68,6 +68,9 @@ class GradientSync {
   virtual void when_ready(std::function<void()> go) { go(); }
   // Transfers that failed (a link down with no route left): what depends on them never happens.
   virtual std::uint64_t failed_transfers() const { return 0; }
+  // Retransmission timeouts that fired (in-network aggregation's senders; 0 for strategies
+  // whose transport does not retransmit): a stall report's sign of a livelock.
+  virtual std::uint64_t timeouts() const { return 0; }
 
   // Runs once, at the strategy's first failed transfer, so that whoever runs the job learns it
   // cannot finish (and can tear it down) instead of waiting forever. It runs inside the

@@ -35,6 +35,20 @@ TrainingPolicies build() {
       .add("ps", "workers push gradients to parameter servers and pull the parameters back",
            sync<PsSync>())
       .add("ring", "ring all-reduce among the workers (Horovod style)", sync<RingSync>());
+  p.orderings
+      .add("job",
+           "ByteScheduler over in-network aggregation: worker 0's scheduler orders the job's "
+           "chunks, each starts on every worker at once when every worker produced it (as "
+           "ByteScheduler's Horovod plugin)",
+           Ordering::kJob)
+      .add("every_worker",
+           "every worker's ByteScheduler orders its own chunks within its own credit (deadlocks "
+           "over in-network aggregation once workers drift apart)",
+           Ordering::kEveryWorker)
+      .add("rank0",
+           "worker 0's ByteScheduler paces, the others send each chunk when ready (as "
+           "ByteScheduler's MXNet PS plugin)",
+           Ordering::kRankZero);
   return p;
 }
 
@@ -44,6 +58,7 @@ std::vector<PolicyInfo> TrainingPolicies::describe() const {
   std::vector<PolicyInfo> out;
   schedulers.describe(out);
   syncs.describe(out);
+  orderings.describe(out);
   return out;
 }
 

@@ -19,6 +19,8 @@ using SyncFactory = std::function<std::unique_ptr<GradientSync>(SyncSetup)>;
 struct TrainingPolicies {
   PolicyRegistry<SchedulerFactory> schedulers{"scheduler"};
   PolicyRegistry<SyncFactory> syncs{"sync"};
+  // Who orders ByteScheduler's chunks over in-network aggregation (Ordering, comm_scheduler.hpp).
+  PolicyRegistry<Ordering> orderings{"scheduling"};
   std::vector<PolicyInfo> describe() const;
 };
 

@@ -232,7 +232,8 @@ TEST(DetailedFailures, TheRunnerReportsAFailedCollectiveOnce) {
   const std::vector<NodeId> hosts{0, 2};
   ASSERT_TRUE(mode.start(
       job, hosts, 0, [] { FAIL() << "cannot finish"; },
-      [&] {
+      [&](JobRunner::Failure why) {
+        EXPECT_EQ(why, JobRunner::Failure::kNoRoute);
         ++failed;
         failed_at = p.engine.now().seconds();
       }));

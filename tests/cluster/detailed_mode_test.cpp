@@ -66,7 +66,7 @@ std::vector<double> run_jobs(const std::vector<std::vector<NodeId>>& placements)
     EXPECT_EQ(job.iterations, 1u);
     EXPECT_TRUE(mode.start(
         job, placements[j], 0, [&ends, &p, j] { ends[j] = p.engine.now().seconds(); },
-        [] { FAIL() << "no failure here"; }));
+        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
   }
   p.engine.run();
   EXPECT_EQ(mode.running(), 0u);
@@ -100,7 +100,8 @@ TEST(DetailedMode, OneHostJobsAreLeftToTheJobLevelTiming) {
   EXPECT_EQ(job.iterations, 5u);  // 10 s of work / 2 s of compute per iteration
   const std::vector<NodeId> one{0};
   EXPECT_FALSE(mode.start(
-      job, one, 0, [] { FAIL() << "not simulated"; }, [] { FAIL() << "not simulated"; }));
+      job, one, 0, [] { FAIL() << "not simulated"; },
+      [](JobRunner::Failure) { FAIL() << "not simulated"; }));
 }
 
 // Through the cluster simulation: hosts of 2 GPUs, jobs of 3 GPUs span two hosts. FCFS on the

@@ -63,6 +63,8 @@ TrainingModel ina_model(const Topology& topology, ina::PolicyKind policy,
   m.scheduler = config.partition > 0 ? "bytescheduler" : "fifo";
   m.make_scheduler = training::training_policies().schedulers.get(m.scheduler, "").value;
   m.config = config;
+  // As the scenario reader: ByteScheduler over INA orders the job's chunks once (kJob).
+  if (config.partition > 0) m.ordering = training::Ordering::kJob;
   auto times = std::make_shared<ProfileSeconds>();
   DnnProfile profile;
   for (const auto& [f, b, p] : layers) {
@@ -117,7 +119,7 @@ std::vector<double> run_jobs(Platform& p, InaRun& run,
     job.iterations = 1;
     EXPECT_TRUE(run.mode.start(
         job, placements[j], 0, [&ends, &p, j] { ends[j] = p.engine.now().seconds(); },
-        [] { FAIL() << "no failure here"; }));
+        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
   }
   p.engine.run();
   EXPECT_EQ(run.mode.running(), 0u);
@@ -210,48 +212,69 @@ TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
 // 0.1 s on host 1. 100 aggregators (no collision, checked). A chunk's aggregate reaches the
 // workers 4 ms after the later of its two packets leaves (ToR, PS, ToR, workers: 1 ms a hop).
 //   Backward ends layer 2, 1, 0 at 0.301, 0.302, 0.303 s on host 0 and 0.4, 0.5, 0.6 s on host 1.
-//   Host 0 sends layer 2 at 0.301, host 1 at 0.4: back at 0.404, and host 0's credit goes to
-//   its highest-priority queued chunk, layer 0.
-//   Rank 0 scheduling (TrainingModel::rank_zero_schedules, not on by default): host 1 sends layer 1
-//   at 0.5 and layer 0 at 0.6; layer 0 is back at 0.604, host 0 sends layer 1, back at 0.608: the
-//   job ends. Every worker scheduling: host 1's credit goes to layer 1 at 0.5, and each worker then
-//   holds its credit for a chunk that waits on one the other has queued behind its own credit;
-//   ATP's timeouts (1 s here) resend only those two chunks, forever.
-TEST(InaDetailedMode, ByteSchedulerOverAtpWithDriftingWorkersFinishesOnlyWhenRankZeroSchedules) {
-  for (const bool rank_zero : {true, false}) {
-    SCOPED_TRACE(rank_zero ? "rank 0 schedules" : "every worker schedules");
+//   One order for the job (the scenario default, `scheduling` "job"): each layer starts on both
+//   hosts once host 1 produced it: layer 2 at 0.4 (back 0.404), layer 1 at 0.5 (back 0.504),
+//   layer 0 at 0.6, back at 0.604: the job ends; no timeout.
+//   Host 0 pacing, host 1 sending as produced ("rank0"): host 0 sends layer 2 at 0.301, host 1 at
+//   0.4: back at 0.404, and host 0's credit goes to its highest-priority queued chunk, layer 0;
+//   host 1 sends layer 1 at 0.5 and layer 0 at 0.6; layer 0 is back at 0.604, host 0 sends layer
+//   1, back at 0.608: the job ends.
+//   Every worker scheduling ("every_worker"): as "rank0" until 0.404; host 1's credit goes to
+//   layer 1 at 0.5, and each worker then holds its credit for a chunk that waits on one the
+//   other has queued behind its own credit; ATP's timeouts (1 s here) resend only those two
+//   chunks (host 0's layer 0, sent 0.404: at 1.404 and 2.404; host 1's layer 1, sent 0.5: at 1.5
+//   and 2.5). The stall watchdog (system.stall_timeout, 2 s here) first looks at 2 s: the last
+//   progress is host 1's backward end at 0.6, so it looks again at 2.6 and ends the job as
+//   stalled (reported, dropped by the cluster).
+TEST(InaDetailedMode, ByteSchedulerOverAtpWithDriftingWorkersFinishesUnlessEveryWorkerSchedules) {
+  for (const training::Ordering ordering : {training::Ordering::kJob, training::Ordering::kRankZero,
+                                            training::Ordering::kEveryWorker}) {
+    SCOPED_TRACE(static_cast<int>(ordering));
     Platform p(two_leaves());
     CommunicationParams params;
+    params.stall_timeout = Time::s(2);
     params.ina = switch_params(100 * 1000, 0, 1);
     params.ina_models.resize(1);
     params.models.push_back(ina_model(p.topology, ina::PolicyKind::kAtp,
                                       {{0.1, 0.001, 250}, {0.1, 0.001, 250}, {0.1, 0.001, 250}},
                                       *params.ina, params.ina_models[0], {250, 250}));
-    params.models[0].rank_zero_schedules = rank_zero;
+    params.models[0].ordering = ordering;
     params.models[0].times[1] = std::make_shared<ProfileSeconds>(
         ProfileSeconds(3, LayerSeconds{0.1, 0.1}));  // host 1: the slow backward
     InaRun run(p, params);
-    double end = -1;
+    double end = -1, stalled_at = -1;
     JobSpec job;
     job.id = 0;
     job.model = 0;
     job.iterations = 1;
     ASSERT_TRUE(run.mode.start(
         job, std::vector<NodeId>{0, 1}, 0, [&] { end = p.engine.now().seconds(); },
-        [] { FAIL() << "no failure here"; }));
+        [&](JobRunner::Failure why) {
+          EXPECT_EQ(why, JobRunner::Failure::kStalled);
+          stalled_at = p.engine.now().seconds();
+        }));
     p.engine.run_until(Time::s(20));
     const ina::InaCounters& c = run.fabric.counters();
     EXPECT_EQ(c.collision_packets, 0u);
-    if (rank_zero) {
-      EXPECT_EQ(run.mode.running(), 0u);
-      EXPECT_NEAR(end, 0.608, 1e-9);
+    EXPECT_EQ(run.mode.running(), 0u);
+    Results out;
+    run.mode.report(out);
+    if (ordering != training::Ordering::kEveryWorker) {
+      EXPECT_NEAR(end, ordering == training::Ordering::kJob ? 0.604 : 0.608, 1e-9);
+      EXPECT_EQ(stalled_at, -1);
       EXPECT_EQ(c.timeouts, 0u);
       EXPECT_EQ(c.elements_delivered, 2 * 3 * 250);
+      EXPECT_EQ(out.metrics().at("detailed_jobs_stalled"), 0);
+      EXPECT_FALSE(out.details().contains("stalled_jobs"));
     } else {
-      EXPECT_EQ(run.mode.running(), 1u);
       EXPECT_EQ(end, -1);
+      EXPECT_NEAR(stalled_at, 2.6, 1e-9);
       EXPECT_EQ(c.elements_delivered, 2 * 250);  // layer 2 only
-      EXPECT_GE(c.timeouts, 2u * 19);
+      EXPECT_EQ(c.timeouts, 4u);
+      EXPECT_EQ(out.metrics().at("detailed_jobs_failed"), 1);
+      EXPECT_EQ(out.metrics().at("detailed_jobs_stalled"), 1);
+      ASSERT_TRUE(out.details().contains("stalled_jobs"));
+      EXPECT_NEAR(out.details()["stalled_jobs"][0]["last_progress_s"].get<double>(), 0.6, 1e-9);
     }
   }
 }
@@ -422,7 +445,8 @@ TEST(InaDetailedMode, AJobCutOffFromItsSwitchIsReportedFailed) {
   const std::vector<NodeId> hosts{0, 4};
   ASSERT_TRUE(run.mode.start(
       job, hosts, 0, [] { FAIL() << "cannot finish"; },
-      [&] {
+      [&](JobRunner::Failure why) {
+        EXPECT_EQ(why, JobRunner::Failure::kNoRoute);
         ++failed;
         failed_at = p.engine.now().seconds();
       }));

@@ -44,35 +44,42 @@ std::shared_ptr<const DnnProfile> small_first_layer() {
 //   before from 1,005,800: (1,0) back 1,008,700, (0,0) 1,011,600, (1,1) 1,014,500, (1,2)
 //   1,017,400, the job's end.
 // Under FIFO the next iteration's F0 would wait for layer 0's packet, which leaves behind all of
-// layer 1's. Both workers schedule here (identical workers never drift apart, so the order is
-// the same on both); with worker 0 alone scheduling, worker 1's chunks would leave as produced
-// and collide in the one aggregator (the drifting-workers test below).
+// layer 1's. The same whether worker 0's scheduler orders the job's chunks (the default,
+// training::Ordering::kJob: each layer is ready on both workers at the same instant, and each
+// chunk starts on both) or every worker schedules its own (identical workers never drift
+// apart, so the order is the same on both); with worker 0 alone pacing and worker 1 sending
+// as produced (kRankZero), worker 1's chunks would collide in the one aggregator (the
+// drifting-workers test below).
 TEST(InaOnTheCore, ByteSchedulerOrdersChunksOverAtp) {
-  Engine engine;
-  ClusterParams p = one_aggregator(PolicyKind::kAtp);
-  p.scheduler = "bytescheduler";
-  p.scheduler_config = {62, 62};
-  p.rank_zero_schedules = false;
-  p.jobs.push_back(job(small_first_layer(), 2, 2));
-  InaCluster cluster(engine, p);
-  std::vector<std::uint64_t> seqs;  // chunk sequence numbers in the order the switch saw them
-  cluster.policy().pool().set_observer([&](const PoolEvent& e) {
-    if (e.kind == PoolEvent::kClaim) seqs.push_back(e.seq);
-  });
-  cluster.start();
-  engine.run();
-  ASSERT_TRUE(cluster.all_finished());
-  EXPECT_EQ(cluster.job(0).finished_at(), Time::ns(1'017'400));
-  EXPECT_EQ(cluster.outcomes()[0].iteration_marks,
-            (std::vector<Time>{Time::zero(), Time::ns(505'800), Time::ns(1'017'400)}));
-  // Units are numbered in production order (layer 1's chunks 0, 1, 2, then layer 0's: 3), four a
-  // iteration; the switch aggregates them in ByteScheduler's order.
-  EXPECT_EQ(seqs, (std::vector<std::uint64_t>{0, 3, 1, 2, 4, 7, 5, 6}));
-  const InaCounters& c = cluster.stats();
-  EXPECT_EQ(c.collision_packets, 0u);
-  EXPECT_EQ(c.aggregated_packets, 16u);  // 4 chunks x 2 workers x 2 iterations
-  EXPECT_EQ(c.elements_delivered, 248 * 2 * 2);
-  EXPECT_EQ(c.wrong_sums, 0u);
+  for (const training::Ordering ordering :
+       {training::Ordering::kJob, training::Ordering::kEveryWorker}) {
+    SCOPED_TRACE(ordering == training::Ordering::kJob ? "one order" : "every worker");
+    Engine engine;
+    ClusterParams p = one_aggregator(PolicyKind::kAtp);
+    p.scheduler = "bytescheduler";
+    p.scheduler_config = {62, 62};
+    p.ordering = ordering;
+    p.jobs.push_back(job(small_first_layer(), 2, 2));
+    InaCluster cluster(engine, p);
+    std::vector<std::uint64_t> seqs;  // chunk sequence numbers in the order the switch saw them
+    cluster.policy().pool().set_observer([&](const PoolEvent& e) {
+      if (e.kind == PoolEvent::kClaim) seqs.push_back(e.seq);
+    });
+    cluster.start();
+    engine.run();
+    ASSERT_TRUE(cluster.all_finished());
+    EXPECT_EQ(cluster.job(0).finished_at(), Time::ns(1'017'400));
+    EXPECT_EQ(cluster.outcomes()[0].iteration_marks,
+              (std::vector<Time>{Time::zero(), Time::ns(505'800), Time::ns(1'017'400)}));
+    // Units are numbered in production order (layer 1's chunks 0, 1, 2, then layer 0's: 3), four a
+    // iteration; the switch aggregates them in ByteScheduler's order.
+    EXPECT_EQ(seqs, (std::vector<std::uint64_t>{0, 3, 1, 2, 4, 7, 5, 6}));
+    const InaCounters& c = cluster.stats();
+    EXPECT_EQ(c.collision_packets, 0u);
+    EXPECT_EQ(c.aggregated_packets, 16u);  // 4 chunks x 2 workers x 2 iterations
+    EXPECT_EQ(c.elements_delivered, 248 * 2 * 2);
+    EXPECT_EQ(c.wrong_sums, 0u);
+  }
 }
 
 // SwitchML streams chunks through its slots in production order; another scheduler's order is
@@ -207,41 +214,51 @@ JobSpec drifting_three_layers() {
 }
 }  // namespace
 
-// ByteScheduler over ATP with two workers that drift apart: credit 62 (one chunk in flight per
-// worker), partition 62, plenty of aggregators (no collision), ATP timeout 10 ms. Backward ends
-// layer 2, 1, 0 on worker 0 at 301, 302, 303 us and on worker 1 at 400, 500, 600 us. A chunk's
-// result reaches both workers 2,900 ns after the later of its two packets leaves (the round trip
-// of the test above).
-//   Worker 0 sends layer 2 at 301 us; its layers 1 and 0 queue behind the credit. Worker 1 sends
-//   layer 2 at 400 us; the result is back at 402,900 and worker 0's credit goes to its highest
-//   priority queued chunk, layer 0.
-//   Every worker scheduling its own credit (the default, see docs/cluster.md): worker 1's credit
-//   goes to layer 1 at 500 us (its layer 0 is not produced yet). Worker 0 then waits for worker 1's
+// ByteScheduler over ATP with two workers that drift apart: credit 62 (one chunk in flight),
+// partition 62, plenty of aggregators (no collision), ATP timeout 10 ms. Backward ends layer 2,
+// 1, 0 on worker 0 at 301, 302, 303 us and on worker 1 at 400, 500, 600 us. A chunk's result
+// reaches both workers 2,900 ns after the later of its two packets leaves (the round trip of the
+// test above).
+//   One order for the job (the default, training::Ordering::kJob, as ByteScheduler orders a
+//   collective [code: bytescheduler/mxnet/horovod.py ScheduledOptimizer.__init__]): a layer is
+//   ready once both workers produced it, and a released chunk starts on both at once. Layer 2 at
+//   400 us, back at 402,900 (worker 0's credit returns); layer 1 at 500 us, back 502,900; layer
+//   0 at 600 us, back at 602,900, the job's end. No timeout, nothing waits in an aggregator.
+//   Every worker scheduling its own credit: worker 0 sends layer 2 at 301 us; its layers 1 and
+//   0 queue behind the credit. Worker 1 sends layer 2 at 400 us; the result is back at 402,900
+//   and worker 0's credit goes to its highest priority queued chunk, layer 0; worker 1's goes to
+//   layer 1 at 500 us (its layer 0 is not produced yet). Worker 0 then waits for worker 1's
 //   layer 0, queued on worker 1 behind layer 1, which waits for worker 0's layer 1, queued on
 //   worker 0 behind layer 0: neither ever completes, and ATP's timeouts resend only what is
-//   already in flight (worker 0's layer 0 to the PS every 10 ms, worker 1's layer 1 likewise).
-//   Rank 0 scheduling (ByteScheduler's PS plugin, [code: bytescheduler/mxnet/kvstore.py
-//   ScheduledKVStore.__init__]): worker 1 sends each chunk when produced, layer 1 at 500 us and
-//   layer 0 at 600 us; layer 0 completes at 602,900, worker 0's credit goes to layer 1, which
+//   already in flight (worker 0's layer 0 to the PS every 10 ms, worker 1's layer 1 likewise)
+//   until the job's stall watchdog (1 s here) aborts it: its last progress is worker 1's
+//   backward end at 600 us, so it fails at 1,000,600 us, after 100 timeouts of each.
+//   Rank 0 pacing, the others sending as produced (ByteScheduler's PS plugin, [code:
+//   bytescheduler/mxnet/kvstore.py ScheduledKVStore.__init__]): worker 1 sends layer 1 at 500 us
+//   and layer 0 at 600 us; layer 0 completes at 602,900, worker 0's credit goes to layer 1, which
 //   completes at 602,900 + 2,900 = 605,800, the job's end.
 TEST(InaOnTheCore, ByteSchedulerOverAtpWithDriftingWorkersFinishes) {
-  for (const bool rank_zero : {true, false}) {
-    SCOPED_TRACE(rank_zero ? "rank 0 schedules" : "every worker schedules");
+  for (const training::Ordering ordering : {training::Ordering::kJob, training::Ordering::kRankZero,
+                                            training::Ordering::kEveryWorker}) {
+    SCOPED_TRACE(static_cast<int>(ordering));
     Engine engine;
     ClusterParams p = one_aggregator(PolicyKind::kAtp);
     p.aggregator_memory = Bytes{1000 * 248};
     p.scheduler = "bytescheduler";
     p.scheduler_config = {62, 62};
-    p.rank_zero_schedules = rank_zero;
+    p.ordering = ordering;
+    p.stall_timeout = Time::s(1);
     p.jobs.push_back(drifting_three_layers());
     InaCluster cluster(engine, p);
     cluster.start();
-    engine.run_until(Time::ms(1000));
+    engine.run_until(Time::s(10));
     const InaCounters& c = cluster.stats();
     EXPECT_EQ(c.collision_packets, 0u);
-    if (rank_zero) {
+    if (ordering != training::Ordering::kEveryWorker) {
       ASSERT_TRUE(cluster.all_finished());
-      EXPECT_EQ(cluster.job(0).finished_at(), Time::ns(605'800));
+      EXPECT_FALSE(cluster.job(0).failed());
+      EXPECT_EQ(cluster.job(0).finished_at(),
+                Time::ns(ordering == training::Ordering::kJob ? 602'900 : 605'800));
       EXPECT_EQ(c.timeouts, 0u);
       EXPECT_EQ(c.elements_delivered, 3 * 62 * 2);
       EXPECT_EQ(c.wrong_sums, 0u);
@@ -249,7 +266,13 @@ TEST(InaOnTheCore, ByteSchedulerOverAtpWithDriftingWorkersFinishes) {
       // The livelock: nothing after 402,900 completes; each stuck chunk times out every 10 ms.
       EXPECT_FALSE(cluster.all_finished());
       EXPECT_EQ(c.elements_delivered, 62 * 2);
-      EXPECT_GE(c.timeouts, 2u * 95);
+      ASSERT_TRUE(cluster.all_ended());  // reported: the watchdog ended it
+      EXPECT_EQ(cluster.failed_jobs(), 1u);
+      EXPECT_TRUE(cluster.job(0).failed());
+      EXPECT_EQ(cluster.job(0).finished_at(), Time::us(1'000'600));
+      // Worker 0's layer 0 (sent at 0.4029 ms) times out at 10.4029, ..., 1,000.4029 ms: 100;
+      // worker 1's layer 1 (sent at 0.5 ms) at 10.5, ..., 1,000.5 ms: 100.
+      EXPECT_EQ(c.timeouts, 100u + 100u);
     }
   }
 }

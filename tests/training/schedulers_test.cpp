@@ -111,3 +111,89 @@ TEST(Schedulers, FifoAgainstByteSchedulerOnThreeTensors) {
   EXPECT_DOUBLE_EQ(fifo.core->finish_time().seconds(), 20);
   EXPECT_DOUBLE_EQ(bs.core->finish_time().seconds(), 19);
 }
+
+namespace {
+// Two workers, three layers of one parameter (one chunk each); records what comes back.
+struct TwoWorkers final : GradientOwner {
+  std::size_t gradient_workers() const override { return 2; }
+  std::size_t gradient_layers() const override { return 3; }
+  std::int64_t layer_parameters(std::size_t) const override { return 1; }
+  void parameters_back(std::size_t w, std::size_t l) override { back.push_back({w, l}); }
+  void parameters_fetched(std::size_t, std::size_t) override {}
+  void check_progress() override {}
+  std::size_t updates(std::size_t, std::size_t) const override { return 0; }
+  std::vector<std::pair<std::size_t, std::size_t>> back;
+};
+
+// A per-worker strategy that only records the chunks started, as (worker, layer).
+struct StartLog final : GradientSync {
+  Entry entry() const override { return Entry::kPerWorker; }
+  bool one_tensor_at_a_time() const override { return false; }
+  bool layout_matters() const override { return false; }
+  void set_partition(std::int64_t) override {}
+  void start(std::size_t w, const Chunk& c) override { starts.push_back({w, c.layer}); }
+  std::int64_t bytes_sent() const override { return 0; }
+  std::int64_t bytes_delivered() const override { return 0; }
+  std::uint64_t messages() const override { return 0; }
+  std::vector<std::pair<std::size_t, std::size_t>> starts;
+};
+using Pairs = std::vector<std::pair<std::size_t, std::size_t>>;
+}  // namespace
+
+// One order for the job (Ordering::kJob, ByteScheduler over a collective: rank 0 decides the
+// order), by hand: ByteScheduler with credit 1 (one chunk in flight). Worker 0 produces layers
+// 2, 1, 0 before worker 1 produces any: nothing starts. Worker 1 produces layer 2: it starts on
+// both workers. Worker 1 produces layer 1: it waits for the credit. Worker 1's result of layer
+// 2 is back: its parameters are, but the credit is worker 0's, so nothing starts. Worker 0's is
+// back: the credit returns and layer 1 starts on both. Worker 1 produces layer 0, which waits;
+// worker 0's layer 1 is back: layer 0 starts on both. Every worker starts the same chunks in the
+// same order; every worker gets every layer back once.
+TEST(GradientPath, OneOrderForTheJobStartsEachChunkOnEveryWorkerOnceAllProducedIt) {
+  Engine engine;
+  TwoWorkers job;
+  StartLog sync;
+  GradientPath path(engine, job, training_policies().schedulers.get("bytescheduler", "").value,
+                    SchedulerConfig{1, 1});
+  path.set_ordering(Ordering::kJob);
+  path.set_sync(&sync);
+  for (std::size_t l : {2, 1, 0}) path.gradient_ready(0, l);
+  EXPECT_TRUE(sync.starts.empty());
+  path.gradient_ready(1, 2);
+  EXPECT_EQ(sync.starts, (Pairs{{0, 2}, {1, 2}}));
+  path.gradient_ready(1, 1);
+  EXPECT_EQ(sync.starts.size(), 2u);
+  path.on_chunk(1, Chunk{2, 0, 1}, /*release=*/true, /*arrived=*/true);
+  EXPECT_EQ(sync.starts.size(), 2u);
+  EXPECT_EQ(job.back, (Pairs{{1, 2}}));
+  path.on_chunk(0, Chunk{2, 0, 1}, true, true);
+  EXPECT_EQ(sync.starts, (Pairs{{0, 2}, {1, 2}, {0, 1}, {1, 1}}));
+  path.gradient_ready(1, 0);
+  EXPECT_EQ(sync.starts.size(), 4u);
+  path.on_chunk(1, Chunk{1, 0, 1}, true, true);
+  path.on_chunk(0, Chunk{1, 0, 1}, true, true);
+  EXPECT_EQ(sync.starts, (Pairs{{0, 2}, {1, 2}, {0, 1}, {1, 1}, {0, 0}, {1, 0}}));
+  path.on_chunk(0, Chunk{0, 0, 1}, true, true);
+  path.on_chunk(1, Chunk{0, 0, 1}, true, true);
+  EXPECT_EQ(job.back, (Pairs{{1, 2}, {0, 2}, {1, 1}, {0, 1}, {0, 0}, {1, 0}}));
+  EXPECT_EQ(path.config().credit, 1);
+}
+
+// One order for the job needs a strategy that starts chunks per worker.
+TEST(GradientPath, OneOrderForTheJobRefusesAnAllWorkersStrategy) {
+  struct AllWorkers final : GradientSync {
+    Entry entry() const override { return Entry::kAllWorkers; }
+    bool one_tensor_at_a_time() const override { return false; }
+    bool layout_matters() const override { return false; }
+    void set_partition(std::int64_t) override {}
+    void start(std::size_t, const Chunk&) override {}
+    std::int64_t bytes_sent() const override { return 0; }
+    std::int64_t bytes_delivered() const override { return 0; }
+    std::uint64_t messages() const override { return 0; }
+  } sync;
+  Engine engine;
+  TwoWorkers job;
+  GradientPath path(engine, job, training_policies().schedulers.get("bytescheduler", "").value,
+                    SchedulerConfig{1, 1});
+  path.set_ordering(Ordering::kJob);
+  EXPECT_ANY_THROW(path.set_sync(&sync));
+}
