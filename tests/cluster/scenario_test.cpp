@@ -436,3 +436,54 @@ TEST(ClusterScenario, ListedJobsNameTheirModelAndIterations) {
   EXPECT_EQ(m.at("detailed_jobs_one_host"), 1);
   EXPECT_EQ(m.at("detailed_iterations"), 5);
 }
+
+// The ByteScheduler-over-ATP livelock (docs/cluster.md, "ByteScheduler over ATP"), on the first
+// 30 jobs of the shipped two-rack scenario, ATP on one switch, both models under ByteScheduler.
+// With one order for the job (`scheduling` "job", the default) every job finishes within a
+// bounded number of events (5.45 M measured on 2026-12-05; the budget stops the run past 8 M).
+// With every worker scheduling its own credit two ResNet-50 jobs deadlock: the stall watchdog
+// (5 s here) ends them, the cluster drops and reports them, and the run ends.
+TEST(ClusterScenario, ByteSchedulerOverAtpOnOneSwitchFinishesWithinBoundedEvents) {
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_ina_two_racks.json";
+  std::ifstream in(file);
+  json scenario = json::parse(in);
+  scenario["workload"]["jobs"]["limit"] = 30;
+  scenario["system"]["stall_timeout"] = "5s";
+  for (json& m : scenario["workload"]["training"]["models"]) {
+    m["sync"] = "atp";
+    m["scheduler"] = "bytescheduler";
+  }
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  RunBudget budget;
+  budget.max_events = 8'000'000;
+  for (const std::string scheduling : {"job", "every_worker"}) {
+    SCOPED_TRACE(scheduling);
+    json d = scenario;
+    for (json& m : d["workload"]["training"]["models"]) m["scheduling"] = scheduling;
+    const LoadedScenario s =
+        load_scenario_text(d.dump(), ScenarioRequest{file, {}, {}}, registries);
+    const RunOutput out = run_scenario(s, registries, {}, budget);
+    const auto& m = out.results.metrics();
+    EXPECT_EQ(m.at("jobs_unfinished"), 0);
+    if (scheduling == "job") {
+      EXPECT_EQ(m.at("jobs_finished"), 30);
+      EXPECT_EQ(m.at("detailed_jobs_stalled"), 0);
+    } else {
+      EXPECT_EQ(m.at("detailed_jobs_stalled"), 2);
+      EXPECT_EQ(m.at("jobs_dropped"), 2);
+      EXPECT_EQ(out.results.details().at("stalled_jobs").size(), 2u);
+    }
+  }
+  // The key is checked: only over INA with ByteScheduler, and a known value.
+  json d = scenario;
+  d["workload"]["training"]["models"][0]["scheduling"] = "sometimes";
+  EXPECT_NE(mlsim::test::prepare_error(d, registries, file)
+                .find("workload.training.models[0].scheduling"),
+            std::string::npos);
+  d = scenario;
+  d["workload"]["training"]["models"][0]["scheduler"] = "fifo";
+  d["workload"]["training"]["models"][0]["scheduling"] = "job";
+  EXPECT_NE(mlsim::test::prepare_error(d, registries, file)
+                .find("workload.training.models[0].scheduling"),
+            std::string::npos);
+}
