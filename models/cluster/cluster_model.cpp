@@ -322,9 +322,12 @@ std::shared_ptr<CommunicationParams> read_training(
         if (m.has(key))
           throw InputError(m.path_of(key), "the fifo scheduler sends whole tensors, untuned");
     } else {
-      // ByteScheduler's defaults [code: bytescheduler/common/bytecore.py, docs/scheduling.md]:
-      // partition 1M and credit 4M parameters for PS, 8M and 16M for all-reduce (as commsched).
-      // In-network aggregation: the PS defaults [assumed, as the ina model's study].
+      // ByteScheduler's defaults [code: bytedance/byteps bytescheduler/common/bytecore.py,
+      // ByteCore.__init__: partition 1M and credit 4M parameters; docs/scheduling.md: 8M and
+      // 16M for all-reduce] (as commsched). In-network aggregation takes the PS ones: ATP's end
+      // host is BytePS with PS-lite's push/pull replaced by ATP's (in-ATP/ATP-BytePS, README),
+      // so a worker pushes to and pulls from the switch as from a PS [no INA setting is
+      // published: the ina model's study uses the same].
       const bool ps = t.sync == "ps" || ina_policy.has_value();
       t.config.partition =
           m.integer_or("partition", ps ? kMillion : 8 * kMillion, 1, 1'000'000'000'000);
@@ -453,11 +456,14 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
     // CommunicationParams::stall_timeout: a stalled job is dropped and reported.
     training->stall_timeout = system.duration_or("stall_timeout", "600s");
     if (training->stall_timeout <= Time::zero())
-      throw InputError(system.path_of("stall_timeout"), "must be positive");
+      throw InputError(system.path_of("stall_timeout"),
+                       "expected a positive duration (how long a simulated job may make no "
+                       "progress before the watchdog ends it)");
     p.communication = training;
   } else if (system.has("stall_timeout")) {
     throw InputError(system.path_of("stall_timeout"),
-                     "the stall watchdog of the detailed mode (system.detail \"communication\")");
+                     "only in the detailed mode (system.detail \"communication\"): the stall "
+                     "watchdog of the jobs whose communication is simulated");
   }
   p.make_source = read_jobs(workload, c.types, scenario_dir, training.get());
   return p;

@@ -104,6 +104,9 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"workload.jobs[1].policy=switchml", "system.switchml.memory=1MiB"},
           "system.switchml.memory"},
          {{"system.switchml.memory=1KiB"}, "system.switchml.memory"},
+         // Who orders ByteScheduler's chunks: a known name (the bytescheduler variants), and
+         // only under ByteScheduler (the fifo ones).
+         {{"system.scheduling=\"sometimes\""}, "system.scheduling"},
      }},
     {"llm_training",
      {
@@ -181,6 +184,10 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.estimate_factor=0.5"}, "system.estimate_factor"},
          {{"workload.jobs.file=no_such_trace.csv"}, "workload.jobs.file"},
          {{"workload.jobs.gpus_column=no_such_column"}, "workload.jobs.file"},
+         // The detailed mode's stall watchdog: a positive duration, and only in that mode.
+         {{"system.stall_timeout=\"0s\""}, "system.stall_timeout"},
+         {{"system.stall_timeout=5"}, "system.stall_timeout"},
+         {{"system.detail=\"job\"", "system.stall_timeout=\"5s\""}, "system.stall_timeout"},
      }},
     {"serving",
      {
@@ -201,6 +208,20 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
 
 // Bad overrides of keys only one shipped scenario has (on top of its model's).
 const std::map<std::string, std::vector<BadInput>> kByFile = {
+    {"cluster_ina_two_racks.json",
+     {
+         // Who orders ByteScheduler's chunks over in-network aggregation (its variants run fifo
+         // and bytescheduler, ATP, DSA, SwitchML and ring: each rejects these by the same path).
+         {{"workload.training.models[0].scheduling=\"sometimes\""},
+          "workload.training.models[0].scheduling"},
+         {{"workload.training.models[0].scheduler=\"fifo\"",
+           "workload.training.models[0].scheduling=\"job\""},
+          "workload.training.models[0].scheduling"},
+         {{"workload.training.models[1].sync=\"ring\"",
+           "workload.training.models[1].scheduler=\"bytescheduler\"",
+           "workload.training.models[1].scheduling=\"job\""},
+          "workload.training.models[1].scheduling"},
+     }},
     {"elastic_multiworld.json",
      {
          {{"system.separate[0].elastic.process_groups=\"two_worlds\""},

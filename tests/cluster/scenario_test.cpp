@@ -419,6 +419,47 @@ TEST(ClusterScenario, InaLevelsAreCheckedWithTheirPath) {
   EXPECT_NE(e.find("system.ina.levels"), std::string::npos) << e;
 }
 
+// ByteScheduler's partition and credit when a model names none [code: bytedance/byteps,
+// bytescheduler/common/bytecore.py ByteCore.__init__: BYTESCHEDULER_PARTITION 1000000 and
+// BYTESCHEDULER_CREDIT 4000000 parameters whatever the architecture; docs/scheduling.md: "for
+// allreduce architecture ... e.g., 8000000" and "16000000"]. In-network aggregation takes the
+// PS ones: ATP's end host is BytePS with its PS-lite push/pull replaced (in-ATP/ATP-BytePS,
+// README), so a worker pushes and pulls through the switch as through a PS. Ordering: one order
+// for the job over INA, every worker's own otherwise.
+TEST(ClusterScenario, ByteSchedulerDefaultsArePsOnesOverInaAndAllReduceOnesOverRing) {
+  json doc = json::parse(R"({
+    "pool": [{"gpu": "V100-SXM2-32GB", "count": 4, "gpus_per_node": 1}],
+    "system": {"policy": "fcfs", "reference_gpu": "V100-SXM2-32GB", "detail": "communication"},
+    "workload": {"jobs": {"source": "poisson", "jobs": 4, "mean_interarrival": "1s",
+                          "mean_duration": "10s", "gpus": [2]},
+                 "training": {"models": []}}})");
+  // ATP and DSA models do not share a run (one shared-pool program per switch): one each.
+  for (const std::string ina : {"atp", "dsa"}) {
+    SCOPED_TRACE(ina);
+    json d = doc;
+    for (const std::string& sync : {std::string("ps"), std::string("ring"), ina})
+      d["workload"]["training"]["models"].push_back(
+          {{"name", sync},
+           {"profile", "../dnn/pipedream/alexnet/graph.txt"},
+           {"profiled_on", "V100-SXM2-32GB"},
+           {"scheduler", "bytescheduler"},
+           {"sync", sync}});
+    const ModelParams p = parse(d);
+    ASSERT_EQ(p.communication->models.size(), 3u);
+    const auto& m = p.communication->models;
+    constexpr std::int64_t kM = 1'000'000;
+    for (std::size_t i : {0u, 2u}) {  // ps, and in-network aggregation
+      EXPECT_EQ(m[i].config.partition, 1 * kM) << m[i].name;
+      EXPECT_EQ(m[i].config.credit, 4 * kM) << m[i].name;
+    }
+    EXPECT_EQ(m[1].config.partition, 8 * kM);  // ring
+    EXPECT_EQ(m[1].config.credit, 16 * kM);
+    EXPECT_EQ(m[0].ordering, training::Ordering::kEveryWorker);
+    EXPECT_EQ(m[1].ordering, training::Ordering::kEveryWorker);
+    EXPECT_EQ(m[2].ordering, training::Ordering::kJob);
+  }
+}
+
 // A listed job names its model and iterations; the same list runs in both modes. Two 8-GPU
 // jobs on 4-GPU hosts each span two hosts.
 TEST(ClusterScenario, ListedJobsNameTheirModelAndIterations) {
