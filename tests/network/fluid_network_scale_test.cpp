@@ -174,3 +174,38 @@ TEST(FluidNetworkScale, ClassesFrozenAtOneLinkShareOneClockThatChangesRateInPlac
       }
   }
 }
+
+TEST(FluidNetworkScale, ClassAloneInItsGroupTakesTheGroupToItsNewBottleneck) {
+  // A star of 1 GB/s links. At 0: host A sends 8 transfers to B (one route class of 8, alone on
+  // A's uplink and B's downlink: 1/8 GB/s each, frozen at the lower link id, A's uplink; one
+  // rate group). At 1 ms: host E sends 8 transfers to B and 16 to F. By hand, progressive
+  // filling: E's uplink (24 transfers) fills first, at 1/24 GB/s; B's downlink then has
+  // 1 - 8/24 = 2/3 GB/s left for A's 8: 1/12 GB/s each, below A's uplink's 1/8, so A's class
+  // moves to B's downlink, where no other class is frozen (E's are at E's uplink).
+  // The mechanism: the class is alone in its group, so the group follows it to the new link and
+  // takes the new rate (one clock settled, one event re-timed) instead of the class leaving a
+  // group that is then freed and entering a new one: 3 group entries (A's class, E's two new
+  // ones), not 4.
+  Engine engine;
+  const Topology topology = build_topology(StarSpec{4, kLink});
+  FluidNetwork net(engine, topology, Sharing::kMaxMin, /*route_classes=*/true);
+  const NodeId a = topology.hosts()[0], b = topology.hosts()[1], e = topology.hosts()[2],
+               f = topology.hosts()[3];
+  const Bytes size{100'000'000};
+  std::vector<TransferId> ab, eb, ef;
+  for (int i = 0; i < 8; ++i)
+    ab.push_back(net.start_transfer(a, b, size, [](const TransferResult&) {}));
+  engine.run_until(Time::us(500));
+  for (TransferId id : ab) EXPECT_NEAR(net.current_rate(id), 1e9 / 8, 1e-3);
+  engine.schedule_at(Time::ms(1), [&] {
+    for (int i = 0; i < 8; ++i)
+      eb.push_back(net.start_transfer(e, b, size, [](const TransferResult&) {}));
+    for (int i = 0; i < 16; ++i)
+      ef.push_back(net.start_transfer(e, f, size, [](const TransferResult&) {}));
+  });
+  engine.run_until(Time::us(1500));
+  for (TransferId id : ab) EXPECT_NEAR(net.current_rate(id), 1e9 / 12, 1e-3);
+  for (TransferId id : eb) EXPECT_NEAR(net.current_rate(id), 1e9 / 24, 1e-3);
+  for (TransferId id : ef) EXPECT_NEAR(net.current_rate(id), 1e9 / 24, 1e-3);
+  EXPECT_EQ(net.solve_stats().group_entries, 3u);
+}
