@@ -24,7 +24,8 @@ launch of 8, 20 and 40 us; the best end point is kept), minimising the mean, ove
 (configuration, size band) groups, of the median absolute relative error.
 
 Usage: tools/calibrate_collectives.py [SHARED_DATA_DIR] [--binary PATH] [--quick]
-Writes workloads/collectives/nccl_a100.json (the fitted constants, a scenario fragment) and prints
+Writes workloads/collectives/nccl_a100.json (the fitted constants, a scenario fragment; the
+inter-node latency of tools/calibrate_inter_node.py is kept, refit it afterwards) and prints
 the per-band error table and the H100 DGX prediction table (markdown) for docs/collectives.md.
 
        tools/calibrate_collectives.py [SHARED_DATA_DIR] [--binary PATH] --sweep-nics
@@ -266,6 +267,17 @@ def main():
     }
     out = os.path.join(ROOT, "workloads", "collectives", "nccl_a100.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
+    # The inter-node latency is fitted by tools/calibrate_inter_node.py with the constants above
+    # fixed: kept as it was, to be refitted by that tool after this one.
+    if os.path.exists(out):
+        previous = json.load(open(out))
+        for key in ("_inter_node_fitted", "_inter_node"):
+            if key in previous:
+                fragment[key] = previous[key]
+        if "inter_node_latency" in previous.get("system", {}).get("costs", {}):
+            costs["inter_node_latency"] = previous["system"]["costs"]["inter_node_latency"]
+            print("kept inter_node_latency: rerun tools/calibrate_inter_node.py --write",
+                  file=sys.stderr)
     with open(out, "w") as fh:
         json.dump(fragment, fh, indent=2)
         fh.write("\n")

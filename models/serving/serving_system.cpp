@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <set>
 
 #include "models/serving/policies.hpp"
@@ -46,14 +47,14 @@ std::vector<std::int32_t> cost_exits(const DeploymentConfig& d) {
 }
 
 // The collectives of a replica whose tensor-parallel groups span hosts (the parser places such a
-// group on whole hosts of equal size): the collective layer's costs over the network routes
-// between its hosts as the training executor takes them (ring_routes: narrowest bandwidth, longest
-// latency; tp_allreduce.hpp, across_hosts); `intra` for groups on one host.
+// group on whole hosts of equal size): the collective layer's hierarchical all-reduce over the
+// network routes between its hosts (ring_routes: narrowest bandwidth, longest latency; re-read
+// when the links change: HostRoutes; tp_allreduce.hpp); `intra` for groups on one host.
 TpAllReduce group_collectives(const TpAllReduce& intra, const std::vector<NodeId>& gpus, int tp,
-                              const LinkConditions* links, const std::string& where) {
-  Bandwidth narrowest{std::numeric_limits<double>::infinity()};
-  Time longest;
+                              const LinkConditions* links, const std::string& where,
+                              const std::string& replica) {
   int per_host = tp;
+  std::vector<std::vector<NodeId>> groups;
   std::vector<NodeId> distinct;
   for (std::size_t first = 0; first + static_cast<std::size_t>(tp) <= gpus.size();
        first += static_cast<std::size_t>(tp)) {
@@ -64,16 +65,15 @@ TpAllReduce group_collectives(const TpAllReduce& intra, const std::vector<NodeId
     if (distinct.size() < 2) continue;
     MLSIM_CHECK(links != nullptr, "a tensor-parallel group across hosts needs the network");
     per_host = tp / static_cast<int>(distinct.size());
-    const collectives::RingRoutes rr = collectives::ring_routes(*links, distinct, 0);
-    if (rr.narrowest.bytes_per_s <= 0)
+    if (collectives::ring_routes(*links, distinct, 0).narrowest.bytes_per_s <= 0)
       throw InputError(where + ".tp",
                        "a tensor-parallel group across hosts needs a route between its hosts, "
                        "and the topology has none");
-    narrowest.bytes_per_s = std::min(narrowest.bytes_per_s, rr.narrowest.bytes_per_s);
-    longest = std::max(longest, rr.longest_latency);
+    groups.push_back(distinct);
   }
   if (per_host == tp) return intra;
-  return intra.across_hosts(narrowest, longest, per_host);
+  auto live = std::make_shared<const HostRoutes>(*links, std::move(groups), replica);
+  return intra.across_hosts(Bandwidth{0}, Time::zero(), per_host, std::move(live));
 }
 
 // The topology nodes a replica's GPUs are on, each once, in placement order.
@@ -196,7 +196,7 @@ ServingSystem::ServingSystem(Engine& engine, Compute& compute, std::vector<NodeI
                     "prefix caching needs block hashes and a single-depth deployment");
       }
       const TpAllReduce collectives =
-          group_collectives(tp_allreduce, rc.gpus, d.tp, links, d.where);
+          group_collectives(tp_allreduce, rc.gpus, d.tp, links, d.where, rc.name);
       add_replica(di, dep, std::move(rc), blocks, feature_layers, collectives);
       metrics_.add_weight_bytes(weights);
     }

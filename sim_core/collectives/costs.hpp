@@ -41,6 +41,11 @@ struct CostModel {
   Time launch;  // per call, before the first message leaves
   // Indexed by Protocol. None enabled: no protocol costs (bytes as given, no hop latency).
   std::array<ProtocolCost, 3> protocols{};
+  // Per message that crosses hosts, beyond its links' latency and hop_latency: NCCL's network
+  // step (the proxy thread and the NIC; tuning.cc hwLat[NCCL_HW_NET]). Charged by the
+  // hierarchical closed form (hierarchical.hpp) only: the event-driven algorithms do not know
+  // which of their messages cross hosts.
+  Time inter_node_latency;
 
   const ProtocolCost& of(Protocol p) const { return protocols[static_cast<std::size_t>(p)]; }
   ProtocolCost& of(Protocol p) { return protocols[static_cast<std::size_t>(p)]; }

@@ -10,6 +10,8 @@ namespace mlsim::collectives {
 CostModel read_cost_model(JsonReader& costs) {
   CostModel m;
   m.launch = costs.duration_or("launch", "0s");
+  // Not written back when absent, so scenarios without it resolve as before.
+  if (costs.has("inter_node_latency")) m.inter_node_latency = costs.duration("inter_node_latency");
   if (std::optional<JsonReader> protocols = costs.optional_object("protocols")) {
     for (Protocol p : kProtocols) {
       std::optional<JsonReader> entry = protocols->optional_object(to_string(p));

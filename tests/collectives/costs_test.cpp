@@ -134,8 +134,8 @@ TEST(Costs, ClosedFormOfARingAllReduceByHand) {
   EXPECT_EQ(c.protocol, Protocol::kSimple);
   EXPECT_EQ(c.time, Time::ns(15'036'200));
   // Without protocols: no hop latency, efficiency 1: 5 us + 6 x 0.2 us + 15 ms.
-  c = collective_cost(CostModel{Time::us(5), {}}, Operation::kAllReduce, Algorithm::kRing, 4, 2,
-                      Bytes{10'000'000}, Bandwidth{1e9}, Time::ns(200));
+  c = collective_cost(CostModel{Time::us(5), {}, Time::zero()}, Operation::kAllReduce,
+                      Algorithm::kRing, 4, 2, Bytes{10'000'000}, Bandwidth{1e9}, Time::ns(200));
   EXPECT_EQ(c.protocol, std::nullopt);
   EXPECT_EQ(c.time, Time::ns(15'006'200));
 }

@@ -450,6 +450,17 @@ TEST(ServingScenarios, TensorParallelGroupAcrossHosts) {
   const auto one = with({});
   const auto two = with(two_hosts);
   const auto two_slow = with(slow);
+  // The same slowdown as a link event at 0 s (the events section reaches the group's route), and
+  // at 5 s (part of the run at the first speed).
+  auto event_at = [&](const char* at) {
+    auto sets = two_hosts;
+    sets.emplace_back(
+        "events",
+        nlohmann::json{{"list", {{{"at", at}, {"all_links", true}, {"bandwidth", "10GB/s"}}}}});
+    return with(std::move(sets));
+  };
+  const auto two_event_0 = event_at("0s");
+  const auto two_event_5 = event_at("5s");
   auto one_slow_sets =
       std::vector<std::pair<std::string, nlohmann::json>>{{"topology.link.bandwidth", "10GB/s"}};
   const auto one_slow = with(one_slow_sets);
@@ -463,10 +474,13 @@ TEST(ServingScenarios, TensorParallelGroupAcrossHosts) {
   EXPECT_GT(e2e(two), e2e(one));
   EXPECT_GT(e2e(two_slow), e2e(two));
   EXPECT_EQ(e2e(one_slow), e2e(one));
+  EXPECT_EQ(e2e(two_event_0), e2e(two_slow));
+  EXPECT_GT(e2e(two_event_5), e2e(two));
+  EXPECT_LT(e2e(two_event_5), e2e(two_slow));
   std::printf(
       "[70B TP 8, 100 requests] e2e mean: one host %.3f s, two 4-GPU hosts %.3f s, at 10 GB/s "
-      "links %.3f s\n",
-      e2e(one), e2e(two), e2e(two_slow));
+      "links %.3f s, slowed to 10 GB/s by an event at 0 s %.3f s, at 5 s %.3f s\n",
+      e2e(one), e2e(two), e2e(two_slow), e2e(two_event_0), e2e(two_event_5));
 }
 
 // MoE capacity factor and expert parallelism across hosts through the scenario (issue 15): the
