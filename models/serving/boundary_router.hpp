@@ -33,6 +33,12 @@ namespace mlsim::serving {
 
 enum class StageRouting : std::uint8_t { kRoundRobin, kFewestEngines, kLeastWork };
 
+// Where a join's rebalancing (elastic.cpp, ElasticDeployment::rebalance) moves engines holding KV
+// (`elastic.rebalance`, a registered policy): until every live worker has about as many engines
+// (fewest_engines), or only while a move narrows the gap in work between the most and the least
+// loaded worker (least_work). Engines holding no KV even out by counts under both.
+enum class Rebalancing : std::uint8_t { kFewestEngines, kLeastWork };
+
 class BoundaryRouters {
  public:
   // `workers[s]`: workers placed at stage s (stage 0, the front, has no router; give it 0).
@@ -121,6 +127,36 @@ class BoundaryRouters {
       if (st.live[i] != 0 &&
           (best < 0 || st.engines[i] < st.engines[static_cast<std::size_t>(best)]))
         best = static_cast<int>(i);
+    return best;
+  }
+
+  // The live worker with the fewest tokens still to process on its engines, then the fewest
+  // engines, then the first (-1: none): where a join's rebalancing under `least_work` moves
+  // engines. O(workers).
+  int least_work(int stage) const {
+    const Stage& st = stages_[static_cast<std::size_t>(stage)];
+    int best = -1;
+    for (std::size_t i = 0; i < st.live.size(); ++i) {
+      if (st.live[i] == 0) continue;
+      const auto b = static_cast<std::size_t>(best);
+      if (best < 0 || st.work[i] < st.work[b] ||
+          (st.work[i] == st.work[b] && st.engines[i] < st.engines[b]))
+        best = static_cast<int>(i);
+    }
+    return best;
+  }
+  // The live worker with the most tokens still to process, then the most engines, then the first
+  // (-1: none): where a join's rebalancing under `least_work` takes engines from. O(workers).
+  int most_work(int stage) const {
+    const Stage& st = stages_[static_cast<std::size_t>(stage)];
+    int best = -1;
+    for (std::size_t i = 0; i < st.live.size(); ++i) {
+      if (st.live[i] == 0) continue;
+      const auto b = static_cast<std::size_t>(best);
+      if (best < 0 || st.work[i] > st.work[b] ||
+          (st.work[i] == st.work[b] && st.engines[i] > st.engines[b]))
+        best = static_cast<int>(i);
+    }
     return best;
   }
 

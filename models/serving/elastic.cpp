@@ -71,6 +71,28 @@ ElasticDeployment::ElasticDeployment(Engine& engine, ElasticConfig config,
 void ElasticDeployment::set_state(Worker& k, State state) {
   k.state = state;
   if (k.stage > 0) routers_.set_live(k.stage, k.index, state == State::kLive);
+  refresh_polling();
+}
+
+void ElasticDeployment::refresh_polling() {
+  if (!config_.semantics.polls) return;
+  // A later-stage worker awaits its next activations from any upstream neighbour: one receive
+  // posted per world with a live one, each polled by its coroutine (WorldCommunicator.recv names
+  // one world), so its loop never idles while it runs [inferred from the public code].
+  for (std::size_t s = 1; s < workers_.size(); ++s) {
+    const int upstream = live_workers(static_cast<int>(s) - 1);
+    for (auto& k : workers_[s]) {
+      const bool running = k.state == State::kLive || k.state == State::kDraining;
+      k.w->posted_recvs = running ? upstream : 0;
+      const bool polling = k.w->posted_recvs > 0;
+      if (polling == k.polling) continue;
+      k.polling = polling;
+      if (polling)
+        k.polling_since = engine_.now();
+      else
+        poll_s_ += (engine_.now() - k.polling_since).seconds();
+    }
+  }
 }
 
 StageWorker* ElasticDeployment::route(int stage, const StageWorker* current) {
@@ -433,7 +455,7 @@ void ElasticDeployment::begin_drain(int stage, int index) {
   // A front worker leaves the routers (its replica keeps running what it holds); a later stage's
   // engines move off it (rebalance: by KV migration, or when they hold no KV).
   refresh_routable();
-  if (stage > 0) rebalance(stage);
+  if (stage > 0) rebalance(stage, /*join=*/false);
   engine_.schedule_in(config_.drain_timeout, [this, stage, index, g = k.generation] {
     finish_drain(stage, index, g, /*timed_out=*/true);
   });
@@ -503,7 +525,11 @@ void ElasticDeployment::move_engine(Replica& r, std::uint32_t v, StageWorker& to
   });
 }
 
-void ElasticDeployment::rebalance(int stage) {
+void ElasticDeployment::rebalance(int stage, bool join) {
+  if (config_.rebalancing == Rebalancing::kLeastWork) {
+    rebalance_by_work(stage, join);
+    return;
+  }
   // Binds the engines on workers that are not live, then evens out the engines per live worker,
   // moving the engines with the fewest requests (each move loses the moved requests' KV, unless
   // it migrates). Engines on a draining worker move by KV migration; without it they stay until
@@ -557,6 +583,100 @@ void ElasticDeployment::rebalance(int stage) {
     } else {
       move_engine(*from_r, from_v, *to);
     }
+  }
+}
+
+void ElasticDeployment::rebalance_by_work(int stage, bool join) {
+  // First, as under fewest_engines, but an engine that must move (its worker is not live, or it
+  // drains with KV migration) goes to the live worker with the least work, and only engines
+  // holding no KV (they move for free) even out by counts. Then an engine holding KV moves from
+  // the worker with the most work to the one with the least only while that narrows their gap:
+  // with w its tokens still to process and x the tokens a recompute redoes at the destination (0
+  // with KV migration), it moves iff least + w + x < most; the engine leaving the smallest larger
+  // side, max(most - w, least + w + x), moves first (then the one with the fewest requests, then
+  // the first). Each engine moves at most once per call, and it stops when the most loaded worker
+  // has no such engine. A join then moves KV only where the work is uneven, not to even out the
+  // counts (docs/elastic_serving.md). A drain beginning (not a join) moves no engine holding KV
+  // between live workers.
+  const auto s = static_cast<std::size_t>(stage);
+  std::vector<const StageWorker*> live;
+  for (const auto& k : workers_[s])
+    if (k.state == State::kLive) live.push_back(k.w);
+  if (live.empty()) return;
+  std::size_t engines = 0;
+  for (const Replica* r : front_) engines += r->virtual_engines();
+  const std::size_t target = (engines + live.size() - 1) / live.size();
+  auto count = [&](const StageWorker* w) {
+    return static_cast<std::size_t>(routers_.engines(stage, w->index));
+  };
+  auto is_live = [&](const StageWorker* w) {
+    return std::find(live.begin(), live.end(), w) != live.end();
+  };
+  for (;;) {
+    Replica* from_r = nullptr;
+    std::uint32_t from_v = 0;
+    bool must = false, dead = false;
+    std::size_t fewest = 0;
+    for (Replica* r : front_)
+      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
+        if (r->engine_migrating(v)) continue;
+        const StageWorker* w = r->path(v, s);
+        const bool draining = state_of(stage, w) == State::kDraining;
+        if (draining && !config_.kv_migration) continue;
+        const bool on_dead = !is_live(w) && !draining;
+        const bool must_move = on_dead || draining;
+        if (!must_move && (count(w) <= target || r->engine_holds_kv(v))) continue;
+        const std::size_t n = r->engine_requests(v);
+        if (from_r == nullptr || (must_move && !must) || (must_move == must && n < fewest)) {
+          from_r = r;
+          from_v = v;
+          must = must_move;
+          dead = on_dead;
+          fewest = n;
+        }
+      }
+    if (from_r == nullptr) break;
+    StageWorker* to =
+        at(stage, must ? routers_.least_work(stage) : routers_.fewest_engines(stage)).w;
+    if (!must && count(to) + 1 >= count(from_r->path(from_v, s))) break;  // balanced enough
+    if (dead) {
+      from_r->bind(from_v, *to);
+      recomputed_ += from_r->reset_engine(from_v);
+    } else {
+      move_engine(*from_r, from_v, *to);
+    }
+  }
+  if (!join) return;
+  std::vector<std::pair<const Replica*, std::uint32_t>> moved;
+  for (;;) {
+    const int most = routers_.most_work(stage), least = routers_.least_work(stage);
+    if (most < 0 || most == least) return;
+    const std::int64_t w_most = routers_.work(stage, most), w_least = routers_.work(stage, least);
+    const StageWorker* from = at(stage, most).w;
+    Replica* best_r = nullptr;
+    std::uint32_t best_v = 0;
+    std::int64_t best_side = 0;
+    std::size_t best_n = 0;
+    for (Replica* r : front_)
+      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
+        if (r->engine_migrating(v) || r->path(v, s) != from || !r->engine_holds_kv(v)) continue;
+        const std::pair<const Replica*, std::uint32_t> engine(r, v);
+        if (std::find(moved.begin(), moved.end(), engine) != moved.end()) continue;
+        const std::int64_t w = r->engine_outstanding_tokens(v);
+        const std::int64_t x = config_.kv_migration ? 0 : r->engine_recompute_tokens(v);
+        if (w_least + w + x >= w_most) continue;  // it would not narrow the gap
+        const std::int64_t side = std::max(w_most - w, w_least + w + x);
+        const std::size_t n = r->engine_requests(v);
+        if (best_r == nullptr || side < best_side || (side == best_side && n < best_n)) {
+          best_r = r;
+          best_v = v;
+          best_side = side;
+          best_n = n;
+        }
+      }
+    if (best_r == nullptr) return;
+    moved.emplace_back(best_r, best_v);
+    move_engine(*best_r, best_v, *at(stage, least).w);
   }
 }
 
@@ -701,6 +821,15 @@ void ElasticDeployment::report(Results& out, Time makespan) const {
   out.set_metric("serving_elastic_requests_recomputed", static_cast<double>(recomputed_));
   out.set_metric("serving_elastic_requests_rerouted", static_cast<double>(rerouted_));
   out.set_metric("serving_elastic_micro_batches_lost", static_cast<double>(lost));
+  // MultiWorld's busy-polling: a core per worker while its event loop has an operation pending
+  // (front: an engine in flight; later stages: a receive posted to a live upstream neighbour).
+  double poll_s = poll_s_;
+  for (const auto& stage : workers_)
+    for (const auto& k : stage)
+      if (k.polling && makespan > k.polling_since) poll_s += (makespan - k.polling_since).seconds();
+  if (config_.semantics.polls)
+    for (const Replica* r : front_) poll_s += r->polling_seconds(makespan);
+  out.set_metric("serving_elastic_poll_cpu_hours", poll_s / 3600.0);
   out.set_metric("serving_elastic_failures", static_cast<double>(failures_));
   out.set_metric("serving_elastic_failures_detected", static_cast<double>(detections_));
   out.set_metric("serving_elastic_detection_mean_s", detection_s_.mean());

@@ -61,6 +61,13 @@ struct ProcessGroupSemantics {
 struct ElasticCosts {
   // Per activation send/recv, MultiWorld only.
   Time polling_overhead;
+  // One poll of one pending operation on a worker's event loop (MultiWorld only;
+  // communicator.py, WorldCommunicator._wait_work: `work.is_completed()`, then
+  // `asyncio.sleep(0)`). A completion is noticed one round of the loop later, a round being one
+  // poll per operation pending on that worker; zero: not modelled. Whatever its value, a worker's
+  // loop busy-polls (a core at 100%) while it has an operation pending: reported as
+  // serving_elastic_poll_cpu_hours.
+  Time poll_step;
   // One world: TCPStore, init_process_group and the NCCL communicator's first collective
   // (manager.py: WorldManager._init_process_group, _trigger_nccl_communicator).
   Time world_creation;
@@ -105,6 +112,11 @@ struct AutoscalerConfig {
   Time cooldown = Time::s(60);
 };
 
+// The rebalancing policy of a join when the scenario names none. least_work recomputes a third as
+// many requests in the study's events and autoscaled variants but meets the SLO for fewer requests
+// in three of its four (docs/elastic_serving.md), so the default stays fewest_engines.
+inline constexpr const char* kDefaultRebalance = "fewest_engines";
+
 struct ElasticConfig {
   std::string process_groups = "multiworld";
   ProcessGroupSemantics semantics;
@@ -112,6 +124,10 @@ struct ElasticConfig {
   // (`elastic.stage_router`).
   std::string stage_router = "round_robin";
   StageRouting routing = StageRouting::kRoundRobin;
+  // Where a join's rebalancing moves engines holding KV (boundary_router.hpp), a registered
+  // policy (`elastic.rebalance`; the default is kDefaultRebalance, docs/elastic_serving.md).
+  std::string rebalance = kDefaultRebalance;
+  Rebalancing rebalancing = Rebalancing::kFewestEngines;
   ElasticCosts costs;
   std::vector<ElasticStage> stages;
   int virtual_engines = 0;  // per front replica; 0: stages x ceil(max workers of a stage / front)
@@ -218,6 +234,8 @@ class ElasticDeployment final : public PathBinder, public WorkListener {
                 // when the group is re-created
     std::uint64_t generation = 0;  // bumped on every state change, voids pending timers
     Time drain_started;
+    bool polling = false;  // a later stage's loop busy-polls (a receive posted per upstream world)
+    Time polling_since;
     bool leaving = false;  // failed while draining: it does not rejoin when repaired
   };
   Worker& at(int stage, int index) {
@@ -226,6 +244,9 @@ class ElasticDeployment final : public PathBinder, public WorkListener {
   void allocate(Worker& k, bool on);
   // Every state change goes here: the boundary router takes engines to live workers only.
   void set_state(Worker& k, State state);
+  // The receives each later-stage worker posts (one per live upstream neighbour's world) and
+  // whether its event loop busy-polls; called on every state change (MultiWorld).
+  void refresh_polling();
   // The worker of `stage` the boundary router sends an engine to (null: none live); `current`:
   // the engine's worker now (its own binding not counted, and it stays unless another is better).
   StageWorker* route(int stage, const StageWorker* current = nullptr);
@@ -239,7 +260,11 @@ class ElasticDeployment final : public PathBinder, public WorkListener {
   Time detection_delay(int stage, int index, Time failure) const;
   Time load_time(int stage) const;
   State state_of(int stage, const StageWorker* w) const;
-  void rebalance(int stage);
+  // `join`: a worker joined (or the deployment starts or restarts); else a drain began, where
+  // under least_work no engine holding KV moves between live workers.
+  void rebalance(int stage, bool join = true);
+  // rebalance() under Rebalancing::kLeastWork.
+  void rebalance_by_work(int stage, bool join);
   // Moves an engine that holds KV from its worker at `to`'s stage to `to`: by KV migration
   // (config_.kv_migration), else by recompute.
   void move_engine(Replica& r, std::uint32_t engine, StageWorker& to);
@@ -283,6 +308,7 @@ class ElasticDeployment final : public PathBinder, public WorkListener {
   std::uint64_t joins_ = 0, scale_outs_ = 0, scale_ins_ = 0;
   std::uint64_t kv_migrations_ = 0, requests_migrated_ = 0, drains_ = 0, drain_timeouts_ = 0;
   double kv_migrated_bytes_ = 0;
+  double poll_s_ = 0;  // later-stage workers' busy-polling seconds, closed intervals
   int draining_ = 0;
   ExactQuantiles drain_s_;
   ElasticHost::LatencySums last_sums_, autoscale_sums_;

@@ -65,6 +65,17 @@ ServingPolicies build() {
            "elastic stage boundaries: an engine goes to the live worker whose engines have the "
            "fewest tokens still to process (join the shortest queue by work)",
            StageRouting::kLeastWork);
+  p.rebalancers
+      .add("fewest_engines",
+           "elastic joins: engines move to the live worker with the fewest engines bound until the "
+           "counts differ by at most one (each moved engine's requests recompute; the default)",
+           Rebalancing::kFewestEngines)
+      .add(
+          "least_work",
+          "elastic joins: an engine holding KV moves from the worker with the most work to the one "
+          "with the least only while that narrows their gap, counting the recompute; engines "
+          "without KV even out by counts",
+          Rebalancing::kLeastWork);
   return p;
 }
 
@@ -77,6 +88,7 @@ std::vector<PolicyInfo> ServingPolicies::describe() const {
   routers.describe(out);
   process_groups.describe(out);
   stage_routers.describe(out);
+  rebalancers.describe(out);
   return out;
 }
 

@@ -27,6 +27,8 @@ struct ServingPolicies {
   PolicyRegistry<ProcessGroupSemantics> process_groups{"process_groups"};
   // The routers of an elastic deployment's stage boundaries (boundary_router.hpp).
   PolicyRegistry<StageRouting> stage_routers{"stage_router"};
+  // Where a join's rebalancing moves an elastic stage's engines (boundary_router.hpp).
+  PolicyRegistry<Rebalancing> rebalancers{"rebalance"};
   std::vector<PolicyInfo> describe() const;
 };
 

@@ -200,7 +200,7 @@ void Replica::try_start() {
     scheduler_->next_batch(ve.state, ve.batch);
     scheduled = true;
     if (ve.batch.empty()) continue;
-    ve.in_flight = true;
+    set_in_flight(ve, true);
     ve.started = engine_.now();
     ve.path.front()->queue.push_back({this, v, ve.epoch});
   }
@@ -210,6 +210,16 @@ void Replica::try_start() {
   }
   StageWorker& front = *stages_.front();
   if (!front.busy) run_next(front);
+}
+
+void Replica::set_in_flight(VirtualEngine& ve, bool in_flight) {
+  if (ve.in_flight == in_flight) return;
+  ve.in_flight = in_flight;
+  if (in_flight) {
+    if (in_flight_count_++ == 0) polling_since_ = engine_.now();
+  } else if (--in_flight_count_ == 0 && config_.polls) {
+    polling_s_ += (engine_.now() - polling_since_).seconds();
+  }
 }
 
 void Replica::run_next(StageWorker& w) {
@@ -243,6 +253,11 @@ void Replica::run_job(StageWorker& w) {
     host_seconds = config_.iteration_overhead.seconds();
     if (!config_.multi_level_sampling && c.exits_sampled > 1)
       host_seconds += (c.exits_sampled - 1) * config_.sampling_pass_overhead.seconds();
+    // MultiWorld: the serving coroutine resumes to launch the micro-batch after one round of the
+    // event loop, in which every other engine in flight polls its pending send or result once
+    // (communicator.py, WorldCommunicator._wait_work: is_completed(), then asyncio.sleep(0)).
+    if (config_.poll_step > Time::zero() && in_flight_count_ > 1)
+      host_seconds += config_.poll_step.seconds() * (in_flight_count_ - 1);
   }
   std::fill(w.nominal.begin(), w.nominal.end(), c.compute_s);
   compute_.run_for(
@@ -308,15 +323,28 @@ void Replica::forward(StageWorker& w, std::uint32_t v) {
                     cost_->model().dtype_bytes()};
   activation_bytes_ += bytes.count;
   StageWorker& to = *engines_[v].path[static_cast<std::size_t>(w.stage) + 1];
+  if (config_.polls) {
+    if (w.sends_epoch != w.epoch) {
+      w.sends_epoch = w.epoch;
+      w.sends_in_flight = 0;
+    }
+    ++w.sends_in_flight;
+  }
   transfers_->send(w.hosts.front(), to.hosts.front(), bytes, config_.host_link,
-                   [this, &to, v, we = to.epoch, ve = engines_[v].epoch] {
-                     if (config_.send_overhead == Time::zero()) {
+                   [this, &w, &to, v, we = to.epoch, ve = engines_[v].epoch, se = w.epoch] {
+                     if (config_.polls && w.epoch == se) --w.sends_in_flight;
+                     // MultiWorld: the receiver notices the completion at its coroutine's next
+                     // poll, a round of its event loop later: one poll per operation pending
+                     // there (a receive per upstream world, its own sends).
+                     Time delay = config_.send_overhead;
+                     if (config_.poll_step > Time::zero())
+                       delay += config_.poll_step * (to.posted_recvs + to.sends());
+                     if (delay == Time::zero()) {
                        arrive_at_stage(to, v, we, ve);
                        return;
                      }
-                     engine_.schedule_in(config_.send_overhead, [this, &to, v, we, ve] {
-                       arrive_at_stage(to, v, we, ve);
-                     });
+                     engine_.schedule_in(
+                         delay, [this, &to, v, we, ve] { arrive_at_stage(to, v, we, ve); });
                    });
 }
 
@@ -352,6 +380,15 @@ void Replica::bind(std::uint32_t v, StageWorker& worker) {
   change_path(v, [&] { engines_[v].path[static_cast<std::size_t>(worker.stage)] = &worker; });
 }
 
+std::int64_t Replica::engine_recompute_tokens(std::uint32_t v) const {
+  // As ReplicaState::preempt: the prefill target becomes prompt + generated with nothing cached.
+  std::int64_t tokens = 0;
+  for (const Request* r : engines_[v].state.running())
+    tokens += std::int64_t{r->spec.prompt_tokens} + r->generated -
+              std::max(0, r->prefill_target - r->cached);
+  return tokens;
+}
+
 std::size_t Replica::reset_engine(std::uint32_t v) {
   VirtualEngine& ve = engines_[v];
   ve.epoch += 1;
@@ -360,7 +397,7 @@ std::size_t Replica::reset_engine(std::uint32_t v) {
   ve.migration_sending = false;
   ve.migrated = nullptr;
   ve.migration += 1;
-  ve.in_flight = false;
+  set_in_flight(ve, false);
   ve.batch.clear();
   auto& running = ve.state.running();
   const std::size_t n = running.size();
@@ -380,7 +417,7 @@ void Replica::evacuate(std::vector<Request*>& out) {
     ve.migration_sending = false;
     ve.migrated = nullptr;
     ve.migration += 1;
-    ve.in_flight = false;
+    set_in_flight(ve, false);
     ve.batch.clear();
     for (Request* r : ve.state.running()) {
       ve.state.release(*r);
@@ -475,7 +512,7 @@ void Replica::complete_iteration(std::uint32_t v) {
         running.end());
     for (Request* r : done) finish_answer(state, *r);
   }
-  ve.in_flight = false;
+  set_in_flight(ve, false);
   last_batch_ = &batch;
   observer_.on_iteration(*this);
   batch.clear();

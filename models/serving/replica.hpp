@@ -119,6 +119,11 @@ struct ReplicaConfig {
   // Added to every activation send between stages: MultiWorld's asynchronous completion polling
   // (elastic.hpp); zero otherwise.
   Time send_overhead;
+  // MultiWorld's host-side polling (elastic.hpp): `polls` counts the time the front worker's event
+  // loop busy-polls (an engine in flight); `poll_step` is one poll of one pending operation, so
+  // that a completion is noticed one round (poll_step x the operations pending) later.
+  bool polls = false;
+  Time poll_step;
 };
 
 class Replica {
@@ -232,6 +237,9 @@ class Replica {
     const auto& v = engines_[engine];
     return v.in_flight || !v.state.running().empty();
   }
+  // Tokens a reset_engine() would add to the engine's outstanding tokens: each running request's
+  // prompt and generated tokens, to prefill again, less what its prefill still had to do.
+  std::int64_t engine_recompute_tokens(std::uint32_t engine) const;
   std::size_t engine_requests(std::uint32_t engine) const {
     return engines_[engine].state.waiting().size() + engines_[engine].state.running().size();
   }
@@ -252,6 +260,12 @@ class Replica {
   void set_binder(PathBinder* binder) { binder_ = binder; }
   // Micro-batches dropped: sent to a worker that failed, or stale after a reset.
   std::uint64_t lost_micro_batches() const { return lost_micro_batches_; }
+
+  // MultiWorld: seconds until `now` during which the front worker's event loop busy-polled (an
+  // engine in flight awaiting its send or its result; config().polls).
+  double polling_seconds(Time now) const {
+    return polling_s_ + (in_flight_count_ > 0 ? (now - polling_since_).seconds() : 0);
+  }
 
   // Statistics. busy_seconds: the stages' busy time (compute and all-reduces) over pp.
   double busy_seconds() const;
@@ -292,6 +306,8 @@ class Replica {
   void change_path(std::uint32_t engine, Change&& change);
 
   bool all_in_flight() const;
+  // Every change of an engine's in_flight goes here (the front's polling time).
+  void set_in_flight(VirtualEngine& ve, bool in_flight);
   // Tokens of KV a handed-off request reserves here: its computed tokens and the next one, or
   // under static batching (which reserves whole lengths and never grows them) its whole length.
   std::int64_t incoming_tokens(const Request& r) const {
@@ -333,6 +349,9 @@ class Replica {
   bool active_ = true;
   PathBinder* binder_ = nullptr;
   std::uint64_t lost_micro_batches_ = 0;
+  std::uint32_t in_flight_count_ = 0;
+  Time polling_since_;
+  double polling_s_ = 0;
 
   std::uint64_t iterations_ = 0;
   std::uint64_t tokens_processed_ = 0;

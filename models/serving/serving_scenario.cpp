@@ -103,6 +103,10 @@ ElasticConfig read_elastic(JsonReader& e, DeploymentConfig& d) {
   const auto routing = serving_policies().stage_routers.choose_or(e, "stage_router", "round_robin");
   c.stage_router = routing.name;
   c.routing = routing.value;
+  const auto rebalance =
+      serving_policies().rebalancers.choose_or(e, "rebalance", kDefaultRebalance);
+  c.rebalance = rebalance.name;
+  c.rebalancing = rebalance.value;
   auto stages = e.objects("stages");
   if (stages.empty()) throw InputError(e.path_of("stages"), "expected at least one stage");
   std::int64_t sum = 0;
@@ -127,6 +131,9 @@ ElasticConfig read_elastic(JsonReader& e, DeploymentConfig& d) {
                      "the first stage needs a replica at the start (it holds the queues)");
   // Costs: no defaults, each scenario states its values with their sources.
   c.costs.polling_overhead = e.duration("polling_overhead");
+  // Optional: zero leaves the host-side polling rounds out (the busy-polling time is reported
+  // whatever it is).
+  c.costs.poll_step = e.duration_or("poll_step", "0s");
   c.costs.world_creation = e.duration("world_creation");
   c.costs.weight_load = e.bandwidth("weight_load");
   auto wd = e.object_or_empty("watchdog");

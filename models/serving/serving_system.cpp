@@ -311,6 +311,8 @@ void ServingSystem::build_elastic(std::size_t di, Deployment& dep, const std::ve
     rc.iteration_overhead = config_.iteration_overhead;
     rc.virtual_engines = engines;
     rc.send_overhead = e.semantics.polls ? e.costs.polling_overhead : Time::zero();
+    rc.polls = e.semantics.polls;
+    rc.poll_step = e.semantics.polls ? e.costs.poll_step : Time::zero();
     front.push_back(&add_replica(di, dep, std::move(rc), blocks, feature_layers, tp_allreduce));
   }
   for (std::size_t s = 0; s < e.stages.size(); ++s)

@@ -46,6 +46,14 @@ struct StageWorker {
   double busy_s = 0;
   bool alive = true;
   std::uint32_t epoch = 0;
+  // MultiWorld's host-side polling (elastic.hpp, `poll_step`): the operations this worker's event
+  // loop polls besides the one it waits for. posted_recvs: one receive per world with a live
+  // upstream neighbour (set by the elastic deployment); sends: its activation sends in flight
+  // (counted in the epoch they were posted in: a failure forgets them).
+  int posted_recvs = 0;
+  int sends_in_flight = 0;
+  std::uint32_t sends_epoch = 0;
+  int sends() const { return sends_epoch == epoch ? sends_in_flight : 0; }
 };
 
 }  // namespace mlsim::serving

@@ -252,6 +252,12 @@ const std::map<std::string, std::vector<BadInput>> kByFile = {
          // so that the one bad value is what every variant sees).
          {{"system.separate[0].elastic.stage_router=\"fastest\""},
           "system.separate[0].elastic.stage_router"},
+         {{"system.separate[0].elastic.rebalance=\"round_robin\""},
+          "system.separate[0].elastic.rebalance"},
+         {{"system.separate[0].elastic.rebalance=1"}, "system.separate[0].elastic.rebalance"},
+         {{"system.separate[0].elastic.poll_step=\"-1us\""},
+          "system.separate[0].elastic.poll_step"},
+         {{"system.separate[0].elastic.poll_step=5"}, "system.separate[0].elastic.poll_step"},
          {{"system.separate[0].elastic.stages=[]"}, "system.separate[0].elastic.stages"},
          {{"system.separate[0].elastic.stages=[{\"layers\": 0}, {\"layers\": 80}]"},
           "system.separate[0].elastic.stages[0].layers"},

@@ -131,3 +131,29 @@ TEST(BoundaryRouter, RoundRobinTakesTheLiveWorkersInTurn) {
   for (int i = 0; i < 3; ++i) r.set_live(1, i, false);
   EXPECT_EQ(r.pick(1), -1);
 }
+
+// Where a join's rebalancing under `least_work` takes engines from and sends them (three workers
+// of stage 1, the third not live): worker 0 holds 500 + 100 tokens on two engines, worker 1 holds
+// 600 on one, worker 2 (not live) 0. The least work among the live: 600 against 600, the fewer
+// engines wins: worker 1. The most: 600 against 600, the more engines: worker 0. Worker 2 is never
+// chosen while not live, though it has no work; live, it is the least (0), and the most stays 0.
+TEST(BoundaryRouter, RebalancingFindsTheLeastAndTheMostLoadedLiveWorkers) {
+  BoundaryRouters r(StageRouting::kRoundRobin, {1, 3});
+  r.set_live(1, 0, true);
+  r.set_live(1, 1, true);
+  r.engine_moved(1, -1, 0, 500);
+  r.engine_moved(1, -1, 0, 100);
+  r.engine_moved(1, -1, 1, 600);
+  EXPECT_EQ(r.least_work(1), 1);
+  EXPECT_EQ(r.most_work(1), 0);
+  r.set_live(1, 2, true);
+  EXPECT_EQ(r.least_work(1), 2);
+  EXPECT_EQ(r.most_work(1), 0);
+  r.work_changed(1, 1, 1);  // 601: worker 1 is now the most loaded
+  EXPECT_EQ(r.most_work(1), 1);
+  r.set_live(1, 0, false);
+  r.set_live(1, 1, false);
+  r.set_live(1, 2, false);
+  EXPECT_EQ(r.least_work(1), -1);
+  EXPECT_EQ(r.most_work(1), -1);
+}

@@ -517,3 +517,114 @@ TEST(Elastic, EveryRequestFinishesOrIsDroppedUnderRandomFailuresAndScaling) {
       }
     }
 }
+
+// A join's rebalancing (`elastic.rebalance`). Stage 1 starts on one worker (of two placed); four
+// requests at 0 (100-token prompts; 3,000, 1,000, 1,000 and 1,000 output tokens) take the four
+// virtual engines, one each (the least loaded engine). Stage 1 scales out at 10 ms with no world
+// creation (tweaked to 0): the new worker joins after its weights, 22.004736 ms, at 32.004736
+// ms. By then the four prefills took 16 ms of stage 1 (4 x 4 ms) and each engine decoded about
+// (32 - 16) ms / (4 engines x 40 us) = 100 tokens, so g ~ 100 generated each: the engines hold
+// w = 2,900, 900, 900 and 900 tokens still to process, 5,600 in all, and a recompute redoes
+// x = 100 + g ~ 200 tokens each.
+//  - fewest_engines: the target is two engines per worker; the two with the fewest requests (one
+//    each: the first two) move and recompute: 2 recomputed, 2 + 2 engines bound.
+//  - least_work: from the loaded worker (5,600) to the new one (0), an engine moves iff 0 + w + x <
+//    5,600; the engine leaving the smallest larger side max(5,600 - w, w + x) goes first: engine
+//    0 (max(2,700, 3,100) = 3,100, against 4,700 for a 900-token engine). Then the new worker
+//    holds about 3,100 and the old one 2,700: the most loaded is the new one, whose only engine
+//    has just moved, so it stops: 1 recomputed, 3 + 1 engines bound. (These choices hold for any
+//    g from 0 to 600.) The run also ends sooner: the 3,000-token request decodes alone on the new
+//    worker instead of beside a 1,000-token one.
+TEST(Elastic, AJoinUnderLeastWorkMovesOnlyTheEnginesThatEvenTheWork) {
+  const std::vector<RequestSpec> four = {{0, Time::zero(), 100, 3000, 0, -1, {}},
+                                         {1, Time::zero(), 100, 1000, 0, -1, {}},
+                                         {2, Time::zero(), 100, 1000, 0, -1, {}},
+                                         {3, Time::zero(), 100, 1000, 0, -1, {}}};
+  auto run = [&](Rebalancing rebalancing, std::int64_t& bound0, std::int64_t& bound1) {
+    Deployment dep("multiworld", 0, 1, 2, {ScaleCommand{Time::ms(10), 1, 1}}, {}, four, {},
+                   Time::zero(), 1, [&](ElasticConfig& e) {
+                     e.costs.world_creation = Time::zero();
+                     e.rebalancing = rebalancing;
+                   });
+    // Just after the join (32.004736 ms).
+    dep.star.engine.schedule_at(Time::us(32010), [&] {
+      bound0 = dep.sys->elastic()->bound_engines(1, 0);
+      bound1 = dep.sys->elastic()->bound_engines(1, 1);
+    });
+    dep.run();
+    EXPECT_EQ(dep.metric("serving_elastic_joins"), 1);
+    EXPECT_EQ(dep.metric("serving_requests_completed"), 4);
+    EXPECT_TRUE(dep.sys->elastic()->routers_consistent());
+    return std::make_pair(dep.metric("serving_elastic_requests_recomputed"),
+                          dep.metric("serving_makespan_s"));
+  };
+  std::int64_t c0 = 0, c1 = 0, w0 = 0, w1 = 0;
+  const auto [counts_recomputed, counts_makespan] = run(Rebalancing::kFewestEngines, c0, c1);
+  const auto [work_recomputed, work_makespan] = run(Rebalancing::kLeastWork, w0, w1);
+  EXPECT_EQ(counts_recomputed, 2);
+  EXPECT_EQ(c0, 2);
+  EXPECT_EQ(c1, 2);
+  EXPECT_EQ(work_recomputed, 1);
+  EXPECT_EQ(w0, 3);
+  EXPECT_EQ(w1, 1);
+  EXPECT_LT(work_makespan, counts_makespan);
+}
+
+// MultiWorld's host-side polling rounds (`poll_step`, 1 ms here, polling_overhead 0): a
+// completion is noticed one round of the receiving worker's event loop later, one poll per
+// operation pending there.
+//  - One request (three output tokens: three boundary crossings), two front workers and one
+//    stage-1 worker: the stage-1 worker posts a receive per upstream world (2), so each arrival
+//    waits 2 ms: end-to-end 6 ms later, first token 2 ms later. The request's own front runs one
+//    engine in flight (itself): no round before its micro-batches.
+//  - Two one-token requests A and B at 0 on one front worker (engines 0 and 1, both in flight at
+//    once): each micro-batch the front launches waits a round in which the other engine polls
+//    (1 ms), and each arrival at stage 1 a round of its one receive (1 ms). Without polling: A's
+//    stage 0 [0, 1] ms, transfer t, stage 1 [1 + t, 5 + t]; B's stage 0 [1, 2], stage 1 [5 + t,
+//    9 + t]. With it: A's stage 0 [0, 2] (1 ms compute, 1 ms round), noticed at 3 + t, stage 1
+//    [3 + t, 7 + t]; B's stage 0 [2, 4], noticed at 5 + t, stage 1 [7 + t, 11 + t]. Both end 2 ms
+//    later.
+//  - The single world does not poll.
+TEST(Elastic, MultiWorldNoticesACompletionOnePollingRoundLater) {
+  auto run = [](const std::string& groups, Time step, int stage0,
+                const std::vector<RequestSpec>& specs) {
+    Deployment dep(groups, 0, 1, 1, {}, {}, specs, {}, Time::zero(), stage0,
+                   [&](ElasticConfig& e) { e.costs.poll_step = step; });
+    dep.run();
+    return std::make_pair(dep.metric("serving_e2e_mean_s"), dep.metric("serving_ttft_mean_s"));
+  };
+  const std::vector<RequestSpec> one = {{0, Time::zero(), 100, 3, 0, -1, {}}};
+  const auto base = run("multiworld", Time::zero(), 2, one);
+  const auto polled = run("multiworld", Time::ms(1), 2, one);
+  EXPECT_NEAR(polled.first - base.first, 6e-3, 1e-9);
+  EXPECT_NEAR(polled.second - base.second, 2e-3, 1e-9);
+  const std::vector<RequestSpec> ab = {{0, Time::zero(), 100, 1, 0, -1, {}},
+                                       {1, Time::zero(), 100, 1, 0, -1, {}}};
+  const auto ab_base = run("multiworld", Time::zero(), 1, ab);
+  const auto ab_polled = run("multiworld", Time::ms(1), 1, ab);
+  EXPECT_NEAR(ab_polled.first - ab_base.first, 2e-3, 1e-9);
+  EXPECT_DOUBLE_EQ(run("single_world", Time::ms(1), 1, ab).first,
+                   run("single_world", Time::zero(), 1, ab).first);
+}
+
+// The busy-polling CPU time (serving_elastic_poll_cpu_hours): one one-token request on one front
+// and `stage1` stage-1 workers. The front's loop polls while its engine is in flight, from the
+// arrival at 0 to the request's end, the makespan; each stage-1 worker's loop polls its receive
+// from the live front for the whole run: (1 + stage1) x makespan, whatever poll_step is. The
+// single world does not poll: 0.
+TEST(Elastic, MultiWorldBusyPollsACorePerWorkerWhileItAwaitsAnOperation) {
+  for (const int stage1 : {1, 2}) {
+    for (const Time step : {Time::zero(), Time::us(5)}) {
+      Deployment dep("multiworld", 0, stage1, stage1, {}, {},
+                     {RequestSpec{0, Time::zero(), 100, 1, 0, -1, {}}}, {}, Time::zero(), 1,
+                     [&](ElasticConfig& e) { e.costs.poll_step = step; });
+      dep.run();
+      EXPECT_NEAR(dep.metric("serving_elastic_poll_cpu_hours") * 3600,
+                  (1 + stage1) * dep.metric("serving_makespan_s"), 1e-12);
+    }
+  }
+  Deployment single("single_world", 0, 1, 1, {}, {},
+                    {RequestSpec{0, Time::zero(), 100, 1, 0, -1, {}}});
+  single.run();
+  EXPECT_EQ(single.metric("serving_elastic_poll_cpu_hours"), 0);
+}
