@@ -29,17 +29,37 @@ ModelParams read_embcache_params(JsonReader& system, JsonReader& workload, const
   }
   p.cache_ratio = system.number_or("cache_ratio", 0.1, 0, 1);
   t.row_bytes = 4 * system.integer_or("embedding_dim", 128, 1, 1 << 20);
-  // Every pull, push and refresh is a send_recv call of the collective layer, with its costs.
+  // Every request and response is a send_recv call of the collective layer, with its costs; the
+  // transport's profile gives the host costs the scenario's system.host does not.
+  const TransportProfile transport =
+      policies.transports.choose_or(system, "transport", "none").value;
+  bool overhead_given = false, latency_given = false;
+  if (system.has("host")) {
+    const nlohmann::json& host = system.raw("host");
+    overhead_given = host.is_object() && host.contains("message_overhead");
+    latency_given = host.is_object() && host.contains("message_latency");
+  }
   t.messages = collectives::read_message_costs(
       system, "not modelled by embcache (the PS applies rows without a cost)");
+  if (!overhead_given) t.messages.host.message_overhead = transport.message_overhead;
+  if (!latency_given) t.messages.host.message_latency = transport.message_latency;
 
   const auto hosts = static_cast<std::int64_t>(topology.hosts().size());
   if (hosts < 2)
     throw InputError("topology", "the embcache model needs at least two hosts (workers and a PS)");
-  const auto workers = static_cast<std::size_t>(workload.integer_or(
-      "workers", std::min<std::int64_t>(hosts - 1, 64), 1, std::min<std::int64_t>(hosts - 1, 64)));
+  // PS servers, each a contiguous range of the table (ps-lite's AveragePartitioner): the hosts
+  // after the workers.
+  const std::int64_t servers = system.integer_or("servers", 1, 1, 64);
+  if (servers > hosts - 1)
+    throw InputError(system.path_of("servers"), "expected at most " + std::to_string(hosts - 1) +
+                                                    " servers: the topology has " +
+                                                    std::to_string(hosts) +
+                                                    " hosts and needs a worker");
+  const std::int64_t most = std::min<std::int64_t>(hosts - servers, 64);
+  const auto workers = static_cast<std::size_t>(workload.integer_or("workers", most, 1, most));
   for (std::size_t w = 0; w < workers; ++w) t.workers.push_back(topology.hosts()[w]);
-  t.server = topology.hosts()[workers];  // the host after the workers
+  for (std::int64_t s = 0; s < servers; ++s)
+    t.servers.push_back(topology.hosts()[workers + static_cast<std::size_t>(s)]);
   t.batch_per_worker =
       static_cast<std::size_t>(workload.integer_or("batch_per_worker", 256, 1, 1 << 24));
   t.iterations = static_cast<std::size_t>(workload.integer("iterations", 1, 100'000'000));

@@ -1,6 +1,7 @@
 #include "models/embcache/embedding_sync.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim_core/base/error.hpp"
 
@@ -18,12 +19,20 @@ EmbeddingSync::EmbeddingSync(Engine& engine, Network& network, training::SyncEve
       used_(params_.workers.size()),
       to_pull_(params_.workers.size()),
       pushed_(params_.workers.size()),
+      shard_rows_(params_.servers.size()),
+      outstanding_(params_.workers.size(), 0),
       versions_(params_.sync == Sync::kBounded ? params_.workers.size() : 0),
       evicted_(versions_.size()),
       push_rows_(versions_.size()) {
   MLSIM_CHECK(!params_.workers.empty() && params_.workers.size() <= 64 && params_.iterations > 0 &&
-                  params_.batch_per_worker > 0,
-              "embedding training needs 1 to 64 workers, iterations and samples");
+                  params_.batch_per_worker > 0 && !params_.servers.empty(),
+              "embedding training needs 1 to 64 workers, a server, iterations and samples");
+  // ps-lite's AveragePartitioner::partitionDense: server s holds len / S rows, plus one for the
+  // first len mod S servers, in order.
+  const std::uint64_t rows = source_->distinct_rows(), servers = params_.servers.size();
+  shard_start_.push_back(0);
+  for (std::uint64_t s = 0; s < servers; ++s)
+    shard_start_.push_back(shard_start_.back() + rows / servers + (s < rows % servers ? 1 : 0));
   // A push or pull that finds no route never completes: report the job failed at the first one
   // (GradientSync::set_on_failed), as the collective-based strategies do.
   messages_.set_failure_callback([this] { report_failure(); });
@@ -45,6 +54,56 @@ void EmbeddingSync::hold(std::size_t w, Key k) {
     it->second.cached &= ~bit;
     it->second.fresh &= ~bit;
     if (it->second.cached == 0) directory_.erase(it);
+  }
+}
+
+std::size_t EmbeddingSync::server_of(Key k) const {
+  if (shard_start_.size() == 2) return 0;
+  const std::uint64_t row = source_->table_row(k);
+  // The last range also takes rows past the table's end (a source's default table_row).
+  const auto it = std::upper_bound(shard_start_.begin() + 1, shard_start_.end() - 1, row);
+  return static_cast<std::size_t>(it - (shard_start_.begin() + 1));
+}
+
+void EmbeddingSync::send_phase(Phase phase, std::size_t w) {
+  // Bytes per row in the request and per row in the response (Hetu's messages, header comment).
+  const std::int64_t meta = params_.row_meta_bytes, row = params_.row_bytes;
+  const std::int64_t request = phase == Phase::kPush ? row + meta : meta;
+  const std::int64_t response = phase == Phase::kPush ? 0 : row + meta;
+  outstanding_[w] = 0;
+  for (std::size_t s = 0; s < shard_rows_.size(); ++s) {
+    const ShardRows r = std::exchange(shard_rows_[s], ShardRows{});
+    if (r.requested == 0) continue;  // ps-lite sends nothing to a server without rows
+    ++outstanding_[w];
+    const Bytes back{r.returned * response};
+    messages_.send(params_.workers[w], params_.servers[s], Bytes{r.requested * request},
+                   [this, phase, w, s, back](const collectives::CollectiveResult&) {
+                     messages_.send(params_.servers[s], params_.workers[w], back,
+                                    [this, phase, w, s](const collectives::CollectiveResult&) {
+                                      if (phase == Phase::kPull && on_delivered_) {
+                                        for (Key k : to_pull_[w])
+                                          if (server_of(k) == s) on_delivered_(done_, w, k);
+                                      }
+                                      if (--outstanding_[w] == 0) phase_done(phase, w);
+                                    });
+                   });
+  }
+  // No row on any server: the phase is over without a message (Hetu's syncEmbedding and
+  // pushEmbedding return at once on an empty list), at this instant.
+  if (outstanding_[w] == 0)
+    engine_.schedule_in(Time::zero(), [this, phase, w] { phase_done(phase, w); });
+}
+
+void EmbeddingSync::phase_done(Phase phase, std::size_t w) {
+  switch (phase) {
+    case Phase::kPull:
+      return worker_pulled(w);
+    case Phase::kPush:
+      events_.on_chunk(w, pushed_[w], true, false);  // its credit back
+      return worker_pushed();
+    case Phase::kRefresh:
+      if (--pending_ == 0) end_iteration();
+      return;
   }
 }
 
@@ -90,25 +149,28 @@ void EmbeddingSync::begin_iteration() {
     const std::uint64_t bit = std::uint64_t{1} << w;
     for (Key k : used_[w]) {
       ++counters_.accesses;
+      // Every used row goes in the request with its version, hit or miss (_embeddingLookup).
+      ShardRows& on = shard_rows_[server_of(k)];
+      ++on.requested;
       auto it = directory_.find(k);
       const Holders h = it == directory_.end() ? Holders{} : it->second;
       if (!(h.cached & bit)) {
         ++counters_.misses;
         to_pull_[w].push_back(k);
+        ++on.returned;
       } else if (!(h.fresh & bit)) {
         ++counters_.outdated_pulls;
         if (params_.sync == Sync::kEager) ++counters_.eager_sync_violations;
         to_pull_[w].push_back(k);
+        ++on.returned;
       } else {
         ++counters_.hits;
         caches_[w].put(k);  // a use: most recent
       }
     }
-    const Bytes bytes{static_cast<std::int64_t>(to_pull_[w].size()) * params_.row_bytes};
     // A failed message never completes: the iteration stalls (counted in failed_transfers;
     // reported through set_on_failed).
-    messages_.send(params_.server, params_.workers[w], bytes,
-                   [this, w](const collectives::CollectiveResult&) { worker_pulled(w); });
+    send_phase(Phase::kPull, w);
   }
   pending_ = n;  // pushes to come
 }
@@ -121,18 +183,17 @@ void EmbeddingSync::worker_pulled(std::size_t w) {
 void EmbeddingSync::start(std::size_t w, const training::Chunk& chunk) {
   MLSIM_CHECK(chunk.layer == params_.layer, "the embedding strategy got another layer's gradient");
   pushed_[w] = chunk;
-  std::size_t rows = used_[w].size();
+  auto push = [&](Key k) {
+    ++counters_.pushes;
+    ++shard_rows_[server_of(k)].requested;
+  };
   if (params_.sync == Sync::kBounded) {
     bounded_push(w);
-    rows = push_rows_[w].size();
+    for (const auto& [k, updates] : push_rows_[w]) push(k);
+  } else {
+    for (Key k : used_[w]) push(k);
   }
-  counters_.pushes += rows;
-  const Bytes bytes{static_cast<std::int64_t>(rows) * params_.row_bytes};
-  messages_.send(params_.workers[w], params_.server, bytes,
-                 [this, w](const collectives::CollectiveResult&) {
-                   events_.on_chunk(w, pushed_[w], true, false);  // its credit back
-                   worker_pushed();
-                 });
+  send_phase(Phase::kPush, w);
 }
 
 void EmbeddingSync::worker_pushed() {
@@ -204,7 +265,9 @@ void EmbeddingSync::synchronise() {
     }
   // A holder that alone updated a row applied the whole update itself; every other holder's copy
   // is now outdated: re-pulled at once (eager) or left marked (on demand).
-  std::vector<std::uint64_t> refresh_rows(n, 0);
+  // Eager: rows each worker re-pulls, by server (worker-major).
+  const std::size_t servers = params_.servers.size();
+  std::vector<std::int64_t> refresh_rows(params_.sync == Sync::kEager ? n * servers : 0, 0);
   for (const auto& [k, who] : updater) {
     auto it = directory_.find(k);
     if (it == directory_.end()) continue;
@@ -212,23 +275,31 @@ void EmbeddingSync::synchronise() {
     const std::uint64_t own = who == many ? 0 : (h.cached & (std::uint64_t{1} << who));
     const std::uint64_t others = h.cached & ~own;
     if (params_.sync == Sync::kEager) {
+      const std::size_t s = server_of(k);
       for (std::uint64_t m = others; m != 0; m &= m - 1)
-        ++refresh_rows[static_cast<std::size_t>(__builtin_ctzll(m))];
+        ++refresh_rows[static_cast<std::size_t>(__builtin_ctzll(m)) * servers + s];
       h.fresh = h.cached;
     } else {
       h.fresh = own;
     }
   }
-  pending_ = 0;
-  for (std::size_t w = 0; w < n; ++w) {
-    if (refresh_rows[w] == 0) continue;
-    counters_.refreshes += refresh_rows[w];
-    ++pending_;
-    const Bytes bytes{static_cast<std::int64_t>(refresh_rows[w]) * params_.row_bytes};
-    messages_.send(params_.server, params_.workers[w], bytes,
-                   [this](const collectives::CollectiveResult&) {
-                     if (--pending_ == 0) end_iteration();
-                   });
+  // Count the workers that refresh first: a phase may complete only after every one is sent.
+  std::vector<std::size_t> refreshing;
+  if (!refresh_rows.empty())
+    for (std::size_t w = 0; w < n; ++w) {
+      const auto first = refresh_rows.begin() + static_cast<std::ptrdiff_t>(w * servers);
+      if (std::any_of(first, first + static_cast<std::ptrdiff_t>(servers),
+                      [](std::int64_t r) { return r != 0; }))
+        refreshing.push_back(w);
+    }
+  pending_ = refreshing.size();
+  for (std::size_t w : refreshing) {
+    for (std::size_t s = 0; s < servers; ++s) {
+      const std::int64_t rows = refresh_rows[w * servers + s];
+      counters_.refreshes += static_cast<std::uint64_t>(rows);
+      shard_rows_[s] = {rows, rows};
+    }
+    send_phase(Phase::kRefresh, w);
   }
   if (pending_ == 0) end_iteration();
 }
@@ -261,6 +332,10 @@ void EmbeddingSync::report(Results& out) const {
                  static_cast<double>(c.transmissions()) * static_cast<double>(params_.row_bytes));
   out.set_metric("eager_sync_violations", static_cast<double>(c.eager_sync_violations));
   out.set_metric("failed_transfers", static_cast<double>(messages_.failed_transfers()));
+  out.set_metric("messages_per_iteration", static_cast<double>(messages_.calls()) * per);
+  // Rows with their index and version, requests included (embedding_bytes counts rows only).
+  out.set_metric("message_bytes_per_iteration",
+                 static_cast<double>(messages_.bytes_delivered()) * per);
   out.details()["allocation"] =
       params_.allocation == Allocation::kSequential ? "sequential" : "location_aware";
   out.details()["sync"] = params_.sync == Sync::kEager      ? "eager"
@@ -271,6 +346,7 @@ void EmbeddingSync::report(Results& out) const {
     out.details()["push_bound"] = params_.push_bound;
   }
   out.details()["cache_rows_per_worker"] = params_.cache_rows;
+  out.details()["servers"] = params_.servers.size();
   out.details()["distinct_rows"] = source_->distinct_rows();
   out.add_series(series_);
 }

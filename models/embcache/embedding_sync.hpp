@@ -5,11 +5,11 @@
 // (papers.md section 6, Herald recipe). The job's embedding layer is a fetched layer
 // (JobSpec::fetched_each_iteration): each iteration
 //   1. (begin_iteration) the global batch (workers x batch_per_worker samples) is split among
-//      the workers, and each worker pulls from the PS, in one message, every row of its samples
-//      that it does not hold up to date (a miss, or a row outdated by others' updates); the pull's
-//      arrival is the layer's fetch (SyncEvents::on_fetched): the core's compute starts;
+//      the workers, and each worker pulls from the PS every row of its samples that it does not
+//      hold up to date (a miss, or a row outdated by others' updates); the pull's arrival is the
+//      layer's fetch (SyncEvents::on_fetched): the core's compute starts;
 //   2. (start) when the core's backward reaches the embedding layer, the worker pushes one
-//      gradient row per distinct row it used (one message); its arrival gives the credit back;
+//      gradient row per distinct row it used; the servers' acks give the credit back;
 //   3. (synchronise) when every push has arrived, the PS applies them (each updated row's version
 //      + 1) and the caches are synchronised. A row updated only by the worker that caches it is
 //      refreshed locally (that worker's update is the whole update). Then every worker's layer is
@@ -30,10 +30,23 @@
 //     the worker's next push. With both bounds 0 it transmits exactly what on-demand sync does.
 // het = sequential + eager; het_bounded = sequential + bounded; herald = location-aware + on
 // demand.
-// A transmission is one embedding row sent (pull, push or sync refresh), of `row_bytes`. Each
-// worker's pull, push and refresh of an iteration is one point-to-point message through the
-// collective layer (sim_core/collectives/point_to_point.hpp: a send_recv call paying the
-// layer's launch, protocol and host costs, `messages`, none by default).
+// A transmission is one embedding row sent (pull, push or sync refresh), of `row_bytes`.
+// Messages are those Hetu's cache and ps-lite send (PKU-DAIR/Hetu hetu/v1, which Herald builds
+// on; docs/embcache.md "Messages"): the table is split among `servers` in contiguous row ranges
+// (ps-lite AveragePartitioner::partitionDense), and each phase of a worker is one request per
+// server holding any of its rows and that server's response (PSAgent::syncEmbedding and
+// pushEmbedding: one KVWorker::Request per partition; the worker waits for every response):
+//   - pull (CacheBase::_embeddingLookup -> syncEmbedding): the request carries every used row's
+//     index and cached version (`row_meta_bytes` each, hit or miss), the response the rows the
+//     worker must update with their index and version (row_bytes + row_meta_bytes each);
+//   - push (_embeddingUpdate -> pushEmbedding): the request carries the rows' index, update count
+//     and gradient (row_bytes + row_meta_bytes each), the response is empty (an ack);
+//   - refresh (eager sync only, [inferred] as the HET baseline's "sync of every updated cached
+//     row"): as a pull of the rows to refresh.
+// Every message is a point-to-point call of the collective layer
+// (sim_core/collectives/point_to_point.hpp: launch, protocol and the sender's per-message host
+// costs, `messages`, none by default; one host clock per node, so a server's responses leave one
+// after another).
 //
 // Which worker holds which row, and whether up to date, is one directory entry per row (two
 // bitmasks over at most 64 workers): Herald's scheduler scores a sample against every worker
@@ -41,6 +54,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -65,8 +79,13 @@ struct EmbeddingSyncParams {
   std::size_t iterations = 100;
   std::int64_t row_bytes = 512;  // embedding dim x 4 bytes
   std::size_t cache_rows = 0;    // per worker
-  NodeId server = 0;
+  // The PS servers, each holding a contiguous range of the table's rows (at least one).
+  std::vector<NodeId> servers;
   std::vector<NodeId> workers;
+  // Per row in a request or response besides its values: ps-lite's row index (size_t) and the
+  // version or update count (version_t, int64) of cachetable.h's PSFData<kSyncEmbedding> and
+  // <kPushEmbedding>.
+  std::int64_t row_meta_bytes = 16;
   std::uint32_t layer = 0;  // the job's embedding layer
   // Sync::kBounded only: staleness bounds in versions (Hetu's pull_bound and push_bound; the
   // Herald README runs HET with --bound 0, which sets both).
@@ -99,6 +118,8 @@ class EmbeddingSync final : public training::GradientSync {
   std::int64_t bytes_sent() const override { return messages_.bytes_sent(); }
   std::int64_t bytes_delivered() const override { return messages_.bytes_delivered(); }
   std::uint64_t messages() const override { return messages_.calls(); }
+  // The server of a row (ps-lite's AveragePartitioner over the table rows).
+  std::size_t server_of(Key k) const;
 
   // The first iteration's batch and pulls: call when the job starts.
   void begin() { begin_iteration(); }
@@ -110,8 +131,23 @@ class EmbeddingSync final : public training::GradientSync {
   void report(Results& out) const;
   // Whether the directory's holder bits match the caches' contents (tests).
   bool directory_matches_caches() const;
+  // Tests: runs for every row a pull's response delivers (iteration, worker, row), when that
+  // response arrives. The rows enter the cache together once every response arrived, in key
+  // order (Hetu's batchedInsert after syncEmbedding), so the number of servers never changes
+  // which rows move.
+  using Delivered = std::function<void(std::size_t, std::size_t, Key)>;
+  void set_on_delivered(Delivered f) { on_delivered_ = std::move(f); }
 
  private:
+  enum class Phase { kPull, kPush, kRefresh };
+  // Rows of one worker's phase on one server: in the request, and values in the response.
+  struct ShardRows {
+    std::int64_t requested = 0, returned = 0;
+  };
+  // Sends worker w's requests of `phase` to every server with rows in shard_rows_ (then clears
+  // it); phase_done(phase, w) runs once every response arrived (at once if there is none).
+  void send_phase(Phase phase, std::size_t w);
+  void phase_done(Phase phase, std::size_t w);
   void begin_iteration();
   void worker_pulled(std::size_t w);
   void worker_pushed();
@@ -141,10 +177,14 @@ class EmbeddingSync final : public training::GradientSync {
   // pending messages.
   std::vector<std::vector<Key>> used_, to_pull_;
   std::vector<training::Chunk> pushed_;
+  std::vector<ShardRows> shard_rows_;       // scratch: the phase being sent, by server
+  std::vector<std::size_t> outstanding_;    // per worker: responses its phase still waits for
+  std::vector<std::uint64_t> shard_start_;  // server s holds table rows [start[s], start[s+1])
   std::size_t pending_ = 0;
   std::size_t done_ = 0;
   Time iteration_start_;
   Counters counters_;
+  Delivered on_delivered_;
   LogHistogram iteration_seconds_;  // bounded memory whatever the iteration count
   TimeSeries series_{"iterations", {"iteration_time_s", "transmissions"}, {}};
   std::uint64_t transmissions_before_ = 0;

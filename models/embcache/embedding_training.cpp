@@ -46,7 +46,7 @@ EmbeddingTraining::EmbeddingTraining(Engine& engine, Network& network, Compute& 
                                                std::move(source), links);
   training::SyncOptions o;
   o.workers = params_.workers;
-  o.servers = {params_.server};
+  o.servers = {params_.servers.front()};  // the dense ps strategy runs on the first server
   o.layer_parameters = job_.spec().parameters;
   o.host = params_.messages.host;
   dense_ = training::training_policies()

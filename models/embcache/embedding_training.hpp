@@ -48,6 +48,9 @@ class EmbeddingTraining {
   void report(Results& out) const;
   // Whether the directory's holder bits match the caches' contents (tests).
   bool directory_matches_caches() const { return embedding_->directory_matches_caches(); }
+  // Tests: the embedding layer's messages so far, and an observer of the rows pulls deliver.
+  std::uint64_t embedding_messages() const { return embedding_->messages(); }
+  void set_on_delivered(EmbeddingSync::Delivered f) { embedding_->set_on_delivered(std::move(f)); }
   // The dense layer's synchronisation traffic (payload bytes delivered).
   std::int64_t dense_bytes_delivered() const { return dense_->bytes_delivered(); }
 

@@ -28,6 +28,19 @@ EmbcachePolicies build() {
            "Hetu's cache: a cached row is re-pulled when the PS is more than pull_bound versions "
            "ahead, a gradient row pushed after more than push_bound local updates",
            Sync::kBounded);
+  // [assumed] Neither Herald's paper nor HET's gives a per-message figure we could read, and
+  // ../shared/data has no host-stack measurement; these are the round figures of the project's
+  // ByteScheduler transport profiles (models/commsched/transport_costs.hpp, docs/commsched.md),
+  // kept equal so that the two models compare: ps-lite over ZeroMQ and kernel TCP pays system
+  // calls and a copy per message (zmq_van.h), over RDMA it posts a rendezvous work request and
+  // polls a completion (Herald's ibverbs_van.h SendMsg).
+  p.transports
+      .add("none", "no per-message cost unless system.host gives one",
+           TransportProfile{Time::zero(), Time::zero()})
+      .add("tcp", "ps-lite over ZeroMQ/TCP: 30 us CPU and 50 us latency per message [assumed]",
+           TransportProfile{Time::us(30), Time::us(50)})
+      .add("rdma", "ps-lite over ibverbs: 3 us CPU and 10 us latency per message [assumed]",
+           TransportProfile{Time::us(3), Time::us(10)});
   return p;
 }
 
@@ -38,6 +51,7 @@ std::vector<PolicyInfo> EmbcachePolicies::describe() const {
   systems.describe(out);
   allocations.describe(out);
   syncs.describe(out);
+  transports.describe(out);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/embcache/embedding_training.hpp"
+#include "sim_core/base/time.hpp"
 #include "sim_core/run/policy_registry.hpp"
 
 namespace mlsim::embcache {
@@ -18,8 +19,16 @@ struct SystemPreset {
   std::string sync;
 };
 
+// Per-message host costs of a transport (`system.transport`), the defaults of
+// system.host.message_overhead (the sender's CPU per message, one message after another) and
+// system.host.message_latency (a delay per message that holds neither host nor link).
+struct TransportProfile {
+  Time message_overhead, message_latency;
+};
+
 struct EmbcachePolicies {
   PolicyRegistry<SystemPreset> systems{"policy"};
+  PolicyRegistry<TransportProfile> transports{"transport"};
   PolicyRegistry<Allocation> allocations{"allocation"};
   PolicyRegistry<Sync> syncs{"sync"};
   std::vector<PolicyInfo> describe() const;

@@ -59,6 +59,11 @@ CsvSource::CsvSource(const std::filesystem::path& file, const std::vector<std::s
     samples_.push_back(std::move(s));
   }
   if (samples_.empty()) throw InputError(where, file.string() + " has no samples");
+  std::uint64_t offset = 0;
+  for (const auto& field : ids) {
+    field_offset_.push_back(offset);
+    offset += field.size();
+  }
 }
 
 Sample CsvSource::next() {

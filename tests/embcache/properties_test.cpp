@@ -6,6 +6,8 @@
 #include "sim_core/hardware/compute.hpp"
 
 #include <algorithm>
+#include <set>
+#include <tuple>
 
 #include "models/embcache/embedding_training.hpp"
 #include "models/embcache/input_allocation.hpp"
@@ -17,16 +19,25 @@ using namespace mlsim::embcache;
 
 namespace {
 
+// A pull's delivery of one row: (iteration, worker, row).
+using Delivery = std::tuple<std::size_t, std::size_t, Key>;
+
 struct Outcome {
   Counters counters;
   NetworkTotals totals;
   std::map<std::string, double> metrics;
+  std::uint64_t messages = 0;
+  std::set<Delivery> delivered;
+  std::size_t duplicates = 0;  // rows a pull delivered more than once
 };
 
+// `servers` PS hosts after the workers; `meta` bytes of index and version per row (0: payload is
+// rows x 512).
 Outcome run(Allocation allocation, Sync sync, std::uint64_t seed, std::size_t workers,
-            std::size_t cache_rows, std::int64_t pull_bound = 0, std::int64_t push_bound = 0) {
+            std::size_t cache_rows, std::int64_t pull_bound = 0, std::int64_t push_bound = 0,
+            std::size_t servers = 1, std::int64_t meta = 0) {
   const Topology topo = build_topology(
-      StarSpec{static_cast<int>(workers + 1), LinkSpec{Bandwidth{12.5e9}, Time::us(1)}});
+      StarSpec{static_cast<int>(workers + servers), LinkSpec{Bandwidth{12.5e9}, Time::us(1)}});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   TrainingParams p;
@@ -39,20 +50,29 @@ Outcome run(Allocation allocation, Sync sync, std::uint64_t seed, std::size_t wo
   p.push_bound = push_bound;
   p.compute_per_sample = Time::us(2);
   for (std::size_t w = 0; w < workers; ++w) p.workers.push_back(topo.hosts()[w]);
-  p.server = topo.hosts()[workers];
+  for (std::size_t s = 0; s < servers; ++s) p.servers.push_back(topo.hosts()[workers + s]);
+  p.row_meta_bytes = meta;
   NodeHardware no_gpus;  // fixed work needs no GPU type
   HostSpeeds speeds(topo.nodes().size());
   CostModel costs;
   Compute compute(engine, no_gpus, speeds, costs);
   EmbeddingTraining t(engine, net, compute, p,
                       std::make_unique<ZipfSource>(8, 2000, 1.05, RandomStream(seed, "samples")));
+  Outcome o;
+  t.set_on_delivered([&o](std::size_t iteration, std::size_t worker, Key row) {
+    if (!o.delivered.emplace(iteration, worker, row).second) ++o.duplicates;
+  });
   t.start();
   engine.run();
   Results r;
   t.report(r);
   EXPECT_TRUE(t.finished());
   EXPECT_TRUE(t.directory_matches_caches());
-  return {t.counters(), net.totals(), r.metrics()};
+  o.counters = t.counters();
+  o.totals = net.totals();
+  o.metrics = r.metrics();
+  o.messages = t.embedding_messages();
+  return o;
 }
 
 }  // namespace
@@ -101,6 +121,48 @@ TEST(EmbcacheProperties, BoundedStalenessAtZeroIsOnDemandAndLooserBoundsPullLess
     EXPECT_LT(c.pushes, c.accesses) << seed;  // pushes deferred up to 4 updates
     EXPECT_EQ(lazy.totals.bytes_delivered.count,
               static_cast<std::int64_t>(c.transmissions()) * 512);
+  }
+}
+
+// Hetu's messages over several servers (ps-lite's range partition): every row a pull requests
+// is delivered exactly once, by the one server that holds it, and which rows move never depends
+// on the number of servers; only the messages do. Payload: every used row's index and version
+// in the pull request (16 B), index, version and values in responses and pushes (528 B), and a
+// refresh's request and response; messages: one round trip per server with rows, per worker and
+// phase.
+TEST(EmbcacheProperties, EveryRequestedRowIsDeliveredExactlyOnceWhateverTheServers) {
+  constexpr std::int64_t kMeta = 16, kRow = 512;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    for (auto [allocation, sync] : {std::pair{Allocation::kSequential, Sync::kEager},
+                                    std::pair{Allocation::kLocationAware, Sync::kOnDemand},
+                                    std::pair{Allocation::kSequential, Sync::kBounded}}) {
+      const std::size_t workers = 2 + seed % 3, cache = 50 + 100 * (seed % 4);
+      const Outcome one = run(allocation, sync, seed, workers, cache, 0, 0, 1, kMeta);
+      for (std::size_t servers : {1u, 2u, 3u, 5u}) {
+        const Outcome o = run(allocation, sync, seed, workers, cache, 0, 0, servers, kMeta);
+        const Counters& c = o.counters;
+        EXPECT_EQ(o.duplicates, 0u) << seed << " " << servers;
+        EXPECT_EQ(o.delivered.size(), c.misses + c.outdated_pulls) << seed << " " << servers;
+        EXPECT_EQ(o.delivered, one.delivered) << seed << " " << servers;
+        EXPECT_EQ(c.transmissions(), one.counters.transmissions());
+        const auto n = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
+        EXPECT_EQ(
+            o.totals.bytes_delivered.count,
+            kMeta * n(c.accesses) + (kRow + kMeta) * n(c.transmissions()) + kMeta * n(c.refreshes))
+            << seed << " " << servers;
+        EXPECT_EQ(o.totals.bytes_started, o.totals.bytes_delivered);
+        // 12 iterations; a pull and a push round trip per worker to at least one server, at most
+        // to every server, plus at most a refresh round trip.
+        const std::uint64_t round_trips = o.messages / 2;
+        EXPECT_EQ(o.messages % 2, 0u);
+        EXPECT_GE(round_trips, 12 * workers * 2);
+        EXPECT_LE(round_trips, 12 * workers * 3 * servers);
+        if (servers == 1)
+          EXPECT_LE(round_trips, 12 * workers * 3);
+        else
+          EXPECT_GE(o.messages, one.messages);  // rows spread over more servers: more messages
+      }
+    }
   }
 }
 

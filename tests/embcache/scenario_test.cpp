@@ -2,6 +2,7 @@
 // path.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "models/embcache/embcache_model.hpp"
@@ -152,4 +153,36 @@ TEST(EmbcacheScenario, DenseLayerKeys) {
   d = base();
   d["workload"]["dense_parameters"] = -1;
   EXPECT_NE(error_of(d).find("workload.dense_parameters"), std::string::npos) << error_of(d);
+}
+
+// PS servers are the hosts after the workers; the transport gives the per-message host costs the
+// scenario's system.host does not.
+TEST(EmbcacheScenario, ServersAndTransport) {
+  json d = base();
+  d["system"]["servers"] = 2;
+  ModelParams p = parse(d);
+  EXPECT_EQ(p.training.workers.size(), 3u);  // 5 hosts: 3 workers, then the 2 servers
+  ASSERT_EQ(p.training.servers.size(), 2u);
+  for (NodeId s : p.training.servers)
+    EXPECT_EQ(std::count(p.training.workers.begin(), p.training.workers.end(), s), 0);
+  EXPECT_NE(p.training.servers[0], p.training.servers[1]);
+  d["workload"]["workers"] = 4;  // 4 + 2 > 5 hosts
+  EXPECT_NE(error_of(d).find("workload.workers"), std::string::npos) << error_of(d);
+  d = base();
+  d["system"]["servers"] = 5;
+  EXPECT_NE(error_of(d).find("system.servers"), std::string::npos) << error_of(d);
+
+  EXPECT_EQ(parse(base()).training.messages.host.message_overhead, Time::zero());
+  d = base();
+  d["system"]["transport"] = "tcp";
+  p = parse(d);
+  EXPECT_EQ(p.training.messages.host.message_overhead, Time::us(30));
+  EXPECT_EQ(p.training.messages.host.message_latency, Time::us(50));
+  d["system"]["transport"] = "rdma";
+  d["system"]["host"] = {{"message_overhead", "16us"}};  // the scenario's figure wins
+  p = parse(d);
+  EXPECT_EQ(p.training.messages.host.message_overhead, Time::us(16));
+  EXPECT_EQ(p.training.messages.host.message_latency, Time::us(10));
+  d["system"]["transport"] = "udp";
+  EXPECT_NE(error_of(d).find("system.transport"), std::string::npos) << error_of(d);
 }

@@ -205,6 +205,38 @@ TEST(SimGridNetwork, TransferToSelfCompletesAtOnce) {
   EXPECT_EQ(rec.results.begin()->second.finished, Time::us(7));
 }
 
+// An empty message (an acknowledgement) crosses the network like any other: delivered once, after
+// its route's latency, as on every backend (tests/network/fluid_network_test.cpp
+// SelfAndEmptyTransfers, tests/ns3). By hand: two links of 1 us, no bytes: 2 us, in either
+// latency mode; the 1 MB transfer beside it is not slowed (1 ms + 2 us).
+TEST(SimGridNetwork, EmptyTransferIsDeliveredAfterItsRouteLatency) {
+  for (const auto latency :
+       {SimGridOptions::Latency::kAfterSending, SimGridOptions::Latency::kInSimGrid}) {
+    SCOPED_TRACE(latency == SimGridOptions::Latency::kAfterSending ? "after sending"
+                                                                   : "in SimGrid");
+    Engine engine;
+    const Topology topo = star(3, Time::us(1));
+    SimGridNetwork net(engine, topo, cm02(latency));
+    Recorder rec;
+    const TransferId full = net.start_transfer(1, 2, Bytes{1'000'000}, rec.callback());
+    TransferId empty = 0, later = 0;
+    engine.schedule_at(Time::us(5), [&] {
+      empty = net.start_transfer(1, 3, Bytes{0}, rec.callback());
+      later = net.start_transfer(3, 1, Bytes{0}, rec.callback());
+    });
+    engine.run();
+    ASSERT_EQ(rec.results.size(), 3u);
+    EXPECT_EQ(rec.finished(empty), Time::us(7));
+    EXPECT_EQ(rec.finished(later), Time::us(7));
+    EXPECT_FALSE(rec.results.at(empty).failed);
+    EXPECT_EQ(rec.finished(full), Time::ms(1) + Time::us(2));
+    const NetworkTotals n = net.totals();
+    EXPECT_EQ(n.transfers_started, 3u);
+    EXPECT_EQ(n.transfers_delivered, 3u);
+    EXPECT_EQ(n.transfers_in_flight, 0u);
+  }
+}
+
 TEST(SimGridNetwork, SecondLiveInstanceOrOtherModelIsRefused) {
   Engine engine;
   const Topology topo = star(2, Time::zero());

@@ -22,4 +22,24 @@ TEST(SimGridLv08, OneFlowPaysCalibratedLatencyAndBandwidthFactors) {
   // LV08 (Velho & Legrand 2008): latency x 13.01, bandwidth x 0.97.
   EXPECT_NEAR(finished.seconds(), 13.01 * 2e-6 + 1e6 / 0.97e9, 2e-9);
 }
+
+// An empty transfer never enters SimGrid (3.32 does not start an empty comm); the backend
+// delivers it after the latency SimGrid would charge: 13.01 x the route's 2 us = 26.02 us.
+TEST(SimGridLv08, EmptyTransferPaysTheCalibratedLatency) {
+  Engine engine;
+  const Topology t = test::star(2, Time::us(1));
+  SimGridOptions o;
+  o.model = SimGridOptions::Model::kLV08;
+  o.latency = SimGridOptions::Latency::kInSimGrid;
+  SimGridNetwork net(engine, t, o);
+  Time finished;
+  int calls = 0;
+  net.start_transfer(1, 2, Bytes{0}, [&](const TransferResult& r) {
+    finished = r.finished;
+    ++calls;
+  });
+  engine.run();
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(finished, Time::ns(26'020));
+}
 #endif  // MLSIM_HAVE_SIMGRID

@@ -7,6 +7,7 @@
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u.hpp>
 #include <string>
+#include <xbt/config.hpp>
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/network/routing.hpp"
@@ -108,6 +109,9 @@ struct SimGridNetwork::Impl {
   sg4::NetZone* zone = nullptr;
   simgrid::kernel::resource::Model* model = nullptr;
   double sg_origin = 0;  // SimGrid date of engine time `engine_origin`
+  // What SimGrid multiplies a route's latency by when it pays it (network/latency-factor: CM02
+  // 1, LV08 13.01), for the empty transfers this backend delivers itself.
+  double latency_factor = 1;
   Time engine_origin;
   Time advanced_to;  // last time SimGrid was advanced to
   int aliases = 1;
@@ -132,6 +136,13 @@ struct SimGridNetwork::Impl {
   }
   bool latency_after_sending() const {
     return options.latency == SimGridOptions::Latency::kAfterSending;
+  }
+  // When an empty transfer along `path` arrives: nothing to send, then the route's latency as
+  // this backend pays it (after sending: the router's; in SimGrid: scaled by the model's factor).
+  Time empty_arrival(const std::vector<LinkId>& path) const {
+    const Time latency = router.latency(path);
+    if (latency_after_sending()) return engine.now() + latency;
+    return engine.now() + Time::ns(ceil_ns(latency.seconds() * latency_factor));
   }
 
   std::vector<LinkId> route(NodeId src, NodeId dst, std::uint64_t label) {
@@ -249,6 +260,7 @@ SimGridNetwork::SimGridNetwork(Engine& engine, const Topology& topology, SimGrid
   m.zone->seal();
   m.model = dynamic_cast<simgrid::kernel::resource::Model*>(m.zone->get_network_model());
   MLSIM_CHECK(m.model != nullptr, "SimGrid network model is not a kernel Model");
+  m.latency_factor = simgrid::config::get_value<double>("network/latency-factor");
   m.sg_origin = sg4::Engine::get_clock();
   m.engine_origin = engine.now();
   m.advanced_to = engine.now();
@@ -298,6 +310,16 @@ TransferId SimGridNetwork::start_transfer(NodeId src, NodeId dst, Bytes bytes,
   t.path = m.route(src, dst, flow_label);
   if (t.path.empty()) {
     fail_at_once(id);
+    return id;
+  }
+  if (bytes.count == 0) {
+    // SimGrid 3.32 never starts an empty host-to-host comm: Comm::sendto_async sets the payload
+    // size, then the source and the destination, and Comm::set_destination leaves a comm of 0
+    // bytes in STARTING ("It cannot start yet", src/s4u/s4u_Comm.cpp), so it would never
+    // complete. Nothing is sent, so no link is busy: it arrives after the route's latency, as on
+    // the flow and ns-3 backends.
+    t.completing = true;
+    m.engine.schedule_at(m.empty_arrival(t.path), [this, id] { finish(id, false); });
     return id;
   }
   m.mark_active(t.path, +1, m.engine.now());
