@@ -2,7 +2,7 @@
 # Installs what mlsim needs on Debian 12 (as root), skipping packages already present.
 set -euo pipefail
 packages=(
-  cmake g++ clang clang-format pkg-config make
+  cmake ninja-build g++ clang clang-format pkg-config make
   libsimgrid-dev libns3-dev ns3 libgsl-dev libsqlite3-dev libxml2-dev libpython3.11-dev
   libboost-dev libfmt-dev nlohmann-json3-dev libcli11-dev libabsl-dev libeigen3-dev
   libprotobuf-dev protobuf-compiler
