@@ -163,7 +163,9 @@ int check_command(const CheckArgs& a, const Registries& registries) {
     if (res.verdict == Verdict::now_in_band)
       details.push_back(c->id +
                         ": marked not reproduced, but now in its band: check it and mark "
-                        "it reproduced");
+                        "it reproduced, or mark it in_band_by_chance and say why in its why");
+    if (res.verdict == Verdict::in_band_by_chance)
+      details.push_back(c->id + ": in its band by chance, not reproduced (its why says why)");
     if (res.case_figures.size() > 1 && res.verdict != Verdict::pass)
       for (std::size_t k = 0; k < c->cases.size(); ++k)
         details.push_back(fmt::format("  {} [{}]: {}", c->id, c->cases[k].label,

@@ -52,6 +52,8 @@ std::string_view verdict_name(Verdict v) {
       return "not reproduced (known)";
     case Verdict::now_in_band:
       return "in band (marked not reproduced)";
+    case Verdict::in_band_by_chance:
+      return "not reproduced (in band by chance)";
     case Verdict::error:
       return "ERROR";
   }
@@ -217,6 +219,10 @@ Claim parse_claim(JsonReader& r, const std::filesystem::path& base_dir,
   if (c.status == ClaimStatus::not_reproduced && c.why.empty())
     throw InputError(r.path_of("why"),
                      "a claim that is not reproduced must say why, with the figure mlsim gets");
+  c.in_band_by_chance = r.boolean_or("in_band_by_chance", false);
+  if (c.in_band_by_chance && c.status != ClaimStatus::not_reproduced)
+    throw InputError(r.path_of("in_band_by_chance"),
+                     "only a claim marked not_reproduced can be in its band by chance");
   if (auto rec = r.optional_object("recorded")) {
     Recorded v;
     v.value = rec->number("value", -std::numeric_limits<double>::infinity(),
@@ -388,7 +394,9 @@ ClaimResult evaluate_claim(const Claim& c, const OutcomeLookup& outcome) {
   if (c.status == ClaimStatus::reproduced)
     res.verdict = in ? Verdict::pass : Verdict::fail;
   else
-    res.verdict = in ? Verdict::now_in_band : Verdict::known_gap;
+    res.verdict = !in                   ? Verdict::known_gap
+                  : c.in_band_by_chance ? Verdict::in_band_by_chance
+                                        : Verdict::now_in_band;
   return res;
 }
 

@@ -77,6 +77,10 @@ struct Claim {
   std::optional<Recorded> recorded;
   ClaimStatus status = ClaimStatus::reproduced;
   std::string why;  // required when not reproduced: the figure mlsim gets and the reason
+  // A claim looked at after its figure entered the band and left not reproduced: the figure is in
+  // the band by something other than the paper's mechanism (noise, an [assumed] cost), as its
+  // `why` says. Only with status not_reproduced.
+  bool in_band_by_chance = false;
 };
 
 struct ClaimsFile {
@@ -97,11 +101,12 @@ ClaimsFile parse_claims_document(nlohmann::json doc, const std::filesystem::path
 std::vector<RunRequest> runs_needed(const Claim& c);
 
 enum class Verdict {
-  pass,         // reproduced and in band
-  fail,         // reproduced claim whose figure left its band
-  known_gap,    // not reproduced, and still outside the band
-  now_in_band,  // marked not reproduced but now in band: update the claims file
-  error,        // a run failed or a metric is missing
+  pass,               // reproduced and in band
+  fail,               // reproduced claim whose figure left its band
+  known_gap,          // not reproduced, and still outside the band
+  now_in_band,        // marked not reproduced but now in band: update the claims file
+  in_band_by_chance,  // not reproduced, in band, and marked in_band_by_chance after a look
+  error,              // a run failed or a metric is missing
 };
 std::string_view verdict_name(Verdict v);
 bool verdict_fails(Verdict v);  // fail or error: `mlsim check` exits non-zero

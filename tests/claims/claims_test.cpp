@@ -143,6 +143,33 @@ TEST(Claims, NotReproducedClaimsAreReportedButDoNotFail) {
   EXPECT_EQ(evaluate_claim(c, by_variant(runs)).verdict, Verdict::now_in_band);
 }
 
+// A known gap whose figure is in the band by something other than the paper's mechanism, looked
+// at and left not reproduced: its own verdict in the band (not "mark it reproduced"), a known gap
+// outside it, never a failure; only a not-reproduced claim may carry the mark.
+TEST(Claims, AClaimInItsBandByChanceStaysNotReproduced) {
+  json j = speedup_claim();
+  j["status"] = "not_reproduced";
+  j["why"] = "mlsim gets 1.25 only by batching noise";
+  j["in_band_by_chance"] = true;
+  const Claim c = parse(j).claims[0];
+  EXPECT_TRUE(c.in_band_by_chance);
+  std::map<std::string, RunOutcome> runs{{"dsa", outcome(8)}, {"atp", outcome(10)}};  // 1.25
+  auto r = evaluate_claim(c, by_variant(runs));
+  EXPECT_EQ(r.verdict, Verdict::in_band_by_chance);
+  EXPECT_FALSE(verdict_fails(r.verdict));
+  EXPECT_EQ(verdict_name(r.verdict), "not reproduced (in band by chance)");
+  runs["dsa"] = outcome(9.5);  // 1.05: out of the band
+  EXPECT_EQ(evaluate_claim(c, by_variant(runs)).verdict, Verdict::known_gap);
+  json reproduced = speedup_claim();
+  reproduced["in_band_by_chance"] = true;
+  const std::string e = error_of(reproduced);
+  EXPECT_NE(e.find("claims[0].in_band_by_chance"), std::string::npos) << e;
+  EXPECT_NE(e.find("only a claim marked not_reproduced"), std::string::npos) << e;
+  json typo = j;
+  typo["in_band_by_chance"] = "yes";
+  EXPECT_NE(error_of(typo).find("in_band_by_chance"), std::string::npos) << error_of(typo);
+}
+
 TEST(Claims, AFailedRunOrMissingMetricIsAnError) {
   const Claim c = parse(speedup_claim()).claims[0];
   std::map<std::string, RunOutcome> runs{{"dsa", outcome(8)}};

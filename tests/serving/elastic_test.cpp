@@ -188,6 +188,11 @@ TEST(Elastic, AFailedSecondStageReplicaHalvesMultiWorldAndStopsTheSingleWorld) {
     }
     // The requests that were in the lost micro-batches or on the reset engines recompute.
     EXPECT_GT(dep.metric("serving_elastic_requests_recomputed"), 0);
+    // GPU-hours (one GPU per worker): the front and the surviving stage-1 worker for the whole
+    // run (the single world's survivors stay allocated through the rebuild), the failed one until
+    // its failure at 0.5 s (never repaired).
+    EXPECT_NEAR(dep.metric("serving_elastic_gpu_hours") * 3600,
+                2 * dep.metric("serving_makespan_s") + 0.5, 1e-9);
   }
 }
 
@@ -208,6 +213,11 @@ TEST(Elastic, AScaleOutJoinsAfterLoadingAndWorldCreation) {
     EXPECT_NEAR(dep.completed(3.5, 5.5), 0.5 * 2000, 3);
     EXPECT_EQ(dep.metric("serving_elastic_joins"), 1);
     EXPECT_EQ(dep.metric("serving_requests_completed"), 3000);
+    // GPU-hours (one GPU per worker): two workers for the whole run, the new one from the
+    // scale-out at 1 s (its GPUs are held while it loads and joins); the spare before that is not
+    // counted.
+    const double span = dep.metric("serving_makespan_s");
+    EXPECT_NEAR(dep.metric("serving_elastic_gpu_hours") * 3600, 2 * span + (span - 1.0), 1e-9);
     if (groups == "multiworld") {
       EXPECT_NEAR(dep.completed(1.1, 3.0), 0.25 * 1900, 2);
       EXPECT_DOUBLE_EQ(dep.metric("serving_elastic_unavailable_s"), 0.0);
@@ -250,6 +260,71 @@ TEST(Elastic, AutoscalerAddsTheSpareUnderLoadAndRemovesItWhenTheQueueDrains) {
   EXPECT_EQ(dep.at(9.0, 4), 2);  // scaled in
   EXPECT_EQ(dep.metric("serving_requests_completed"), 3050);
   EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
+}
+
+// The autoscaler on the SLO attainment of the requests completed since its previous check
+// (`signal: "slo_attainment"`), checked every 100 ms: out below 0.5, in above 0.9, min 1 worker;
+// stage 1 starts on one worker of three placed (two spares). 1,500 one-token requests at 0: one
+// stage-1 worker completes one per 4 ms, the k-th (from 0) at about 5.3 + 4k ms (stage 0's 1 ms,
+// the transfer, stage 1's 4 ms), and its TTFT (= e2e) is that time: the 2 s TTFT SLO is met up to
+// k = 498 (1,997.3 ms) and missed from k = 499 (2,001.3 ms). Until 2.0 s every check sees
+// attainment 1, above 0.9, but one worker is the minimum: nothing. The check at 2.1 s sees only
+// misses (0): scale-out, the spare live at 2.1 + 0.022004736 (weights) + 2 (one world) =
+// 4.122004736 s. Every later completion of the burst misses (each waited over 2 s), so:
+//  - cool-down 1 s: the next scale-out waits for the check at 3.1 s (3.1 - 2.1 = the cool-down),
+//    live at 5.122004736 s. Checks at 4.1 and 5.1 s want a third and find no spare (a decision
+//    all the same: it restarts the cool-down). The burst ends by about 5.1 s (1,030 done by
+//    4.122 s at 250/s, the other 470 at 500/s); checks with no completion decide nothing. Then
+//    one request every 100 ms from 6.05 s, each done in about 5.3 ms: the check at 6.1 s sees
+//    attainment 1 and removes a worker (3 live > 1), the one at 7.1 s (after the cool-down) the
+//    next; then one is the minimum. Two scale-outs, two scale-ins.
+//  - cool-down 0: the second scale-out is at the next check, 2.2 s (live at 4.222004736 s), and
+//    the scale-ins come at 6.1 and 6.2 s.
+// The timeline's live workers (column 4) count the front worker too.
+TEST(Elastic, AnSloAutoscalerScalesOutWhenAttainmentFallsAndInWhenItRecoversAfterItsCooldown) {
+  for (const Time cooldown : {Time::s(1), Time::zero()}) {
+    SCOPED_TRACE(cooldown.seconds());
+    AutoscalerConfig a;
+    a.enabled = true;
+    a.stage = 1;
+    a.interval = Time::ms(100);
+    a.slo_signal = true;
+    a.scale_out_below = 0.5;
+    a.scale_in_above = 0.9;
+    a.min_replicas = 1;
+    a.cooldown = cooldown;
+    std::vector<RequestSpec> trickle;
+    for (int i = 0; i < 50; ++i)
+      trickle.push_back(
+          {static_cast<std::uint64_t>(1500 + i), Time::ms(6050 + 100 * i), 100, 1, 0, -1, {}});
+    Deployment dep("multiworld", 1500, 1, 3, {}, a, trickle);
+    dep.run();
+    EXPECT_DOUBLE_EQ(dep.at(2.0, 8), 1.0);  // the timeline's attainment over (1.99, 2.0] s
+    EXPECT_DOUBLE_EQ(dep.at(2.1, 8), 0.0);
+    EXPECT_EQ(dep.at(4.12, 4), 2);  // the first spare joining
+    EXPECT_EQ(dep.at(4.13, 4), 3);
+    EXPECT_EQ(dep.metric("serving_elastic_scale_outs"), 2);
+    EXPECT_EQ(dep.metric("serving_elastic_scale_ins"), 2);
+    EXPECT_EQ(dep.metric("serving_requests_completed"), 1550);
+    EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
+    if (cooldown > Time::zero()) {
+      EXPECT_EQ(dep.at(4.23, 4), 3);  // the second waited for the cool-down
+      EXPECT_EQ(dep.at(5.12, 4), 3);
+      EXPECT_EQ(dep.at(5.13, 4), 4);
+      EXPECT_EQ(dep.at(6.09, 4), 4);
+      EXPECT_EQ(dep.at(6.11, 4), 3);
+      EXPECT_EQ(dep.at(6.21, 4), 3);  // the next scale-in waits for the cool-down too
+      EXPECT_EQ(dep.at(7.09, 4), 3);
+      EXPECT_EQ(dep.at(7.11, 4), 2);
+    } else {
+      EXPECT_EQ(dep.at(4.22, 4), 3);
+      EXPECT_EQ(dep.at(4.23, 4), 4);
+      EXPECT_EQ(dep.at(6.09, 4), 4);
+      EXPECT_EQ(dep.at(6.11, 4), 3);
+      EXPECT_EQ(dep.at(6.21, 4), 2);
+    }
+    EXPECT_EQ(dep.at(8.0, 4), 2);
+  }
 }
 
 // MultiWorld's polling: one request (100-token prompt, three output tokens: a prefill and two
