@@ -530,9 +530,9 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
       }
     }
     for (const ClassEntry& e : ls.classes) {
-      const RouteClass& rc = route_class(e.route_class);
-      const auto w = static_cast<double>(rc.members.size());
-      if (const double rate = class_rate(rc); rate > 0) {
+      const ClassSolve& cs = class_solve_[e.route_class];
+      const auto w = static_cast<double>(cs.weight);
+      if (const double rate = cs.group == kNoSlot ? 0.0 : groups_[cs.group].rate; rate > 0) {
         rated_.push_back(Rated{rate, w});
       } else {
         unrated += w;
@@ -626,7 +626,6 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
   const double keep_below = floor * (1 - 1e-9);  // rates within rounding of the floor are redone
   solve_full_ = floor == 0;
   if (fill_.size() != links_.size()) fill_.resize(links_.size());
-  if (class_solve_.size() < classes_used_) class_solve_.resize(classes_used_);
   // The component, and in the same pass each of its links' capacity left by what is kept and
   // its count of what is solved: route classes, and transfers on the links' own lists (lazy
   // ones, ones below kClassMinLoad, or ones just rerouted or started).
@@ -656,17 +655,16 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     for (const ClassEntry& e : ls.classes) {
       ClassSolve& cs = class_solve_[e.route_class];
       if (cs.stamp != stamp_) {
-        const RouteClass& rc = route_class(e.route_class);
-        const auto weight = static_cast<std::uint32_t>(rc.members.size());
-        if (const double rate = class_rate(rc); rate > 0 && rate < keep_below) {
-          left -= rate * static_cast<double>(weight);
+        // A kept class is decided from this record and its group's rate alone.
+        if (const double rate = cs.group == kNoSlot ? 0.0 : groups_[cs.group].rate;
+            rate > 0 && rate < keep_below) {
+          left -= rate * static_cast<double>(cs.weight);
           continue;
         }
         cs.stamp = stamp_;
-        cs.weight = weight;
         cs.new_rate = -1;
         component_classes_.push_back(e.route_class);
-        for (LinkId m : rc.links) visit_link(m);
+        for (LinkId m : route_class(e.route_class).links) visit_link(m);
       }
       unfrozen += cs.weight;
     }
@@ -685,12 +683,16 @@ void FluidNetwork::fill_in_place() {
   // Progressive filling as in MaxMinSolver::solve (max_min.hpp: a heap of links on (share, link
   // id) with lazily refreshed keys), on the backend's lists: the transfers and classes of this
   // solve carry the current stamp (a class's in `class_solve_`), and `new_rate` < 0 until frozen.
-  auto less = [this](LinkId a, LinkId b) {
-    return fill_[a].key < fill_[b].key || (fill_[a].key == fill_[b].key && a < b);
+  // The heap holds each link's key next to its id (a comparison reads no FillLink), four
+  // children a node (half the depth of a binary heap: on a star the 64 links' shares lie close
+  // together and a refreshed key mostly sinks far). Ties break on the link id, a total order, so
+  // links leave in the same order as from any other heap of the same keys.
+  auto less = [](const FillItem& a, const FillItem& b) {
+    return a.key < b.key || (a.key == b.key && a.link < b.link);
   };
-  auto place = [this](std::size_t i, LinkId l) {
-    fill_heap_[i] = l;
-    fill_[l].place = static_cast<std::uint32_t>(i);
+  auto place = [this](std::size_t i, const FillItem& item) {
+    fill_heap_[i] = item;
+    fill_[item.link].place = static_cast<std::uint32_t>(i);
   };
   fill_heap_.clear();
   for (LinkId l : component_links_) {
@@ -699,29 +701,30 @@ void FluidNetwork::fill_in_place() {
     fl.key = fl.left / fl.unfrozen;
     fl.stale = false;
     fl.place = static_cast<std::uint32_t>(fill_heap_.size());
-    fill_heap_.push_back(l);
+    fill_heap_.push_back(FillItem{fl.key, l});
   }
-  for (std::size_t i = fill_heap_.size() / 2; i-- > 0;)
-    heap::sift_down<2>(fill_heap_, i, less, place);
+  for (std::size_t i = (fill_heap_.size() + kFillArity - 2) / kFillArity; i-- > 0;)
+    heap::sift_down<kFillArity>(fill_heap_, i, less, place);
   auto touch = [this](LinkId m) {
     if (fill_[m].round == fill_round_) return;
     fill_[m].round = fill_round_;
     touched_.push_back(m);
   };
   while (!fill_heap_.empty()) {
-    const LinkId l = fill_heap_.front();
+    const LinkId l = fill_heap_.front().link;
     FillLink& fl = fill_[l];
     if (fl.unfrozen == 0) {  // all its flows were frozen by other links
-      heap::erase_at<2>(fill_heap_, 0, less, place);
+      heap::erase_at<kFillArity>(fill_heap_, 0, less, place);
       continue;
     }
     if (fl.stale) {  // its share rose since its key was computed: refresh it in place
       fl.key = fl.left / fl.unfrozen;
       fl.stale = false;
-      heap::sift_down<2>(fill_heap_, 0, less, place);
+      fill_heap_.front().key = fl.key;
+      heap::sift_down<kFillArity>(fill_heap_, 0, less, place);
       continue;
     }
-    heap::erase_at<2>(fill_heap_, 0, less, place);
+    heap::erase_at<kFillArity>(fill_heap_, 0, less, place);
     const double share = std::max(0.0, fl.left / fl.unfrozen);
     ++fill_round_;
     touched_.clear();
@@ -756,7 +759,8 @@ void FluidNetwork::fill_in_place() {
       if (now < fm.key) {  // lowered by rounding: the key must not stay above the share
         fm.key = now;
         fm.stale = false;
-        heap::sift_up<2>(fill_heap_, fm.place, less, place);
+        fill_heap_[fm.place].key = now;
+        heap::sift_up<kFillArity>(fill_heap_, fm.place, less, place);
       } else {
         fm.stale = now != fm.key;
       }
@@ -885,6 +889,9 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
       class_chunks_.push_back(std::make_unique<RouteClass[]>(std::size_t{1} << kChunkBits));
     c = classes_used_++;
   }
+  if (class_solve_.size() <= c) class_solve_.resize(std::size_t{c} + 1);
+  class_solve_[c].group = kNoSlot;
+  class_solve_[c].weight = 0;
   RouteClass& rc = route_class(c);
   rc.links.assign(route.begin(), route.end());
   rc.pos.resize(route.size());
@@ -1025,6 +1032,7 @@ void FluidNetwork::enter_group(std::uint32_t c, std::uint32_t g) {
   RateGroup& gr = groups_[g];
   rc.offset = group_clock(gr) - rc.sent;
   rc.group = g;
+  class_solve_[c].group = g;
   ++solve_stats_.group_entries;
   gr.classes.push_back(GroupEntry{rc.members[0].key + rc.offset, c});
   heap::sift_up<2>(gr.classes, gr.classes.size() - 1, std::less<GroupEntry>(), group_placer(gr));
@@ -1040,6 +1048,7 @@ void FluidNetwork::leave_group(std::uint32_t c) {
   const bool head = rc.group_pos == 0;
   heap::erase_at<2>(gr.classes, rc.group_pos, std::less<GroupEntry>(), group_placer(gr));
   rc.group = kNoSlot;
+  class_solve_[c].group = kNoSlot;
   if (gr.classes.empty()) {
     class_timers_.erase(g);
     if (gr.link != kNoSlot && group_of_link_[gr.link] == g) group_of_link_[gr.link] = kNoSlot;
@@ -1146,6 +1155,7 @@ void FluidNetwork::join_class(std::uint32_t f, double remaining) {
   fl.send_end = Time::max();
   rc.members.push_back(Member{class_sent(rc) + remaining, f});
   member_sift_up(rc, rc.members.size() - 1);
+  ++class_solve_[c].weight;
   for (LinkId l : rc.links) ++links_[l].members;
   if (fl.member_pos == 0) group_head_changed(c);
 }
@@ -1158,6 +1168,7 @@ double FluidNetwork::leave_class(std::uint32_t f) {
   const double remaining = member_remaining(rc, rc.members[fl.member_pos]);
   const bool head = fl.member_pos == 0;
   member_erase(rc, fl.member_pos);
+  --class_solve_[c].weight;
   for (LinkId l : rc.links) --links_[l].members;
   fl.route_class = kNoSlot;
   fl.remaining = remaining;
@@ -1194,6 +1205,7 @@ void FluidNetwork::on_group_event(std::uint32_t g) {
       const double correction = m.key - sent;
       for (LinkId l : rc.links) links_[l].bytes += correction;
       member_erase(rc, 0);
+      --class_solve_[c].weight;
       for (LinkId l : rc.links) --links_[l].members;
       slot(m.flow).route_class = kNoSlot;
       done.push_back(m.flow);
