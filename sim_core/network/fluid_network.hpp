@@ -457,7 +457,7 @@ class FluidNetwork final : public Network {
     double key;  // the link's FillLink::key
     LinkId link;
   };
-  static constexpr std::size_t kFillArity = 4;
+  static constexpr std::size_t kFillArity = 2;
   std::vector<FillItem> fill_heap_;
   std::vector<ClassSolve> class_solve_;  // by route class, sized as classes are made
   std::vector<LinkId> touched_;
