@@ -209,11 +209,16 @@ class FluidNetwork final : public Network {
   // each class once per link of its route and mostly read only this, which for 640 classes fits
   // in 10 KiB instead of 100 KiB of class records (a star of 1 k flows: those reads were a third
   // of the walks' time).
+  // Its group and member count are kept here too (copies of RouteClass::group and
+  // members.size(), updated where those change), so that the walks decide whether a class is
+  // kept at its rate without reading the class record (star 1 k: that read was the gathering
+  // walk's largest cost).
   struct ClassSolve {
-    std::uint32_t stamp = 0;   // the solve that last took it in
-    std::uint32_t weight = 0;  // its members, as of that solve
-    double new_rate = 0;       // its rate in that solve (< 0: not yet frozen)
-    LinkId bottleneck = 0;     // the link that froze it in that solve
+    std::uint32_t stamp = 0;    // the solve that last took it in
+    std::uint32_t weight = 0;   // its members
+    double new_rate = 0;        // its rate in that solve (< 0: not yet frozen)
+    LinkId bottleneck = 0;      // the link that froze it in that solve
+    std::uint32_t group = ~0u;  // its rate group, or ~0u
   };
 
   std::uint32_t allocate();
@@ -448,8 +453,14 @@ class FluidNetwork final : public Network {
     bool stale = false;
   };
   std::vector<FillLink> fill_;
-  std::vector<ClassSolve> class_solve_;  // by route class
-  std::vector<LinkId> fill_heap_, touched_;
+  struct FillItem {
+    double key;  // the link's FillLink::key
+    LinkId link;
+  };
+  static constexpr std::size_t kFillArity = 2;
+  std::vector<FillItem> fill_heap_;
+  std::vector<ClassSolve> class_solve_;  // by route class, sized as classes are made
+  std::vector<LinkId> touched_;
   std::uint32_t fill_round_ = 0;
   struct Rated {
     double rate, weight;
