@@ -66,6 +66,16 @@ def save(fig, path):
     print(path)
 
 
+# Units of the CDFs mlsim writes (models/serving/metrics.cpp: latencies in seconds), for the x axis.
+_CDF_UNITS = {"serving_e2e_cdf": "s", "serving_ttft_cdf": "s", "serving_tpot_cdf": "s",
+              "serving_kv_transfer_cdf": "s"}
+
+
+def cdf_xlabel(name):
+    unit = _CDF_UNITS.get(name)
+    return f"{name[:-4]} ({unit})" if unit else name[:-4]
+
+
 def find_cdfs(summary):
     details = summary.get("details", {}) if isinstance(summary, dict) else {}
     return {k: v for k, v in details.items()
@@ -134,7 +144,7 @@ def cmd_compare(args):
                 for name, points in find_cdfs(json.load(f)).items():
                     cdfs.setdefault(name, []).append((v, points))
     for name, curves in sorted(cdfs.items()):
-        plot_cdfs(curves, name, os.path.join(out, f"compare_{name}.png"), name[:-4])
+        plot_cdfs(curves, name, os.path.join(out, f"compare_{name}.png"), cdf_xlabel(name))
 
 
 def cmd_sweep(args):
@@ -212,7 +222,7 @@ def cmd_cdf(args):
     out = args.out or os.path.dirname(os.path.abspath(args.input[0]))
     os.makedirs(out, exist_ok=True)
     for name, curves in sorted(cdfs.items()):
-        plot_cdfs(curves, name, os.path.join(out, f"cdf_{name}.png"), name[:-4])
+        plot_cdfs(curves, name, os.path.join(out, f"cdf_{name}.png"), cdf_xlabel(name))
 
 
 def main():

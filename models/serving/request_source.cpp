@@ -152,6 +152,50 @@ RequestSpec MooncakeTraceSource::parse_line(std::string_view line, const std::st
   return r;
 }
 
+BurstGptTraceSource::BurstGptTraceSource(const std::filesystem::path& file, double rate_scale,
+                                         std::int64_t limit, std::string json_path)
+    : LineTraceSource(file, rate_scale, limit, std::move(json_path)) {
+  constexpr std::string_view kHeader =
+      "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type";
+  if (read_header().value_or("") != kHeader)
+    throw InputError(this->json_path(), fmt::format("{}:1: expected the BurstGPT header \"{}\"",
+                                                    file.string(), kHeader));
+}
+
+RequestSpec BurstGptTraceSource::parse_line(std::string_view line, const std::string& where) {
+  std::string_view fields[6];
+  std::size_t n = 0, start = 0;
+  while (true) {
+    const auto comma = line.find(',', start);
+    if (n == 6) throw InputError(where, "expected six comma-separated fields, got more");
+    fields[n++] = line.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (n != 6)
+    throw InputError(where, fmt::format("expected six comma-separated fields, got {}", n));
+  double seconds = 0;
+  const auto ts = fields[0];
+  auto [p, ec] = std::from_chars(ts.data(), ts.data() + ts.size(), seconds);
+  if (ec != std::errc() || p != ts.data() + ts.size() || !(seconds >= 0) ||
+      seconds > 10.0 * 365 * 24 * 3600)
+    throw InputError(where,
+                     fmt::format("Timestamp: expected seconds in [0, 10 years], got \"{}\"", ts));
+  const auto prompt = to_int(fields[2], where);
+  const auto output = to_int(fields[3], where);
+  if (prompt < 0 || output < 0) throw InputError(where, "token counts must be >= 0");
+  if (prompt > (1 << 30) || output > (1 << 30)) throw InputError(where, "token counts above 2^30");
+  const auto ns = static_cast<std::int64_t>(std::llround(seconds * 1e9));
+  if (!first_ns_) first_ns_ = last_ns_ = ns;
+  if (ns < last_ns_) throw InputError(where, "timestamps must not go backwards");
+  last_ns_ = ns;
+  RequestSpec r;
+  r.arrival = Time::ns(ns - *first_ns_);
+  r.prompt_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, prompt));
+  r.output_tokens = static_cast<std::int32_t>(std::max<std::int64_t>(1, output));
+  return r;
+}
+
 std::int32_t LogNormal::draw(RandomStream& rng) const {
   const double v = std::round(rng.lognormal(mu, sigma));
   return static_cast<std::int32_t>(

@@ -6,6 +6,8 @@
 //    (100 ns resolution) into offsets from the first request.
 //  - MooncakeTraceSource streams Mooncake's JSON-lines traces (Qin et al., FAST'25), with the
 //    prompts' block content ids (hash_ids) for prefix caching.
+//  - BurstGptTraceSource streams the BurstGPT CSV (Wang et al., arXiv 2401.17644; HPMLL/BurstGPT,
+//    data/BurstGPT_*.csv): seconds from the collection's start and token counts per request.
 //  - GeneratedSource draws Poisson or gamma inter-arrival times and log-normal prompt and output
 //    lengths (fitted to a trace with fit_lengths, or given), or fixed lengths.
 // Tiers are assigned afterwards by the serving system, so every source serves every study.
@@ -94,6 +96,26 @@ class MooncakeTraceSource final : public LineTraceSource {
  private:
   RequestSpec parse_line(std::string_view line, const std::string& where) override;
   std::int64_t last_ms_ = 0;
+};
+
+// The BurstGPT trace CSV (HPMLL/BurstGPT README, data/BurstGPT_1.csv and the "without_fails"
+// files), header "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type":
+// Timestamp in seconds (decimals allowed) from the collection's start, turned into offsets from
+// the first row as the Azure reader does; Request/Response tokens the prompt and output lengths.
+// Model (ChatGPT, GPT-4), Total tokens and Log Type (Conversation log, API log) are read but not
+// used: tiers are assigned by the serving system. A failed request (the README: Response tokens
+// 0) is read as a one-token answer, as the Azure reader reads a zero output; the
+// BurstGPT_without_fails_*.csv files leave them out. No file of this trace is in ../shared/data:
+// the reader is tested on small hand-written files (request_source_test.cpp).
+class BurstGptTraceSource final : public LineTraceSource {
+ public:
+  BurstGptTraceSource(const std::filesystem::path& file, double rate_scale = 1.0,
+                      std::int64_t limit = -1, std::string json_path = "workload.trace");
+
+ private:
+  RequestSpec parse_line(std::string_view line, const std::string& where) override;
+  std::optional<std::int64_t> first_ns_;
+  std::int64_t last_ns_ = 0;
 };
 
 struct LogNormal {

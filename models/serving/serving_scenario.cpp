@@ -30,10 +30,23 @@ DeploymentConfig read_pool(JsonReader& r, const TransformerShape& model, const s
   d.model = model;
   d.tp = static_cast<int>(r.integer("tp", 1, 64));
   d.replicas = static_cast<int>(r.integer_or("replicas", 1, 1, 4096));
-  if (d.model.heads % d.tp != 0 || d.model.kv_heads % d.tp != 0)
-    throw InputError(r.path_of("tp"),
-                     fmt::format("tp {} must divide the heads ({}) and KV heads ({}) of {}", d.tp,
-                                 d.model.heads, d.model.kv_heads, d.model.name));
+  if (d.model.heads % d.tp != 0)
+    throw InputError(r.path_of("tp"), fmt::format("tp {} must divide the {} heads of {}", d.tp,
+                                                  d.model.heads, d.model.name));
+  if (d.model.kv_heads % d.tp != 0) {
+    // More GPUs than KV heads: as vLLM's QKVParallelLinear (vllm/model_executor/layers/linear.py:
+    // tp_size >= total_num_kv_heads gives every GPU one KV head, num_kv_head_replicas = tp_size /
+    // total_num_kv_heads), each KV head is replicated on tp / kv_heads GPUs. The replica then
+    // costs and stores as a model of tp KV heads: each GPU computes, holds and reads one KV head
+    // (K/V projection weights, KV cache, attention reads), tp / kv_heads times the unique KV.
+    if (d.tp % d.model.kv_heads != 0)
+      throw InputError(r.path_of("tp"),
+                       fmt::format("tp {} must divide the KV heads ({}) of {} or be a multiple of "
+                                   "them (each KV head then replicated tp / KV heads times)",
+                                   d.tp, d.model.kv_heads, d.model.name));
+    d.kv_head_replicas = d.tp / d.model.kv_heads;
+    d.model.kv_heads = d.tp;
+  }
   // Mixture of experts: expert parallelism over the replica's tp GPUs, and the busiest GPU's
   // expert load over the mean (compute_model.hpp, ExpertParallel).
   if (d.model.moe()) {
@@ -294,7 +307,10 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
     if (d.pp > 1)
       throw InputError(m.path_of("pp"),
                        "pipeline stages with MFS tiers (exits inside stages) are not modelled");
-    for (const auto& member : members) d.exit_layers.push_back(tier_depth(member, d.model, rule));
+    // Tier depths from the catalog's shape (replicated KV heads are no parameters of the model).
+    TransformerShape largest = d.model;
+    largest.kv_heads /= d.kv_head_replicas;
+    for (const auto& member : members) d.exit_layers.push_back(tier_depth(member, largest, rule));
     for (std::size_t i = 1; i < d.exit_layers.size(); ++i)
       if (d.exit_layers[i] <= d.exit_layers[i - 1])
         throw InputError(sys.path_of("family"),
@@ -579,9 +595,10 @@ ServingScenario parse_serving_scenario(JsonReader& root, const HardwareCatalog& 
   if (kind == "trace") {
     s.workload.kind = WorkloadParams::Kind::kTrace;
     s.workload.trace = resolve(dir, w.string("trace"));
-    s.workload.format = w.choice_or("format", {"azure", "mooncake"}, "azure") == "mooncake"
-                            ? WorkloadParams::Format::kMooncake
-                            : WorkloadParams::Format::kAzure;
+    const auto format = w.choice_or("format", {"azure", "mooncake", "burstgpt"}, "azure");
+    s.workload.format = format == "mooncake"   ? WorkloadParams::Format::kMooncake
+                        : format == "burstgpt" ? WorkloadParams::Format::kBurstGpt
+                                               : WorkloadParams::Format::kAzure;
     s.workload.rate_scale = w.number_or("rate_scale", 1.0, 1e-6, 1e6);
     s.workload.limit = w.integer_or("limit", -1, -1, std::int64_t{1} << 40);
     // Opened now (and again at the start) so that a missing file or a folder is an input error
@@ -664,6 +681,11 @@ std::unique_ptr<RequestSource> make_request_source(const WorkloadParams& w, std:
       for (MooncakeTraceSource scan(w.trace, w.rate_scale, w.limit); scan.next();) {
       }
       return std::make_unique<MooncakeTraceSource>(w.trace, w.rate_scale, w.limit);
+    }
+    if (w.format == WorkloadParams::Format::kBurstGpt) {
+      for (BurstGptTraceSource scan(w.trace, w.rate_scale, w.limit); scan.next();) {
+      }
+      return std::make_unique<BurstGptTraceSource>(w.trace, w.rate_scale, w.limit);
     }
     for (AzureTraceSource scan(w.trace, w.rate_scale, w.limit); scan.next();) {
     }

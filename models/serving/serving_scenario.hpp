@@ -17,8 +17,8 @@ namespace mlsim::serving {
 
 struct WorkloadParams {
   enum class Kind { kTrace, kGenerator } kind = Kind::kTrace;
-  enum class Format { kAzure, kMooncake } format = Format::kAzure;  // kTrace
-  std::filesystem::path trace;                                      // kTrace
+  enum class Format { kAzure, kMooncake, kBurstGpt } format = Format::kAzure;  // kTrace
+  std::filesystem::path trace;                                                 // kTrace
   double rate_scale = 1;
   std::int64_t limit = -1;
   GeneratorParams generator;  // kGenerator

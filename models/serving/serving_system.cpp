@@ -645,6 +645,7 @@ void ServingSystem::finish(Results& out) const {
                            {"kv_capacity_bytes", static_cast<double>(r.kv().total()) * block_bytes},
                            {"kv_peak_bytes", static_cast<double>(r.kv().peak()) * block_bytes},
                            {"kv_mean_bytes", r.kv_usage().average(makespan) * block_bytes}});
+    if (dep.kv_head_replicas > 1) per_replica.back()["kv_head_replicas"] = dep.kv_head_replicas;
     if (dep.model.moe()) {
       // Mixture of experts: the expert layout and the all-to-all bytes (per GPU send buffers).
       auto& entry = per_replica.back();

@@ -41,6 +41,9 @@ struct DeploymentConfig {
   std::string where;  // JSON path of its settings ("system.mfs", "system.separate[1]"), for errors
   TransformerShape model;
   int tp = 1;
+  // tp / the catalog's KV heads when tp exceeds them (vLLM replicates each KV head on that many
+  // GPUs; `model.kv_heads` is then tp: one KV head per GPU), else 1. serving_scenario.cpp.
+  int kv_head_replicas = 1;
   // A mixture-of-experts model's expert parallelism over the tp GPUs (1 or tp) and the busiest
   // GPU's expert load over the mean (compute_model.hpp, ExpertParallel).
   ExpertParallel expert;

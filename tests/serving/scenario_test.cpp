@@ -3,6 +3,8 @@
 // naming the JSON path.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "cli/registry.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/run/runner.hpp"
@@ -160,6 +162,38 @@ TEST(ServingScenarios, BadServingSectionsNameTheirPath) {
     EXPECT_NE(std::string(e.what()).find("workload.trace: request trace"), std::string::npos)
         << e.what();
   }
+}
+
+// A BurstGPT CSV through the scenario (workload.format "burstgpt"), on the Azure scenario's
+// Llama-2-70B replica: a hand-written file of five rows (no BurstGPT file is in ../shared/data).
+// The 5,000-token prompt is past Llama-2's
+// 4,096-token context and refused; the other four complete. A misspelt format is named.
+TEST(ServingScenarios, BurstGptTraceRunsThroughTheScenario) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  const auto dir = std::filesystem::temp_directory_path() / "mlsim_burstgpt_scenario";
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "burst.csv";
+  std::ofstream(file) << "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                         "0,ChatGPT,300,20,320,Conversation log\n"
+                         "0,ChatGPT,200,10,210,Conversation log\n"
+                         "1.5,GPT-4,5000,10,5010,API log\n"
+                         "3,ChatGPT,100,0,100,Conversation log\n"
+                         "60,GPT-4,50,5,55,API log\n";
+  const auto out = run("serving_azure_conv_70b.json", "continuous",
+                       {{"workload.trace", file.string()}, {"workload.format", "burstgpt"}});
+  const auto& m = out.results.metrics();
+  EXPECT_EQ(m.at("serving_requests_completed"), 4);
+  EXPECT_EQ(m.at("serving_requests_rejected_context"), 1);
+  EXPECT_EQ(m.at("serving_tokens_generated"), 20 + 10 + 1 + 5);
+  EXPECT_GT(out.info.simulated_time, Time::s(60));  // the last row arrives at 60 s
+  try {
+    (void)run("serving_azure_conv_70b.json", "continuous",
+              {{"workload.trace", file.string()}, {"workload.format", "burstgtp"}});
+    ADD_FAILURE() << "a misspelt format was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "workload.format") << e.what();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 // The shipped prefix-caching study on the first 400 requests of Mooncake's trace: with prefix
@@ -431,6 +465,45 @@ TEST(ServingScenarios, MixtralExpertParallelism) {
   expect_error({{"system.family", nlohmann::json::array({"llama-2-7b"})},
                 {"system.separate[0].model", "llama-2-7b"}},
                "system.separate[0].ep: llama-2-7b is not a mixture-of-experts model");
+}
+
+// More GPUs than KV heads (issue 15): Llama-2-70B (64 heads, 8 KV heads of 128) at TP 16 on two
+// 8-GPU hosts, each KV head replicated on two GPUs as vLLM does (QKVParallelLinear). By hand, the
+// replica then holds the model with 16 KV heads: per layer 8192 x (8192 + 2 x 2048) + 8192^2
+// attention + 3 x 8192 x 28672 MLP + 2 x 8192 norms = 872,431,616 parameters, x 80 layers +
+// 2 x 32000 x 8192 + 8192 = 70,318,825,472 parameters, 140,637,650,944 B in fp16: the catalog's
+// 137,953,296,384 B plus 80 x 2 x 8192 x 1024 x 2 B = 2,684,354,560 B of replicated K/V
+// projections. KV per token: 80 layers x 2 x 16 x 128 x 2 B = 655,360 B (twice the unique KV).
+// KV pool: 0.9 x 80 GiB x 16 GPUs = 1,236,950,581,248 B less the weights = 1,096,312,930,304 B,
+// in layer-blocks of 16 tokens x 8,192 B (16 KV heads x 128 x 2 x 2 B): 8,364,203 blocks =
+// 1,096,312,815,616 B (without the replication, 4,096 B a token-layer and the catalog's weights:
+// 1,098,997,235,712 B). TP 12 does not divide the 64 heads: refused at the deployment's tp.
+TEST(ServingScenarios, TensorParallelBeyondTheKvHeadsReplicatesThem) {
+  if (!have_traces()) GTEST_SKIP() << "Azure traces not found under ../shared/data";
+  const std::vector<std::pair<std::string, nlohmann::json>> tp16 = {
+      {"workload.limit", 50}, {"topology.hosts", 2}, {"system.separate[0].tp", 16}};
+  const auto out = run("serving_azure_conv_70b.json", "continuous", tp16);
+  const auto& m = out.results.metrics();
+  EXPECT_EQ(m.at("serving_requests_completed") + m.at("serving_requests_rejected_context"), 50);
+  EXPECT_DOUBLE_EQ(m.at("serving_memory_weights_bytes"), 140'637'650'944.0);
+  const auto& r = out.results.details().at("serving_replicas").at(0);
+  EXPECT_EQ(r.at("tp"), 16);
+  EXPECT_EQ(r.at("kv_head_replicas"), 2);
+  EXPECT_EQ(r.at("hosts").size(), 2u);
+  const double capacity = r.at("kv_capacity_bytes").get<double>();
+  EXPECT_DOUBLE_EQ(capacity, 1'096'312'815'616.0);
+  const auto tp8 = run("serving_azure_conv_70b.json", "continuous", {{"workload.limit", 50}});
+  EXPECT_FALSE(tp8.results.details().at("serving_replicas").at(0).contains("kv_head_replicas"));
+  std::printf("[70b tp16, 50 requests] e2e mean %.3f s (tp 8: %.3f s); KV capacity %.1f GB\n",
+              m.at("serving_e2e_mean_s"), tp8.results.metrics().at("serving_e2e_mean_s"),
+              capacity / 1e9);
+  try {
+    (void)run("serving_azure_conv_70b.json", "continuous",
+              {{"workload.limit", 5}, {"topology.hosts", 2}, {"system.separate[0].tp", 12}});
+    ADD_FAILURE() << "tp 12 was accepted for 64 heads";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), "system.separate[0].tp") << e.what();
+  }
 }
 
 // A TP group across hosts through the scenario (issue 15): Llama-2-70B at TP 8 as one 8-GPU host
