@@ -556,6 +556,7 @@ class ClusterRun {
       runner_ = std::make_unique<CommunicationMode>(env.engine, env.network, env.compute,
                                                     *params.communication,
                                                     env.stream("cluster.job_models"));
+    if (runner_) runner_->set_links(&env.links);
     if (params.communication && params.communication->ina) {
       // The switches' aggregator pools belong to the run: every job aggregating at a switch
       // shares its pools (ina_fabric.hpp).

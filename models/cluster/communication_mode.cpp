@@ -86,6 +86,7 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   options.servers = options.workers;  // colocated parameter servers (ps only)
   options.layer_parameters = m.parameters;
   options.bytes_per_parameter = m.bytes_per_parameter;
+  options.links = links_;
   live->path.set_ordering(m.ordering);  // before set_sync
   if (m.make_sync) {
     live->sync =

@@ -116,6 +116,9 @@ class CommunicationMode final : public JobRunner {
   using SyncBuilder = std::function<std::unique_ptr<training::GradientSync>(
       std::size_t model, training::SyncEvents& events, std::vector<NodeId> workers)>;
   void set_sync_builder(SyncBuilder f) { sync_builder_ = std::move(f); }
+  // The run's link conditions, for strategies that plan over the links as they are (rat); must
+  // outlive the mode.
+  void set_links(const LinkConditions* links) { links_ = links; }
   std::size_t running() const { return live_.size(); }
 
  private:
@@ -134,6 +137,7 @@ class CommunicationMode final : public JobRunner {
   Engine& engine_;
   Network& network_;
   Compute& compute_;
+  const LinkConditions* links_ = nullptr;
   const CommunicationParams& params_;
   RandomStream draws_;
   double weight_sum_ = 0;

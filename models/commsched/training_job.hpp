@@ -14,7 +14,8 @@
 //   - PS mode (MXNet kvstore, training::PsSync): every worker has its own scheduler; a chunk is
 //     pushed to the parameter servers and pulled back; its credit is held until the push
 //     arrived, or until the pull is back (CreditScope below).
-//   - All-reduce mode (Horovod, training::RingSync): one scheduler for the job, each chunk a
+//   - All-reduce mode (Horovod, training::AllReduceSync, ring): one scheduler for the job, each
+//   chunk a
 //     ring all-reduce over the workers.
 //
 // Every message pays `message_overhead` before its bytes move (framework, RPC and NIC setup); the

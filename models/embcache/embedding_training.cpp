@@ -49,6 +49,7 @@ EmbeddingTraining::EmbeddingTraining(Engine& engine, Network& network, Compute& 
   o.servers = {params_.servers.front()};  // the dense ps strategy runs on the first server
   o.layer_parameters = job_.spec().parameters;
   o.host = params_.messages.host;
+  o.links = links;  // a "rat" dense sync plans over them
   dense_ = training::training_policies()
                .syncs.get(params_.dense_sync, "system.dense_sync")
                .value(training::SyncSetup{engine, network, dense_path_, std::move(o)});

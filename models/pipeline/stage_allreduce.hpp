@@ -1,8 +1,8 @@
 #pragma once
 // The all-reduce of one replicated stage's weight gradients among the replicas that take part in
 // a round (PipeDream's hybrid: after each round of backwards), by the training core's ring
-// strategy (models/training/ring_sync.hpp) behind a gradient path with the FIFO scheduler. The
-// replicas are this GradientOwner's workers and the stage's parameters its one layer (bytes as
+// strategy (models/training/all_reduce_sync.hpp) behind a gradient path with the FIFO scheduler.
+// The replicas are this GradientOwner's workers and the stage's parameters its one layer (bytes as
 // values of one byte); a round is every member contributing, its end every member holding the
 // sum, then `release` runs. The ring is rearmed round after round (no allocation per round).
 #include <functional>

@@ -11,7 +11,8 @@
 // training models would plug in:
 //   - in-network aggregation (ina: SwitchML, ATP, DSA): entry kPerWorker, each chunk's packets
 //     sent to the switch program hosting the aggregator pool; kHolds when the aggregate is back;
-//   - RAT / tree all-reduce: as RingSync with another collectives::Algorithm;
+//   - ring, tree and RAT all-reduce (all_reduce_sync.hpp, done): one class, the algorithm a
+//     registration parameter;
 //   - Herald/HET embedding sync (models/embcache/embedding_sync.hpp, done): per worker, the
 //     embedding layer's one chunk stands for the rows the worker used; the strategy also pulls
 //     each iteration's rows before the forward (SyncEvents::on_fetched).

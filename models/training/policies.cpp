@@ -1,9 +1,9 @@
 #include "models/training/policies.hpp"
 
+#include "models/training/all_reduce_sync.hpp"
 #include "models/training/byte_scheduler.hpp"
 #include "models/training/fifo_scheduler.hpp"
 #include "models/training/ps_sync.hpp"
-#include "models/training/ring_sync.hpp"
 
 namespace mlsim::training {
 namespace {
@@ -12,6 +12,12 @@ template <typename S>
 SyncFactory sync() {
   return [](SyncSetup setup) -> std::unique_ptr<GradientSync> {
     return std::make_unique<S>(std::move(setup));
+  };
+}
+
+SyncFactory all_reduce(collectives::Algorithm algorithm) {
+  return [algorithm](SyncSetup setup) -> std::unique_ptr<GradientSync> {
+    return std::make_unique<AllReduceSync>(std::move(setup), algorithm);
   };
 }
 
@@ -34,7 +40,14 @@ TrainingPolicies build() {
   p.syncs
       .add("ps", "workers push gradients to parameter servers and pull the parameters back",
            sync<PsSync>())
-      .add("ring", "ring all-reduce among the workers (Horovod style)", sync<RingSync>());
+      .add("ring", "ring all-reduce among the workers (Horovod style)",
+           all_reduce(collectives::Algorithm::kRing))
+      .add("tree", "binary-tree all-reduce among the workers: reduce up, broadcast down",
+           all_reduce(collectives::Algorithm::kTree))
+      .add("rat",
+           "RAT all-reduce: per-rack aggregators joined by the widest tree of racks over the "
+           "links as they are when each chunk starts (APNet'20)",
+           all_reduce(collectives::Algorithm::kRat));
   p.orderings
       .add("job",
            "ByteScheduler over in-network aggregation: worker 0's scheduler orders the job's "

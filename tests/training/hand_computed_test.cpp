@@ -52,6 +52,42 @@ TEST(HandComputed, TwoLayersWithRingSync) {
   EXPECT_EQ(job.strategy->bytes_delivered(), 2 * 12'000'000 * 2);
 }
 
+namespace {
+// The times derived by hand below for a 3-worker reduce at worker 0 then broadcast from it.
+void expect_reduce_broadcast_at_worker_zero(const std::string& sync) {
+  Job job(3, 0, kTwoLayers, 2, "fifo", sync, {});
+  job.run();
+  ASSERT_TRUE(job.core->finished());
+  // Within a nanosecond: the flow backend ends a transfer on the engine's nanosecond grid.
+  ASSERT_EQ(job.iteration_starts().size(), 2U);
+  EXPECT_NEAR(job.iteration_starts()[1], 15, 1e-9);
+  EXPECT_NEAR(job.core->finish_time().seconds(), 30, 1e-9);
+  // 2 (N - 1) = 4 transfers of each layer's whole tensor: 4 x 12 MB per iteration.
+  EXPECT_EQ(job.strategy->bytes_delivered(), 4 * 12'000'000 * 2);
+}
+}  // namespace
+
+// Tree sync, 3 workers, FIFO (one tensor at a time), 2 iterations. A binary tree rooted at
+// worker 0 with workers 1 and 2 its children: both send P parameters (4P bytes) into worker 0's
+// one link, 2e6 B/s each: 2P / 1M s; then worker 0 sends the sum to both on its one outgoing
+// link, 2e6 B/s each: 2P / 1M s. Layer 1 (2M) takes 8 s, layer 0 (1M) 4 s.
+//   Iteration 0: F0 [0,1] F1 [1,2] B1 [2,3] B0 [3,4]; layer 1 [3,11]; layer 0, ready at 4,
+//   waits: [11,15].
+//   Iteration 1: F0 waits for layer 0: [15,16] F1 [16,17] B1 [17,18] B0 [18,19]; layer 1
+//   [18,26], layer 0 [26,30].
+// (A ring of 3 would take 2 (N - 1) / N x 4P bytes / 4e6 B/s = 4P / 3M s per layer.)
+TEST(HandComputed, ThreeWorkersWithTreeSync) {
+  expect_reduce_broadcast_at_worker_zero("tree");
+}
+
+// RAT sync, the same 3 workers on one star: one region (every host under one switch), whose
+// aggregator for a chunk's only piece is its first member, worker 0 (rat_plan.hpp: piece 0,
+// member 0); the region is the root, so there is no tree of regions. Workers 1 and 2 send to
+// worker 0, which sends the sum back: the binary tree's transfers above, so the same times.
+TEST(HandComputed, RatOnOneRackIsAReduceAtTheRacksAggregator) {
+  expect_reduce_broadcast_at_worker_zero("rat");
+}
+
 // ByteScheduler over PS with partition 1M and credit 1M (one chunk in flight per worker, its
 // credit back when its push arrived), 1 worker + 1 server, one iteration, layer 0's backward
 // 0.5 s: F0 [0,1] F1 [1,2] B1 [2,3] B0 [3,3.5]. Layer 1's chunk 0 is pushed [3,4]; layer 0's

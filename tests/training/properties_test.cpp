@@ -4,6 +4,7 @@
 // implies, and the job finishes.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <random>
 #include <tuple>
@@ -22,6 +23,9 @@ TEST(Properties, EveryGradientParameterIsSynchronisedOncePerIteration) {
   };
   for (int trial = 0; trial < 60; ++trial) {
     const bool ps = trial % 2 == 0;
+    // The all-reduce trials take ring, tree and RAT (one region on the star) in turn, each with
+    // both schedulers.
+    const std::string sync = ps ? "ps" : std::array{"ring", "tree", "rat"}[(trial / 2) % 3];
     const bool fifo = trial % 4 < 2;
     const int workers = static_cast<int>(integer(1, 4));
     const int servers = ps ? static_cast<int>(integer(1, 3)) : 0;
@@ -32,16 +36,15 @@ TEST(Properties, EveryGradientParameterIsSynchronisedOncePerIteration) {
     const SchedulerConfig config{integer(0, 1) * integer(1, 2 * M),
                                  integer(0, 1) * integer(1, 4 * M)};
     SCOPED_TRACE(::testing::Message()
-                 << "trial " << trial << (ps ? " ps" : " ring")
-                 << (fifo ? " fifo" : " bytescheduler") << " workers " << workers << " partition "
-                 << config.partition << " credit " << config.credit);
-    Job job(workers, servers, layers, iterations, fifo ? "fifo" : "bytescheduler",
-            ps ? "ps" : "ring", config);
+                 << "trial " << trial << " " << sync << (fifo ? " fifo" : " bytescheduler")
+                 << " workers " << workers << " partition " << config.partition << " credit "
+                 << config.credit);
+    Job job(workers, servers, layers, iterations, fifo ? "fifo" : "bytescheduler", sync, config);
     job.run();
     ASSERT_TRUE(job.core->finished());
 
-    // Per (owner, layer): parameters started, released, arrived. A ring chunk arrives on every
-    // worker at once (owner 0).
+    // Per (owner, layer): parameters started, released, arrived. An all-reduce chunk arrives on
+    // every worker at once (owner 0).
     std::map<std::pair<std::size_t, std::uint32_t>, std::int64_t> started, released, arrived;
     for (const auto& s : job.tap.starts) started[{s.owner, s.chunk.layer}] += s.chunk.parameters;
     for (const auto& r : job.tap.reports) {
@@ -62,7 +65,9 @@ TEST(Properties, EveryGradientParameterIsSynchronisedOncePerIteration) {
         EXPECT_EQ(job.core->updates(w, l), iterations);
     }
     // PS: every worker pushes and pulls every parameter; ring: 2 (N - 1) steps each moving the
-    // whole tensor once around the ring.
+    // whole tensor once around the ring; tree and RAT on one region: each of the N - 1 workers
+    // other than the root (the region's aggregator) sends the tensor up once and receives the
+    // sum once.
     const std::int64_t bytes = total * 4 * static_cast<std::int64_t>(iterations);
     EXPECT_EQ(job.strategy->bytes_delivered(),
               ps ? 2 * workers * bytes : 2 * (workers - 1) * bytes);

@@ -9,6 +9,7 @@
 #include "models/training/gradient_path.hpp"
 #include "models/training/policies.hpp"
 #include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "tests/support/platform_bench.hpp"
 
@@ -88,6 +89,7 @@ struct Job : test::PlatformBench {
     options.layer_parameters = spec.parameters;
     options.bigarray_bound = 1'000'000'000;
     options.credit_until_pull = credit_until_pull;
+    options.links = &links;  // rat plans over them
     strategy = p.syncs.get(sync, "").value(SyncSetup{engine, network, tap, std::move(options)});
     tap.attach(strategy.get(), path.get());
     path->set_sync(&tap);
@@ -110,6 +112,7 @@ struct Job : test::PlatformBench {
     return out;
   }
 
+  LinkConditions links{topology, network};
   Tap tap;
   std::unique_ptr<DataParallelJob> core;
   std::unique_ptr<GradientPath> path;

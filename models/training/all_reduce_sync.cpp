@@ -1,28 +1,31 @@
-#include "models/training/ring_sync.hpp"
+#include "models/training/all_reduce_sync.hpp"
 
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::training {
 
-RingSync::RingSync(SyncSetup setup) : CollectiveSync(std::move(setup), 1) {
-  MLSIM_CHECK(!options_.workers.empty(), "ring sync needs a worker");
+AllReduceSync::AllReduceSync(SyncSetup setup, collectives::Algorithm algorithm)
+    : CollectiveSync(std::move(setup), 1), algorithm_(algorithm) {
+  MLSIM_CHECK(!options_.workers.empty(), "all-reduce sync needs a worker");
+  MLSIM_CHECK(algorithm_ != collectives::Algorithm::kRat || options_.links != nullptr,
+              "rat sync needs the link conditions (SyncOptions::links) to plan with");
 }
 
-void RingSync::start(std::size_t, const Chunk& c) {
+void AllReduceSync::start(std::size_t, const Chunk& c) {
   if (options_.workers.size() == 1) {  // nothing to reduce with
     engine_.schedule_in(Time::zero(), [this, c] { events_.on_chunk(0, c, true, true); });
     return;
   }
   ChunkCollectives::Entry& e = slots_.at(c.layer, c.index);
   if (e.collective) {
-    MLSIM_CHECK(e.collective->done(), "a ring chunk started again before it finished");
+    MLSIM_CHECK(e.collective->done(), "an all-reduce chunk started again before it finished");
     // A partition change since (all-reduce applies it to gradients cut afterwards): rebuild.
     if (e.chunk.parameters != c.parameters || !e.collective->rearm()) slots_.drop(e);
   }
   if (!e.collective) {
     e.chunk = c;
     e.collective = std::make_unique<collectives::Collective>(
-        engine_, network_, options_.workers, chunk_spec(collectives::Algorithm::kRing, c),
+        engine_, network_, options_.workers, chunk_spec(algorithm_, c),
         [this, layer = c.layer, index = c.index](const collectives::CollectiveResult&) {
           done(layer, index);
         },
@@ -32,7 +35,7 @@ void RingSync::start(std::size_t, const Chunk& c) {
   e.collective->start();
 }
 
-void RingSync::done(std::uint32_t layer, std::uint32_t index) {
+void AllReduceSync::done(std::uint32_t layer, std::uint32_t index) {
   events_.on_chunk(0, slots_.at(layer, index).chunk, true, true);
 }
 
