@@ -526,18 +526,23 @@ void ElasticDeployment::move_engine(Replica& r, std::uint32_t v, StageWorker& to
 }
 
 void ElasticDeployment::rebalance(int stage, bool join) {
-  if (config_.rebalancing == Rebalancing::kLeastWork) {
-    rebalance_by_work(stage, join);
-    return;
-  }
+  const bool by_work = config_.rebalancing == Rebalancing::kLeastWork;
+  even_out_engines(stage, by_work);
+  if (by_work && join) even_out_work(stage);
+}
+
+void ElasticDeployment::even_out_engines(int stage, bool by_work) {
   // Binds the engines on workers that are not live, then evens out the engines per live worker,
   // moving the engines with the fewest requests (each move loses the moved requests' KV, unless
   // it migrates). Engines on a draining worker move by KV migration; without it they stay until
   // they hold no KV (check_drained()). An engine migrating counts at its destination.
+  //
+  // Under least_work (`by_work`), an engine that must move (its worker is not live, or it drains
+  // with KV migration) goes to the live worker with the least work, and only engines holding no
+  // KV (they move for free) even out by counts; even_out_work() then moves the ones holding KV.
   const auto s = static_cast<std::size_t>(stage);
-  auto& list = workers_[s];
   std::vector<const StageWorker*> live;
-  for (const auto& k : list)
+  for (const auto& k : workers_[s])
     if (k.state == State::kLive) live.push_back(k.w);
   if (live.empty()) return;
   std::size_t engines = 0;
@@ -564,7 +569,7 @@ void ElasticDeployment::rebalance(int stage, bool join) {
         if (draining && !config_.kv_migration) continue;
         const bool on_dead = !is_live(w) && !draining;
         const bool must_move = on_dead || draining;
-        if (!must_move && count(w) <= target) continue;
+        if (!must_move && (count(w) <= target || (by_work && r->engine_holds_kv(v)))) continue;
         const std::size_t n = r->engine_requests(v);
         if (from_r == nullptr || (must_move && !must) || (must_move == must && n < fewest)) {
           from_r = r;
@@ -575,7 +580,8 @@ void ElasticDeployment::rebalance(int stage, bool join) {
         }
       }
     if (from_r == nullptr) return;
-    StageWorker* to = at(stage, routers_.fewest_engines(stage)).w;
+    StageWorker* to =
+        at(stage, must && by_work ? routers_.least_work(stage) : routers_.fewest_engines(stage)).w;
     if (!must && count(to) + 1 >= count(from_r->path(from_v, s))) return;  // balanced enough
     if (dead) {
       from_r->bind(from_v, *to);
@@ -586,67 +592,16 @@ void ElasticDeployment::rebalance(int stage, bool join) {
   }
 }
 
-void ElasticDeployment::rebalance_by_work(int stage, bool join) {
-  // First, as under fewest_engines, but an engine that must move (its worker is not live, or it
-  // drains with KV migration) goes to the live worker with the least work, and only engines
-  // holding no KV (they move for free) even out by counts. Then an engine holding KV moves from
-  // the worker with the most work to the one with the least only while that narrows their gap:
-  // with w its tokens still to process and x the tokens a recompute redoes at the destination (0
-  // with KV migration), it moves iff least + w + x < most; the engine leaving the smallest larger
-  // side, max(most - w, least + w + x), moves first (then the one with the fewest requests, then
-  // the first). Each engine moves at most once per call, and it stops when the most loaded worker
-  // has no such engine. A join then moves KV only where the work is uneven, not to even out the
-  // counts (docs/elastic_serving.md). A drain beginning (not a join) moves no engine holding KV
-  // between live workers.
+void ElasticDeployment::even_out_work(int stage) {
+  // An engine holding KV moves from the worker with the most work to the one with the least
+  // only while that narrows their gap: with w its tokens still to process and x the tokens a
+  // recompute redoes at the destination (0 with KV migration), it moves iff least + w + x < most;
+  // the engine leaving the smallest larger side, max(most - w, least + w + x), moves first (then
+  // the one with the fewest requests, then the first). Each engine moves at most once per call,
+  // and it stops when the most loaded worker has no such engine. A join thus moves KV only where
+  // the work is uneven, not to even out the counts (docs/elastic_serving.md); a drain beginning
+  // (not a join) moves no engine holding KV between live workers.
   const auto s = static_cast<std::size_t>(stage);
-  std::vector<const StageWorker*> live;
-  for (const auto& k : workers_[s])
-    if (k.state == State::kLive) live.push_back(k.w);
-  if (live.empty()) return;
-  std::size_t engines = 0;
-  for (const Replica* r : front_) engines += r->virtual_engines();
-  const std::size_t target = (engines + live.size() - 1) / live.size();
-  auto count = [&](const StageWorker* w) {
-    return static_cast<std::size_t>(routers_.engines(stage, w->index));
-  };
-  auto is_live = [&](const StageWorker* w) {
-    return std::find(live.begin(), live.end(), w) != live.end();
-  };
-  for (;;) {
-    Replica* from_r = nullptr;
-    std::uint32_t from_v = 0;
-    bool must = false, dead = false;
-    std::size_t fewest = 0;
-    for (Replica* r : front_)
-      for (std::uint32_t v = 0; v < r->virtual_engines(); ++v) {
-        if (r->engine_migrating(v)) continue;
-        const StageWorker* w = r->path(v, s);
-        const bool draining = state_of(stage, w) == State::kDraining;
-        if (draining && !config_.kv_migration) continue;
-        const bool on_dead = !is_live(w) && !draining;
-        const bool must_move = on_dead || draining;
-        if (!must_move && (count(w) <= target || r->engine_holds_kv(v))) continue;
-        const std::size_t n = r->engine_requests(v);
-        if (from_r == nullptr || (must_move && !must) || (must_move == must && n < fewest)) {
-          from_r = r;
-          from_v = v;
-          must = must_move;
-          dead = on_dead;
-          fewest = n;
-        }
-      }
-    if (from_r == nullptr) break;
-    StageWorker* to =
-        at(stage, must ? routers_.least_work(stage) : routers_.fewest_engines(stage)).w;
-    if (!must && count(to) + 1 >= count(from_r->path(from_v, s))) break;  // balanced enough
-    if (dead) {
-      from_r->bind(from_v, *to);
-      recomputed_ += from_r->reset_engine(from_v);
-    } else {
-      move_engine(*from_r, from_v, *to);
-    }
-  }
-  if (!join) return;
   std::vector<std::pair<const Replica*, std::uint32_t>> moved;
   for (;;) {
     const int most = routers_.most_work(stage), least = routers_.least_work(stage);

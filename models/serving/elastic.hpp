@@ -263,8 +263,12 @@ class ElasticDeployment final : public PathBinder, public WorkListener {
   // `join`: a worker joined (or the deployment starts or restarts); else a drain began, where
   // under least_work no engine holding KV moves between live workers.
   void rebalance(int stage, bool join = true);
-  // rebalance() under Rebalancing::kLeastWork.
-  void rebalance_by_work(int stage, bool join);
+  // rebalance()'s first step: engines off workers that are not live, then even counts per live
+  // worker; `by_work` selects Rebalancing::kLeastWork's destinations and skips.
+  void even_out_engines(int stage, bool by_work);
+  // rebalance()'s second step under kLeastWork after a join: engines holding KV move from the
+  // most to the least loaded worker while that narrows the gap.
+  void even_out_work(int stage);
   // Moves an engine that holds KV from its worker at `to`'s stage to `to`: by KV migration
   // (config_.kv_migration), else by recompute.
   void move_engine(Replica& r, std::uint32_t engine, StageWorker& to);
