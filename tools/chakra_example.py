@@ -24,21 +24,11 @@ import json
 import os
 import sys
 
+from chakra_wire import delimited, varint
+
 # et_def.proto enums
 COMP_NODE, COMM_SEND_NODE, COMM_RECV_NODE, COMM_COLL_NODE = 4, 5, 6, 7
 ALL_REDUCE = 0
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def key(field, wire):
@@ -73,10 +63,6 @@ def node(nid, name, ntype, deps=(), duration_us=0, attrs=()):
     for a in attrs:
         body += f_bytes(10, attr(*a))
     return body
-
-
-def delimited(message):
-    return varint(len(message)) + message
 
 
 MB = 1_000_000

@@ -25,17 +25,8 @@ import argparse
 import os
 import sys
 
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from chakra_wire import delimited  # noqa: E402
 
 
 def stage_program(s, stages, m):
@@ -109,7 +100,7 @@ def main():
 
     def ser(node):
         b = node.SerializeToString()
-        return varint(len(b)) + b
+        return delimited(b)
 
     meta = pb.GlobalMetadata()
     meta.version = "0.0.4"
