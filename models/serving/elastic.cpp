@@ -391,26 +391,30 @@ void ElasticDeployment::finish_join(int stage, int index, std::uint64_t generati
   refresh_routable();
 }
 
-void ElasticDeployment::scale(int stage, int delta) {
+int ElasticDeployment::scale(int stage, int delta) {
+  int changed = 0;
   auto& list = workers_[static_cast<std::size_t>(stage)];
   for (; delta > 0; --delta) {
     auto it = std::find_if(list.begin(), list.end(),
                            [](const Worker& k) { return k.state == State::kSpare; });
-    if (it == list.end()) return;  // no spare host left
+    if (it == list.end()) return changed;  // no spare host left
     ++scale_outs_;
+    ++changed;
     begin_join(stage, static_cast<int>(it - list.begin()));
   }
   for (; delta < 0; ++delta) {
     int index = -1;
     for (int i = static_cast<int>(list.size()) - 1; i >= 0 && index < 0; --i)
       if (list[static_cast<std::size_t>(i)].state == State::kLive) index = i;
-    if (index < 0) return;
+    if (index < 0) return changed;
     ++scale_ins_;
+    ++changed;
     if (config_.drain_scale_in)
       begin_drain(stage, index);
     else
       remove_worker(stage, index);
   }
+  return changed;
 }
 
 void ElasticDeployment::remove_worker(int stage, int index) {
@@ -753,9 +757,11 @@ void ElasticDeployment::autoscale() {
       delta = -1;
   }
   if (delta == 0) return;
+  // Only a scale-out or -in that happened starts the cool-down: one blocked for lack of a spare
+  // changed nothing, and the next check may act (a scale-in once the load falls).
+  if (scale(a.stage, delta) == 0) return;
   autoscaled_once_ = true;
   last_autoscale_ = engine_.now();
-  scale(a.stage, delta);
 }
 
 void ElasticDeployment::report(Results& out, Time makespan) const {

@@ -190,7 +190,9 @@ class ElasticDeployment final : public PathBinder, public WorkListener {
   // Direct control (tests, scale commands, the autoscaler).
   void fail_worker(int stage, int index);
   void repair_worker(int stage, int index);
-  void scale(int stage, int delta);
+  // Returns how many workers joined or left: fewer than |delta| when no spare (or no live
+  // worker) is left.
+  int scale(int stage, int delta);
 
   // PathBinder
   void bind_idle_engine(Replica& replica, std::uint32_t engine) override;

@@ -262,6 +262,39 @@ TEST(Elastic, AutoscalerAddsTheSpareUnderLoadAndRemovesItWhenTheQueueDrains) {
   EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
 }
 
+// A scale-out blocked for lack of a spare changes nothing and so does not start the cool-down.
+// Stage 1 runs on both of its placed workers (no spare); 600 one-token requests at 0 (two workers
+// finish one per 2 ms, so the burst is admitted by about 1.2 s), then one request per 100 ms from
+// 2 s to 6.9 s (a lone worker serves each in about 5 ms: no queue). Queue signal, checked every
+// 100 ms: out above 50 waiting per front, in below 1, min 1 worker, cool-down 5 s. The check at
+// 0.1 s sees about 550 waiting and wants a spare there is none of. Were that to start the
+// cool-down, the next action could come at 5.1 s at the earliest; instead the first check after
+// the burst is admitted (about 1.2-1.3 s) scales in, so by 2 s one stage-1 worker is live (the
+// timeline's live workers count stage 0's too: 3 at the start, 2 after the scale-in).
+TEST(Elastic, AScaleOutBlockedForLackOfASpareDoesNotStartTheCooldown) {
+  AutoscalerConfig a;
+  a.enabled = true;
+  a.stage = 1;
+  a.interval = Time::ms(100);
+  a.scale_out_above = 50;
+  a.scale_in_below = 1;
+  a.min_replicas = 1;
+  a.cooldown = Time::s(5);
+  std::vector<RequestSpec> trickle;
+  for (int i = 0; i < 50; ++i)
+    trickle.push_back(
+        {static_cast<std::uint64_t>(600 + i), Time::ms(2000 + 100 * i), 100, 1, 0, -1, {}});
+  Deployment dep("multiworld", 600, 2, 2, {}, a, trickle);
+  dep.run();
+  EXPECT_EQ(dep.at(0.09, 4), 3);
+  EXPECT_EQ(dep.at(1.0, 4), 3);  // still loaded: the blocked scale-outs changed nothing
+  EXPECT_EQ(dep.at(2.0, 4), 2);  // scaled in well before the 5.1 s a started cool-down allows
+  EXPECT_EQ(dep.metric("serving_elastic_scale_outs"), 0);
+  EXPECT_EQ(dep.metric("serving_elastic_scale_ins"), 1);
+  EXPECT_EQ(dep.metric("serving_requests_completed"), 650);
+  EXPECT_EQ(dep.metric("serving_elastic_requests_unfinished"), 0);
+}
+
 // The autoscaler on the SLO attainment of the requests completed since its previous check
 // (`signal: "slo_attainment"`), checked every 100 ms: out below 0.5, in above 0.9, min 1 worker;
 // stage 1 starts on one worker of three placed (two spares). 1,500 one-token requests at 0: one
