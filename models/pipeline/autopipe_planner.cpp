@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "models/pipeline/bottleneck.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
 #include "sim_core/base/error.hpp"
@@ -14,16 +15,7 @@ class Search {
  public:
   Search(const std::vector<LayerCost>& layers, const Conditions& c, const PlannerOptions& o,
          bool prune)
-      : layers_(layers), c_(c), options_(o), prune_(prune) {
-    const std::size_t n = layers.size();
-    time_.assign(c.host_count(), std::vector<double>(n + 1, 0));
-    params_.assign(n + 1, 0);
-    for (std::size_t h = 0; h < c.host_count(); ++h)
-      for (std::size_t l = 0; l < n; ++l)
-        time_[h][l + 1] =
-            time_[h][l] + (c.hosts[h].forward_s[l] + c.hosts[h].backward_s[l]) / c.hosts[h].speed;
-    for (std::size_t l = 0; l < n; ++l) params_[l + 1] = params_[l] + layers[l].parameter_bytes;
-  }
+      : layers_(layers), c_(c), options_(o), prune_(prune), bound_(layers, c, o.schedule) {}
 
   // Takes `p` as the best so far if it beats it.
   void offer(const Partition& p) {
@@ -63,21 +55,6 @@ class Search {
   Plan result() const { return best_; }
 
  private:
-  // Lower bound on the time per minibatch of stage [i, j) on hosts [h, h + r) (see the header).
-  double stage_bound(std::size_t i, std::size_t j, std::size_t h, std::size_t r) const {
-    const std::size_t n = layers_.size();
-    double out_bytes = 0;
-    if (i > 0) out_bytes += layers_[i - 1].activation_bytes;  // gradients back
-    if (j < n) out_bytes += layers_[j - 1].activation_bytes;  // activations forward
-    double worst = 0;
-    for (std::size_t x = h; x < h + r; ++x)
-      worst = std::max({worst, time_[x][j] - time_[x][i], out_bytes / c_.bandwidth[x]});
-    const double ar = ring_allreduce_seconds(params_[j] - params_[i], h, r, c_);
-    const bool gpipe = options_.schedule.kind == training::PipelineSchedule::Kind::kGPipe;
-    const double per_update = gpipe ? static_cast<double>(options_.schedule.group) : 1.0;
-    return (worst + ar / per_update) / static_cast<double>(r);
-  }
-
   // Stages of `p` are fixed up to layer p.first.back() on `host` hosts; `bound` holds for them.
   void descend(Partition& p, std::size_t host, double bound = 0) {
     const std::size_t n = layers_.size(), H = c_.host_count(), i = p.first.back();
@@ -93,7 +70,7 @@ class Search {
       const std::size_t j_max = hosts_left == 0 ? n : n - (options_.straight ? hosts_left : 1);
       if (hosts_left == 0 && j_min > n) continue;
       for (std::size_t j = hosts_left == 0 ? n : j_min; j <= j_max; ++j) {
-        const double b = std::max(bound, stage_bound(i, j, host, r));
+        const double b = std::max(bound, bound_.stage(i, j, host, r));
         if (prune_ && best_.partition.stages() > 0 &&
             b >= best_.seconds_per_minibatch * (1 - 1e-12))
           continue;
@@ -110,8 +87,7 @@ class Search {
   const Conditions& c_;
   PlannerOptions options_;
   bool prune_;
-  std::vector<std::vector<double>> time_;
-  std::vector<double> params_;
+  Bottleneck bound_;  // the lower bound on a stage's time per minibatch (see the header)
   Plan best_;
 };
 

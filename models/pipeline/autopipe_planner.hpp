@@ -10,12 +10,14 @@
 //
 // Search: branch and bound over every configuration that uses all hosts. Stages are fixed left
 // to right (their hosts, then their last layer); a prefix is dropped when a lower bound on the
-// steady-state time already reaches the best time found: for every fixed stage, per round of its
-// r replicas, each replica's GPU runs its forward and backward and the all-reduce
-// (ring_allreduce_seconds), and its NIC sends its activation and gradient at no more than its
-// own bandwidth and the all-reduce; so the time per minibatch is at least
+// steady-state time already reaches the best time found: the largest stage term of the fixed
+// stages (bottleneck.hpp: per round of a stage's r replicas, each replica's GPU runs its forward
+// and backward and the all-reduce, and its NIC sends its activation and gradient at no more than
+// its own bandwidth and the all-reduce; so the time per minibatch is at least
 //   max over replicas of max(f + b, out_bytes / bandwidth) + all-reduce / u, divided by r,
-// u the minibatches per weight update of a replica (1 under 1F1B, GPipe's group).
+// u the minibatches per weight update of a replica, 1 under 1F1B, GPipe's group). The same
+// terms, minimised by a dynamic program, are the "dp" planner (dp_planner.hpp), exact for that
+// decomposable bottleneck time but not for the steady-state time this search minimises.
 // The first bound comes from PipeDream's configurations (both objectives) improved by moving one
 // boundary by one layer at a time. Nothing is left unexamined, so the result is the exhaustive
 // search's optimum (ties: the first found, PipeDream's when it is optimal).
@@ -33,6 +35,7 @@ struct Plan {
   Partition partition;
   double seconds_per_minibatch = 0;  // steady_state_seconds of the partition
   std::uint64_t evaluated = 0;       // configurations timed with the schedule's model
+  double bottleneck_seconds = 0;     // the DP planner's objective (dp_planner.hpp); 0 otherwise
 };
 
 struct PlannerOptions {

@@ -32,7 +32,7 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
     throw InputError(system.path_of("micro_batches_per_flush"),
                      "only a \"gpipe\" schedule flushes (system.schedule is \"1f1b\")");
   }
-  // AutoPipe's planner: the exact search by default; the RL agent and its training options.
+  // AutoPipe's planner: the exact search by default, the DP, or the RL agent and its options.
   if (p.policy == Policy::kAutoPipe) {
     p.planner = pipeline_policies().planners.choose_or(system, "planner", "exact").value;
   } else if (system.has("planner")) {

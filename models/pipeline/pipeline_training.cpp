@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "models/pipeline/autopipe_planner.hpp"
+#include "models/pipeline/dp_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
 #include "sim_core/base/error.hpp"
@@ -71,8 +72,9 @@ Partition PipelineTraining::plan(const Conditions& c) {
 
 Plan PipelineTraining::autopipe_search(const Conditions& c) {
   const PlannerOptions o{params_.straight, timing()};
-  const Plan best = params_.planner == Planner::kRl ? rl_.plan(params_.layers, c, o)
-                                                    : autopipe_plan(params_.layers, c, o);
+  const Plan best = params_.planner == Planner::kRl   ? rl_.plan(params_.layers, c, o)
+                    : params_.planner == Planner::kDp ? dp_plan(params_.layers, c, o)
+                                                      : autopipe_plan(params_.layers, c, o);
   configurations_timed_ += best.evaluated;
   return best;
 }

@@ -66,9 +66,9 @@
 namespace mlsim::pipeline {
 
 enum class Policy { kPipeDream, kAutoPipe };
-// AutoPipe's planner: the exact search (autopipe_planner.hpp, the reference) or the paper's RL
-// agent (rl_planner.hpp).
-enum class Planner { kExact, kRl };
+// AutoPipe's planner: the exact search (autopipe_planner.hpp, the reference), the dynamic
+// program over the bottleneck time (dp_planner.hpp) or the paper's RL agent (rl_planner.hpp).
+enum class Planner { kExact, kDp, kRl };
 // How a switch moves the parameters (see the header comment): drain the pipeline and copy, the
 // new configuration starting once both are done; or layer by layer, each moved layer its own
 // message, the new configuration starting at the drain's end and each op waiting only for the
@@ -146,7 +146,7 @@ class PipelineTraining final : private training::OpObserver, private training::G
   ScheduleTiming timing() const { return {params_.schedule, params_.gpipe_group}; }
   // The policy's configuration for the conditions `c` (counts the configurations timed).
   Partition plan(const Conditions& c);
-  // AutoPipe's planner on `c` (exact or RL), counting the configurations timed.
+  // AutoPipe's planner on `c` (exact, DP or RL), counting the configurations timed.
   Plan autopipe_search(const Conditions& c);
 
   Engine& engine_;

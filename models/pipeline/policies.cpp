@@ -27,6 +27,11 @@ PipelinePolicies build() {
            "AutoPipe's reference planner: branch and bound over every configuration under the "
            "schedule's timing model (equal to the exhaustive search)",
            Planner::kExact)
+      .add("dp",
+           "a dynamic program (PipeDream's optimizer's shape) exact for the bottleneck time: the "
+           "largest stage's GPU or NIC work plus its all-reduce, shared by its replicas (a lower "
+           "bound on the schedule's steady-state time, which couples stages)",
+           Planner::kDp)
       .add("rl",
            "the paper's RL planner: a softmax policy over stages trained by REINFORCE inside the "
            "timing model (system.rl: episodes, batch, learning_rate)",

@@ -142,6 +142,12 @@ TEST(PipelineScenario, ScheduleKey) {
 
 TEST(PipelineScenario, PlannerKeys) {
   EXPECT_EQ(parse(base()).planner, Planner::kExact);  // the reference search, the default
+  json dp = base();
+  dp["system"]["planner"] = "dp";
+  EXPECT_EQ(parse(dp).planner, Planner::kDp);
+  json dp_rl = dp;  // the RL options belong to the RL planner only
+  dp_rl["system"]["rl"] = {{"episodes", 40}};
+  EXPECT_NE(error_of(dp_rl).find("system.rl"), std::string::npos) << error_of(dp_rl);
   json d = base();
   d["system"]["planner"] = "rl";
   const TrainingParams defaults = parse(d);
@@ -172,6 +178,7 @@ TEST(PipelineScenario, PlannerKeys) {
   const std::string e = error_of(unknown);
   EXPECT_NE(e.find("system.planner"), std::string::npos) << e;
   EXPECT_NE(e.find("rl"), std::string::npos) << e;
+  EXPECT_NE(e.find("\"dp\""), std::string::npos) << e;
 }
 
 TEST(PipelineScenario, SwitchingKey) {
