@@ -45,8 +45,8 @@ REGIMES = [(1, 64), (65, 1024), (1025, None)]
 #     the FlashAttention-2 bars (FlashAttention 2.5.8, CUDA 12.3, clock fixed at 1830 MHz; batch
 #     x sequence length = 16k tokens, hidden 2048, 16 heads), read from the figure as the
 #     Dao-AILab/flash-attention README ships it (assets/flash3_fp16_fwd.png): 191, 260, 298, 319,
-#     333, 335 TFLOPs/s at 512..16k. FlashAttention-2 is the kernel vLLM's prefill ran on Hopper
-#     when Vidur's H100 tables were taken. FLOPs counted as 4 seqlen^2 d heads / 2 (causal), the
+#     333, 335 TFLOPs/s at 512..16k. FlashAttention-2 [assumed]: the engine modelled (vLLM v0)
+#     runs FlashAttention-2 kernels for prefill (FlashAttention-3 is 1.5-1.8x faster). FLOPs counted as 4 seqlen^2 d heads / 2 (causal), the
 #     convention of transformer_cost.cpp's pairs. Efficiency = TFLOPs/s over the catalog's
 #     dense fp16 peak (989.5).
 #   A100: not given. FlashAttention-2's paper (Dao 2023, arXiv 2307.08691) plots forward speed on
