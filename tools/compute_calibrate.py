@@ -37,6 +37,33 @@ GEMMS = {"attn_pre_proj", "attn_post_proj", "mlp_up_proj", "mlp_down_proj"}
 OPS = ["emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
        "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"]
 REGIMES = [(1, 64), (65, 1024), (1025, None)]
+
+# Prefill attention's FLOP efficiency by sequence length, from a paper's figure (no attention
+# profile is in the shared data). Only what could be read from a published figure is used:
+#   H100: FlashAttention-3 paper (Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao 2024, arXiv
+#     2407.08608), Figure 5(d) "Forward, with causal mask, head dim 128", H100 80GB SXM5, FP16,
+#     the FlashAttention-2 bars (FlashAttention 2.5.8, CUDA 12.3, clock fixed at 1830 MHz; batch
+#     x sequence length = 16k tokens, hidden 2048, 16 heads), read from the figure as the
+#     Dao-AILab/flash-attention README ships it (assets/flash3_fp16_fwd.png): 191, 260, 298, 319,
+#     333, 335 TFLOPs/s at 512..16k. FlashAttention-2 [assumed]: the engine modelled (vLLM v0)
+#     runs FlashAttention-2 kernels for prefill (FlashAttention-3 is 1.5-1.8x faster). FLOPs counted as 4 seqlen^2 d heads / 2 (causal), the
+#     convention of transformer_cost.cpp's pairs. Efficiency = TFLOPs/s over the catalog's
+#     dense fp16 peak (989.5).
+#   A100: not given. FlashAttention-2's paper (Dao 2023, arXiv 2307.08691) plots forward speed on
+#     A100 by length (Figure 5, forward only), but no readable copy was found: the repository
+#     ships only its forward+backward figure, and the one text transcription found
+#     (viktor-shcherb/msc_thesis, references/2024-05-flashattention-2/sections/
+#     04_empirical-validation.md) misreads that forward+backward figure (4 of the 6 FA-2 values of
+#     panel (a) shifted by one length, checked against the image), so its forward values were
+#     not used. A100 keeps one efficiency for every length.
+SEQ_LEN_EFFICIENCY = {
+    "h100": {"seq_len": [512, 1024, 2048, 4096, 8192, 16384],
+             "tflops": [191, 260, 298, 319, 333, 335],
+             "_source": "FlashAttention-3 paper (arXiv 2407.08608) Figure 5(d): forward, causal, head dim 128, "
+                        "H100 80GB SXM5 FP16, FlashAttention-2 2.5.8 bars (191, 260, 298, 319, 333, 335 TFLOPs/s "
+                        "at 512..16k; batch x length = 16k tokens, 16 heads), over the 989.5 TFLOP/s dense "
+                        "peak; piecewise linear in log length, clamped outside 512..16k"},
+}
 REGIME_NAMES = ["1-64", "65-1024", ">1024"]
 EF_GRID = [x / 100 for x in range(20, 101, 2)]
 EB_GRID = [x / 100 for x in range(2, 101, 2)]
@@ -181,6 +208,14 @@ def cmd_fit(data):
                                        "bandwidth and overhead assumed",
                                "regimes": [{"max_tokens": "none", "flops_efficiency": 0.6,
                                             "bandwidth_efficiency": 0.8, "overhead": "10us"}]}
+        if folder in SEQ_LEN_EFFICIENCY:
+            c = SEQ_LEN_EFFICIENCY[folder]
+            ops["attn_prefill"]["_fit"] = ("flops_efficiency_by_seq_len for work that gives its sequence length "
+                                           "(the serving model); the regime's 0.6 [assumed] only for work that "
+                                           "does not (the training kernels); bandwidth and overhead assumed")
+            ops["attn_prefill"]["flops_efficiency_by_seq_len"] = {
+                "_source": c["_source"], "seq_len": c["seq_len"],
+                "flops_efficiency": [round(t * 1e12 / peak, 4) for t in c["tflops"]]}
         ops["attn_decode"] = {"_fit": "no profile in the shared data [assumed]: paged decode attention is memory "
                                       "bound; 70% of HBM bandwidth and 10us launch overhead assumed, not calibrated",
                               "regimes": [{"max_tokens": "none", "flops_efficiency": 0.6,

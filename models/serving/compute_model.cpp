@@ -12,10 +12,10 @@ OperatorTimer::OperatorTimer(const CostModel& costs, const GpuSpec& gpu, Dtype d
     : costs_(costs), gpu_(gpu), dtype_(dtype) {}
 
 double OperatorTimer::seconds(Op op, const OpWork& w, std::int64_t tokens,
-                              const OperatorShape& shape) const {
+                              const OperatorShape& shape, std::int64_t seq_len) const {
   if (w.flops <= 0 && w.bytes <= 0) return 0;
-  return costs_.operator_seconds(OperatorWork{op_name(op), w.flops, w.bytes, dtype_, tokens, shape},
-                                 gpu_);
+  return costs_.operator_seconds(
+      OperatorWork{op_name(op), w.flops, w.bytes, dtype_, tokens, shape, seq_len}, gpu_);
 }
 
 void OperatorTimer::check(const CostModel& costs, const GpuSpec& gpu, const std::string& where) {
@@ -209,7 +209,7 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items, std::int
     const double per_layer =
         token_ops_seconds(seg.tokens) +
         timer_.seconds(Op::kAttnPrefill, attention_prefill_work(model_, seg.attention, tp_),
-                       seg.attention.prefill_tokens, shape_) +
+                       seg.attention.prefill_tokens, shape_, seg.attention.prefill_seq_len()) +
         timer_.seconds(Op::kAttnDecode, attention_decode_work(model_, seg.attention, tp_),
                        seg.attention.decode_tokens, shape_);
     t += layers * per_layer;

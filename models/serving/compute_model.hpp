@@ -25,8 +25,11 @@ class OperatorTimer {
  public:
   // `costs` and `gpu` must outlive the timer.
   OperatorTimer(const CostModel& costs, const GpuSpec& gpu, Dtype dtype);
-  // Seconds of `op` doing `w` over `tokens` tokens (the profile tables' axis) for `shape`.
-  double seconds(Op op, const OpWork& w, std::int64_t tokens, const OperatorShape& shape) const;
+  // Seconds of `op` doing `w` over `tokens` tokens (the profile tables' axis) for `shape`;
+  // `seq_len` (attention kernels; 0: none) selects a FLOP efficiency by sequence length where the
+  // roofline has one (cost_model.hpp).
+  double seconds(Op op, const OpWork& w, std::int64_t tokens, const OperatorShape& shape,
+                 std::int64_t seq_len = 0) const;
   const GpuSpec& gpu() const { return gpu_; }
   // InputError at `where` unless every operator is priced on `gpu` (call at prepare time).
   static void check(const CostModel& costs, const GpuSpec& gpu, const std::string& where);

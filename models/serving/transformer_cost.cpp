@@ -1,5 +1,7 @@
 #include "models/serving/transformer_cost.hpp"
 
+#include <cmath>
+
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::serving {
@@ -64,9 +66,17 @@ OpWork token_op_work(Op op, const TransformerShape& m, std::int64_t tokens, int 
 }
 
 void AttentionLoad::add_prefill_chunk(std::int64_t cached, std::int64_t chunk) {
+  const std::int64_t pairs = chunk * cached + chunk * (chunk + 1) / 2;
   prefill_tokens += chunk;
-  prefill_pairs += chunk * cached + chunk * (chunk + 1) / 2;
+  prefill_pairs += pairs;
   prefill_kv_read += cached + chunk;
+  prefill_log_len_pairs +=
+      static_cast<double>(pairs) * std::log(static_cast<double>(cached + chunk));
+}
+
+std::int64_t AttentionLoad::prefill_seq_len() const {
+  if (prefill_pairs <= 0) return 0;
+  return std::llround(std::exp(prefill_log_len_pairs / static_cast<double>(prefill_pairs)));
 }
 
 void AttentionLoad::add_decode(std::int64_t kv_length) {
@@ -80,6 +90,7 @@ AttentionLoad& AttentionLoad::operator+=(const AttentionLoad& o) {
   prefill_kv_read += o.prefill_kv_read;
   decode_tokens += o.decode_tokens;
   decode_kv_read += o.decode_kv_read;
+  prefill_log_len_pairs += o.prefill_log_len_pairs;
   return *this;
 }
 

@@ -58,8 +58,18 @@ struct AttentionLoad {
   std::int64_t prefill_kv_read = 0;  // keys/values read by the chunks (cached + new)
   std::int64_t decode_tokens = 0;    // one per decoding request
   std::int64_t decode_kv_read = 0;   // sum of the decoding requests' KV lengths (incl. the new one)
+  // Sum over prefill chunks of pairs x ln(key length), key length = cached + chunk: the chunks'
+  // FLOP-weighted log sequence length (prefill_seq_len).
+  double prefill_log_len_pairs = 0;
 
   void add_prefill_chunk(std::int64_t cached, std::int64_t chunk);
+  // The sequence length the prefill attention kernel is priced at (its FLOP efficiency depends
+  // on it, cost_model.hpp): the chunks' FLOP-weighted geometric mean key length, rounded; 0
+  // without prefill. Exact for chunks of one length (the FlashAttention benchmarks' setting);
+  // for mixed lengths within one linear piece of the log-length curve it gives the FLOP-weighted
+  // mean efficiency, which overestimates the exact (harmonic) one by under (e1 - e2)^2 /
+  // (4 e1 e2) of it [approximation: one kernel launch per iteration].
+  std::int64_t prefill_seq_len() const;
   void add_decode(std::int64_t kv_length);  // kv_length includes the token being decoded
   AttentionLoad& operator+=(const AttentionLoad& o);
 };

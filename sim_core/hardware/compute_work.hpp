@@ -24,7 +24,9 @@ struct OperatorShape {
 
 // One kernel: `op` names it as profile tables do (e.g. Vidur's "mlp_up_proj"); flops and bytes
 // are what it computes and moves through HBM on one GPU; `tokens` is the token count it runs on
-// (the profile tables' axis, and the regime of a per-regime roofline).
+// (the profile tables' axis, and the regime of a per-regime roofline). `seq_len`, for attention
+// kernels, is the sequence length the kernel's speed depends on (0: not given); a roofline whose
+// operator has a published efficiency by sequence length uses it (cost_model.hpp).
 struct OperatorWork {
   std::string_view op;  // must outlive the call (a static name)
   double flops = 0;
@@ -32,6 +34,7 @@ struct OperatorWork {
   Dtype dtype = Dtype::kFp16;
   std::int64_t tokens = 0;
   OperatorShape shape;
+  std::int64_t seq_len = 0;
 };
 
 // A time measured on `measured_on` (e.g. a PipeDream layer profile) for work in `dtype`;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -88,8 +89,25 @@ std::unique_ptr<RooflineProvider> RooflineProvider::load(const std::filesystem::
       if (regimes.empty() || !regimes.back().unbounded)
         throw InputError(op.path_of("regimes"),
                          "expected at least one regime, the last with \"max_tokens\": \"none\"");
+      std::optional<SeqLenEfficiency> curve;
+      if (auto c = op.optional_object("flops_efficiency_by_seq_len")) {
+        SeqLenEfficiency e;
+        e.seq_len = c->integers("seq_len", 1, std::int64_t{1} << 40);
+        e.efficiency = c->numbers("flops_efficiency", 1e-3, 1);
+        if (e.seq_len.empty())
+          throw InputError(c->path_of("seq_len"), "expected at least one sequence length");
+        if (e.efficiency.size() != e.seq_len.size())
+          throw InputError(c->path_of("flops_efficiency"),
+                           fmt::format("expected {} values, one per seq_len", e.seq_len.size()));
+        for (std::size_t i = 1; i < e.seq_len.size(); ++i)
+          if (e.seq_len[i] <= e.seq_len[i - 1])
+            throw InputError(c->path_of("seq_len"), "expected ascending sequence lengths");
+        c->finish();
+        curve = std::move(e);
+      }
       op.finish();
       provider->add(gpu_name, op_name, std::move(regimes));
+      if (curve) provider->add_seq_len_efficiency(gpu_name, op_name, std::move(*curve));
     }
     ops.finish();
     gpu.finish();
@@ -102,6 +120,33 @@ std::unique_ptr<RooflineProvider> RooflineProvider::load(const std::filesystem::
 void RooflineProvider::add(std::string gpu, std::string op, std::vector<RooflineRegime> regimes) {
   MLSIM_CHECK(!regimes.empty() && regimes.back().unbounded, "roofline regimes must end unbounded");
   table_[std::move(gpu)][std::move(op)] = std::move(regimes);
+}
+
+double SeqLenEfficiency::at(std::int64_t len) const {
+  MLSIM_CHECK(!seq_len.empty() && seq_len.size() == efficiency.size(), "an empty efficiency curve");
+  if (len <= seq_len.front()) return efficiency.front();
+  if (len >= seq_len.back()) return efficiency.back();
+  const auto hi = static_cast<std::size_t>(std::upper_bound(seq_len.begin(), seq_len.end(), len) -
+                                           seq_len.begin());
+  const std::size_t lo = hi - 1;
+  const double f = std::log(static_cast<double>(len) / static_cast<double>(seq_len[lo])) /
+                   std::log(static_cast<double>(seq_len[hi]) / static_cast<double>(seq_len[lo]));
+  return efficiency[lo] + f * (efficiency[hi] - efficiency[lo]);
+}
+
+void RooflineProvider::add_seq_len_efficiency(std::string gpu, std::string op,
+                                              SeqLenEfficiency curve) {
+  MLSIM_CHECK(!curve.seq_len.empty() && curve.seq_len.size() == curve.efficiency.size(),
+              "an efficiency curve needs one efficiency per sequence length");
+  curves_[std::move(gpu)][std::move(op)] = std::move(curve);
+}
+
+const SeqLenEfficiency* RooflineProvider::seq_len_efficiency(std::string_view gpu,
+                                                             std::string_view op) const {
+  auto g = curves_.find(gpu);
+  if (g == curves_.end()) return nullptr;
+  auto o = g->second.find(op);
+  return o == g->second.end() ? nullptr : &o->second;
 }
 
 const RooflineRegime* RooflineProvider::regime(std::string_view gpu, std::string_view op,
@@ -124,7 +169,11 @@ std::optional<double> RooflineProvider::operator_seconds(const OperatorWork& w,
   const double floor = w.tokens > 0 && w.tokens < r->min_tokens
                            ? static_cast<double>(r->min_tokens) / static_cast<double>(w.tokens)
                            : 1.0;
-  return std::max(floor * w.flops / (r->flops_efficiency * peak),
+  double flops_efficiency = r->flops_efficiency;
+  if (w.seq_len > 0)
+    if (const SeqLenEfficiency* c = seq_len_efficiency(gpu.name, w.op))
+      flops_efficiency = c->at(w.seq_len);
+  return std::max(floor * w.flops / (flops_efficiency * peak),
                   floor * w.bytes / (r->bandwidth_efficiency * gpu.hbm_bandwidth.bytes_per_s)) +
          r->overhead_s;
 }

@@ -8,7 +8,9 @@
 //  - RooflineProvider: max(FLOPs / (flops_efficiency * peak), bytes / (bandwidth_efficiency *
 //    HBM bandwidth)) + overhead, with factors per operator, GPU and token regime, and a token
 //    floor for element-wise kernels (tools/compute_calibrate.py fits them; a single fit over all
-//    token counts misses decode);
+//    token counts misses decode). An operator may instead take its flops_efficiency from a
+//    curve by sequence length (attention kernels: a paper's speed by sequence length), used for
+//    work that gives its seq_len;
 //  - scaling between catalog GPUs: an operator costed on `scale_from` is scaled by the ratio of
 //    the two GPUs' ideal rooflines for its FLOPs and bytes; a profiled layer time by
 //    scale_profiled_time below.
@@ -65,13 +67,27 @@ struct RooflineRegime {
   std::int64_t min_tokens = 1;
 };
 
+// FLOP efficiency of a kernel by sequence length: measured points (ascending lengths),
+// piecewise linear in log(length) between them, the end points' values outside (clamped).
+struct SeqLenEfficiency {
+  std::vector<std::int64_t> seq_len;
+  std::vector<double> efficiency;
+  double at(std::int64_t len) const;
+};
+
 class RooflineProvider final : public CostProvider {
  public:
   // Reads {"gpus": {GPU: {"_source", "ops": {op: {"regimes": [{"max_tokens": N | "none",
-  // "flops_efficiency", "bandwidth_efficiency", "overhead"}, ...]}}}}}. InputError naming the
-  // file and JSON path on anything wrong (regimes not ascending, the last not "none", ...).
+  // "flops_efficiency", "bandwidth_efficiency", "overhead"}, ...], optionally
+  // "flops_efficiency_by_seq_len": {"_source", "seq_len": [...], "flops_efficiency": [...]}}}}}}.
+  // InputError naming the file and JSON path on anything wrong (regimes not ascending, the last
+  // not "none", lengths not ascending, ...).
   static std::unique_ptr<RooflineProvider> load(const std::filesystem::path& file);
   void add(std::string gpu, std::string op, std::vector<RooflineRegime> regimes);
+  // Work of `op` on `gpu` that gives its seq_len takes its FLOP efficiency from `curve` (the
+  // regime's bandwidth efficiency and overhead still apply).
+  void add_seq_len_efficiency(std::string gpu, std::string op, SeqLenEfficiency curve);
+  const SeqLenEfficiency* seq_len_efficiency(std::string_view gpu, std::string_view op) const;
 
   std::string_view name() const override { return "roofline"; }
   std::optional<double> operator_seconds(const OperatorWork& w, const GpuSpec& gpu) const override;
@@ -84,6 +100,8 @@ class RooflineProvider final : public CostProvider {
   std::map<std::string, std::map<std::string, std::vector<RooflineRegime>, std::less<>>,
            std::less<>>
       table_;
+  // gpu -> op -> FLOP efficiency by sequence length
+  std::map<std::string, std::map<std::string, SeqLenEfficiency, std::less<>>, std::less<>> curves_;
 };
 
 class ProfileTableProvider final : public CostProvider {

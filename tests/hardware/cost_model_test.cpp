@@ -162,6 +162,71 @@ TEST(Roofline, ShippedCalibrationLoadsForBothProfiledGpus) {
       EXPECT_NE(p->regime(gpu, op, 1), nullptr) << gpu << " " << op;
 }
 
+// FLOP efficiency by sequence length, by hand: points 0.2 at 512, 0.4 at 2048 and 0.5 at 8192,
+// linear in log(length) between them, the end values outside. GPU of 100 TFLOP/s and 1 TB/s,
+// regime 0.6 / bandwidth 1 / 1 us; work of 1e12 FLOPs and 1e6 bytes (compute bound):
+//   no seq_len: the regime's 0.6 -> 1e12 / 60e12 = 16.667 ms + 1 us;
+//   1024 (half-way in log between 512 and 2048): 0.3 -> 33.333 ms + 1 us;
+//   4096 (half-way between 2048 and 8192): 0.45 -> 22.222 ms + 1 us;
+//   100 and 1e6 (outside): 0.2 and 0.5 -> 50 ms and 20 ms, + 1 us.
+TEST(Roofline, FlopEfficiencyBySequenceLengthByHand) {
+  const GpuSpec a = test::make_gpu("A", 100, 10, 1000);
+  RooflineProvider p;
+  p.add("A", "attn_prefill", {RooflineRegime{0, true, 0.6, 1, 1e-6, 1}});
+  p.add_seq_len_efficiency("A", "attn_prefill",
+                           SeqLenEfficiency{{512, 2048, 8192}, {0.2, 0.4, 0.5}});
+  auto at = [&](std::int64_t len) {
+    return *p.operator_seconds({"attn_prefill", 1e12, 1e6, Dtype::kFp16, 4096, kShape, len}, a);
+  };
+  EXPECT_NEAR(at(0), 1.0 / 60 + 1e-6, 1e-12);
+  EXPECT_NEAR(at(1024), 1.0 / 30 + 1e-6, 1e-12);
+  EXPECT_NEAR(at(4096), 1.0 / 45 + 1e-6, 1e-12);
+  EXPECT_NEAR(at(100), 1.0 / 20 + 1e-6, 1e-12);
+  EXPECT_NEAR(at(1000000), 1.0 / 50 + 1e-6, 1e-12);
+  EXPECT_NEAR(at(512), 1.0 / 20 + 1e-6, 1e-12);
+  EXPECT_NEAR(at(2048), 1.0 / 40 + 1e-6, 1e-12);
+  // Another operator of the same GPU keeps its regime whatever the length.
+  p.add("A", "attn_decode", {RooflineRegime{0, true, 0.6, 1, 1e-6, 1}});
+  EXPECT_NEAR(*p.operator_seconds({"attn_decode", 1e12, 1e6, Dtype::kFp16, 4096, kShape, 1024}, a),
+              1.0 / 60 + 1e-6, 1e-12);
+}
+
+TEST(Roofline, SeqLenCurveErrorsNameTheJsonPath) {
+  const std::string head = R"({"gpus": {"A": {"_source": "t", "ops": {"attn_prefill": {"regimes": [
+      {"max_tokens": "none", "flops_efficiency": 1, "bandwidth_efficiency": 0.5, "overhead": "1us"}],
+      "flops_efficiency_by_seq_len": )";
+  EXPECT_NE(load_error(head + R"({"seq_len": [512, 256], "flops_efficiency": [0.2, 0.3]}}}}}})")
+                .find("gpus.A.ops.attn_prefill.flops_efficiency_by_seq_len.seq_len"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + R"({"seq_len": [512, 1024], "flops_efficiency": [0.2]}}}}}})")
+                .find("flops_efficiency_by_seq_len.flops_efficiency"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + R"({"seq_len": [512], "flops_efficiency": [1.5]}}}}}})")
+                .find("flops_efficiency"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + R"({"seq_len": [512], "flops_efficiency": [0.5], "x": 1}}}}}})")
+                .find("flops_efficiency_by_seq_len.x"),
+            std::string::npos);
+}
+
+// The shipped H100 curve is the FlashAttention-3 paper's Figure 5(d) FlashAttention-2 bars
+// (forward, causal, head dim 128: 191, 260, 298, 319, 333, 335 TFLOP/s at 512..16k) over the
+// 989.5 TFLOP/s dense peak, to the file's 4 decimals; the A100 has none (no readable forward
+// figure: docs/serving.md, "Attention by sequence length").
+TEST(Roofline, ShippedAttentionCurveIsTheCitedFigure) {
+  auto p = RooflineProvider::load(std::filesystem::path(MLSIM_SOURCE_DIR) /
+                                  "workloads/hardware/roofline_calibration.json");
+  const auto* h = p->seq_len_efficiency("H100-SXM5-80GB", "attn_prefill");
+  ASSERT_NE(h, nullptr);
+  const std::vector<std::int64_t> lens{512, 1024, 2048, 4096, 8192, 16384};
+  const std::vector<double> tflops{191, 260, 298, 319, 333, 335};
+  ASSERT_EQ(h->seq_len, lens);
+  for (std::size_t i = 0; i < lens.size(); ++i)
+    EXPECT_NEAR(h->efficiency[i], tflops[i] / 989.5, 5e-5) << lens[i];
+  EXPECT_EQ(p->seq_len_efficiency("A100-SXM4-80GB", "attn_prefill"), nullptr);
+  EXPECT_EQ(p->seq_len_efficiency("H100-SXM5-80GB", "attn_decode"), nullptr);
+}
+
 TEST(ProfileTable, VidurTablesLoadAndReturnTheMeasuredMedian) {
   const std::filesystem::path dir =
       std::filesystem::path(MLSIM_SHARED_DATA_DIR) / "gpu_profiles/vidur";

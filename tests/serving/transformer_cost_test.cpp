@@ -88,3 +88,22 @@ TEST(TransformerCost, PrefillChunkPairsAreCausal) {
   EXPECT_EQ(a.prefill_pairs, 10 + 11);
   EXPECT_EQ(a.prefill_kv_read, 4 + 6);
 }
+
+// The length the prefill attention kernel is priced at: the chunks' FLOP-weighted geometric mean
+// key length. One 512-token and one 2048-token prompt: pairs 131,328 and 2,098,176, so
+// log2 L = (131,328 x 9 + 2,098,176 x 11) / 2,229,504 = 10.8822 -> L = 1887.4 -> 1887. A batch of
+// one length gives that length; no prefill gives 0.
+TEST(AttentionLoad, PrefillSeqLenIsTheFlopWeightedGeometricMean) {
+  AttentionLoad a;
+  EXPECT_EQ(a.prefill_seq_len(), 0);
+  a.add_prefill_chunk(0, 512);
+  EXPECT_EQ(a.prefill_seq_len(), 512);
+  a.add_prefill_chunk(0, 512);
+  EXPECT_EQ(a.prefill_seq_len(), 512);
+  AttentionLoad b;
+  b.add_prefill_chunk(0, 512);
+  b.add_prefill_chunk(0, 2048);
+  EXPECT_EQ(b.prefill_seq_len(), 1887);
+  b.add_decode(100);  // decodes do not move it
+  EXPECT_EQ(b.prefill_seq_len(), 1887);
+}
