@@ -528,3 +528,36 @@ TEST(ClusterScenario, ByteSchedulerOverAtpOnOneSwitchFinishesWithinBoundedEvents
                 .find("workload.training.models[0].scheduling"),
             std::string::npos);
 }
+
+// The shipped all-reduce variants of the two-rack scenario (ring, tree, RAT: the training core's
+// three registered all-reduces), on its first 40 jobs. With one GPU per host, a job's hosts are
+// its GPUs whatever the variant, and each job draws its model at arrival, so the three run the
+// same jobs with the same workers. Each of the three moves 2 (W - 1) x the gradient per
+// iteration over the network (ring: 2 (W - 1) steps of W messages of 1/W of it; tree: W - 1
+// transfers of the whole gradient up, W - 1 down; RAT: the same count, to each rack's aggregator
+// and across the racks' tree), so the bytes delivered agree exactly while the times differ: the
+// tree's root and RAT's aggregators carry whole gradients where the ring spreads them, so
+// neither finishes its simulated jobs faster than the ring.
+TEST(ClusterScenario, ShippedTreeAndRatVariantsMoveTheRingsBytesMoreSlowly) {
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_ina_two_racks.json";
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  std::map<std::string, std::map<std::string, double>> m;
+  for (const std::string variant : {"ring", "tree", "rat"}) {
+    const LoadedScenario s = load_scenario(
+        ScenarioRequest{file, variant, {{"workload.jobs.limit", 40, "workload.jobs.limit"}}},
+        registries);
+    m[variant] = run_scenario(s, registries, {}, {}).results.metrics();
+    EXPECT_EQ(m[variant].at("jobs_finished"), 40) << variant;
+    EXPECT_EQ(m[variant].at("detailed_jobs_failed"), 0) << variant;
+    EXPECT_EQ(m[variant].at("gradient_bytes_sent"), m[variant].at("gradient_bytes_delivered"));
+  }
+  EXPECT_GT(m["ring"].at("detailed_jobs_simulated"), 0);
+  for (const std::string variant : {"tree", "rat"}) {
+    SCOPED_TRACE(variant);
+    EXPECT_EQ(m[variant].at("detailed_jobs_simulated"), m["ring"].at("detailed_jobs_simulated"));
+    EXPECT_EQ(m[variant].at("detailed_iterations"), m["ring"].at("detailed_iterations"));
+    EXPECT_EQ(m[variant].at("gradient_bytes_delivered"), m["ring"].at("gradient_bytes_delivered"));
+    EXPECT_GE(m[variant].at("communication_slowdown_mean"),
+              m["ring"].at("communication_slowdown_mean"));
+  }
+}
