@@ -102,6 +102,19 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
         throw InputError(e.path_of("model"),
                          "unknown model '" + model + "' (workload.training.models: " + known + ")");
     }
+    if (e.has("stages")) {
+      if (j.model < 0) throw InputError(e.path_of("stages"), "needs the job's model (\"model\")");
+      const TrainingModel& tm = training->models[static_cast<std::size_t>(j.model)];
+      j.stages = static_cast<int>(e.integer("stages", 1, 1024));
+      if (j.stages > 1 && tm.pipeline.stages <= 1)
+        throw InputError(e.path_of("stages"),
+                         "model '" + tm.name +
+                             "' has no pipeline (its op schedule and micro-batches): give it "
+                             "workload.training.models[].pipeline");
+      if (static_cast<std::size_t>(j.stages) > tm.parameters.size())
+        throw InputError(e.path_of("stages"),
+                         "more stages than model '" + tm.name + "' has layers");
+    }
     if (training && e.has("iterations")) {
       if (e.has("duration"))
         throw InputError(e.path_of("duration"), "give either duration or iterations, not both");
@@ -351,8 +364,29 @@ std::shared_ptr<CommunicationParams> read_training(
       const LayerSeconds s =
           layer_seconds_on(l, profiled, reference, profiled_where, reference_where);
       t.reference_iteration_s += s.forward + s.backward;
+      t.reference_layer_s.push_back(s.forward + s.backward);
+      t.activation_bytes.push_back(l.activation.count);
     }
     if (t.parameters.empty()) throw InputError(m.path_of("profile"), "the profile has no layers");
+    // Pipeline parallelism (communication_mode.hpp, pipeline_job.hpp): stages, the op schedule
+    // (PipeDream's 1F1B or GPipe with one flush per iteration) and micro-batches per replica and
+    // iteration; every key required (no default is a published one).
+    if (m.has("pipeline")) {
+      JsonReader pl = m.object("pipeline");
+      if (ina_policy)
+        throw InputError(m.path_of("pipeline"),
+                         "pipeline stages over in-network aggregation are not modelled (a stage's "
+                         "replicas would need an aggregation switch program of their own)");
+      t.pipeline.stages = static_cast<std::size_t>(pl.integer("stages", 1, 1024));
+      if (t.pipeline.stages > t.parameters.size())
+        throw InputError(pl.path_of("stages"), "more stages than the profile's " +
+                                                   std::to_string(t.parameters.size()) + " layers");
+      t.pipeline.schedule = pl.choice("schedule", {"1f1b", "gpipe"}) == "gpipe"
+                                ? training::PipelineSchedule::Kind::kGPipe
+                                : training::PipelineSchedule::Kind::kOneFOneB;
+      t.pipeline.micro_batches = static_cast<std::size_t>(pl.integer("micro_batches", 1, 4096));
+      pl.finish();
+    }
     if (t.reference_iteration_s <= 0)
       throw InputError(m.path_of("profile"), "the profile's layers take no time");
     const auto tables = profile_seconds_on_hosts(
@@ -530,6 +564,17 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
           job->iterations > 0
               ? static_cast<double>(job->iterations)
               : std::max(1.0, std::round(job->work.seconds() / models[m].reference_iteration_s));
+      const std::size_t stages =
+          job->stages > 0 ? static_cast<std::size_t>(job->stages) : models[m].pipeline.stages;
+      if (stages > 1) {
+        // A pipeline: at least min(stages, W) stages of one replica, each worker running a
+        // forward and a backward per micro-batch, an activation and its gradient per boundary.
+        const double p = std::min(static_cast<double>(stages), w);
+        const auto mb = static_cast<double>(models[m].pipeline.micro_batches);
+        least_t = std::min(least_t, iterations * 2 * (p - 1) * mb);
+        least_e = std::min(least_e, iterations * 2 * mb * p);
+        continue;
+      }
       const double per_chunk = models[m].sync == "ring" ? 2 * (w - 1) * w
                                : models[m].sync == "ps" ? 2 * (w - 1)
                                                         : w - 1;

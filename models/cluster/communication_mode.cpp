@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/cluster/pipeline_job.hpp"
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::cluster {
@@ -11,8 +12,20 @@ struct CommunicationMode::Live {
   Live(Engine& engine, Compute& compute, training::JobSpec spec, const TrainingModel& m)
       : core(engine, compute, std::move(spec)), path(engine, core, m.make_scheduler, m.config) {}
   training::DataParallelJob core;
+  // A data-parallel job's path and strategy (the path unused by a pipeline job).
   training::GradientPath path;
   std::unique_ptr<training::GradientSync> sync;
+  std::unique_ptr<PipelineJob> pipeline;  // a pipeline job's stages and messages
+  Time last_event() const { return pipeline ? pipeline->last_event() : path.last_event(); }
+  std::int64_t bytes_sent() const {
+    return pipeline ? pipeline->gradient_bytes_sent() : sync->bytes_sent();
+  }
+  std::int64_t bytes_delivered() const {
+    return pipeline ? pipeline->gradient_bytes_delivered() : sync->bytes_delivered();
+  }
+  std::uint64_t messages() const {
+    return pipeline ? pipeline->gradient_messages() : sync->messages();
+  }
   std::function<void()> done;
   std::function<void(Failure)> failed;
   EventHandle watchdog;
@@ -64,6 +77,9 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
     return false;
   }
   const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  const std::size_t stages =
+      job.stages > 0 ? static_cast<std::size_t>(job.stages) : m.pipeline.stages;
+  if (stages > 1) return start_pipeline(job, hosts, stages, std::move(done), std::move(failed));
   training::JobSpec spec;
   spec.parameters = m.parameters;
   spec.workers.assign(hosts.begin(), hosts.end());
@@ -98,21 +114,34 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   }
   live->path.set_sync(live->sync.get());
   live->core.set_gradient_sink(&live->path);
+  live->serial = ++serial_;
+  live->sync->set_on_failed(failure_callback(job.id, live->serial));
+  launch(job, std::move(live), slowest * static_cast<double>(job.iterations), std::move(done),
+         std::move(failed));
+  return true;
+}
+
+// The strategy (or a pipeline's messages) calls it from inside its own delivery: the job is
+// freed from a later event.
+std::function<void()> CommunicationMode::failure_callback(std::uint64_t id, std::uint64_t serial) {
+  return [this, id, serial] {
+    engine_.schedule_in(Time::zero(), [this, id, serial] { fail(id, serial, Failure::kNoRoute); });
+  };
+}
+
+void CommunicationMode::launch(const JobSpec& job, std::unique_ptr<Live> live,
+                               double compute_only_s, std::function<void()> done,
+                               std::function<void(Failure)> failed) {
   live->done = std::move(done);
   live->failed = std::move(failed);
-  live->serial = ++serial_;
   live->model = job.model;
   live->start = engine_.now();
-  live->compute_only_s = slowest * static_cast<double>(job.iterations);
+  live->compute_only_s = compute_only_s;
   const std::uint64_t id = job.id;
   const std::uint64_t serial = live->serial;
-  // The core and the strategy call these from inside their own call chains: free the job from
-  // a later event.
+  // The core calls this from inside its own call chain: free the job from a later event.
   live->core.set_on_finished([this, id, serial] {
     engine_.schedule_in(Time::zero(), [this, id, serial] { finish(id, serial); });
-  });
-  live->sync->set_on_failed([this, id, serial] {
-    engine_.schedule_in(Time::zero(), [this, id, serial] { fail(id, serial, Failure::kNoRoute); });
   });
   Live& started = *live;
   live_.emplace(id, std::move(live));
@@ -120,18 +149,72 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   // waiting counts as the job's (it holds its GPUs).
   // The watchdog runs from the core's start (a SwitchML job waiting for a partition holds its
   // GPUs but is not stalled).
-  started.sync->when_ready([this, id, &started] {
+  auto go = [this, id, &started] {
     started.start_work = engine_.now();
     arm_watchdog(id, started);
     started.core.start();
-  });
+  };
+  if (started.sync)
+    started.sync->when_ready(go);
+  else
+    go();
+}
+
+// A pipeline job (pipeline_job.hpp): the first stages x replicas hosts of the placement, in
+// placement order, stage by stage; each op and activation at stages / M of the profile's (an
+// iteration processes one profiled batch per host, in M micro-batches per replica).
+bool CommunicationMode::start_pipeline(const JobSpec& job, std::span<const NodeId> hosts,
+                                       std::size_t stages, std::function<void()> done,
+                                       std::function<void(Failure)> failed) {
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  StageLayout layout = split_stages(m.reference_layer_s, stages, hosts.size());
+  const std::size_t micro_batches = m.pipeline.micro_batches;
+  const double scale = static_cast<double>(layout.stages()) / static_cast<double>(micro_batches);
+  training::JobSpec spec;
+  spec.parameters = m.parameters;
+  spec.workers.assign(hosts.begin(), hosts.begin() + static_cast<std::ptrdiff_t>(layout.workers()));
+  spec.iterations = job.iterations;
+  double slowest = 0;  // the busiest worker's compute per iteration
+  for (std::size_t w = 0; w < spec.workers.size(); ++w) {
+    const NodeId h = spec.workers[w];
+    MLSIM_CHECK(h < m.times.size() && m.times[h], "no layer times for a worker host");
+    std::vector<training::LayerSeconds> t;
+    for (const LayerSeconds& s : *m.times[h]) t.push_back({s.forward * scale, s.backward * scale});
+    const std::size_t stage = w / layout.replicas;
+    double per_iteration = 0;
+    for (std::size_t l = layout.first_layer[stage]; l < layout.first_layer[stage + 1]; ++l)
+      per_iteration += t[l].forward + t[l].backward;
+    slowest = std::max(slowest, per_iteration * static_cast<double>(micro_batches));
+    spec.layer_seconds.push_back(std::move(t));
+  }
+  auto live = std::make_unique<Live>(engine_, compute_, std::move(spec), m);
+  live->serial = ++serial_;
+  PipelineJob::Options o;
+  o.schedule = m.pipeline.schedule;
+  o.micro_batches = micro_batches;
+  for (std::size_t s = 0; s + 1 < layout.stages(); ++s)
+    o.boundary_bytes.push_back(std::llround(
+        static_cast<double>(m.activation_bytes[layout.first_layer[s + 1] - 1]) * scale));
+  o.make_scheduler = m.make_scheduler;
+  o.config = m.config;
+  o.make_sync = m.make_sync;
+  o.sync.bytes_per_parameter = m.bytes_per_parameter;
+  o.sync.links = links_;
+  MLSIM_CHECK(o.make_sync != nullptr, "a pipeline job needs a registered strategy");
+  live->pipeline =
+      std::make_unique<PipelineJob>(engine_, network_, live->core, std::move(layout), std::move(o),
+                                    failure_callback(job.id, live->serial));
+  live->core.set_schedule(&live->pipeline->schedule());
+  live->core.set_gradient_sink(live->pipeline.get());
+  live->core.set_op_observer(live->pipeline.get());
+  launch(job, std::move(live), slowest * static_cast<double>(job.iterations), std::move(done),
+         std::move(failed));
   return true;
 }
 
 void CommunicationMode::arm_watchdog(std::uint64_t id, Live& live) {
   if (params_.stall_timeout <= Time::zero()) return;
-  const Time last =
-      std::max({live.start_work, live.core.last_compute_end(), live.path.last_event()});
+  const Time last = std::max({live.start_work, live.core.last_compute_end(), live.last_event()});
   const std::uint64_t serial = live.serial;
   live.watchdog = engine_.schedule_at(last + params_.stall_timeout,
                                       [this, id, serial] { on_watchdog(id, serial); });
@@ -144,8 +227,7 @@ void CommunicationMode::on_watchdog(std::uint64_t id, std::uint64_t serial) {
   if (it == live_.end() || it->second->serial != serial) return;
   Live& live = *it->second;
   if (live.core.finished()) return;  // its end is an event away
-  const Time last =
-      std::max({live.start_work, live.core.last_compute_end(), live.path.last_event()});
+  const Time last = std::max({live.start_work, live.core.last_compute_end(), live.last_event()});
   if (engine_.now() - last < params_.stall_timeout) {
     arm_watchdog(id, live);
     return;
@@ -156,7 +238,7 @@ void CommunicationMode::on_watchdog(std::uint64_t id, std::uint64_t serial) {
                            {"hosts", live.core.spec().workers.size()},
                            {"stalled_at_s", engine_.now().seconds()},
                            {"last_progress_s", last.seconds()},
-                           {"retransmission_timeouts", live.sync->timeouts()}});
+                           {"retransmission_timeouts", live.sync ? live.sync->timeouts() : 0}});
   fail(id, serial, Failure::kStalled);
 }
 
@@ -177,9 +259,14 @@ void CommunicationMode::finish(std::uint64_t id, std::uint64_t serial) {
   useful_s_ += useful_s;
   compute_only_s_ += live->compute_only_s;
   if (live->compute_only_s > 0) slowdown_.add(useful_s / live->compute_only_s);
-  bytes_sent_ += live->sync->bytes_sent();
-  bytes_delivered_ += live->sync->bytes_delivered();
-  messages_ += live->sync->messages();
+  bytes_sent_ += live->bytes_sent();
+  bytes_delivered_ += live->bytes_delivered();
+  messages_ += live->messages();
+  if (live->pipeline) {
+    ++pipeline_jobs_;
+    activation_bytes_sent_ += live->pipeline->activation_bytes_sent();
+    activation_bytes_delivered_ += live->pipeline->activation_bytes_delivered();
+  }
   observe(id, *live, TrainingRecord::Outcome::kFinished, live->core.finish_time());
   std::function<void()> done = std::move(live->done);
   live.reset();
@@ -207,9 +294,13 @@ void CommunicationMode::end_unfinished(std::uint64_t id, TrainingRecord::Outcome
   ++(outcome == TrainingRecord::Outcome::kKilled ? killed_ : failed_);
   // What its strategy sent so far crossed the network: it stays in the traffic totals. Its
   // time counts in none of the statistics (the cluster counts it as lost GPU time).
-  bytes_sent_ += live->sync->bytes_sent();
-  bytes_delivered_ += live->sync->bytes_delivered();
-  messages_ += live->sync->messages();
+  bytes_sent_ += live->bytes_sent();
+  bytes_delivered_ += live->bytes_delivered();
+  messages_ += live->messages();
+  if (live->pipeline) {
+    activation_bytes_sent_ += live->pipeline->activation_bytes_sent();
+    activation_bytes_delivered_ += live->pipeline->activation_bytes_delivered();
+  }
   observe(id, *live, outcome, engine_.now());
   // Destroying the strategy cancels its collectives' transfers and events; destroying the core
   // cancels its ops in progress (docs/training.md).
@@ -236,8 +327,16 @@ void CommunicationMode::observe(std::uint64_t id, const Live& live, TrainingReco
   for (std::int64_t p : live.core.spec().parameters)
     r.gradient_bytes +=
         p * params_.models[static_cast<std::size_t>(live.model)].bytes_per_parameter;
-  r.bytes_sent = live.sync->bytes_sent();
-  r.bytes_delivered = live.sync->bytes_delivered();
+  r.bytes_sent = live.bytes_sent();
+  r.bytes_delivered = live.bytes_delivered();
+  if (live.pipeline) {
+    r.stage_first_layer = live.pipeline->layout().first_layer;
+    r.replicas = live.pipeline->layout().replicas;
+    r.micro_batches = live.pipeline->schedule().micro_batches() / r.replicas;
+    r.gpipe = live.pipeline->schedule().kind() == training::PipelineSchedule::Kind::kGPipe;
+    r.activation_bytes_sent = live.pipeline->activation_bytes_sent();
+    r.activation_bytes_delivered = live.pipeline->activation_bytes_delivered();
+  }
   observer_(r);
 }
 
@@ -262,6 +361,11 @@ void CommunicationMode::report(Results& out) const {
   out.set_metric("gradient_bytes_sent", static_cast<double>(bytes_sent_));
   out.set_metric("gradient_bytes_delivered", static_cast<double>(bytes_delivered_));
   out.set_metric("gradient_messages", static_cast<double>(messages_));
+  // Pipeline jobs (docs/cluster.md, "Pipeline-parallel jobs"): finished, and the activations
+  // and activation gradients their stages sent each other (every attempt's).
+  out.set_metric("detailed_pipeline_jobs", static_cast<double>(pipeline_jobs_));
+  out.set_metric("activation_bytes_sent", static_cast<double>(activation_bytes_sent_));
+  out.set_metric("activation_bytes_delivered", static_cast<double>(activation_bytes_delivered_));
   nlohmann::json models = nlohmann::json::array();
   for (std::size_t m = 0; m < params_.models.size(); ++m)
     models.push_back(

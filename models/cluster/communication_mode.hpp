@@ -19,6 +19,14 @@
 //   - A job on one host has nothing to send over the network: the runner leaves it to the
 //     job-level timing (its runtime scaled to the GPU type).
 //
+//   - Pipeline jobs (a model's `pipeline`, or a listed job's `stages`): the hosts split into
+//     stages of replicas, ops ordered by 1F1B or GPipe, activations and their gradients sent
+//     between stages over the shared network, each stage's gradients synchronised among its
+//     replicas by the model's strategy (pipeline_job.hpp). An iteration processes the samples a
+//     data-parallel iteration on the same hosts would (one profiled batch per host): M
+//     micro-batches per replica, each of stages / M profiled batches, its ops and activation
+//     taking stages / M of the profile's [assumed: linear in the batch].
+//
 // Memory: the running jobs' cores, paths and strategies, freed when each job ends; a finished
 // job leaves only its contribution to the statistics.
 #include <cstdint>
@@ -33,6 +41,7 @@
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/ina_fabric.hpp"
 #include "models/training/gradient_path.hpp"
+#include "models/training/pipeline_schedule.hpp"
 #include "models/training/policies.hpp"
 #include "sim_core/base/stats.hpp"
 #include "sim_core/engine/random.hpp"
@@ -63,6 +72,18 @@ struct TrainingModel {
   // GPU type, shared); null for a node that is not a host.
   std::vector<std::shared_ptr<const ProfileSeconds>> times;
   double reference_iteration_s = 0;  // forward + backward of every layer on the reference GPU
+  // Per layer, forward order: forward + backward on the reference GPU (where a pipeline's
+  // stages are cut), and the bytes of its output activation for one profiled batch.
+  std::vector<double> reference_layer_s;
+  std::vector<std::int64_t> activation_bytes;
+  // Pipeline parallelism (`pipeline`; stages 1: data parallel, the default). A job of this model
+  // on H hosts runs min(stages, H) stages of floor(H / stages) replicas each
+  // (pipeline_job.hpp: split_stages), a list job's `stages` overriding the count.
+  struct Pipeline {
+    std::size_t stages = 1;
+    training::PipelineSchedule::Kind schedule = training::PipelineSchedule::Kind::kOneFOneB;
+    std::size_t micro_batches = 1;  // per replica and iteration
+  } pipeline;
 };
 
 struct CommunicationParams {
@@ -93,6 +114,12 @@ struct TrainingRecord {
   std::vector<std::vector<std::size_t>> updates;
   std::int64_t gradient_bytes = 0;  // one worker's gradient of one iteration
   std::int64_t bytes_sent = 0, bytes_delivered = 0;
+  // A pipeline job (stage_first_layer empty for a data-parallel one): its layout, micro-batches
+  // per replica and iteration, and its activation and activation-gradient messages.
+  std::vector<std::size_t> stage_first_layer;
+  std::size_t replicas = 1, micro_batches = 1;
+  bool gpipe = false;
+  std::int64_t activation_bytes_sent = 0, activation_bytes_delivered = 0;
 };
 
 class CommunicationMode final : public JobRunner {
@@ -123,6 +150,12 @@ class CommunicationMode final : public JobRunner {
 
  private:
   struct Live;
+  bool start_pipeline(const JobSpec& job, std::span<const NodeId> hosts, std::size_t stages,
+                      std::function<void()> done, std::function<void(Failure)> failed);
+  // Registers a started job (its core set up) and starts it once its strategy is ready.
+  void launch(const JobSpec& job, std::unique_ptr<Live> live, double compute_only_s,
+              std::function<void()> done, std::function<void(Failure)> failed);
+  std::function<void()> failure_callback(std::uint64_t id, std::uint64_t serial);
   // From engine events scheduled by the job's own callbacks; `serial` tells a requeued job's
   // new attempt (same id) from the attempt that scheduled them.
   void finish(std::uint64_t id, std::uint64_t serial);
@@ -158,6 +191,8 @@ class CommunicationMode final : public JobRunner {
   double useful_s_ = 0, compute_only_s_ = 0;
   std::int64_t bytes_sent_ = 0, bytes_delivered_ = 0;
   std::uint64_t messages_ = 0;
+  std::uint64_t pipeline_jobs_ = 0;  // simulated jobs that ran as pipelines, finished
+  std::int64_t activation_bytes_sent_ = 0, activation_bytes_delivered_ = 0;
 };
 
 }  // namespace mlsim::cluster

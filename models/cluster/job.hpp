@@ -25,6 +25,8 @@ struct JobSpec {
   // fill `work` on the reference GPU).
   int model = -1;
   std::uint64_t iterations = 0;
+  // Pipeline stages (0 = the model's `pipeline.stages`; 1 = data parallel): a listed job's.
+  int stages = 0;
 };
 
 }  // namespace mlsim::cluster

@@ -221,6 +221,29 @@ const std::map<std::string, std::vector<BadInput>> kByFile = {
            "workload.training.models[1].scheduler=\"bytescheduler\"",
            "workload.training.models[1].scheduling=\"job\""},
           "workload.training.models[1].scheduling"},
+         // Pipeline stages: refused over in-network aggregation, a bad schedule elsewhere (the
+         // ring, tree and rat variants): both under the model's pipeline path.
+         {{"workload.training.models[0].pipeline={\"stages\": 2, \"schedule\": \"zigzag\", "
+           "\"micro_batches\": 4}"},
+          "workload.training.models[0].pipeline"},
+     }},
+    {"cluster_philly_fat_tree.json",
+     {
+         // Pipeline-parallel jobs (docs/cluster.md): strict keys and values, by their path.
+         {{"workload.training.models[0].pipeline={\"stages\": 2, \"schedule\": \"zigzag\", "
+           "\"micro_batches\": 4}"},
+          "workload.training.models[0].pipeline.schedule"},
+         {{"workload.training.models[0].pipeline={\"stages\": 0, \"schedule\": \"1f1b\", "
+           "\"micro_batches\": 4}"},
+          "workload.training.models[0].pipeline.stages"},
+         {{"workload.training.models[0].pipeline={\"stages\": 2, \"schedule\": \"gpipe\"}"},
+          "workload.training.models[0].pipeline.micro_batches"},
+         {{"workload.training.models[0].pipeline={\"stages\": 2, \"schedule\": \"gpipe\", "
+           "\"micro_batches\": 4, \"colour\": 1}"},
+          "workload.training.models[0].pipeline.colour"},
+         {{"workload.training.models[0].pipeline={\"stages\": 1000, \"schedule\": \"gpipe\", "
+           "\"micro_batches\": 4}"},
+          "workload.training.models[0].pipeline.stages"},
      }},
     {"elastic_multiworld.json",
      {

@@ -528,3 +528,84 @@ TEST(ClusterScenario, ByteSchedulerOverAtpOnOneSwitchFinishesWithinBoundedEvents
                 .find("workload.training.models[0].scheduling"),
             std::string::npos);
 }
+
+// The shipped all-reduce variants of the two-rack scenario (ring, tree, RAT: the training core's
+// three registered all-reduces), on its first 40 jobs. With one GPU per host, a job's hosts are
+// its GPUs whatever the variant, and each job draws its model at arrival, so the three run the
+// same jobs with the same workers. Each of the three moves 2 (W - 1) x the gradient per
+// iteration over the network (ring: 2 (W - 1) steps of W messages of 1/W of it; tree: W - 1
+// transfers of the whole gradient up, W - 1 down; RAT: the same count, to each rack's aggregator
+// and across the racks' tree), so the bytes delivered agree exactly while the times differ: the
+// tree's root and RAT's aggregators carry whole gradients where the ring spreads them, so
+// neither finishes its simulated jobs faster than the ring.
+TEST(ClusterScenario, ShippedTreeAndRatVariantsMoveTheRingsBytesMoreSlowly) {
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_ina_two_racks.json";
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  std::map<std::string, std::map<std::string, double>> m;
+  for (const std::string variant : {"ring", "tree", "rat"}) {
+    const LoadedScenario s = load_scenario(
+        ScenarioRequest{file, variant, {{"workload.jobs.limit", 40, "workload.jobs.limit"}}},
+        registries);
+    m[variant] = run_scenario(s, registries, {}, {}).results.metrics();
+    EXPECT_EQ(m[variant].at("jobs_finished"), 40) << variant;
+    EXPECT_EQ(m[variant].at("detailed_jobs_failed"), 0) << variant;
+    EXPECT_EQ(m[variant].at("gradient_bytes_sent"), m[variant].at("gradient_bytes_delivered"));
+  }
+  EXPECT_GT(m["ring"].at("detailed_jobs_simulated"), 0);
+  for (const std::string variant : {"tree", "rat"}) {
+    SCOPED_TRACE(variant);
+    EXPECT_EQ(m[variant].at("detailed_jobs_simulated"), m["ring"].at("detailed_jobs_simulated"));
+    EXPECT_EQ(m[variant].at("detailed_iterations"), m["ring"].at("detailed_iterations"));
+    EXPECT_EQ(m[variant].at("gradient_bytes_delivered"), m["ring"].at("gradient_bytes_delivered"));
+    EXPECT_GE(m[variant].at("communication_slowdown_mean"),
+              m["ring"].at("communication_slowdown_mean"));
+  }
+}
+
+// Pipeline jobs in the shipped fat-tree scenario: a model given a `pipeline`, listed jobs that
+// run it as a pipeline or (stages 1) data-parallel, and the keys checked by their path.
+TEST(ClusterScenario, ListedPipelineJobsRunBesideDataParallelOnesAndTheirKeysAreChecked) {
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_philly_fat_tree.json";
+  std::ifstream in(file);
+  json d = json::parse(in);
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  d["workload"]["training"]["models"][0]["pipeline"] =
+      json::parse(R"({"stages": 2, "schedule": "gpipe", "micro_batches": 4})");
+  d["workload"]["jobs"] = json::parse(R"({"source": "list", "list": [
+      {"submit": "0s", "gpus": 8, "model": "vgg16_ring_fifo", "iterations": 2},
+      {"submit": "0s", "gpus": 16, "model": "vgg16_ring_fifo", "iterations": 1, "stages": 1},
+      {"submit": "0.5s", "gpus": 16, "model": "resnet50_ring_bytescheduler", "iterations": 1}]})");
+  const auto m = mlsim::test::run_json(d, registries, file).results.metrics();
+  EXPECT_EQ(m.at("jobs_finished"), 3);
+  EXPECT_EQ(m.at("detailed_jobs_simulated"), 3);
+  EXPECT_EQ(m.at("detailed_pipeline_jobs"), 1);
+  EXPECT_GT(m.at("activation_bytes_delivered"), 0);
+  EXPECT_EQ(m.at("activation_bytes_sent"), m.at("activation_bytes_delivered"));
+  EXPECT_EQ(m.at("detailed_iterations"), 4);
+
+  const auto expect_error = [&](const json& doc, const std::string& text) {
+    const std::string e = mlsim::test::prepare_error(doc, registries, file);
+    EXPECT_NE(e.find(text), std::string::npos) << e;
+  };
+  json e = d;
+  e["workload"]["jobs"]["list"][2]["stages"] = 2;  // resnet50 has no pipeline
+  expect_error(e, "workload.jobs.list[2].stages");
+  e = d;
+  e["workload"]["jobs"]["list"][0]["stages"] = "two";
+  expect_error(e, "workload.jobs.list[0].stages");
+  e = d;
+  e["workload"]["jobs"]["list"][0]["stages"] = 0;
+  expect_error(e, "workload.jobs.list[0].stages");
+  e = d;
+  e["workload"]["jobs"]["list"][0].erase("model");
+  e["workload"]["jobs"]["list"][0].erase("iterations");
+  e["workload"]["jobs"]["list"][0]["duration"] = "1s";
+  e["workload"]["jobs"]["list"][0]["stages"] = 2;
+  expect_error(e, "workload.jobs.list[0].stages: needs the job's model");
+  e = d;
+  e["workload"]["training"]["models"][0]["pipeline"]["micro_batches"] = 0;
+  expect_error(e, "workload.training.models[0].pipeline.micro_batches");
+  e = d;
+  e["workload"]["training"]["models"][0]["pipeline"]["schedule"] = "interleaved";
+  expect_error(e, "workload.training.models[0].pipeline.schedule");
+}

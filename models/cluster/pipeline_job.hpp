@@ -1,0 +1,99 @@
+#pragma once
+// A pipeline-parallel job of the cluster's detailed mode (docs/cluster.md, "Pipeline-parallel
+// jobs"): the hosts its placement gave it split into stages, each stage a contiguous range of
+// the model's layers run by `replicas` hosts, the training core's PipelineSchedule (1F1B or
+// GPipe, models/training/pipeline_schedule.hpp) ordering every worker's ops. This class is the
+// job's GradientSink and OpObserver on the core:
+//   - each forward's activation and each backward's gradient goes to the replica of the next or
+//     previous stage that runs the micro-batch, as one point-to-point message of the collective
+//     layer over the run's shared network (its arrival is the core's input_arrived), so it
+//     contends with every other job's traffic;
+//   - each stage's weight gradients are synchronised among the stage's replicas by the model's
+//     own scheduler and strategy (ps, ring, tree, rat), one gradient path per stage over the
+//     stage's replicas and layers; a stage of one replica updates locally (nothing to send).
+// The same division of work as models/pipeline's PipelineTraining (its op_done and
+// gradient_ready), without its planners: the stage boundaries here are fixed when the job starts.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "models/training/data_parallel_job.hpp"
+#include "models/training/gradient_path.hpp"
+#include "models/training/pipeline_schedule.hpp"
+#include "models/training/policies.hpp"
+#include "sim_core/collectives/point_to_point.hpp"
+#include "sim_core/network/network.hpp"
+
+namespace mlsim::cluster {
+
+// Where the stages are: stage s holds layers [first_layer[s], first_layer[s + 1]) and runs on
+// `replicas` consecutive hosts of the placement.
+struct StageLayout {
+  std::vector<std::size_t> first_layer;  // stages + 1 entries
+  std::size_t replicas = 1;              // per stage
+  std::size_t stages() const { return first_layer.size() - 1; }
+  std::size_t workers() const { return stages() * replicas; }
+};
+
+// `stages` stages over `hosts` hosts (at least one each: fewer hosts, fewer stages) and the
+// layers of per-layer compute `layer_s` (forward + backward): every stage gets floor(hosts /
+// stages) replicas (the placement's remaining hosts idle), and stage s ends at the first layer
+// boundary where the compute before it reaches s / stages of the whole, keeping a layer for every
+// stage.
+StageLayout split_stages(const std::vector<double>& layer_s, std::size_t stages, std::size_t hosts);
+
+class PipelineJob final : public training::GradientSink, public training::OpObserver {
+ public:
+  struct Options {
+    training::PipelineSchedule::Kind schedule = training::PipelineSchedule::Kind::kOneFOneB;
+    std::size_t micro_batches = 1;  // per replica and iteration
+    // Per boundary s (between stage s and s + 1): bytes of one micro-batch's activation (and of
+    // its gradient, the same size).
+    std::vector<std::int64_t> boundary_bytes;
+    training::SchedulerFactory make_scheduler;
+    training::SchedulerConfig config;
+    training::SyncFactory make_sync;
+    training::SyncOptions sync;  // bytes_per_parameter, links; workers and layers set per stage
+  };
+  // `core` (whose workers are the layout's, in stage order) must outlive this; `on_failed` runs
+  // once, from inside the network's delivery, at the first transfer that found no route.
+  PipelineJob(Engine& engine, Network& network, training::DataParallelJob& core, StageLayout layout,
+              Options options, std::function<void()> on_failed);
+  ~PipelineJob() override;
+  PipelineJob(const PipelineJob&) = delete;
+  PipelineJob& operator=(const PipelineJob&) = delete;
+
+  // The schedule the core runs (set it before the core starts).
+  const training::PipelineSchedule& schedule() const { return schedule_; }
+  const StageLayout& layout() const { return layout_; }
+
+  void gradient_ready(std::size_t worker, std::size_t layer) override;
+  void op_done(std::size_t worker, const training::ScheduledOp& op) override;
+
+  // Over every stage's strategy: gradient traffic; and the activation messages'.
+  std::int64_t gradient_bytes_sent() const;
+  std::int64_t gradient_bytes_delivered() const;
+  std::uint64_t gradient_messages() const;
+  std::int64_t activation_bytes_sent() const { return messages_.bytes_sent(); }
+  std::int64_t activation_bytes_delivered() const { return messages_.bytes_delivered(); }
+  std::uint64_t activation_messages() const { return messages_.calls(); }
+  // When a stage's strategy last reported a chunk (a watchdog's sign of progress).
+  Time last_event() const;
+
+ private:
+  // One stage's replicas and layers as the gradient owner of its path.
+  class Stage;
+
+  Engine& engine_;
+  training::DataParallelJob& core_;
+  StageLayout layout_;
+  Options options_;
+  training::PipelineSchedule schedule_;
+  collectives::PointToPoint messages_;
+  std::vector<std::unique_ptr<Stage>> stages_;  // null for a stage of one replica
+  std::function<void()> on_failed_;
+  bool failed_ = false;
+};
+
+}  // namespace mlsim::cluster

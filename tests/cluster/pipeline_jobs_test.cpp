@@ -1,0 +1,263 @@
+// Pipeline-parallel jobs in the cluster's detailed mode (models/cluster/pipeline_job.hpp): the
+// stage split, a two-stage job alone on a small fabric under GPipe and 1F1B against hand-worked
+// times, and a property over random streams of data-parallel and pipeline jobs sharing one
+// fabric.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "models/cluster/communication_mode.hpp"
+#include "models/cluster/pipeline_job.hpp"
+#include "tests/cluster/test_support.hpp"
+#include "tests/support/platform_bench.hpp"
+
+using namespace mlsim;
+using namespace mlsim::cluster;
+using namespace mlsim::cluster::testing;
+
+namespace {
+
+constexpr double kHostBandwidth = 4e6;  // bytes/s
+constexpr std::int64_t M = 1'000'000;
+using Kind = training::PipelineSchedule::Kind;
+
+struct Layer {
+  double forward_s, backward_s;
+  std::int64_t parameters, activation_bytes;
+};
+
+// A model of `layers` on every host of `topology`; `stages` > 1 makes it a pipeline.
+TrainingModel model(const Topology& topology, const std::string& scheduler, const std::string& sync,
+                    const std::vector<Layer>& layers, std::size_t stages = 1,
+                    Kind schedule = Kind::kOneFOneB, std::size_t micro_batches = 1,
+                    training::SchedulerConfig config = {}) {
+  TrainingModel m;
+  m.name = scheduler + "_" + sync + "_" + std::to_string(stages);
+  m.scheduler = scheduler;
+  m.sync = sync;
+  m.make_scheduler = training::training_policies().schedulers.get(scheduler, "").value;
+  m.make_sync = training::training_policies().syncs.get(sync, "").value;
+  m.config = config;
+  auto times = std::make_shared<ProfileSeconds>();
+  for (const Layer& l : layers) {
+    times->push_back({l.forward_s, l.backward_s});
+    m.parameters.push_back(l.parameters);
+    m.reference_iteration_s += l.forward_s + l.backward_s;
+    m.reference_layer_s.push_back(l.forward_s + l.backward_s);
+    m.activation_bytes.push_back(l.activation_bytes);
+  }
+  m.times.assign(topology.nodes().size(), nullptr);
+  for (NodeId h : topology.hosts()) m.times[h] = times;
+  m.pipeline = {stages, schedule, micro_batches};
+  return m;
+}
+
+// Two leaves of two hosts under one spine at 2:1 (each uplink 4e6 B/s, a host's own rate).
+Topology two_leaves() {
+  return build_topology(
+      LeafSpineSpec{2, 2, 1, 2.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()});
+}
+
+}  // namespace
+
+// Stage s ends where the compute before it first reaches s / stages of the whole, every stage
+// keeping a layer; replicas floor(hosts / stages); fewer hosts than stages, fewer stages.
+TEST(PipelineJobs, StagesSplitTheComputeAndTheHosts) {
+  // 1 + 1 + 2 = 4 s; half is 2 s, reached after layer 1: stages [0, 2), [2, 3).
+  StageLayout l = split_stages({1, 1, 2}, 2, 5);
+  EXPECT_EQ(l.first_layer, (std::vector<std::size_t>{0, 2, 3}));
+  EXPECT_EQ(l.replicas, 2u);  // 5 hosts, 2 stages: the fifth idles
+  // One heavy first layer: thirds at 4 and 8 of 12 s are both passed at layer 0, yet every
+  // stage keeps a layer.
+  l = split_stages({10, 1, 1}, 3, 3);
+  EXPECT_EQ(l.first_layer, (std::vector<std::size_t>{0, 1, 2, 3}));
+  l = split_stages({1, 1, 1, 1}, 4, 2);  // two hosts: two stages of one replica
+  EXPECT_EQ(l.first_layer, (std::vector<std::size_t>{0, 2, 4}));
+  EXPECT_EQ(l.replicas, 1u);
+}
+
+// One job of two layers (forward 2 s, backward 4 s, 1M parameters, a 4 MB activation each, as
+// profiled for one batch), two stages on hosts 0 and 2 (across the leaves: the activations
+// cross both leaves' uplinks, at 4e6 B/s like the hosts' links), 4 micro-batches per replica.
+// An iteration processes one profiled batch per host: each micro-batch is 2 / 4 of a batch, so
+// ops take F = 1 s, B = 2 s and an activation (or its gradient) 2 MB = 0.5 s. One replica per
+// stage: each update is local (no gradient crosses the network). One iteration.
+//   GPipe (one flush): stage 0 F0..F3 in [0, 4], activations arrive at 1.5, 2.5, 3.5, 4.5;
+//   stage 1 F0..F3 in [1.5, 5.5], B0..B3 in [5.5, 13.5], gradients arrive at 8, 10, 12, 14;
+//   stage 0 B0..B3 in [8, 10], [10, 12], [12, 14], [14, 16]: the job ends at 16 s.
+//   1F1B (in-flight limits 2 and 1): stage 0 F0 [0, 1], F1 [1, 2]; stage 1 F0 [1.5, 2.5],
+//   B0 [2.5, 4.5] (gradient at 5), F1 [4.5, 5.5], B1 [5.5, 7.5] (at 8); stage 0 B0 [5, 7],
+//   F2 [7, 8] (activation at 8.5), B1 [8, 10], F3 [10, 11] (at 11.5); stage 1 F2 [8.5, 9.5],
+//   B2 [9.5, 11.5] (at 12), F3 [11.5, 12.5], B3 [12.5, 14.5] (at 15); stage 0 B2 [12, 14],
+//   B3 [15, 17]: the job ends at 17 s.
+// Compute alone: a worker's 4 x (1 + 2) = 12 s. Activations: 4 forward and 4 backward messages
+// of 2 MB, 16 MB delivered.
+TEST(PipelineJobs, TwoStageJobAloneTakesTheHandWorkedTime) {
+  for (const auto& [kind, end] :
+       std::vector<std::pair<Kind, double>>{{Kind::kGPipe, 16}, {Kind::kOneFOneB, 17}}) {
+    SCOPED_TRACE(kind == Kind::kGPipe ? "gpipe" : "1f1b");
+    test::PlatformBench p(two_leaves());
+    CommunicationParams params;
+    params.models.push_back(
+        model(p.topology, "fifo", "ring", {{2, 4, M, 4 * M}, {2, 4, M, 4 * M}}, 2, kind, 4));
+    CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+    std::vector<TrainingRecord> records;
+    mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
+    JobSpec job;
+    job.work = Time::s(12);
+    mode.admit(job);
+    EXPECT_EQ(job.iterations, 1u);  // 12 s of work / 12 s of compute per iteration
+    double ended = -1;
+    const std::vector<NodeId> hosts{0, 2};
+    ASSERT_TRUE(mode.start(
+        job, hosts, 0, [&] { ended = p.engine.now().seconds(); },
+        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
+    p.engine.run();
+    EXPECT_DOUBLE_EQ(ended, end);
+    ASSERT_EQ(records.size(), 1u);
+    const TrainingRecord& r = records[0];
+    EXPECT_EQ(r.stage_first_layer, (std::vector<std::size_t>{0, 1, 2}));
+    EXPECT_DOUBLE_EQ(r.compute_only_s, 12);
+    EXPECT_EQ(r.activation_bytes_delivered, 16 * M);
+    EXPECT_EQ(r.bytes_delivered, 0);
+    // Worker 0 (stage 0) updated layer 0 only: once per backward under 1F1B, once per
+    // iteration under GPipe; worker 1 layer 1.
+    const std::size_t updates = kind == Kind::kGPipe ? 1 : 4;
+    EXPECT_EQ(r.updates, (std::vector<std::vector<std::size_t>>{{updates, 0}, {0, updates}}));
+    Results out;
+    mode.report(out);
+    EXPECT_EQ(out.metrics().at("detailed_pipeline_jobs"), 1);
+    EXPECT_EQ(out.metrics().at("activation_bytes_delivered"), 16 * M);
+    EXPECT_EQ(p.network.totals().bytes_delivered.count, 16 * M);
+  }
+}
+
+// Random streams of data-parallel and pipeline jobs (1F1B and GPipe, 2 or 3 stages, 1-4
+// micro-batches, ring, tree and PS within stages, FIFO and ByteScheduler) placed by FCFS or EASY
+// on one leaf-spine, listed jobs overriding some stage counts:
+//   - every job is reported once, finished (if it fits the pool) or dropped;
+//   - every finished job applied each update once: a data-parallel worker every layer's once per
+//     iteration; a pipeline worker its own stage's layers once per backward (1F1B: M per
+//     replica and iteration) or once per iteration (GPipe), the other stages' layers never;
+//   - every gradient byte is aggregated once: within each stage of R replicas, ring and tree move
+//     2 (R - 1) x the stage's gradient per round, PS 2 R x (colocated servers), one replica
+//     nothing; the activations are (stages - 1) forward and as many backward messages per
+//     micro-batch, each of the boundary's activation x stages / M;
+//   - the network delivered exactly the jobs' gradients and activations, nothing is left in
+//     flight or running.
+TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOnce) {
+  std::mt19937_64 rng(11);
+  auto integer = [&](std::int64_t a, std::int64_t b) {
+    return std::uniform_int_distribution<std::int64_t>(a, b)(rng);
+  };
+  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<>(a, b)(rng); };
+  for (int trial = 0; trial < 10; ++trial) {
+    SCOPED_TRACE(::testing::Message() << "trial " << trial);
+    test::PlatformBench p(build_topology(LeafSpineSpec{
+        2, 4, 2, 1.5, LinkSpec{Bandwidth{kHostBandwidth}, Time::us(5)}, Time::us(5)}));
+    CommunicationParams params;
+    const std::vector<std::tuple<const char*, const char*, std::size_t, Kind>> setups = {
+        {"fifo", "ring", 1, Kind::kOneFOneB},          {"bytescheduler", "ps", 1, Kind::kOneFOneB},
+        {"fifo", "ring", 2, Kind::kOneFOneB},          {"fifo", "ps", 2, Kind::kGPipe},
+        {"bytescheduler", "tree", 3, Kind::kOneFOneB}, {"fifo", "ring", 3, Kind::kGPipe}};
+    for (const auto& [scheduler, sync, stages, kind] : setups) {
+      std::vector<Layer> layers;
+      for (std::int64_t l = integer(3, 5); l > 0; --l)
+        layers.push_back({uniform(0.01, 0.2), uniform(0.01, 0.2), integer(0, 2) * integer(1, M),
+                          12 * integer(1, 50'000)});  // x stages / M stays whole
+      const training::SchedulerConfig config =
+          std::string(scheduler) == "fifo"
+              ? training::SchedulerConfig{}
+              : training::SchedulerConfig{integer(1, M), integer(1, 3 * M)};
+      std::size_t mb = static_cast<std::size_t>(integer(1, 3));
+      if (mb == 3) mb = 4;  // 1, 2 or 4: divides 12 with 2 or 3 stages
+      params.models.push_back(model(p.topology, scheduler, sync, layers, stages, kind, mb, config));
+    }
+    CommunicationMode mode(p.engine, p.network, p.compute, params,
+                           RandomStream(static_cast<std::uint64_t>(trial), "models"));
+    ClusterParams c = one_type(8, 2, trial % 2 ? Policy::kEasyBackfill : Policy::kFcfs);
+    c.estimate_factor = 1.5;
+    std::vector<JobSpec> jobs;
+    const std::size_t n = 20;
+    double submit = 0;
+    for (std::size_t j = 0; j < n; ++j) {
+      submit += uniform(0, 0.6);
+      JobSpec job = mlsim::cluster::testing::job(
+          submit, static_cast<int>(std::vector<int>{1, 2, 3, 4, 6, 8, 17}[integer(0, 6)]),
+          uniform(0.5, 2.5));
+      if (integer(0, 3) == 0) {  // a listed job naming its model, some overriding the stages
+        job.model = static_cast<int>(integer(2, 5));
+        job.iterations = static_cast<std::uint64_t>(integer(1, 3));
+        if (integer(0, 1)) job.stages = static_cast<int>(integer(1, 3));
+      }
+      jobs.push_back(job);
+    }
+    ClusterSimulation sim(p.engine, c, list_source(jobs), 1, nullptr, p.topology.hosts());
+    sim.set_runner(&mode);
+    std::vector<JobRecord> records;
+    std::vector<TrainingRecord> trained;
+    sim.set_observer([&](const JobRecord& r) { records.push_back(r); });
+    mode.set_observer([&](const TrainingRecord& r) { trained.push_back(r); });
+    sim.start();
+    p.engine.run();
+    ASSERT_EQ(records.size(), n);
+    std::vector<int> seen(n, 0);
+    for (const JobRecord& r : records) {
+      ++seen[r.spec.id];
+      EXPECT_EQ(r.finished, r.spec.gpus <= 16) << r.drop_reason;
+    }
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(n));
+    std::int64_t delivered = 0;
+    std::size_t pipelines = 0;
+    for (const TrainingRecord& t : trained) {
+      SCOPED_TRACE(::testing::Message() << "job " << t.id << " model " << t.model);
+      ASSERT_EQ(t.outcome, TrainingRecord::Outcome::kFinished);
+      const TrainingModel& m = params.models[static_cast<std::size_t>(t.model)];
+      EXPECT_EQ(t.bytes_sent, t.bytes_delivered);
+      EXPECT_EQ(t.activation_bytes_sent, t.activation_bytes_delivered);
+      delivered += t.bytes_delivered + t.activation_bytes_delivered;
+      const auto iterations = static_cast<std::int64_t>(t.iterations);
+      if (t.stage_first_layer.empty()) {
+        for (const auto& worker : t.updates)
+          for (std::size_t u : worker) EXPECT_EQ(u, t.iterations);
+        const auto w = static_cast<std::int64_t>(t.hosts.size());
+        EXPECT_EQ(t.bytes_delivered,
+                  (m.sync == "ps" ? 2 * w : 2 * (w - 1)) * t.gradient_bytes * iterations);
+        EXPECT_EQ(t.activation_bytes_delivered, 0);
+        continue;
+      }
+      ++pipelines;
+      const std::size_t stages = t.stage_first_layer.size() - 1;
+      const auto r = static_cast<std::int64_t>(t.replicas);
+      ASSERT_EQ(t.hosts.size(), stages * t.replicas);
+      EXPECT_EQ(t.micro_batches, m.pipeline.micro_batches);
+      const auto mb = static_cast<std::int64_t>(t.micro_batches);
+      const std::int64_t rounds = iterations * (t.gpipe ? 1 : mb);
+      std::int64_t gradient = 0, activations = 0;
+      for (std::size_t s = 0; s < stages; ++s) {
+        std::int64_t stage_bytes = 0;
+        for (std::size_t l = t.stage_first_layer[s]; l < t.stage_first_layer[s + 1]; ++l)
+          stage_bytes += m.parameters[l] * m.bytes_per_parameter;
+        if (r > 1) gradient += (m.sync == "ps" ? 2 * r : 2 * (r - 1)) * stage_bytes * rounds;
+        if (s + 1 < stages)
+          activations += 2 * iterations * mb * r *
+                         m.activation_bytes[t.stage_first_layer[s + 1] - 1] *
+                         static_cast<std::int64_t>(stages) / mb;
+        for (std::size_t q = 0; q < t.replicas; ++q)
+          for (std::size_t l = 0; l < m.parameters.size(); ++l) {
+            const bool own = l >= t.stage_first_layer[s] && l < t.stage_first_layer[s + 1];
+            EXPECT_EQ(t.updates[s * t.replicas + q][l],
+                      own ? static_cast<std::size_t>(rounds) : 0u);
+          }
+      }
+      EXPECT_EQ(t.bytes_delivered, gradient);
+      EXPECT_EQ(t.activation_bytes_delivered, activations);
+      EXPECT_GE((t.end - t.start).seconds(), t.compute_only_s - 1e-9);
+    }
+    EXPECT_GT(pipelines, 0u);
+    EXPECT_EQ(p.network.totals().bytes_delivered.count, delivered);
+    EXPECT_EQ(p.network.totals().transfers_in_flight, 0u);
+    EXPECT_EQ(mode.running(), 0u);
+  }
+}
