@@ -115,6 +115,9 @@ class FluidNetwork final : public Network {
     std::uint64_t group_rate_changes = 0, group_entries = 0;
   };
   const SolveStats& solve_stats() const { return solve_stats_; }
+  // Route classes: components of at most this many links are filled by a scan, larger ones with
+  // a heap (both give the same allocation; tests force one or the other: 0 is always the heap).
+  void set_scan_fill_max(std::size_t links) { scan_fill_max_ = links; }
 
  private:
   enum class State : std::uint8_t { kFree, kSending, kArriving, kFailing };
@@ -349,6 +352,14 @@ class FluidNetwork final : public Network {
   // capacity left and unfrozen count, then `fill_in_place` freezes classes and transfers.
   void solve_in_place(std::span<const LinkId> seeds, double floor);
   void fill_in_place();
+  // fill_in_place's freezing of link l's unfrozen transfers and classes at `share`, and its
+  // filling by a scan instead of a heap for components of at most kScanFillMax links.
+  template <bool kTouch>
+  void freeze_at(LinkId l, double share);
+  void fill_by_scan();
+  // 96: the benchmark's star (64 links) is scanned, fabrics of hundreds of links use the heap.
+  static constexpr std::size_t kScanFillMax = 96;
+  std::size_t scan_fill_max_ = kScanFillMax;
   // Gives the solved classes and transfers their new rates and events (apply_class_rates), then
   // refreshes the links' busy periods.
   void apply_rates();
@@ -460,7 +471,7 @@ class FluidNetwork final : public Network {
   static constexpr std::size_t kFillArity = 2;
   std::vector<FillItem> fill_heap_;
   std::vector<ClassSolve> class_solve_;  // by route class, sized as classes are made
-  std::vector<LinkId> touched_;
+  std::vector<LinkId> touched_, scan_links_;
   std::uint32_t fill_round_ = 0;
   struct Rated {
     double rate, weight;
