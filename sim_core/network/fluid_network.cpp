@@ -728,30 +728,34 @@ void FluidNetwork::fill_by_scan() {
   scan_links_.clear();
   for (LinkId l : component_links_)
     if (fill_[l].unfrozen != 0) scan_links_.push_back(l);
-  while (!scan_links_.empty()) {
+  // The links still unfrozen are scan[0, n); plain pointers and a local count, as freeze_at's
+  // stores would otherwise make the compiler reload the vectors at every link scanned.
+  LinkId* const scan = scan_links_.data();
+  std::size_t n = scan_links_.size();
+  while (n > 0) {
     // Shares are finite (unfrozen > 0), so the first link scanned replaces the infinite start.
+    const FillLink* const fill = fill_.data();
     std::size_t best = 0;
     double best_key = std::numeric_limits<double>::infinity();
     LinkId best_link = ~LinkId{0};
-    for (std::size_t i = 0; i < scan_links_.size();) {
-      const LinkId l = scan_links_[i];
-      const FillLink& fl = fill_[l];
+    for (std::size_t i = 0; i < n;) {
+      const LinkId l = scan[i];
+      const FillLink& fl = fill[l];
       if (fl.unfrozen == 0) {  // all its flows were frozen by other links
-        scan_links_[i] = scan_links_.back();
-        scan_links_.pop_back();
+        scan[i] = scan[--n];
         continue;
       }
-      const double key = fl.left / fl.unfrozen;
-      if (key < best_key || (key == best_key && l < best_link)) {
+      // The least (key, link id); most links are above the least so far, tested first.
+      if (const double key = fl.left / fl.unfrozen;
+          !(key > best_key) && (key < best_key || l < best_link)) {
         best = i;
         best_key = key;
         best_link = l;
       }
       ++i;
     }
-    if (scan_links_.empty()) break;
-    scan_links_[best] = scan_links_.back();
-    scan_links_.pop_back();
+    if (n == 0) break;
+    scan[best] = scan[--n];
     freeze_at<false>(best_link, std::max(0.0, best_key));
   }
 }
