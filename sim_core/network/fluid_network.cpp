@@ -664,7 +664,7 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
         cs.stamp = stamp_;
         cs.new_rate = -1;
         component_classes_.push_back(e.route_class);
-        for (LinkId m : route_class(e.route_class).links) visit_link(m);
+        for (LinkId m : solve_route(e.route_class, cs)) visit_link(m);
       }
       unfrozen += cs.weight;
     }
@@ -709,7 +709,7 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
     cs.bottleneck = l;
     const std::uint32_t weight = cs.weight;
     const double taken = share * static_cast<double>(weight);
-    for (LinkId m : route_class(e.route_class).links) {
+    for (LinkId m : solve_route(e.route_class, cs)) {
       fill_[m].left -= taken;
       fill_[m].unfrozen -= weight;
       if constexpr (kTouch) touch(m);
@@ -841,7 +841,7 @@ void FluidNetwork::apply_class_rates() {
     ClassSolve& cs = class_solve_[c];
     bool alone = cs.weight == 1;
     if (alone) {
-      for (LinkId m : route_class(c).links) {
+      for (LinkId m : solve_route(c, cs)) {
         if (links_[m].classes.size() != 1 || !links_[m].flows.empty()) {
           alone = false;
           break;
@@ -956,6 +956,12 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
   if (class_solve_.size() <= c) class_solve_.resize(std::size_t{c} + 1);
   class_solve_[c].group = kNoSlot;
   class_solve_[c].weight = 0;
+  class_solve_[c].hops = static_cast<std::uint32_t>(route.size());
+  if (route.size() <= kRouteStride) {
+    if (class_route_.size() < (std::size_t{c} + 1) * kRouteStride)
+      class_route_.resize((std::size_t{c} + 1) * kRouteStride);
+    std::copy(route.begin(), route.end(), class_route_.begin() + std::size_t{c} * kRouteStride);
+  }
   RouteClass& rc = route_class(c);
   rc.links.assign(route.begin(), route.end());
   rc.pos.resize(route.size());
