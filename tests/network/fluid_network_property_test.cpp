@@ -463,9 +463,9 @@ TEST(FlowProperty, ScanAndHeapFillingsGiveTheSameAllocation) {
   // the scan, and the default. Traffic: a closed loop on a star (arrivals and completions
   // interleaved, about 25 transfers per link: route classes and partial solves), links of equal
   // capacity (many ties between equally loaded links, broken by link id), random bandwidth
-  // changes (solved whole) and cancellations, plus a burst of transfers on two random leaf-spine
-  // fabrics. Checked: every transfer ends at the same nanosecond in all three runs, the rates
-  // at 60 instants are bit-identical, and equal a from-scratch MaxMinSolver solve (1e-9).
+  // changes (solved whole) and cancellations, plus a burst of transfers on two leaf-spine
+  // fabrics and on a ring. Checked: every transfer ends at the same nanosecond in all three runs,
+  // the rates at 60 instants are bit-identical, and equal a from-scratch MaxMinSolver solve (1e-9).
   struct Fabric {
     Topology topo;
     bool closed_loop;
@@ -478,6 +478,9 @@ TEST(FlowProperty, ScanAndHeapFillingsGiveTheSameAllocation) {
   fabrics.push_back({build_topology(LeafSpineSpec{
                          3, 8, 3, 1.5, LinkSpec{Bandwidth{1e9}, Time::ns(300)}, Time::ns(200)}),
                      false});
+  // A ring of 24 hosts: routes of up to 12 links, longer than the flat copy the solve's walks
+  // read (FluidNetwork::kRouteStride, 6), so classes fall back to their record's route.
+  fabrics.push_back({build_topology(RingSpec{24, LinkSpec{Bandwidth{1e9}, Time::ns(300)}}), false});
   const std::size_t modes[3] = {0, std::numeric_limits<std::size_t>::max(), 96};
   for (std::size_t f = 0; f < fabrics.size(); ++f) {
     const Topology& topo = fabrics[f].topo;
