@@ -664,7 +664,7 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
         cs.stamp = stamp_;
         cs.new_rate = -1;
         component_classes_.push_back(e.route_class);
-        for (LinkId m : route_class(e.route_class).links) visit_link(m);
+        for (LinkId m : solve_route(e.route_class, cs)) visit_link(m);
       }
       unfrozen += cs.weight;
     }
@@ -679,6 +679,87 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
   apply_rates();
 }
 
+template <bool kTouch>
+void FluidNetwork::freeze_at(LinkId l, double share) {
+  // Freezes the transfers and classes of this solve still unfrozen on l at `share`: each gives
+  // its rate to the links of its route (their capacity left and unfrozen count drop). With
+  // kTouch (the heap filling), the links whose share moved are listed in `touched_`.
+  ++fill_round_;
+  touched_.clear();
+  auto touch = [this](LinkId m) {
+    if (fill_[m].round == fill_round_) return;
+    fill_[m].round = fill_round_;
+    touched_.push_back(m);
+  };
+  for (const Entry& e : links_[l].flows) {
+    Flow& g = slot(e.flow);
+    if (g.stamp != stamp_ || g.new_rate >= 0) continue;
+    g.new_rate = share;
+    g.new_bottleneck = l;
+    for (LinkId m : g.links) {
+      fill_[m].left -= share;
+      --fill_[m].unfrozen;
+      if constexpr (kTouch) touch(m);
+    }
+  }
+  for (const ClassEntry& e : links_[l].classes) {
+    ClassSolve& cs = class_solve_[e.route_class];
+    if (cs.stamp != stamp_ || cs.new_rate >= 0) continue;
+    cs.new_rate = share;
+    cs.bottleneck = l;
+    const std::uint32_t weight = cs.weight;
+    const double taken = share * static_cast<double>(weight);
+    for (LinkId m : solve_route(e.route_class, cs)) {
+      fill_[m].left -= taken;
+      fill_[m].unfrozen -= weight;
+      if constexpr (kTouch) touch(m);
+    }
+  }
+}
+
+void FluidNetwork::fill_by_scan() {
+  // The filling of fill_in_place for a component of few links: the next link to freeze is found
+  // by scanning the links still unfrozen for the least (left / unfrozen, link id), computed
+  // afresh. That is the link the heap gives (its top is the least current share, ties on the
+  // link id: see fill_in_place), with the same share, so the filling freezes the same links in
+  // the same order at the same levels; it costs a division per unfrozen link and freeze but no
+  // key upkeep after each freeze (star 1 k, 46 links in a solve: the heap's sifts and the
+  // touched links' refresh were a quarter of the filling's instructions).
+  scan_links_.clear();
+  for (LinkId l : component_links_)
+    if (fill_[l].unfrozen != 0) scan_links_.push_back(l);
+  // The links still unfrozen are scan[0, n); plain pointers and a local count, as freeze_at's
+  // stores would otherwise make the compiler reload the vectors at every link scanned.
+  LinkId* const scan = scan_links_.data();
+  std::size_t n = scan_links_.size();
+  while (n > 0) {
+    // Shares are finite (unfrozen > 0), so the first link scanned replaces the infinite start.
+    const FillLink* const fill = fill_.data();
+    std::size_t best = 0;
+    double best_key = std::numeric_limits<double>::infinity();
+    LinkId best_link = ~LinkId{0};
+    for (std::size_t i = 0; i < n;) {
+      const LinkId l = scan[i];
+      const FillLink& fl = fill[l];
+      if (fl.unfrozen == 0) {  // all its flows were frozen by other links
+        scan[i] = scan[--n];
+        continue;
+      }
+      // The least (key, link id); most links are above the least so far, tested first.
+      if (const double key = fl.left / fl.unfrozen;
+          !(key > best_key) && (key < best_key || l < best_link)) {
+        best = i;
+        best_key = key;
+        best_link = l;
+      }
+      ++i;
+    }
+    if (n == 0) break;
+    scan[best] = scan[--n];
+    freeze_at<false>(best_link, std::max(0.0, best_key));
+  }
+}
+
 void FluidNetwork::fill_in_place() {
   // Progressive filling as in MaxMinSolver::solve (max_min.hpp: a heap of links on (share, link
   // id) with lazily refreshed keys), on the backend's lists: the transfers and classes of this
@@ -686,6 +767,13 @@ void FluidNetwork::fill_in_place() {
   // The heap holds each link's key next to its id, so a comparison reads no FillLink (a 4-ary
   // heap was tried: 2.7% more instructions on star 1 k, no gain in time). Ties break on the
   // link id, a total order, so links leave in the same order as from any heap of these keys.
+  // Why the top is the least current share: a key is the link's share when last computed, and
+  // every change of the link's share after that either recomputed it (lowered) or marked it
+  // stale (risen, the key a lower bound); a stale top is refreshed before it is taken.
+  if (component_links_.size() <= scan_fill_max_) {
+    fill_by_scan();
+    return;
+  }
   auto less = [](const FillItem& a, const FillItem& b) {
     return a.key < b.key || (a.key == b.key && a.link < b.link);
   };
@@ -704,11 +792,6 @@ void FluidNetwork::fill_in_place() {
   }
   for (std::size_t i = (fill_heap_.size() + kFillArity - 2) / kFillArity; i-- > 0;)
     heap::sift_down<kFillArity>(fill_heap_, i, less, place);
-  auto touch = [this](LinkId m) {
-    if (fill_[m].round == fill_round_) return;
-    fill_[m].round = fill_round_;
-    touched_.push_back(m);
-  };
   while (!fill_heap_.empty()) {
     const LinkId l = fill_heap_.front().link;
     FillLink& fl = fill_[l];
@@ -724,33 +807,7 @@ void FluidNetwork::fill_in_place() {
       continue;
     }
     heap::erase_at<kFillArity>(fill_heap_, 0, less, place);
-    const double share = std::max(0.0, fl.left / fl.unfrozen);
-    ++fill_round_;
-    touched_.clear();
-    for (const Entry& e : links_[l].flows) {
-      Flow& g = slot(e.flow);
-      if (g.stamp != stamp_ || g.new_rate >= 0) continue;
-      g.new_rate = share;
-      g.new_bottleneck = l;
-      for (LinkId m : g.links) {
-        fill_[m].left -= share;
-        --fill_[m].unfrozen;
-        touch(m);
-      }
-    }
-    for (const ClassEntry& e : links_[l].classes) {
-      ClassSolve& cs = class_solve_[e.route_class];
-      if (cs.stamp != stamp_ || cs.new_rate >= 0) continue;
-      cs.new_rate = share;
-      cs.bottleneck = l;
-      const std::uint32_t weight = cs.weight;
-      const double taken = share * static_cast<double>(weight);
-      for (LinkId m : route_class(e.route_class).links) {
-        fill_[m].left -= taken;
-        fill_[m].unfrozen -= weight;
-        touch(m);
-      }
-    }
+    freeze_at<true>(l, std::max(0.0, fl.left / fl.unfrozen));
     for (LinkId m : touched_) {
       FillLink& fm = fill_[m];
       if (m == l || fm.unfrozen == 0) continue;
@@ -784,8 +841,12 @@ void FluidNetwork::apply_class_rates() {
     ClassSolve& cs = class_solve_[c];
     bool alone = cs.weight == 1;
     if (alone) {
-      for (LinkId m : route_class(c).links)
-        alone = alone && links_[m].flows.empty() && links_[m].classes.size() == 1;
+      for (LinkId m : solve_route(c, cs)) {
+        if (links_[m].classes.size() != 1 || !links_[m].flows.empty()) {
+          alone = false;
+          break;
+        }
+      }
     }
     if (alone) {
       RouteClass& rc = route_class(c);
@@ -895,6 +956,12 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
   if (class_solve_.size() <= c) class_solve_.resize(std::size_t{c} + 1);
   class_solve_[c].group = kNoSlot;
   class_solve_[c].weight = 0;
+  class_solve_[c].hops = static_cast<std::uint32_t>(route.size());
+  if (route.size() <= kRouteStride) {
+    if (class_route_.size() < (std::size_t{c} + 1) * kRouteStride)
+      class_route_.resize((std::size_t{c} + 1) * kRouteStride);
+    std::copy(route.begin(), route.end(), class_route_.begin() + std::size_t{c} * kRouteStride);
+  }
   RouteClass& rc = route_class(c);
   rc.links.assign(route.begin(), route.end());
   rc.pos.resize(route.size());

@@ -115,6 +115,9 @@ class FluidNetwork final : public Network {
     std::uint64_t group_rate_changes = 0, group_entries = 0;
   };
   const SolveStats& solve_stats() const { return solve_stats_; }
+  // Route classes: components of at most this many links are filled by a scan, larger ones with
+  // a heap (both give the same allocation; tests force one or the other: 0 is always the heap).
+  void set_scan_fill_max(std::size_t links) { scan_fill_max_ = links; }
 
  private:
   enum class State : std::uint8_t { kFree, kSending, kArriving, kFailing };
@@ -219,7 +222,18 @@ class FluidNetwork final : public Network {
     double new_rate = 0;        // its rate in that solve (< 0: not yet frozen)
     LinkId bottleneck = 0;      // the link that froze it in that solve
     std::uint32_t group = ~0u;  // its rate group, or ~0u
+    std::uint32_t hops = 0;     // its route's length (the route is in class_route_ up to 6)
   };
+  // A class's route for the solve's walks: a copy in the flat `class_route_` (kRouteStride
+  // slots per class) for routes of up to kRouteStride links, else the class record's. Reading
+  // the class record's SmallVector was about a third of the gathering walk (star 1 k).
+  static constexpr std::uint32_t kRouteStride = 6;
+  std::span<const LinkId> solve_route(std::uint32_t c, const ClassSolve& cs) const {
+    if (cs.hops <= kRouteStride)
+      return {class_route_.data() + std::size_t{c} * kRouteStride, cs.hops};
+    const RouteClass& rc = route_class(c);
+    return {rc.links.begin(), rc.links.size()};
+  }
 
   std::uint32_t allocate();
   void release_slot(std::uint32_t f);
@@ -349,6 +363,14 @@ class FluidNetwork final : public Network {
   // capacity left and unfrozen count, then `fill_in_place` freezes classes and transfers.
   void solve_in_place(std::span<const LinkId> seeds, double floor);
   void fill_in_place();
+  // fill_in_place's freezing of link l's unfrozen transfers and classes at `share`, and its
+  // filling by a scan instead of a heap for components of at most kScanFillMax links.
+  template <bool kTouch>
+  void freeze_at(LinkId l, double share);
+  void fill_by_scan();
+  // 96: the benchmark's star (64 links) is scanned, fabrics of hundreds of links use the heap.
+  static constexpr std::size_t kScanFillMax = 96;
+  std::size_t scan_fill_max_ = kScanFillMax;
   // Gives the solved classes and transfers their new rates and events (apply_class_rates), then
   // refreshes the links' busy periods.
   void apply_rates();
@@ -460,7 +482,8 @@ class FluidNetwork final : public Network {
   static constexpr std::size_t kFillArity = 2;
   std::vector<FillItem> fill_heap_;
   std::vector<ClassSolve> class_solve_;  // by route class, sized as classes are made
-  std::vector<LinkId> touched_;
+  std::vector<LinkId> class_route_;      // kRouteStride slots per route class (solve_route)
+  std::vector<LinkId> touched_, scan_links_;
   std::uint32_t fill_round_ = 0;
   struct Rated {
     double rate, weight;
