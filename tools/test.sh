@@ -14,8 +14,8 @@ echo "== build (Release) and test"
 # and builds twice from cold, and most of a test file's compile time is the shared front end of
 # gtest/json/abseil/scenario headers. Measured 2026-12-06 (2-core VM, load 3-9): the 8 files of
 # serving's first batch cost 82.4 CPU s compiled one by one and 31.4 CPU s as one TU; the whole
-# tests/ part of a cold Release build 669 CPU s (23 unity TUs, 25 single files, 20 links) against
-# about 954 for its 159 files compiled one by one, see docs/performance.md ("CI time").
+# tests/ part of a cold Release build 669 CPU s (23 unity TUs for 94 files, 25 single files, 20
+# links); the figure without unity was not re-measured, see docs/performance.md ("CI time").
 bash tools/build.sh build -DMLSIM_BUILD_BENCH=ON
 (cd build && ctest --output-on-failure -j2 --timeout 600)
 
