@@ -10,6 +10,12 @@ find sim_core models cli tests bench fuzz -name '*.cpp' -o -name '*.hpp' -o -nam
   xargs clang-format --dry-run --Werror
 
 echo "== build (Release) and test"
+# The test binaries are unity builds (tests/CMakeLists.txt, batches of 8 files): CI has no ccache
+# and builds twice from cold, and most of a test file's compile time is the shared front end of
+# gtest/json/abseil/scenario headers. Measured 2026-12-06 (2-core VM, load 3-9): the 8 files of
+# serving's first batch cost 82.4 CPU s compiled one by one and 31.4 CPU s as one TU; the whole
+# tests/ part of a cold Release build 669 CPU s (23 unity TUs for 94 files, 25 single files, 20
+# links); the figure without unity was not re-measured, see docs/performance.md ("CI time").
 bash tools/build.sh build -DMLSIM_BUILD_BENCH=ON
 (cd build && ctest --output-on-failure -j2 --timeout 600)
 
