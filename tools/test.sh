@@ -21,8 +21,9 @@ bash tools/build.sh build -DMLSIM_BUILD_BENCH=ON
 
 echo "== benchmarks compile and run briefly (smoke)"
 # One small case per binary: the engine at 100 and 1000 pending, the network's "Small" cases, the
-# ring at 256 nodes on the flow backend, serving's continuous-batching run, strict JSON at 1 MiB.
-smoke='/100$|/1000$|Small|nodes:256/flow:1|continuous|Strict[A-Za-z]*/1$'
+# ring at 256 nodes on the flow backend, serving's continuous-batching run, strict JSON at 1 MiB,
+# AutoPipe's DP planner on VGG16.
+smoke='/100$|/1000$|Small|nodes:256/flow:1|continuous|Strict[A-Za-z]*/1$|dp_plan/profile:0/slow:0$'
 for b in build/bench/mlsim_bench_*; do
   [ -x "$b" ] || continue
   if ! "$b" --benchmark_list_tests --benchmark_filter="$smoke" | grep -q .; then
