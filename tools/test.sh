@@ -3,13 +3,17 @@
 # AddressSanitizer + UBSan, and the claims regression (`mlsim check`) when claims exist.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase is stamped with the wall clock and seconds since the start, so a CI log shows where
+# the time goes.
+start=$SECONDS
+phase() { echo "== [$(date -u +%H:%M:%S), +$((SECONDS - start)) s] $*"; }
 bash tools/setup-debian.sh
 
-echo "== formatting (clang-format, .clang-format)"
+phase "formatting (clang-format, .clang-format)"
 find sim_core models cli tests bench fuzz -name '*.cpp' -o -name '*.hpp' -o -name '*.cc' | sort |
   xargs clang-format --dry-run --Werror
 
-echo "== build (Release) and test"
+phase "build (Release) and test"
 # The test binaries are unity builds (tests/CMakeLists.txt, batches of 8 files): CI has no ccache
 # and builds twice from cold, and most of a test file's compile time is the shared front end of
 # gtest/json/abseil/scenario headers. Measured 2026-12-06 (2-core VM, load 3-9): the 8 files of
@@ -19,7 +23,7 @@ echo "== build (Release) and test"
 bash tools/build.sh build -DMLSIM_BUILD_BENCH=ON
 (cd build && ctest --output-on-failure -j2 --timeout 600)
 
-echo "== benchmarks compile and run briefly (smoke)"
+phase "benchmarks compile and run briefly (smoke)"
 # One small case per binary: the engine at 100 and 1000 pending, the network's "Small" cases, the
 # ring at 256 nodes on the flow backend, serving's continuous-batching run, strict JSON at 1 MiB,
 # AutoPipe's DP planner on VGG16.
@@ -34,11 +38,11 @@ for b in build/bench/mlsim_bench_*; do
 done
 
 if [ -f results/claims.json ] && ./build/cli/mlsim check --help >/dev/null 2>&1; then
-  echo "== claims regression"
+  phase "claims regression"
   ./build/cli/mlsim check --claims results/claims.json -j 2
 fi
 
-echo "== AddressSanitizer + UBSan build and test"
+phase "AddressSanitizer + UBSan build and test"
 # Debug (asserts on) at -O1 with line tables only, as ASan's documentation recommends for usable
 # speed; stack traces keep file and line. Measured 2026-12-05 on the 2-core machine under load:
 # the suite below took 415 CPU s (about 900 at -O0; the two-rack INA scenario 25 s, was 164 s),
@@ -53,3 +57,4 @@ bash tools/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j2 --timeout 900 -LE slow \
     -E 'Ring4096/|Routing.LazyPerDestinationOnLargeRing|ValidateAgreesWithRun.EveryShipped')
+phase "done"
