@@ -564,8 +564,7 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
           job->iterations > 0
               ? static_cast<double>(job->iterations)
               : std::max(1.0, std::round(job->work.seconds() / models[m].reference_iteration_s));
-      const std::size_t stages =
-          job->stages > 0 ? static_cast<std::size_t>(job->stages) : models[m].pipeline.stages;
+      const std::size_t stages = models[m].stages_for(job->stages);
       if (stages > 1) {
         // A pipeline: at least min(stages, W) stages of one replica, each worker running a
         // forward and a backward per micro-batch, an activation and its gradient per boundary.

@@ -77,8 +77,7 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
     return false;
   }
   const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
-  const std::size_t stages =
-      job.stages > 0 ? static_cast<std::size_t>(job.stages) : m.pipeline.stages;
+  const std::size_t stages = m.stages_for(job.stages);
   if (stages > 1) return start_pipeline(job, hosts, stages, std::move(done), std::move(failed));
   training::JobSpec spec;
   spec.parameters = m.parameters;

@@ -84,6 +84,11 @@ struct TrainingModel {
     training::PipelineSchedule::Kind schedule = training::PipelineSchedule::Kind::kOneFOneB;
     std::size_t micro_batches = 1;  // per replica and iteration
   } pipeline;
+  // The stages a job of this model runs: a listed job's `stages` (JobSpec::stages, 0 when it
+  // gives none), else the model's.
+  std::size_t stages_for(int job_stages) const {
+    return job_stages > 0 ? static_cast<std::size_t>(job_stages) : pipeline.stages;
+  }
 };
 
 struct CommunicationParams {
