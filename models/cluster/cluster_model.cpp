@@ -102,19 +102,38 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
         throw InputError(e.path_of("model"),
                          "unknown model '" + model + "' (workload.training.models: " + known + ")");
     }
+    if (e.has("planner")) {
+      if (j.model < 0) throw InputError(e.path_of("planner"), "needs the job's model (\"model\")");
+      const TrainingModel& tm = training->models[static_cast<std::size_t>(j.model)];
+      j.planner = static_cast<int>(parse_stage_planner(e.string("planner"), e.path_of("planner")));
+      if (!tm.has_pipeline())
+        throw InputError(e.path_of("planner"),
+                         "model '" + tm.name +
+                             "' has no pipeline (its op schedule and micro-batches): give it "
+                             "workload.training.models[].pipeline");
+    }
     if (e.has("stages")) {
       if (j.model < 0) throw InputError(e.path_of("stages"), "needs the job's model (\"model\")");
       const TrainingModel& tm = training->models[static_cast<std::size_t>(j.model)];
       j.stages = static_cast<int>(e.integer("stages", 1, 1024));
-      if (j.stages > 1 && tm.pipeline.stages <= 1)
+      if (j.stages > 1 && !tm.has_pipeline())
         throw InputError(e.path_of("stages"),
                          "model '" + tm.name +
                              "' has no pipeline (its op schedule and micro-batches): give it "
                              "workload.training.models[].pipeline");
+      if (j.stages > 1 && tm.planner_for(j.planner) != StagePlanner::kEven)
+        throw InputError(e.path_of("stages"),
+                         std::string("the planner \"") +
+                             stage_planner_name(tm.planner_for(j.planner)) +
+                             "\" chooses the stages (1: data parallel; or \"planner\": \"even\")");
       if (static_cast<std::size_t>(j.stages) > tm.parameters.size())
         throw InputError(e.path_of("stages"),
                          "more stages than model '" + tm.name + "' has layers");
     }
+    if (j.model >= 0 && j.stages != 1 && j.planner == static_cast<int>(StagePlanner::kEven) &&
+        training->models[static_cast<std::size_t>(j.model)].stages_for(j.stages) < 1)
+      throw InputError(e.path_of("planner"),
+                       "the even split needs a stage count: give the job's \"stages\"");
     if (training && e.has("iterations")) {
       if (e.has("duration"))
         throw InputError(e.path_of("duration"), "give either duration or iterations, not both");
@@ -377,10 +396,27 @@ std::shared_ptr<CommunicationParams> read_training(
         throw InputError(m.path_of("pipeline"),
                          "pipeline stages over in-network aggregation are not modelled (a stage's "
                          "replicas would need an aggregation switch program of their own)");
-      t.pipeline.stages = static_cast<std::size_t>(pl.integer("stages", 1, 1024));
-      if (t.pipeline.stages > t.parameters.size())
-        throw InputError(pl.path_of("stages"), "more stages than the profile's " +
-                                                   std::to_string(t.parameters.size()) + " layers");
+      // "even" (the default) needs the stage count; a planner of models/pipeline chooses it.
+      if (pl.has("planner"))
+        t.pipeline.planner = parse_stage_planner(pl.string("planner"), pl.path_of("planner"));
+      if (t.pipeline.planner == StagePlanner::kEven) {
+        t.pipeline.stages = static_cast<std::size_t>(pl.integer("stages", 1, 1024));
+        if (t.pipeline.stages > t.parameters.size())
+          throw InputError(
+              pl.path_of("stages"),
+              "more stages than the profile's " + std::to_string(t.parameters.size()) + " layers");
+        if (pl.has("straight"))
+          throw InputError(pl.path_of("straight"),
+                           "only with a planner (pipedream, dp, exact): the even split gives "
+                           "every stage the same replicas");
+      } else {
+        if (pl.has("stages"))
+          throw InputError(pl.path_of("stages"),
+                           std::string("the planner \"") + stage_planner_name(t.pipeline.planner) +
+                               "\" chooses the stages and their replicas over the job's hosts");
+        t.pipeline.stages = 0;
+        t.pipeline.straight = pl.boolean_or("straight", false);
+      }
       t.pipeline.schedule = pl.choice("schedule", {"1f1b", "gpipe"}) == "gpipe"
                                 ? training::PipelineSchedule::Kind::kGPipe
                                 : training::PipelineSchedule::Kind::kOneFOneB;
@@ -516,12 +552,39 @@ void check_events(const PlatformEvents& events) {
   // (ClusterSimulation::on_job_failed); both are requeued or dropped by system.on_failure.
 }
 
+}  // namespace
+
+double sync_transfers_per_chunk(const std::string& sync, int workers) {
+  const auto w = static_cast<double>(workers);
+  if (workers < 2) return 0;
+  if (sync == "ring") return 2 * (w - 1) * w;  // 2(W-1) steps, each a transfer out of every worker
+  // tree: every non-root sends the chunk up once and receives it down once (tree.cpp); rat: per
+  // piece n - r gathers, r - 1 reductions up, r - 1 broadcasts down, n - r scatters, 2(n - 1)
+  // (rat.cpp); ps: a push and a pull for each worker but the one colocated with the chunk's
+  // server (a chunk sliced over several servers sends more).
+  if (sync == "tree" || sync == "rat" || sync == "ps") return 2 * (w - 1);
+  // Another strategy (in-network aggregation): at least one transfer from each other worker.
+  return w - 1;
+}
+
+double sync_bytes_per_gradient_byte(const std::string& sync, int workers) {
+  const auto w = static_cast<double>(workers);
+  if (workers < 2) return 0;
+  // ring: 2(W-1) steps of W transfers of 1/W of the chunk; tree, rat: 2(W-1) transfers of the
+  // whole chunk; ps (colocated servers): every worker pushes and pulls all of it, W of each,
+  // the colocated one's through no link but still counted by the strategy.
+  if (sync == "ring" || sync == "tree" || sync == "rat") return 2 * (w - 1);
+  if (sync == "ps") return 2 * w;
+  return w - 1;
+}
+
 // Lower bounds of the detailed mode's work (budget.hpp), from one pass over the job source (a
 // trace is streamed, as in the run): a job of G GPUs spans at least ceil(G / the largest
 // host's GPUs) hosts; on W >= 2 hosts every iteration computes forward and backward of every
-// layer on every worker, and sends each gradient chunk over the network at least 2(W-1) times
-// (ps: a push and a pull per remote worker of the chunk's server; ring: 2(W-1) steps of W
-// transfers; another strategy: at least one transfer from each of the W-1 other workers).
+// layer on every worker, and sends each gradient chunk over the network
+// sync_transfers_per_chunk times (exact for ring, tree and rat, a lower bound for ps and
+// in-network aggregation). Until 2026-12-06 tree and rat were counted W - 1, half their
+// transfers.
 void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
                    WorkEstimate& estimate) {
   if (!p.communication) return;
@@ -564,20 +627,26 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
           job->iterations > 0
               ? static_cast<double>(job->iterations)
               : std::max(1.0, std::round(job->work.seconds() / models[m].reference_iteration_s));
-      const std::size_t stages = models[m].stages_for(job->stages);
-      if (stages > 1) {
-        // A pipeline: at least min(stages, W) stages of one replica, each worker running a
-        // forward and a backward per micro-batch, an activation and its gradient per boundary.
-        const double p = std::min(static_cast<double>(stages), w);
+      if (models[m].runs_pipeline(job->stages, job->planner)) {
         const auto mb = static_cast<double>(models[m].pipeline.micro_batches);
+        if (models[m].planner_for(job->planner) != StagePlanner::kEven) {
+          // A planner's configuration is known only once placed: at least one stage, every
+          // micro-batch's forward and backward on it, and maybe nothing to send (one stage
+          // whose replicas' all-reduce is not counted).
+          least_e = std::min(least_e, iterations * 2 * mb);
+          least_t = std::min(least_t, 0.0);
+          continue;
+        }
+        // The even split: at least min(stages, W) stages of one replica, each worker running
+        // a forward and a backward per micro-batch, an activation and its gradient per
+        // boundary.
+        const double p = std::min(static_cast<double>(models[m].stages_for(job->stages)), w);
         least_t = std::min(least_t, iterations * 2 * (p - 1) * mb);
         least_e = std::min(least_e, iterations * 2 * mb * p);
         continue;
       }
-      const double per_chunk = models[m].sync == "ring" ? 2 * (w - 1) * w
-                               : models[m].sync == "ps" ? 2 * (w - 1)
-                                                        : w - 1;
-      least_t = std::min(least_t, iterations * chunks[m] * per_chunk);
+      least_t = std::min(least_t,
+                         iterations * chunks[m] * sync_transfers_per_chunk(models[m].sync, hosts));
       least_e =
           std::min(least_e, iterations * 2 * static_cast<double>(models[m].parameters.size()) * w);
     }
@@ -591,6 +660,8 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
       {events, fmt::format("forward and backward ops of {} jobs spanning several hosts", spanning),
        key});
 }
+
+namespace {
 
 // The detailed mode's runner beside the cluster simulation (declared first: it outlives it).
 class ClusterRun {

@@ -2,6 +2,7 @@
 // The "cluster" model's scenario sections and its Model (docs/cluster.md).
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "models/cluster/cluster_sim.hpp"
 #include "models/cluster/communication_mode.hpp"
@@ -30,5 +31,19 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
                                 const std::filesystem::path& scenario_dir);
 
 std::unique_ptr<Model> make_cluster_model(ModelSetup& setup);
+
+// What the gradient synchronisation `sync` (a training core strategy's name) sends per chunk of
+// a data-parallel job on `workers` hosts (none on one): network transfers (exact for ring, tree
+// and rat, a lower bound for ps and in-network aggregation) and bytes per gradient byte (exact
+// for ring, tree, rat and ps as the strategies count them, sim_core/collectives).
+double sync_transfers_per_chunk(const std::string& sync, int workers);
+double sync_bytes_per_gradient_byte(const std::string& sync, int workers);
+
+// The detailed mode's lower bounds of its work (budget.hpp) into `estimate`, from one pass over
+// the job source: each job spanning hosts, its compute ops and its gradient transfers; throws
+// an InputError at workload.jobs for a job in-network aggregation cannot hold (over 32 hosts).
+// Nothing in the job-level mode. make_cluster_model calls it; public for tests.
+void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
+                   WorkEstimate& estimate);
 
 }  // namespace mlsim::cluster

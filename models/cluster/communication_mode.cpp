@@ -4,9 +4,38 @@
 #include <cmath>
 
 #include "models/cluster/pipeline_job.hpp"
+#include "models/pipeline/autopipe_planner.hpp"
+#include "models/pipeline/dp_planner.hpp"
+#include "models/pipeline/pipedream_partitioner.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/network/host_access_links.hpp"
 
 namespace mlsim::cluster {
+
+const char* stage_planner_name(StagePlanner p) {
+  switch (p) {
+    case StagePlanner::kEven:
+      return "even";
+    case StagePlanner::kPipeDream:
+      return "pipedream";
+    case StagePlanner::kDp:
+      return "dp";
+    case StagePlanner::kExact:
+      return "exact";
+  }
+  return "?";
+}
+
+StagePlanner parse_stage_planner(const std::string& name, const std::string& where) {
+  std::string known;
+  for (StagePlanner p :
+       {StagePlanner::kEven, StagePlanner::kPipeDream, StagePlanner::kDp, StagePlanner::kExact}) {
+    if (name == stage_planner_name(p)) return p;
+    known += (known.empty() ? "" : ", ") + std::string(stage_planner_name(p));
+  }
+  throw InputError(where, "unknown planner \"" + name + "\" (known: " + known +
+                              "; models/pipeline's rl planner is not offered here)");
+}
 
 struct CommunicationMode::Live {
   Live(Engine& engine, Compute& compute, training::JobSpec spec, const TrainingModel& m)
@@ -77,8 +106,8 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
     return false;
   }
   const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
-  const std::size_t stages = m.stages_for(job.stages);
-  if (stages > 1) return start_pipeline(job, hosts, stages, std::move(done), std::move(failed));
+  if (m.runs_pipeline(job.stages, job.planner))
+    return start_pipeline(job, hosts, std::move(done), std::move(failed));
   training::JobSpec spec;
   spec.parameters = m.parameters;
   spec.workers.assign(hosts.begin(), hosts.end());
@@ -159,16 +188,73 @@ void CommunicationMode::launch(const JobSpec& job, std::unique_ptr<Live> live,
     go();
 }
 
-// A pipeline job (pipeline_job.hpp): the first stages x replicas hosts of the placement, in
-// placement order, stage by stage; each op and activation at stages / M of the profile's (an
-// iteration processes one profiled batch per host, in M micro-batches per replica).
+StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingModel& m,
+                                           std::span<const NodeId> hosts) const {
+  const StagePlanner planner = m.planner_for(job.planner);
+  if (planner == StagePlanner::kEven)
+    return split_stages(m.reference_layer_s, m.stages_for(job.stages), hosts.size());
+  // models/pipeline's planners over the job's hosts as placed, each host with its own GPU's
+  // layer times (speed 1: the cluster model has no speed changes) and its access links' current
+  // bandwidth and latencies. They plan one profiled batch per minibatch, as the pipeline model
+  // does; the run's micro-batch is a fraction of it (start_pipeline), which scales compute and
+  // activations alike but not the all-reduce of a replicated stage [assumed: the plan for a
+  // profiled batch is kept].
+  MLSIM_CHECK(links_ != nullptr, "a planned pipeline job needs the run's link conditions");
+  std::vector<pipeline::LayerCost> layers;
+  for (std::size_t l = 0; l < m.parameters.size(); ++l)
+    layers.push_back({0, 0,  // the planners read each host's own layer times (below)
+                      static_cast<double>(m.activation_bytes[l]),
+                      static_cast<double>(m.parameters[l] * m.bytes_per_parameter)});
+  pipeline::Conditions c;
+  for (NodeId h : hosts) {
+    MLSIM_CHECK(h < m.times.size() && m.times[h], "no layer times for a worker host");
+    pipeline::StageHost sh;
+    for (const LayerSeconds& s : *m.times[h]) {
+      sh.forward_s.push_back(s.forward);
+      sh.backward_s.push_back(s.backward);
+    }
+    c.hosts.push_back(std::move(sh));
+    const AccessLinks a = host_access_links(links_->topology(), h, "a cluster node");
+    c.bandwidth.push_back(
+        std::min(links_->bandwidth(a.up).bytes_per_s, links_->bandwidth(a.down).bytes_per_s));
+    c.latency_out.push_back(links_->latency(a.up).seconds());
+    c.latency_in.push_back(links_->latency(a.down).seconds());
+  }
+  // GPipe is timed with a flush every M micro-batches of a replica, where the run flushes once
+  // per iteration (N / r of them): N depends on the replicas the planner is choosing [assumed:
+  // the planner's group is M, not measured against the run's].
+  const pipeline::PlannerOptions o{m.pipeline.straight,
+                                   {m.pipeline.schedule, m.pipeline.micro_batches}};
+  pipeline::Partition p;
+  switch (planner) {
+    case StagePlanner::kPipeDream:
+      p = pipeline::pipedream_partition(layers, c, {m.pipeline.straight, std::nullopt});
+      break;
+    case StagePlanner::kDp:
+      p = pipeline::dp_plan(layers, c, o).partition;
+      break;
+    default:
+      p = pipeline::autopipe_plan(layers, c, o).partition;
+  }
+  StageLayout layout;
+  layout.first_layer = p.first;
+  for (std::size_t s = 0; s < p.stages(); ++s) layout.replicas.push_back(p.replication(s));
+  return layout;
+}
+
+// A pipeline job (pipeline_job.hpp): the first hosts of the placement, in placement order, stage
+// by stage, as many as its planner's stages have replicas. An iteration processes one profiled
+// batch per host used in N = M x L micro-batches (L the least common multiple of the stages'
+// replicas, so that every replica of a stage gets N / r of them), so each op and activation
+// takes hosts used / N of the profile's (stages / M when every stage has as many replicas).
 bool CommunicationMode::start_pipeline(const JobSpec& job, std::span<const NodeId> hosts,
-                                       std::size_t stages, std::function<void()> done,
+                                       std::function<void()> done,
                                        std::function<void(Failure)> failed) {
   const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
-  StageLayout layout = split_stages(m.reference_layer_s, stages, hosts.size());
+  StageLayout layout = plan_stages(job, m, hosts);
   const std::size_t micro_batches = m.pipeline.micro_batches;
-  const double scale = static_cast<double>(layout.stages()) / static_cast<double>(micro_batches);
+  const double scale = static_cast<double>(layout.workers()) /
+                       static_cast<double>(micro_batches * layout.rounds_multiple());
   training::JobSpec spec;
   spec.parameters = m.parameters;
   spec.workers.assign(hosts.begin(), hosts.begin() + static_cast<std::ptrdiff_t>(layout.workers()));
@@ -179,11 +265,15 @@ bool CommunicationMode::start_pipeline(const JobSpec& job, std::span<const NodeI
     MLSIM_CHECK(h < m.times.size() && m.times[h], "no layer times for a worker host");
     std::vector<training::LayerSeconds> t;
     for (const LayerSeconds& s : *m.times[h]) t.push_back({s.forward * scale, s.backward * scale});
-    const std::size_t stage = w / layout.replicas;
+    std::size_t stage = 0;
+    while (layout.first_worker(stage + 1) <= w) ++stage;
+    const std::size_t r = layout.replicas[stage];
     double per_iteration = 0;
     for (std::size_t l = layout.first_layer[stage]; l < layout.first_layer[stage + 1]; ++l)
       per_iteration += t[l].forward + t[l].backward;
-    slowest = std::max(slowest, per_iteration * static_cast<double>(micro_batches));
+    // Its micro-batches: N / r (round-robin over the stage's replicas).
+    const std::size_t mine = micro_batches * layout.rounds_multiple() / r;
+    slowest = std::max(slowest, per_iteration * static_cast<double>(mine));
     spec.layer_seconds.push_back(std::move(t));
   }
   auto live = std::make_unique<Live>(engine_, compute_, std::move(spec), m);
@@ -331,7 +421,8 @@ void CommunicationMode::observe(std::uint64_t id, const Live& live, TrainingReco
   if (live.pipeline) {
     r.stage_first_layer = live.pipeline->layout().first_layer;
     r.replicas = live.pipeline->layout().replicas;
-    r.micro_batches = live.pipeline->schedule().micro_batches() / r.replicas;
+    r.micro_batches =
+        live.pipeline->schedule().micro_batches() / live.pipeline->layout().rounds_multiple();
     r.gpipe = live.pipeline->schedule().kind() == training::PipelineSchedule::Kind::kGPipe;
     r.activation_bytes_sent = live.pipeline->activation_bytes_sent();
     r.activation_bytes_delivered = live.pipeline->activation_bytes_delivered();

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "models/cluster/job_runner.hpp"
+#include "models/cluster/pipeline_job.hpp"
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/ina_fabric.hpp"
 #include "models/training/gradient_path.hpp"
@@ -50,6 +51,17 @@
 #include "sim_core/network/network.hpp"
 
 namespace mlsim::cluster {
+
+// How a pipeline job's layers and hosts are cut into stages (`pipeline.planner`, or a listed
+// job's `planner`): "even" (split_stages, pipeline_job.hpp: equal compute, equal replicas, the
+// default), or one of models/pipeline's planners over the job's hosts as placed: "pipedream"
+// (PipeDream's optimizer, pipedream_partitioner.hpp), "dp" (the dynamic program over the
+// bottleneck time, dp_planner.hpp) or "exact" (AutoPipe's reference: the branch and bound over
+// the schedule's timing model, autopipe_planner.hpp). The numbering is JobSpec::planner's.
+enum class StagePlanner { kEven = 0, kPipeDream = 1, kDp = 2, kExact = 3 };
+const char* stage_planner_name(StagePlanner p);
+// The planner named `name`; an InputError at `where` naming the known ones otherwise.
+StagePlanner parse_stage_planner(const std::string& name, const std::string& where);
 
 // A training model the jobs may run (workload.training.models[i]).
 struct TrainingModel {
@@ -76,18 +88,39 @@ struct TrainingModel {
   // stages are cut), and the bytes of its output activation for one profiled batch.
   std::vector<double> reference_layer_s;
   std::vector<std::int64_t> activation_bytes;
-  // Pipeline parallelism (`pipeline`; stages 1: data parallel, the default). A job of this model
-  // on H hosts runs min(stages, H) stages of floor(H / stages) replicas each
-  // (pipeline_job.hpp: split_stages), a list job's `stages` overriding the count.
+  // Pipeline parallelism (`pipeline`; stages 1: data parallel, the default). With the "even"
+  // planner a job of this model on H hosts runs min(stages, H) stages of floor(H / stages)
+  // replicas each (pipeline_job.hpp: split_stages), a list job's `stages` overriding the count;
+  // with another planner the planner of models/pipeline chooses the stages and each one's
+  // replicas over all H hosts (stages 0 here: the planner's).
   struct Pipeline {
     std::size_t stages = 1;
     training::PipelineSchedule::Kind schedule = training::PipelineSchedule::Kind::kOneFOneB;
-    std::size_t micro_batches = 1;  // per replica and iteration
+    // M: per replica and iteration when every stage has as many replicas (in general the
+    // iteration's micro-batches are M x the least common multiple of the stages' replicas).
+    std::size_t micro_batches = 1;
+    StagePlanner planner = StagePlanner::kEven;
+    bool straight = false;  // the planners: one host per stage (PipeDream's --straight_pipeline)
   } pipeline;
-  // The stages a job of this model runs: a listed job's `stages` (JobSpec::stages, 0 when it
-  // gives none), else the model's.
+  // Whether the model has a pipeline (its op schedule and micro-batches) at all.
+  bool has_pipeline() const {
+    return pipeline.stages > 1 || pipeline.planner != StagePlanner::kEven;
+  }
+  // The stages a job of this model runs with the "even" planner: a listed job's `stages`
+  // (JobSpec::stages, 0 when it gives none), else the model's.
   std::size_t stages_for(int job_stages) const {
     return job_stages > 0 ? static_cast<std::size_t>(job_stages) : pipeline.stages;
+  }
+  // The planner a job of this model uses: a listed job's `planner` (JobSpec::planner, -1 when
+  // it gives none), else the model's.
+  StagePlanner planner_for(int job_planner) const {
+    return job_planner >= 0 ? static_cast<StagePlanner>(job_planner) : pipeline.planner;
+  }
+  // Whether a job runs as a pipeline: a listed job's `stages: 1` makes it data parallel; else
+  // a planner, or more than one stage with the even split.
+  bool runs_pipeline(int job_stages, int job_planner) const {
+    if (job_stages == 1) return false;
+    return planner_for(job_planner) != StagePlanner::kEven || stages_for(job_stages) > 1;
   }
 };
 
@@ -122,7 +155,8 @@ struct TrainingRecord {
   // A pipeline job (stage_first_layer empty for a data-parallel one): its layout, micro-batches
   // per replica and iteration, and its activation and activation-gradient messages.
   std::vector<std::size_t> stage_first_layer;
-  std::size_t replicas = 1, micro_batches = 1;
+  std::vector<std::size_t> replicas;  // per stage
+  std::size_t micro_batches = 1;      // M: N / L per iteration (pipeline_job.hpp)
   bool gpipe = false;
   std::int64_t activation_bytes_sent = 0, activation_bytes_delivered = 0;
 };
@@ -155,8 +189,11 @@ class CommunicationMode final : public JobRunner {
 
  private:
   struct Live;
-  bool start_pipeline(const JobSpec& job, std::span<const NodeId> hosts, std::size_t stages,
-                      std::function<void()> done, std::function<void(Failure)> failed);
+  bool start_pipeline(const JobSpec& job, std::span<const NodeId> hosts, std::function<void()> done,
+                      std::function<void(Failure)> failed);
+  // The stages of a pipeline job of model `m` on `hosts` (its planner's, pipeline_job.hpp).
+  StageLayout plan_stages(const JobSpec& job, const TrainingModel& m,
+                          std::span<const NodeId> hosts) const;
   // Registers a started job (its core set up) and starts it once its strategy is ready.
   void launch(const JobSpec& job, std::unique_ptr<Live> live, double compute_only_s,
               std::function<void()> done, std::function<void(Failure)> failed);

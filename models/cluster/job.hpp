@@ -27,6 +27,9 @@ struct JobSpec {
   std::uint64_t iterations = 0;
   // Pipeline stages (0 = the model's `pipeline.stages`; 1 = data parallel): a listed job's.
   int stages = 0;
+  // Its pipeline planner (-1 = the model's; else a StagePlanner, communication_mode.hpp): a
+  // listed job's `planner`.
+  int planner = -1;
 };
 
 }  // namespace mlsim::cluster

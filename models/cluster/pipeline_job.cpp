@@ -13,7 +13,7 @@ StageLayout split_stages(const std::vector<double>& layer_s, std::size_t stages,
   MLSIM_CHECK(stages >= 1 && hosts >= 1 && layers >= 1, "a pipeline needs stages, hosts, layers");
   stages = std::min({stages, hosts, layers});
   StageLayout out;
-  out.replicas = hosts / stages;
+  out.replicas.assign(stages, hosts / stages);
   const double total = std::accumulate(layer_s.begin(), layer_s.end(), 0.0);
   out.first_layer.push_back(0);
   double before = 0;  // compute of the layers before `l`
@@ -27,6 +27,18 @@ StageLayout split_stages(const std::vector<double>& layer_s, std::size_t stages,
   }
   out.first_layer.push_back(layers);
   return out;
+}
+
+std::size_t StageLayout::first_worker(std::size_t stage) const {
+  std::size_t w = 0;
+  for (std::size_t s = 0; s < stage; ++s) w += replicas[s];
+  return w;
+}
+
+std::size_t StageLayout::rounds_multiple() const {
+  std::size_t l = 1;
+  for (std::size_t r : replicas) l = std::lcm(l, r);
+  return l;
 }
 
 // The replicas of stage s (the core's workers first .. first + replicas) and its layers, as one
@@ -77,14 +89,18 @@ PipelineJob::PipelineJob(Engine& engine, Network& network, training::DataParalle
       core_(core),
       layout_(std::move(layout)),
       options_(std::move(options)),
-      // GPipe: one flush per iteration (a group as large as a replica's micro-batches).
-      schedule_(options_.schedule, layout_.first_layer,
-                std::vector<std::size_t>(layout_.stages(), layout_.replicas),
-                core.spec().workers.size(), options_.micro_batches * layout_.replicas,
-                options_.micro_batches),
+      // GPipe: one flush per iteration (a group as large as the iteration, so every replica's
+      // micro-batches are one group, however many it gets).
+      schedule_(options_.schedule, layout_.first_layer, layout_.replicas,
+                core.spec().workers.size(), options_.micro_batches * layout_.rounds_multiple(),
+                options_.micro_batches * layout_.rounds_multiple()),
       messages_(engine, network, {options_.sync.costs, options_.sync.host, 0}, options_.sync.links),
       on_failed_(std::move(on_failed)) {
   MLSIM_CHECK(core.spec().workers.size() == layout_.workers(), "a core worker per stage replica");
+  MLSIM_CHECK(
+      layout_.replicas.size() == layout_.stages() &&
+          std::find(layout_.replicas.begin(), layout_.replicas.end(), 0) == layout_.replicas.end(),
+      "every stage needs a replica");
   MLSIM_CHECK(options_.boundary_bytes.size() + 1 == layout_.stages(), "a size per boundary");
   // Deferred by the owner (it runs inside the network's delivery).
   auto failed = [this] {
@@ -94,18 +110,18 @@ PipelineJob::PipelineJob(Engine& engine, Network& network, training::DataParalle
   };
   messages_.set_failure_callback(failed);
   for (std::size_t s = 0; s < layout_.stages(); ++s) {
-    if (layout_.replicas < 2) {
+    const std::size_t replicas = layout_.replicas[s];
+    if (replicas < 2) {
       stages_.push_back(nullptr);
       continue;
     }
-    const std::size_t first = s * layout_.replicas;
-    auto stage =
-        std::make_unique<Stage>(engine, core, first, layout_.replicas, layout_.first_layer[s],
-                                layout_.first_layer[s + 1], options_);
+    const std::size_t first = layout_.first_worker(s);
+    auto stage = std::make_unique<Stage>(engine, core, first, replicas, layout_.first_layer[s],
+                                         layout_.first_layer[s + 1], options_);
     training::SyncOptions o = options_.sync;
     o.workers.assign(core.spec().workers.begin() + static_cast<std::ptrdiff_t>(first),
                      core.spec().workers.begin() + static_cast<std::ptrdiff_t>(first) +
-                         static_cast<std::ptrdiff_t>(layout_.replicas));
+                         static_cast<std::ptrdiff_t>(replicas));
     o.servers = o.workers;  // colocated parameter servers (ps only), as a data-parallel job's
     o.layer_parameters.assign(
         core.spec().parameters.begin() + static_cast<std::ptrdiff_t>(layout_.first_layer[s]),

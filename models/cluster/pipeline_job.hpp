@@ -1,8 +1,8 @@
 #pragma once
 // A pipeline-parallel job of the cluster's detailed mode (docs/cluster.md, "Pipeline-parallel
 // jobs"): the hosts its placement gave it split into stages, each stage a contiguous range of
-// the model's layers run by `replicas` hosts, the training core's PipelineSchedule (1F1B or
-// GPipe, models/training/pipeline_schedule.hpp) ordering every worker's ops. This class is the
+// the model's layers run by its own number of replicas, the training core's PipelineSchedule (1F1B
+// or GPipe, models/training/pipeline_schedule.hpp) ordering every worker's ops. This class is the
 // job's GradientSink and OpObserver on the core:
 //   - each forward's activation and each backward's gradient goes to the replica of the next or
 //     previous stage that runs the micro-batch, as one point-to-point message of the collective
@@ -12,7 +12,8 @@
 //     own scheduler and strategy (ps, ring, tree, rat), one gradient path per stage over the
 //     stage's replicas and layers; a stage of one replica updates locally (nothing to send).
 // The same division of work as models/pipeline's PipelineTraining (its op_done and
-// gradient_ready), without its planners: the stage boundaries here are fixed when the job starts.
+// gradient_ready), without its re-planning: the stages (the even split, or one of the pipeline
+// model's planners, CommunicationMode::plan_stages) are fixed when the job starts.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,26 +29,35 @@
 namespace mlsim::cluster {
 
 // Where the stages are: stage s holds layers [first_layer[s], first_layer[s + 1]) and runs on
-// `replicas` consecutive hosts of the placement.
+// replicas[s] consecutive hosts of the placement, after the earlier stages' (PipeDream's hybrid:
+// a stage of several replicas is data parallel inside, its replicas take micro-batches
+// round-robin and synchronise the stage's weight gradients among themselves).
 struct StageLayout {
   std::vector<std::size_t> first_layer;  // stages + 1 entries
-  std::size_t replicas = 1;              // per stage
+  std::vector<std::size_t> replicas;     // per stage, each at least 1
   std::size_t stages() const { return first_layer.size() - 1; }
-  std::size_t workers() const { return stages() * replicas; }
+  std::size_t first_worker(std::size_t stage) const;  // the replicas of the stages before it
+  std::size_t workers() const { return first_worker(stages()); }
+  // The least common multiple of the stages' replicas: an iteration's micro-batches are a
+  // multiple of it, so every replica of a stage gets as many (its replicas' synchronisation
+  // waits for each of them every round).
+  std::size_t rounds_multiple() const;
 };
 
-// `stages` stages over `hosts` hosts (at least one each: fewer hosts, fewer stages) and the
-// layers of per-layer compute `layer_s` (forward + backward): every stage gets floor(hosts /
-// stages) replicas (the placement's remaining hosts idle), and stage s ends at the first layer
-// boundary where the compute before it reaches s / stages of the whole, keeping a layer for every
-// stage.
+// The "even" planner: `stages` stages over `hosts` hosts (at least one each: fewer hosts, fewer
+// stages) and the layers of per-layer compute `layer_s` (forward + backward): every stage gets
+// floor(hosts / stages) replicas (the placement's remaining hosts idle), and stage s ends at the
+// first layer boundary where the compute before it reaches s / stages of the whole, keeping a
+// layer for every stage.
 StageLayout split_stages(const std::vector<double>& layer_s, std::size_t stages, std::size_t hosts);
 
 class PipelineJob final : public training::GradientSink, public training::OpObserver {
  public:
   struct Options {
     training::PipelineSchedule::Kind schedule = training::PipelineSchedule::Kind::kOneFOneB;
-    std::size_t micro_batches = 1;  // per replica and iteration
+    // Per iteration: micro_batches x layout.rounds_multiple() (so M per replica when every
+    // stage has as many replicas; a replica of a stage with fewer runs more, round-robin).
+    std::size_t micro_batches = 1;
     // Per boundary s (between stage s and s + 1): bytes of one micro-batch's activation (and of
     // its gradient, the same size).
     std::vector<std::int64_t> boundary_bytes;

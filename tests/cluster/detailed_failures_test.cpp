@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 
@@ -47,6 +48,26 @@ TrainingModel model(const Topology& topology, const std::string& scheduler, cons
   return m;
 }
 
+// `layers` (forward, backward, parameters, activation bytes) as a pipeline model: the even split
+// into `stages` when `planner` is kEven, else the planner's stages.
+TrainingModel failures_pipeline_model(
+    const Topology& topology, const std::string& scheduler, const std::string& sync,
+    const std::vector<std::tuple<double, double, std::int64_t, std::int64_t>>& layers,
+    StagePlanner planner, std::size_t stages, training::PipelineSchedule::Kind schedule,
+    std::size_t micro_batches, training::SchedulerConfig config) {
+  std::vector<std::tuple<double, double, std::int64_t>> compute;
+  for (const auto& [f, b, p, a] : layers) compute.emplace_back(f, b, p);
+  TrainingModel m = model(topology, scheduler, sync, compute, config);
+  for (const auto& [f, b, p, a] : layers) {
+    m.reference_layer_s.push_back(f + b);
+    m.activation_bytes.push_back(a);
+  }
+  m.name += std::string("_") + stage_planner_name(planner);
+  m.pipeline = {planner == StagePlanner::kEven ? stages : 0, schedule, micro_batches, planner,
+                false};
+  return m;
+}
+
 // Two leaves of two hosts under one spine, each leaf's one uplink at the hosts' 4e6 B/s.
 Topology two_leaves() {
   return build_topology(
@@ -69,6 +90,7 @@ struct FailureRun {
       params.models.push_back(model(p.topology, "fifo", "ring", {{1.0, 1.0, M}}));
     mode = std::make_unique<CommunicationMode>(p.engine, p.network, p.compute, params,
                                                RandomStream(seed, "models"));
+    mode->set_links(&links);  // the pipeline planners read the links as they are
     sim = std::make_unique<ClusterSimulation>(p.engine, std::move(c), std::move(source), 1, &health,
                                               p.topology.hosts());
     sim->set_runner(mode.get());
@@ -258,12 +280,16 @@ TEST(DetailedFailures, TheRunnerReportsAFailedCollectiveOnce) {
 }
 
 // Random job streams under random failures of hosts, switches (leaves cut their hosts off,
-// spines reroute) and host links, every one repaired, with both failure policies:
+// spines reroute) and host links, every one repaired, with both failure policies; data-parallel
+// jobs and pipeline jobs (the even split, and stages and replicas chosen by the dp, pipedream and
+// exact planners; ring, ps and tree within stages):
 //   - every job is reported exactly once: finished, or dropped with a reason (requeue: every
 //     job that fits the pool finishes);
 //   - every attempt the runner ended unfinished is counted once (killed or failed), and the
-//     finished attempt of a job applied every update exactly once per iteration and delivered
-//     exactly what its strategy implies;
+//     finished attempt of a job applied every update exactly once per iteration (a pipeline
+//     worker its own stage's layers once per round) and delivered exactly what its strategy
+//     implies (a pipeline: each stage's gradient per round among its replicas, and every
+//     micro-batch's activation and gradient across every boundary);
 //   - the network delivered exactly what the attempts' strategies delivered, has nothing in
 //     flight, and no job is left running.
 TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
@@ -273,6 +299,7 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
   };
   auto uniform = [&](double a, double b) { return std::uniform_real_distribution<>(a, b)(rng); };
   std::uint64_t killed_total = 0, failed_total = 0;
+  std::size_t pipelines_finished = 0, replicated_stages = 0;
   for (int trial = 0; trial < 12; ++trial) {
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
     ClusterParams c = one_type(6, 2, trial % 2 ? Policy::kEasyBackfill : Policy::kFcfs);
@@ -297,6 +324,26 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
                   : training::SchedulerConfig{integer(1, M), integer(1, 3 * M)};
           out.push_back(model(topology, scheduler, sync, layers, config));
         }
+      // Pipeline jobs: the even split, and planners choosing replicated stages.
+      using Kind = training::PipelineSchedule::Kind;
+      const std::vector<std::tuple<const char*, const char*, StagePlanner, std::size_t, Kind>>
+          pipelines = {{"fifo", "ring", StagePlanner::kEven, 2, Kind::kOneFOneB},
+                       {"fifo", "ps", StagePlanner::kDp, 0, Kind::kGPipe},
+                       {"bytescheduler", "ring", StagePlanner::kPipeDream, 0, Kind::kOneFOneB},
+                       {"fifo", "tree", StagePlanner::kExact, 0, Kind::kOneFOneB}};
+      for (const auto& [scheduler, sync, planner, stages, kind] : pipelines) {
+        std::vector<std::tuple<double, double, std::int64_t, std::int64_t>> layers;
+        for (std::int64_t l = integer(2, 4); l > 0; --l)
+          layers.emplace_back(uniform(0.01, 0.2), uniform(0.01, 0.2), integer(1, M),
+                              integer(1, 400'000));
+        const training::SchedulerConfig config =
+            std::string(scheduler) == "fifo"
+                ? training::SchedulerConfig{}
+                : training::SchedulerConfig{integer(1, M), integer(1, 3 * M)};
+        out.push_back(failures_pipeline_model(topology, scheduler, sync, layers, planner, stages,
+                                              kind, static_cast<std::size_t>(integer(1, 2)),
+                                              config));
+      }
       return out;
     };
     FailureRun r(build_topology(LeafSpineSpec{
@@ -343,19 +390,64 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
     std::uint64_t killed = 0, failed = 0;
     std::map<std::uint64_t, int> finished_attempts;
     for (const TrainingRecord& t : r.trained) {
-      delivered += t.bytes_delivered;
+      delivered += t.bytes_delivered + t.activation_bytes_delivered;
       if (t.outcome == TrainingRecord::Outcome::kKilled) ++killed;
       if (t.outcome == TrainingRecord::Outcome::kFailed) ++failed;
       if (t.outcome != TrainingRecord::Outcome::kFinished) continue;
       ++finished_attempts[t.id];
-      for (const auto& worker : t.updates)
-        for (std::size_t u : worker) EXPECT_EQ(u, t.iterations);
-      const auto w = static_cast<std::int64_t>(t.hosts.size());
-      const std::int64_t per_iteration =
-          r.params.models[static_cast<std::size_t>(t.model)].sync == "ring"
-              ? 2 * (w - 1) * t.gradient_bytes
-              : 2 * w * t.gradient_bytes;
-      EXPECT_EQ(t.bytes_delivered, per_iteration * static_cast<std::int64_t>(t.iterations));
+      const TrainingModel& m = r.params.models[static_cast<std::size_t>(t.model)];
+      // Bytes a strategy moves per round among `n` workers (colocated servers for ps).
+      const auto per_round = [&](std::int64_t n, std::int64_t bytes) {
+        return n < 2 ? 0 : (m.sync == "ps" ? 2 * n : 2 * (n - 1)) * bytes;
+      };
+      const auto iterations = static_cast<std::int64_t>(t.iterations);
+      if (t.stage_first_layer.empty()) {
+        for (const auto& worker : t.updates)
+          for (std::size_t u : worker) EXPECT_EQ(u, t.iterations);
+        EXPECT_EQ(
+            t.bytes_delivered,
+            per_round(static_cast<std::int64_t>(t.hosts.size()), t.gradient_bytes) * iterations);
+        continue;
+      }
+      // A pipeline attempt: every replica of stage s ran N / r_s micro-batches an iteration
+      // (N = M x the replicas' least common multiple) and applied its own layers' update once
+      // per backward (1F1B) or once per iteration (GPipe), the other layers' never; the stage's
+      // strategy moved its gradient once per round among the replicas; the activations and
+      // their gradients crossed every boundary once per micro-batch each way.
+      ++pipelines_finished;
+      const std::size_t stages = t.stage_first_layer.size() - 1;
+      ASSERT_EQ(t.replicas.size(), stages);
+      std::size_t lcm = 1, used = 0;
+      for (std::size_t q : t.replicas) {
+        lcm = std::lcm(lcm, q);
+        used += q;
+        replicated_stages += q > 1 ? 1 : 0;
+      }
+      ASSERT_EQ(t.hosts.size(), used);
+      const std::size_t n = t.micro_batches * lcm;
+      const double scale = static_cast<double>(used) / static_cast<double>(n);
+      std::int64_t gradient = 0, activations = 0;
+      std::size_t w = 0;
+      for (std::size_t s = 0; s < stages; ++s) {
+        const std::size_t rounds = t.gpipe ? 1 : n / t.replicas[s];
+        std::int64_t stage_bytes = 0;
+        for (std::size_t l = t.stage_first_layer[s]; l < t.stage_first_layer[s + 1]; ++l)
+          stage_bytes += m.parameters[l] * m.bytes_per_parameter;
+        gradient += per_round(static_cast<std::int64_t>(t.replicas[s]), stage_bytes) *
+                    static_cast<std::int64_t>(rounds) * iterations;
+        if (s + 1 < stages)
+          activations +=
+              2 * static_cast<std::int64_t>(n) * iterations *
+              std::llround(static_cast<double>(m.activation_bytes[t.stage_first_layer[s + 1] - 1]) *
+                           scale);
+        for (std::size_t q = 0; q < t.replicas[s]; ++q, ++w)
+          for (std::size_t l = 0; l < m.parameters.size(); ++l) {
+            const bool own = l >= t.stage_first_layer[s] && l < t.stage_first_layer[s + 1];
+            EXPECT_EQ(t.updates[w][l], own ? rounds * t.iterations : 0u);
+          }
+      }
+      EXPECT_EQ(t.bytes_delivered, gradient);
+      EXPECT_EQ(t.activation_bytes_delivered, activations);
     }
     // A job spanning hosts that finished did so in exactly one simulated attempt.
     for (const JobRecord& j : r.records)
@@ -372,7 +464,10 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
     killed_total += killed;
     failed_total += failed;
   }
-  // The failures did hit simulated jobs, both ways (else the properties above say little).
+  // The failures did hit simulated jobs, both ways (else the properties above say little), and
+  // pipeline jobs, some with replicated stages, finished among them.
   EXPECT_GT(killed_total, 0u);
   EXPECT_GT(failed_total, 0u);
+  EXPECT_GT(pipelines_finished, 0u);
+  EXPECT_GT(replicated_stages, 0u);
 }

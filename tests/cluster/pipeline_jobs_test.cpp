@@ -9,6 +9,7 @@
 
 #include "models/cluster/communication_mode.hpp"
 #include "models/cluster/pipeline_job.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "tests/cluster/test_support.hpp"
 #include "tests/support/platform_bench.hpp"
 
@@ -67,14 +68,24 @@ TEST(PipelineJobs, StagesSplitTheComputeAndTheHosts) {
   // 1 + 1 + 2 = 4 s; half is 2 s, reached after layer 1: stages [0, 2), [2, 3).
   StageLayout l = split_stages({1, 1, 2}, 2, 5);
   EXPECT_EQ(l.first_layer, (std::vector<std::size_t>{0, 2, 3}));
-  EXPECT_EQ(l.replicas, 2u);  // 5 hosts, 2 stages: the fifth idles
+  EXPECT_EQ(l.replicas, (std::vector<std::size_t>{2, 2}));  // 5 hosts, 2 stages: the fifth idles
+  EXPECT_EQ(l.workers(), 4u);
+  EXPECT_EQ(l.rounds_multiple(), 2u);
   // One heavy first layer: thirds at 4 and 8 of 12 s are both passed at layer 0, yet every
   // stage keeps a layer.
   l = split_stages({10, 1, 1}, 3, 3);
   EXPECT_EQ(l.first_layer, (std::vector<std::size_t>{0, 1, 2, 3}));
   l = split_stages({1, 1, 1, 1}, 4, 2);  // two hosts: two stages of one replica
   EXPECT_EQ(l.first_layer, (std::vector<std::size_t>{0, 2, 4}));
-  EXPECT_EQ(l.replicas, 1u);
+  EXPECT_EQ(l.replicas, (std::vector<std::size_t>{1, 1}));
+  // Replicas per stage: stage s starts after the earlier stages' replicas; an iteration's
+  // micro-batches are a multiple of every stage's replicas.
+  l.replicas = {2, 3, 1};
+  l.first_layer = {0, 1, 2, 3};
+  EXPECT_EQ(l.first_worker(1), 2u);
+  EXPECT_EQ(l.first_worker(2), 5u);
+  EXPECT_EQ(l.workers(), 6u);
+  EXPECT_EQ(l.rounds_multiple(), 6u);
 }
 
 // One job of two layers (forward 2 s, backward 4 s, 1M parameters, a 4 MB activation each, as
@@ -131,6 +142,66 @@ TEST(PipelineJobs, TwoStageJobAloneTakesTheHandWorkedTime) {
     EXPECT_EQ(out.metrics().at("activation_bytes_delivered"), 16 * M);
     EXPECT_EQ(p.network.totals().bytes_delivered.count, 16 * M);
   }
+}
+
+// PipeDream's hybrid in a cluster job: a stage replicated over two hosts whose replicas
+// all-reduce the stage's weights, chosen by PipeDream's optimizer (planner "pipedream") on a star
+// of three hosts at 4e6 B/s, no latency. Profile: layer 0 forward 4 s, backward 8 s, 1M
+// parameters (4 MB), an 8 MB activation; layer 1 forward 2 s, backward 4 s, 1M parameters.
+// PipeDream's objective (pipedream_partitioner.hpp), B = 4e6 B/s:
+//   layer 0 on 2 replicas, layer 1 on 1: max((12 + 4 x 1 x 4 MB / (2 B)) / 2, 6) = max(7, 6) = 7;
+//   one stage on 3 replicas: (18 + 4 x 2 x 8 MB / (3 B)) / 3 = 7.78; layer 0 on 1 host: 12.
+// So stage 0 = layer 0 on hosts 0, 1 (workers 0, 1), stage 1 = layer 1 on host 2.
+// The run, GPipe with M = 3: an iteration has M x lcm(2, 1) = 6 micro-batches and one profiled
+// batch per host, so each is 3 / 6 of a batch: stage 0 F = 2, B = 4, stage 1 F = 1, B = 2, an
+// activation (or its gradient) 4 MB. Host 0 runs m0, m2, m4, host 1 m1, m3, m5 (round-robin).
+//   Stage 0 forwards in [0, 2], [2, 4], [4, 6] on both hosts; at 2, 4 and 6 two activations share
+//   host 2's downlink (2e6 B/s each): they arrive at 4, 6 and 8.
+//   Host 2: F m0 [4, 5], m1 [5, 6], m2 [6, 7], m3 [7, 8], m4 [8, 9], m5 [9, 10]; then B m0
+//   [10, 12], m1 [12, 14], ..., m5 [20, 22], each gradient 1 s alone on its uplink: at 13 (host
+//   0), 15 (host 1), 17, 19, 21, 23.
+//   Host 0: B m0 [13, 17], m2 [17, 21], m4 [21, 25]; host 1: B m1 [15, 19], m3 [19, 23],
+//   m5 [23, 27]. The flush hands layer 0's gradient over at 25 and 27; the ring all-reduce of
+//   4 MB over two replicas is 2 steps of 2 MB, 0.5 s each: [27, 28]. The job ends at 28 s.
+// Compute alone: each host's 18 s. Traffic: 12 messages of 4 MB (48 MB of activations) and the
+// ring's 2 x (2 - 1) x 4 MB = 8 MB.
+TEST(PipelineJobs, TwoStageJobWithAReplicatedStageTakesTheHandWorkedTime) {
+  test::PlatformBench p(
+      build_topology(StarSpec{3, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
+  LinkConditions links(p.topology, p.network);
+  CommunicationParams params;
+  TrainingModel m =
+      model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1, Kind::kGPipe, 3);
+  m.pipeline.stages = 0;
+  m.pipeline.planner = StagePlanner::kPipeDream;
+  params.models.push_back(m);
+  CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+  mode.set_links(&links);
+  std::vector<TrainingRecord> records;
+  mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
+  JobSpec job;
+  job.work = Time::s(18);
+  mode.admit(job);
+  EXPECT_EQ(job.iterations, 1u);
+  double ended = -1;
+  const std::vector<NodeId> hosts = p.topology.hosts();
+  ASSERT_EQ(hosts.size(), 3u);
+  ASSERT_TRUE(mode.start(
+      job, hosts, 0, [&] { ended = p.engine.now().seconds(); },
+      [](JobRunner::Failure) { FAIL() << "no failure here"; }));
+  p.engine.run();
+  EXPECT_DOUBLE_EQ(ended, 28);
+  ASSERT_EQ(records.size(), 1u);
+  const TrainingRecord& r = records[0];
+  EXPECT_EQ(r.stage_first_layer, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(r.replicas, (std::vector<std::size_t>{2, 1}));
+  EXPECT_EQ(r.micro_batches, 3u);
+  EXPECT_DOUBLE_EQ(r.compute_only_s, 18);
+  EXPECT_EQ(r.activation_bytes_delivered, 48 * M);
+  EXPECT_EQ(r.bytes_delivered, 8 * M);
+  // One flush: each replica of stage 0 applied layer 0's update once, host 2 layer 1's.
+  EXPECT_EQ(r.updates, (std::vector<std::vector<std::size_t>>{{1, 0}, {1, 0}, {0, 1}}));
+  EXPECT_EQ(p.network.totals().bytes_delivered.count, 56 * M);
 }
 
 // Random streams of data-parallel and pipeline jobs (1F1B and GPipe, 2 or 3 stages, 1-4
@@ -229,8 +300,10 @@ TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOn
       }
       ++pipelines;
       const std::size_t stages = t.stage_first_layer.size() - 1;
-      const auto r = static_cast<std::int64_t>(t.replicas);
-      ASSERT_EQ(t.hosts.size(), stages * t.replicas);
+      ASSERT_EQ(t.replicas.size(), stages);
+      const auto r = static_cast<std::int64_t>(t.replicas[0]);
+      for (std::size_t q : t.replicas) ASSERT_EQ(q, t.replicas[0]);  // the even split
+      ASSERT_EQ(t.hosts.size(), stages * t.replicas[0]);
       EXPECT_EQ(t.micro_batches, m.pipeline.micro_batches);
       const auto mb = static_cast<std::int64_t>(t.micro_batches);
       const std::int64_t rounds = iterations * (t.gpipe ? 1 : mb);
@@ -244,10 +317,10 @@ TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOn
           activations += 2 * iterations * mb * r *
                          m.activation_bytes[t.stage_first_layer[s + 1] - 1] *
                          static_cast<std::int64_t>(stages) / mb;
-        for (std::size_t q = 0; q < t.replicas; ++q)
+        for (std::size_t q = 0; q < t.replicas[s]; ++q)
           for (std::size_t l = 0; l < m.parameters.size(); ++l) {
             const bool own = l >= t.stage_first_layer[s] && l < t.stage_first_layer[s + 1];
-            EXPECT_EQ(t.updates[s * t.replicas + q][l],
+            EXPECT_EQ(t.updates[s * t.replicas[s] + q][l],
                       own ? static_cast<std::size_t>(rounds) : 0u);
           }
       }

@@ -609,3 +609,116 @@ TEST(ClusterScenario, ListedPipelineJobsRunBesideDataParallelOnesAndTheirKeysAre
   e["workload"]["training"]["models"][0]["pipeline"]["schedule"] = "interleaved";
   expect_error(e, "workload.training.models[0].pipeline.schedule");
 }
+
+// The work estimate's gradient transfers (estimate_work) against what the detailed mode sends:
+// one listed AlexNet job of 2 iterations on 5 one-GPU hosts (FIFO: one chunk per layer with
+// parameters), its model's sync set to each strategy. Per chunk and iteration a ring sends
+// 2(W-1) steps of W transfers (40), a tree and RAT 2(W-1) = 8 (each chunk whole: up to a
+// parent or aggregator and back down), PS at least a push and a pull per remote worker (8, a
+// lower bound: AlexNet's large layers are sliced over every server). Bytes: 2(W-1) x
+// the gradient for ring, tree and RAT, 2W for PS. Tree and RAT were estimated at W - 1 = 4
+// transfers until 2026-12-06.
+TEST(ClusterScenario, WorkEstimateCountsEachStrategysTransfersAndBytes) {
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_ina_two_racks.json";
+  std::ifstream in(file);
+  json doc = json::parse(in);
+  doc.erase("variants");
+  doc.erase("baseline");
+  doc["system"].erase("ina");
+  doc["workload"]["training"]["models"][0]["sync"] = "ring";
+  doc["workload"]["jobs"] = json::parse(R"({"source": "list", "list": [
+      {"submit": "0s", "gpus": 5, "model": "alexnet", "iterations": 2}]})");
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  for (const std::string sync : {"ring", "tree", "rat", "ps"}) {
+    SCOPED_TRACE(sync);
+    json d = doc;
+    d["workload"]["training"]["models"][1]["sync"] = sync;
+    const LoadedScenario s =
+        load_scenario_text(d.dump(), ScenarioRequest{file, {}, {}}, registries);
+    PreparedRun prepared(s, registries);
+    json resolved = s.resolved;
+    JsonReader system(resolved["system"], "system");
+    JsonReader workload(resolved["workload"], "workload");
+    const ModelParams params = read_cluster_params(
+        system, workload, s.hardware, prepared.topology(), prepared.node_hardware(), s.dir());
+    WorkEstimate estimate;
+    estimate_work(params, 1, 16, estimate);
+    const RunOutput out = prepared.run();
+    const TrainingModel& alexnet = params.communication->models[1];
+    double chunks = 0, gradient = 0;
+    for (std::int64_t p : alexnet.parameters) {
+      chunks += p > 0 ? 1 : 0;
+      gradient += static_cast<double>(p * alexnet.bytes_per_parameter);
+    }
+    ASSERT_GT(chunks, 0);
+    const double sent = static_cast<double>(out.info.network.transfers_delivered);
+    EXPECT_EQ(out.info.network.transfers_failed, 0u);
+    EXPECT_EQ(estimate.total_transfers(), 2 * chunks * sync_transfers_per_chunk(sync, 5));
+    if (sync == "ps") {
+      // A lower bound: it leaves out the push and pull of the colocated server, and a layer
+      // larger than bigarray_bound is sliced over every server (more transfers).
+      EXPECT_LT(estimate.total_transfers(), sent);
+    } else {
+      EXPECT_EQ(estimate.total_transfers(), sent);
+    }
+    EXPECT_EQ(out.results.metrics().at("gradient_bytes_delivered"),
+              2 * gradient * sync_bytes_per_gradient_byte(sync, 5));
+    EXPECT_EQ(out.results.metrics().at("detailed_iterations"), 2);
+  }
+}
+
+// Pipeline planners (docs/cluster.md, "Pipeline-parallel jobs"): a model's `pipeline.planner`,
+// a listed job's `planner` overriding it, and every bad value or combination named by its path.
+TEST(ClusterScenario, PipelinePlannersComeFromTheModelOrTheJobAndAreCheckedByPath) {
+  const std::filesystem::path file = kSource / "workloads/scenarios/cluster_philly_fat_tree.json";
+  std::ifstream in(file);
+  json d = json::parse(in);
+  const Registries registries = mlsim::test::registries_with(register_cluster);
+  d["workload"]["training"]["models"][0]["pipeline"] =
+      json::parse(R"({"planner": "dp", "schedule": "1f1b", "micro_batches": 2})");
+  d["workload"]["jobs"] = json::parse(R"({"source": "list", "list": [
+      {"submit": "0s", "gpus": 12, "model": "vgg16_ring_fifo", "iterations": 1},
+      {"submit": "0s", "gpus": 12, "model": "vgg16_ring_fifo", "iterations": 1,
+       "planner": "pipedream"},
+      {"submit": "0s", "gpus": 12, "model": "vgg16_ring_fifo", "iterations": 1,
+       "planner": "exact"},
+      {"submit": "0s", "gpus": 8, "model": "vgg16_ring_fifo", "iterations": 1,
+       "planner": "even", "stages": 2},
+      {"submit": "0s", "gpus": 8, "model": "vgg16_ring_fifo", "iterations": 1, "stages": 1}]})");
+  const auto m = mlsim::test::run_json(d, registries, file).results.metrics();
+  EXPECT_EQ(m.at("jobs_finished"), 5);
+  EXPECT_EQ(m.at("detailed_jobs_simulated"), 5);
+  EXPECT_EQ(m.at("detailed_pipeline_jobs"), 4);
+  EXPECT_EQ(m.at("detailed_jobs_stalled"), 0);
+
+  const auto expect_error = [&](const json& doc, const std::string& text) {
+    const std::string e = mlsim::test::prepare_error(doc, registries, file);
+    EXPECT_NE(e.find(text), std::string::npos) << e;
+  };
+  json e = d;
+  e["workload"]["training"]["models"][0]["pipeline"]["planner"] = "greedy";
+  expect_error(e, "workload.training.models[0].pipeline.planner: unknown planner \"greedy\"");
+  e = d;
+  e["workload"]["training"]["models"][0]["pipeline"]["stages"] = 2;  // the planner's choice
+  expect_error(e, "workload.training.models[0].pipeline.stages");
+  e = d;
+  e["workload"]["training"]["models"][0]["pipeline"]["planner"] = "even";  // needs stages
+  expect_error(e, "workload.training.models[0].pipeline.stages");
+  e = d;
+  e["workload"]["training"]["models"][0]["pipeline"] =
+      json::parse(R"({"stages": 2, "schedule": "1f1b", "micro_batches": 2, "straight": true})");
+  expect_error(e, "workload.training.models[0].pipeline.straight");
+  e = d;
+  e["workload"]["jobs"]["list"][1]["planner"] = "rl";
+  expect_error(e, "workload.jobs.list[1].planner: unknown planner \"rl\"");
+  e = d;
+  e["workload"]["jobs"]["list"][0]["stages"] = 2;  // the model's dp planner chooses them
+  expect_error(e, "workload.jobs.list[0].stages");
+  e = d;
+  e["workload"]["jobs"]["list"][3].erase("stages");  // even, and the model gives no count
+  expect_error(e, "workload.jobs.list[3].planner");
+  e = d;
+  e["workload"]["jobs"]["list"][0]["model"] = "resnet50_ring_bytescheduler";  // no pipeline
+  e["workload"]["jobs"]["list"][0]["planner"] = "dp";
+  expect_error(e, "workload.jobs.list[0].planner");
+}
