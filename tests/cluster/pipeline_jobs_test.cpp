@@ -151,57 +151,75 @@ TEST(PipelineJobs, TwoStageJobAloneTakesTheHandWorkedTime) {
 // PipeDream's objective (pipedream_partitioner.hpp), B = 4e6 B/s:
 //   layer 0 on 2 replicas, layer 1 on 1: max((12 + 4 x 1 x 4 MB / (2 B)) / 2, 6) = max(7, 6) = 7;
 //   one stage on 3 replicas: (18 + 4 x 2 x 8 MB / (3 B)) / 3 = 7.78; layer 0 on 1 host: 12.
-// So stage 0 = layer 0 on hosts 0, 1 (workers 0, 1), stage 1 = layer 1 on host 2.
-// The run, GPipe with M = 3: an iteration has M x lcm(2, 1) = 6 micro-batches and one profiled
-// batch per host, so each is 3 / 6 of a batch: stage 0 F = 2, B = 4, stage 1 F = 1, B = 2, an
-// activation (or its gradient) 4 MB. Host 0 runs m0, m2, m4, host 1 m1, m3, m5 (round-robin).
+// So stage 0 = layer 0 on hosts 0, 1 (workers 0, 1), stage 1 = layer 1 on host 2. An iteration
+// has N = M x lcm(2, 1) = 2M micro-batches and one profiled batch per host used, so each is
+// 3 / N of a batch; host 0 runs the even micro-batches, host 1 the odd ones (round-robin). The
+// ring all-reduce of layer 0's 4 MB over the two replicas is 2 steps of 2 MB, 0.5 s each.
+// GPipe, M = 3 (6 micro-batches of half a batch: stage 0 F = 2, B = 4, stage 1 F = 1, B = 2,
+// an activation or its gradient 4 MB):
 //   Stage 0 forwards in [0, 2], [2, 4], [4, 6] on both hosts; at 2, 4 and 6 two activations share
 //   host 2's downlink (2e6 B/s each): they arrive at 4, 6 and 8.
 //   Host 2: F m0 [4, 5], m1 [5, 6], m2 [6, 7], m3 [7, 8], m4 [8, 9], m5 [9, 10]; then B m0
 //   [10, 12], m1 [12, 14], ..., m5 [20, 22], each gradient 1 s alone on its uplink: at 13 (host
 //   0), 15 (host 1), 17, 19, 21, 23.
 //   Host 0: B m0 [13, 17], m2 [17, 21], m4 [21, 25]; host 1: B m1 [15, 19], m3 [19, 23],
-//   m5 [23, 27]. The flush hands layer 0's gradient over at 25 and 27; the ring all-reduce of
-//   4 MB over two replicas is 2 steps of 2 MB, 0.5 s each: [27, 28]. The job ends at 28 s.
-// Compute alone: each host's 18 s. Traffic: 12 messages of 4 MB (48 MB of activations) and the
-// ring's 2 x (2 - 1) x 4 MB = 8 MB.
+//   m5 [23, 27]. The flush hands layer 0's gradient over at 25 and 27: the all-reduce [27, 28].
+//   The job ends at 28 s; each replica of stage 0 updates once, host 2 once.
+// 1F1B, M = 1 (2 micro-batches of 1.5 batches: stage 0 F = 6, B = 12, stage 1 F = 3, B = 6, an
+// activation 12 MB; in-flight limits 2 for stage 0, 1 for stage 1):
+//   Hosts 0, 1: F m0, F m1 in [0, 6]; both activations share host 2's downlink: at 12.
+//   Host 2: F m0 [12, 15], B m0 [15, 21] (gradient at host 0 at 24), F m1 [21, 24], B m1 [24, 30]
+//   (at host 1 at 33).
+//   Host 0: B m0 [24, 36]; host 1: B m1 [33, 45]; the round's all-reduce [45, 46]: the job ends
+//   at 46 s; each replica of stage 0 updates once (one backward each), host 2 twice.
+// Compute alone: each host's 18 s either way. Traffic: 48 MB of activations and their
+// gradients, the ring's 2 x (2 - 1) x 4 MB = 8 MB.
 TEST(PipelineJobs, TwoStageJobWithAReplicatedStageTakesTheHandWorkedTime) {
-  test::PlatformBench p(
-      build_topology(StarSpec{3, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
-  LinkConditions links(p.topology, p.network);
-  CommunicationParams params;
-  TrainingModel m =
-      model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1, Kind::kGPipe, 3);
-  m.pipeline.stages = 0;
-  m.pipeline.planner = StagePlanner::kPipeDream;
-  params.models.push_back(m);
-  CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
-  mode.set_links(&links);
-  std::vector<TrainingRecord> records;
-  mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
-  JobSpec job;
-  job.work = Time::s(18);
-  mode.admit(job);
-  EXPECT_EQ(job.iterations, 1u);
-  double ended = -1;
-  const std::vector<NodeId> hosts = p.topology.hosts();
-  ASSERT_EQ(hosts.size(), 3u);
-  ASSERT_TRUE(mode.start(
-      job, hosts, 0, [&] { ended = p.engine.now().seconds(); },
-      [](JobRunner::Failure) { FAIL() << "no failure here"; }));
-  p.engine.run();
-  EXPECT_DOUBLE_EQ(ended, 28);
-  ASSERT_EQ(records.size(), 1u);
-  const TrainingRecord& r = records[0];
-  EXPECT_EQ(r.stage_first_layer, (std::vector<std::size_t>{0, 1, 2}));
-  EXPECT_EQ(r.replicas, (std::vector<std::size_t>{2, 1}));
-  EXPECT_EQ(r.micro_batches, 3u);
-  EXPECT_DOUBLE_EQ(r.compute_only_s, 18);
-  EXPECT_EQ(r.activation_bytes_delivered, 48 * M);
-  EXPECT_EQ(r.bytes_delivered, 8 * M);
-  // One flush: each replica of stage 0 applied layer 0's update once, host 2 layer 1's.
-  EXPECT_EQ(r.updates, (std::vector<std::vector<std::size_t>>{{1, 0}, {1, 0}, {0, 1}}));
-  EXPECT_EQ(p.network.totals().bytes_delivered.count, 56 * M);
+  struct Case {
+    Kind kind;
+    std::size_t micro_batches;
+    double end;
+    std::size_t last_stage_updates;
+  };
+  for (const Case& c : std::vector<Case>{{Kind::kGPipe, 3, 28, 1}, {Kind::kOneFOneB, 1, 46, 2}}) {
+    SCOPED_TRACE(c.kind == Kind::kGPipe ? "gpipe" : "1f1b");
+    test::PlatformBench p(
+        build_topology(StarSpec{3, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
+    LinkConditions links(p.topology, p.network);
+    CommunicationParams params;
+    TrainingModel m = model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1,
+                            c.kind, c.micro_batches);
+    m.pipeline.stages = 0;
+    m.pipeline.planner = StagePlanner::kPipeDream;
+    params.models.push_back(m);
+    CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+    mode.set_links(&links);
+    std::vector<TrainingRecord> records;
+    mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
+    JobSpec job;
+    job.work = Time::s(18);
+    mode.admit(job);
+    EXPECT_EQ(job.iterations, 1u);
+    double ended = -1;
+    const std::vector<NodeId> hosts = p.topology.hosts();
+    ASSERT_EQ(hosts.size(), 3u);
+    ASSERT_TRUE(mode.start(
+        job, hosts, 0, [&] { ended = p.engine.now().seconds(); },
+        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
+    p.engine.run();
+    EXPECT_DOUBLE_EQ(ended, c.end);
+    ASSERT_EQ(records.size(), 1u);
+    const TrainingRecord& r = records[0];
+    EXPECT_EQ(r.stage_first_layer, (std::vector<std::size_t>{0, 1, 2}));
+    EXPECT_EQ(r.replicas, (std::vector<std::size_t>{2, 1}));
+    EXPECT_EQ(r.micro_batches, c.micro_batches);
+    EXPECT_DOUBLE_EQ(r.compute_only_s, 18);
+    EXPECT_EQ(r.activation_bytes_delivered, 48 * M);
+    EXPECT_EQ(r.bytes_delivered, 8 * M);
+    EXPECT_EQ(r.updates,
+              (std::vector<std::vector<std::size_t>>{{1, 0}, {1, 0}, {0, c.last_stage_updates}}));
+    EXPECT_EQ(p.network.totals().bytes_delivered.count, 56 * M);
+  }
 }
 
 // Random streams of data-parallel and pipeline jobs (1F1B and GPipe, 2 or 3 stages, 1-4
