@@ -78,8 +78,8 @@ REGIME_NAMES = ["1-64", "65-1024", ">1024"]
 #     times (the published time less the regime's 10 us launch overhead [assumed]), so that the
 #     roofline gives the published time at each published point. [assumed] the A100 is the 80GB
 #     SXM4 part (the blog does not say; at the 40GB part's 1,555 GB/s every value would be 1.31x
-#     higher); [assumed] the engine modelled (vLLM v0, PagedAttention V2, also split-KV)
-#     reaches what Flash-Decoding does. FLOPs (4 x keys x 2048 per point: 0.54 GFLOP, 2.9 us at
+#     higher); [assumed] the engine modelled (vLLM v0's PagedAttention kernels, of which V2
+#     also splits the KV sequence) reaches what Flash-Decoding does. FLOPs (4 x keys x 2048 per point: 0.54 GFLOP, 2.9 us at
 #     the regime's 60% of peak) never bind.
 #   H100: no published per-length figure found; one [assumed] 70% for every length.
 DECODE_SEQ_LEN_EFFICIENCY = {
