@@ -65,6 +65,47 @@ SEQ_LEN_EFFICIENCY = {
                         "peak; piecewise linear in log length, clamped outside 512..16k"},
 }
 REGIME_NAMES = ["1-64", "65-1024", ">1024"]
+
+# Decode attention's HBM bandwidth efficiency by KV length (memory bound: the KV bytes it reads
+# over HBM bandwidth), from a published table (no attention profile is in the shared data):
+#   A100: Flash-Decoding (Dao, Haziza, Massa, Sizov, "Flash-Decoding for long-context inference",
+#     PyTorch blog, 2023-10-13, pytorch.org/blog/flash-decoding), section "Component-level
+#     micro-benchmarks": scaled multi-head attention on "A100", f16, 16 query heads of dimension
+#     128, 2 key/value heads (CodeLlama-34B at TP 4), one query token per sequence, B sequences of
+#     seqlen keys (B x seqlen = 64k, 128k at the last point); the Flash-Decoding column (us).
+#     Efficiency = the kernel's HBM bytes as transformer_cost.cpp counts them (K and V of every
+#     key, Q read and output written, the new K and V written) over the catalog's 2,039 GB/s
+#     times (the published time less the regime's 10 us launch overhead [assumed]), so that the
+#     roofline gives the published time at each published point. [assumed] the A100 is the 80GB
+#     SXM4 part (the blog does not say; at the 40GB part's 1,555 GB/s every value would be 1.31x
+#     higher); [assumed] the engine modelled (vLLM v0's PagedAttention kernels, of which V2
+#     also splits the KV sequence) reaches what Flash-Decoding does. FLOPs (4 x keys x 2048 per point: 0.54 GFLOP, 2.9 us at
+#     the regime's 60% of peak) never bind.
+#   H100: no published per-length figure found; one [assumed] 70% for every length.
+DECODE_SEQ_LEN_EFFICIENCY = {
+    "a100": {"seq_len": [256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072],
+             "batch": [256, 128, 64, 32, 16, 8, 4, 2, 1, 1],
+             "us": [63.4, 67.7, 77.7, 58.5, 57, 56.4, 58.2, 60.3, 64.4, 106.6],
+             "q_dim": 16 * 128, "kv_dim": 2 * 128, "overhead_us": 10.0,
+             "_source": "Flash-Decoding blog (Dao, Haziza, Massa, Sizov, PyTorch blog 2023-10-13), component "
+                        "micro-benchmark on A100, f16, 16 query heads x 128, 2 KV heads, B x seqlen = 64k keys "
+                        "(128k at 131072): Flash-Decoding 63.4, 67.7, 77.7, 58.5, 57, 56.4, 58.2, 60.3, 64.4, "
+                        "106.6 us at seqlen 256..131072; efficiency = the kernel's HBM bytes "
+                        "(transformer_cost.cpp) / (2,039 GB/s x (time - the 10 us overhead)) [assumed: A100 "
+                        "80GB SXM4; vLLM's paged decode kernel as fast]; piecewise linear in log KV length, "
+                        "clamped outside 256..131072"},
+}
+
+
+def decode_bandwidth_efficiency(c, bw):
+    """Per published point: bytes (transformer_cost.cpp's decode attention) / (bw x kernel time)."""
+    out = []
+    for b, l, us in zip(c["batch"], c["seq_len"], c["us"]):
+        kv_read = b * l
+        bytes_ = 2 * (2 * kv_read * c["kv_dim"] + 2 * b * c["q_dim"] + 2 * b * c["kv_dim"])
+        out.append(round(bytes_ / (bw * (us - c["overhead_us"]) * 1e-6), 4))
+    return out
+
 EF_GRID = [x / 100 for x in range(20, 101, 2)]
 EB_GRID = [x / 100 for x in range(2, 101, 2)]
 OV_GRID = [x * 0.25 for x in range(0, 121)]  # microseconds, 0-30
@@ -220,6 +261,14 @@ def cmd_fit(data):
                                       "bound; 70% of HBM bandwidth and 10us launch overhead assumed, not calibrated",
                               "regimes": [{"max_tokens": "none", "flops_efficiency": 0.6,
                                            "bandwidth_efficiency": 0.7, "overhead": "10us"}]}
+        if folder in DECODE_SEQ_LEN_EFFICIENCY:
+            c = DECODE_SEQ_LEN_EFFICIENCY[folder]
+            ops["attn_decode"]["_fit"] = ("bandwidth_efficiency_by_seq_len for work that gives its KV length "
+                                          "(the serving model); the regime's 70% [assumed] only for work that "
+                                          "does not; FLOP efficiency and 10us launch overhead assumed")
+            ops["attn_decode"]["bandwidth_efficiency_by_seq_len"] = {
+                "_source": c["_source"], "seq_len": c["seq_len"],
+                "bandwidth_efficiency": decode_bandwidth_efficiency(c, bw)}
         out["gpus"][name] = {"_source": f"vidur {folder} profiles of {', '.join(models)}, fitted per regime by "
                                         "tools/compute_calibrate.py", "ops": ops}
     json.dump(out, sys.stdout, indent=1)

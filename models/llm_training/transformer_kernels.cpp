@@ -10,16 +10,19 @@ constexpr double kBytes = 2;  // fp16
 struct Kernel {
   std::string_view op;
   double flops, bytes;
+  // The sequence length an attention kernel's speed depends on (cost_model.hpp prices it by a
+  // curve where the GPU has one); 0 for every other kernel.
+  std::int64_t seq_len = 0;
 };
 
 // [T, k] x [k, n]: 2Tkn FLOPs; both operands read and the result written once.
 Kernel matmul(std::string_view op, double T, double k, double n) {
-  return {op, 2 * T * k * n, kBytes * (T * k + k * n + T * n)};
+  return {op, 2 * T * k * n, kBytes * (T * k + k * n + T * n), 0};
 }
 // An element-wise kernel over `elements` values: `flops` per element, `passes` reads and
 // writes of the tensor.
 Kernel pointwise(std::string_view op, double elements, double flops, double passes) {
-  return {op, flops * elements, kBytes * passes * elements};
+  return {op, flops * elements, kBytes * passes * elements, 0};
 }
 
 struct Blocks {
@@ -35,9 +38,10 @@ Blocks blocks(const TransformerShape& m, int micro_batch, int tp) {
   // FLOP count of Narayanan et al. SC'21 eq. 3 uses 4bs^2h per layer), reading Q, K, V and
   // writing the output, plus the b x a/t x s x s score matrix written and read twice in fp16
   // ([assumed]: scores, softmax, probabilities, PV, unfused).
-  const Kernel attention{
-      "attn_prefill", 4 * b * s * s * h / t,
-      kBytes * (2 * T * h / t + 2 * T * kv / t) + kBytes * 4 * b * a / t * s * s};
+  // Its sequence length is the model's: every query attends over the whole training sequence.
+  const Kernel attention{"attn_prefill", 4 * b * s * s * h / t,
+                         kBytes * (2 * T * h / t + 2 * T * kv / t) + kBytes * 4 * b * a / t * s * s,
+                         m.sequence};
   // LayerNorm (gpt): mean, variance, normalise, scale, shift, ~7 FLOPs per element; RMSNorm
   // (llama) ~4; both read the input and write the output.
   const double norm_flops = m.llama ? 4 : 7;
@@ -58,7 +62,7 @@ Blocks blocks(const TransformerShape& m, int micro_batch, int tp) {
   out.mlp.push_back(matmul("mlp_down_proj", T, f / t, h));
   out.mlp.push_back(pointwise("add", T * h, 1, 3));
   // Embedding: gather the token rows (and add the positions, gpt), write the activations.
-  out.embedding = {{"emb", m.llama ? 0 : T * h, kBytes * (m.llama ? 2 : 3) * T * h}};
+  out.embedding = {{"emb", m.llama ? 0 : T * h, kBytes * (m.llama ? 2 : 3) * T * h, 0}};
   // Final norm and the vocabulary projection, split by columns over the TP group; the softmax
   // cross-entropy over b x s x V/t logits is not priced (no provider has it).
   out.head = {pointwise("final_norm", T * h, norm_flops, 2), matmul("lm_head", T, h, m.vocab / t)};
@@ -79,6 +83,7 @@ std::vector<Work> work(const std::vector<Kernel>& kernels, int times, std::int64
     w.dtype = Dtype::kFp16;
     w.tokens = tokens;
     w.shape = shape;
+    w.seq_len = k.seq_len;
     for (int i = 0; i < times; ++i) out.emplace_back(w);
   }
   return out;

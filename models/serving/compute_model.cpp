@@ -211,7 +211,7 @@ IterationCost IterationCostModel::cost(std::span<const WorkItem> items, std::int
         timer_.seconds(Op::kAttnPrefill, attention_prefill_work(model_, seg.attention, tp_),
                        seg.attention.prefill_tokens, shape_, seg.attention.prefill_seq_len()) +
         timer_.seconds(Op::kAttnDecode, attention_decode_work(model_, seg.attention, tp_),
-                       seg.attention.decode_tokens, shape_);
+                       seg.attention.decode_tokens, shape_, seg.attention.decode_seq_len());
     t += layers * per_layer;
     if (model_.moe() && expert_.capacity_factor && routing_) {
       // Which assignments drop: one routing draw per MoE layer of the range.

@@ -26,8 +26,8 @@ class OperatorTimer {
   // `costs` and `gpu` must outlive the timer.
   OperatorTimer(const CostModel& costs, const GpuSpec& gpu, Dtype dtype);
   // Seconds of `op` doing `w` over `tokens` tokens (the profile tables' axis) for `shape`;
-  // `seq_len` (attention kernels; 0: none) selects a FLOP efficiency by sequence length where the
-  // roofline has one (cost_model.hpp).
+  // `seq_len` (attention kernels; 0: none) selects a FLOP or bandwidth efficiency by sequence
+  // length where the roofline has one (cost_model.hpp): prefill by key length, decode by KV length.
   double seconds(Op op, const OpWork& w, std::int64_t tokens, const OperatorShape& shape,
                  std::int64_t seq_len = 0) const;
   const GpuSpec& gpu() const { return gpu_; }

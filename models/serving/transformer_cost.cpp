@@ -82,6 +82,12 @@ std::int64_t AttentionLoad::prefill_seq_len() const {
 void AttentionLoad::add_decode(std::int64_t kv_length) {
   decode_tokens += 1;
   decode_kv_read += kv_length;
+  decode_log_len_kv += static_cast<double>(kv_length) * std::log(static_cast<double>(kv_length));
+}
+
+std::int64_t AttentionLoad::decode_seq_len() const {
+  if (decode_kv_read <= 0) return 0;
+  return std::llround(std::exp(decode_log_len_kv / static_cast<double>(decode_kv_read)));
 }
 
 AttentionLoad& AttentionLoad::operator+=(const AttentionLoad& o) {
@@ -91,6 +97,7 @@ AttentionLoad& AttentionLoad::operator+=(const AttentionLoad& o) {
   decode_tokens += o.decode_tokens;
   decode_kv_read += o.decode_kv_read;
   prefill_log_len_pairs += o.prefill_log_len_pairs;
+  decode_log_len_kv += o.decode_log_len_kv;
   return *this;
 }
 

@@ -61,6 +61,9 @@ struct AttentionLoad {
   // Sum over prefill chunks of pairs x ln(key length), key length = cached + chunk: the chunks'
   // FLOP-weighted log sequence length (prefill_seq_len).
   double prefill_log_len_pairs = 0;
+  // Sum over decoding requests of KV length x ln(KV length): their KV-byte-weighted log length
+  // (decode_seq_len).
+  double decode_log_len_kv = 0;
 
   void add_prefill_chunk(std::int64_t cached, std::int64_t chunk);
   // The sequence length the prefill attention kernel is priced at (its FLOP efficiency depends
@@ -71,6 +74,13 @@ struct AttentionLoad {
   // (4 e1 e2) of it [approximation: one kernel launch per iteration].
   std::int64_t prefill_seq_len() const;
   void add_decode(std::int64_t kv_length);  // kv_length includes the token being decoded
+  // The KV length the decode attention kernel is priced at (its bandwidth efficiency depends on
+  // it, cost_model.hpp): the decoding requests' geometric mean KV length weighted by the KV
+  // bytes each reads (proportional to its length), rounded; 0 without decodes. Exact for one
+  // length (the Flash-Decoding benchmark's setting); for mixed lengths within one linear piece
+  // of the curve it gives the byte-weighted mean efficiency, which overstates the exact
+  // (harmonic) one by under (e1 - e2)^2 / (4 e1 e2) of it [approximation: one kernel launch].
+  std::int64_t decode_seq_len() const;
   AttentionLoad& operator+=(const AttentionLoad& o);
 };
 

@@ -89,25 +89,32 @@ std::unique_ptr<RooflineProvider> RooflineProvider::load(const std::filesystem::
       if (regimes.empty() || !regimes.back().unbounded)
         throw InputError(op.path_of("regimes"),
                          "expected at least one regime, the last with \"max_tokens\": \"none\"");
-      std::optional<SeqLenEfficiency> curve;
-      if (auto c = op.optional_object("flops_efficiency_by_seq_len")) {
+      // A curve by sequence length: {"_source", "seq_len": [...], `values`: [...]}.
+      auto read_curve = [&op](std::string_view key,
+                              std::string_view values) -> std::optional<SeqLenEfficiency> {
+        auto c = op.optional_object(key);
+        if (!c) return std::nullopt;
         SeqLenEfficiency e;
         e.seq_len = c->integers("seq_len", 1, std::int64_t{1} << 40);
-        e.efficiency = c->numbers("flops_efficiency", 1e-3, 1);
+        e.efficiency = c->numbers(values, 1e-3, 1);
         if (e.seq_len.empty())
           throw InputError(c->path_of("seq_len"), "expected at least one sequence length");
         if (e.efficiency.size() != e.seq_len.size())
-          throw InputError(c->path_of("flops_efficiency"),
+          throw InputError(c->path_of(values),
                            fmt::format("expected {} values, one per seq_len", e.seq_len.size()));
         for (std::size_t i = 1; i < e.seq_len.size(); ++i)
           if (e.seq_len[i] <= e.seq_len[i - 1])
             throw InputError(c->path_of("seq_len"), "expected ascending sequence lengths");
         c->finish();
-        curve = std::move(e);
-      }
+        return e;
+      };
+      auto curve = read_curve("flops_efficiency_by_seq_len", "flops_efficiency");
+      auto bandwidth_curve = read_curve("bandwidth_efficiency_by_seq_len", "bandwidth_efficiency");
       op.finish();
       provider->add(gpu_name, op_name, std::move(regimes));
       if (curve) provider->add_seq_len_efficiency(gpu_name, op_name, std::move(*curve));
+      if (bandwidth_curve)
+        provider->add_seq_len_bandwidth_efficiency(gpu_name, op_name, std::move(*bandwidth_curve));
     }
     ops.finish();
     gpu.finish();
@@ -141,12 +148,32 @@ void RooflineProvider::add_seq_len_efficiency(std::string gpu, std::string op,
   curves_[std::move(gpu)][std::move(op)] = std::move(curve);
 }
 
-const SeqLenEfficiency* RooflineProvider::seq_len_efficiency(std::string_view gpu,
-                                                             std::string_view op) const {
-  auto g = curves_.find(gpu);
-  if (g == curves_.end()) return nullptr;
+void RooflineProvider::add_seq_len_bandwidth_efficiency(std::string gpu, std::string op,
+                                                        SeqLenEfficiency curve) {
+  MLSIM_CHECK(!curve.seq_len.empty() && curve.seq_len.size() == curve.efficiency.size(),
+              "an efficiency curve needs one efficiency per sequence length");
+  bandwidth_curves_[std::move(gpu)][std::move(op)] = std::move(curve);
+}
+
+namespace {
+template <class Curves>
+const SeqLenEfficiency* find_curve(const Curves& curves, std::string_view gpu,
+                                   std::string_view op) {
+  auto g = curves.find(gpu);
+  if (g == curves.end()) return nullptr;
   auto o = g->second.find(op);
   return o == g->second.end() ? nullptr : &o->second;
+}
+}  // namespace
+
+const SeqLenEfficiency* RooflineProvider::seq_len_efficiency(std::string_view gpu,
+                                                             std::string_view op) const {
+  return find_curve(curves_, gpu, op);
+}
+
+const SeqLenEfficiency* RooflineProvider::seq_len_bandwidth_efficiency(std::string_view gpu,
+                                                                       std::string_view op) const {
+  return find_curve(bandwidth_curves_, gpu, op);
 }
 
 const RooflineRegime* RooflineProvider::regime(std::string_view gpu, std::string_view op,
@@ -170,11 +197,15 @@ std::optional<double> RooflineProvider::operator_seconds(const OperatorWork& w,
                            ? static_cast<double>(r->min_tokens) / static_cast<double>(w.tokens)
                            : 1.0;
   double flops_efficiency = r->flops_efficiency;
-  if (w.seq_len > 0)
+  double bandwidth_efficiency = r->bandwidth_efficiency;
+  if (w.seq_len > 0) {
     if (const SeqLenEfficiency* c = seq_len_efficiency(gpu.name, w.op))
       flops_efficiency = c->at(w.seq_len);
+    if (const SeqLenEfficiency* c = seq_len_bandwidth_efficiency(gpu.name, w.op))
+      bandwidth_efficiency = c->at(w.seq_len);
+  }
   return std::max(floor * w.flops / (flops_efficiency * peak),
-                  floor * w.bytes / (r->bandwidth_efficiency * gpu.hbm_bandwidth.bytes_per_s)) +
+                  floor * w.bytes / (bandwidth_efficiency * gpu.hbm_bandwidth.bytes_per_s)) +
          r->overhead_s;
 }
 

@@ -8,9 +8,10 @@
 //  - RooflineProvider: max(FLOPs / (flops_efficiency * peak), bytes / (bandwidth_efficiency *
 //    HBM bandwidth)) + overhead, with factors per operator, GPU and token regime, and a token
 //    floor for element-wise kernels (tools/compute_calibrate.py fits them; a single fit over all
-//    token counts misses decode). An operator may instead take its flops_efficiency from a
-//    curve by sequence length (attention kernels: a paper's speed by sequence length), used for
-//    work that gives its seq_len;
+//    token counts misses decode). An operator may instead take its flops_efficiency and/or its
+//    bandwidth_efficiency from a curve by sequence length (attention kernels: a paper's speed
+//    by sequence length; prefill by FLOP/s, decode by KV bytes read per second), used for work
+//    that gives its seq_len;
 //  - scaling between catalog GPUs: an operator costed on `scale_from` is scaled by the ratio of
 //    the two GPUs' ideal rooflines for its FLOPs and bytes; a profiled layer time by
 //    scale_profiled_time below.
@@ -79,7 +80,9 @@ class RooflineProvider final : public CostProvider {
  public:
   // Reads {"gpus": {GPU: {"_source", "ops": {op: {"regimes": [{"max_tokens": N | "none",
   // "flops_efficiency", "bandwidth_efficiency", "overhead"}, ...], optionally
-  // "flops_efficiency_by_seq_len": {"_source", "seq_len": [...], "flops_efficiency": [...]}}}}}}.
+  // "flops_efficiency_by_seq_len": {"_source", "seq_len": [...], "flops_efficiency": [...]} and
+  // "bandwidth_efficiency_by_seq_len": {"_source", "seq_len": [...],
+  // "bandwidth_efficiency": [...]}}}}}}.
   // InputError naming the file and JSON path on anything wrong (regimes not ascending, the last
   // not "none", lengths not ascending, ...).
   static std::unique_ptr<RooflineProvider> load(const std::filesystem::path& file);
@@ -88,6 +91,12 @@ class RooflineProvider final : public CostProvider {
   // regime's bandwidth efficiency and overhead still apply).
   void add_seq_len_efficiency(std::string gpu, std::string op, SeqLenEfficiency curve);
   const SeqLenEfficiency* seq_len_efficiency(std::string_view gpu, std::string_view op) const;
+  // Likewise for the bandwidth efficiency (a memory-bound kernel's achieved share of HBM
+  // bandwidth by sequence length: decode attention); the regime's FLOP efficiency and overhead
+  // still apply.
+  void add_seq_len_bandwidth_efficiency(std::string gpu, std::string op, SeqLenEfficiency curve);
+  const SeqLenEfficiency* seq_len_bandwidth_efficiency(std::string_view gpu,
+                                                       std::string_view op) const;
 
   std::string_view name() const override { return "roofline"; }
   std::optional<double> operator_seconds(const OperatorWork& w, const GpuSpec& gpu) const override;
@@ -102,6 +111,9 @@ class RooflineProvider final : public CostProvider {
       table_;
   // gpu -> op -> FLOP efficiency by sequence length
   std::map<std::string, std::map<std::string, SeqLenEfficiency, std::less<>>, std::less<>> curves_;
+  // gpu -> op -> bandwidth efficiency by sequence length
+  std::map<std::string, std::map<std::string, SeqLenEfficiency, std::less<>>, std::less<>>
+      bandwidth_curves_;
 };
 
 class ProfileTableProvider final : public CostProvider {

@@ -191,6 +191,33 @@ TEST(Roofline, FlopEfficiencyBySequenceLengthByHand) {
               1.0 / 60 + 1e-6, 1e-12);
 }
 
+// Bandwidth efficiency by sequence length (decode attention: KV bytes read per second by KV
+// length), by hand: points 0.5 at 1024 and 0.7 at 4096, linear in log(length) between, the end
+// values outside. GPU of 100 TFLOP/s and 1 TB/s, regime FLOP 0.6 / bandwidth 0.9 / 1 us; work of
+// 1e9 FLOPs and 1e9 bytes (memory bound: the FLOPs take 16.7 us at 60 TFLOP/s):
+//   no seq_len: the regime's 0.9 -> 1e9 / 0.9e12 = 1.1111 ms + 1 us;
+//   2048 (half-way in log): 0.6 -> 1.6667 ms + 1 us;
+//   512 and 1e6 (outside): 0.5 and 0.7 -> 2 ms and 1.4286 ms, + 1 us.
+// A FLOP curve on the same operator still prices compute-bound work by its own efficiency.
+TEST(Roofline, BandwidthEfficiencyBySequenceLengthByHand) {
+  const GpuSpec a = test::make_gpu("A", 100, 10, 1000);
+  RooflineProvider p;
+  p.add("A", "attn_decode", {RooflineRegime{0, true, 0.6, 0.9, 1e-6, 1}});
+  p.add_seq_len_bandwidth_efficiency("A", "attn_decode",
+                                     SeqLenEfficiency{{1024, 4096}, {0.5, 0.7}});
+  auto at = [&](std::int64_t len, double flops = 1e9) {
+    return *p.operator_seconds({"attn_decode", flops, 1e9, Dtype::kFp16, 8, kShape, len}, a);
+  };
+  EXPECT_NEAR(at(0), 1e-3 / 0.9 + 1e-6, 1e-15);
+  EXPECT_NEAR(at(2048), 1e-3 / 0.6 + 1e-6, 1e-15);
+  EXPECT_NEAR(at(512), 2e-3 + 1e-6, 1e-15);
+  EXPECT_NEAR(at(1000000), 1e-3 / 0.7 + 1e-6, 1e-15);
+  // 1e12 FLOPs at the regime's 0.6 (no FLOP curve): 16.667 ms, more than the bytes' 1.667 ms.
+  EXPECT_NEAR(at(2048, 1e12), 1.0 / 60 + 1e-6, 1e-12);
+  EXPECT_EQ(p.seq_len_efficiency("A", "attn_decode"), nullptr);
+  ASSERT_NE(p.seq_len_bandwidth_efficiency("A", "attn_decode"), nullptr);
+}
+
 TEST(Roofline, SeqLenCurveErrorsNameTheJsonPath) {
   const std::string head = R"({"gpus": {"A": {"_source": "t", "ops": {"attn_prefill": {"regimes": [
       {"max_tokens": "none", "flops_efficiency": 1, "bandwidth_efficiency": 0.5, "overhead": "1us"}],
@@ -225,6 +252,49 @@ TEST(Roofline, ShippedAttentionCurveIsTheCitedFigure) {
     EXPECT_NEAR(h->efficiency[i], tflops[i] / 989.5, 5e-5) << lens[i];
   EXPECT_EQ(p->seq_len_efficiency("A100-SXM4-80GB", "attn_prefill"), nullptr);
   EXPECT_EQ(p->seq_len_efficiency("H100-SXM5-80GB", "attn_decode"), nullptr);
+}
+
+TEST(Roofline, BandwidthCurveErrorsNameTheJsonPath) {
+  const std::string head = R"({"gpus": {"A": {"_source": "t", "ops": {"attn_decode": {"regimes": [
+      {"max_tokens": "none", "flops_efficiency": 1, "bandwidth_efficiency": 0.5, "overhead": "1us"}],
+      "bandwidth_efficiency_by_seq_len": )";
+  EXPECT_NE(load_error(head + R"({"seq_len": [512, 256], "bandwidth_efficiency": [0.2, 0.3]}}}}}})")
+                .find("gpus.A.ops.attn_decode.bandwidth_efficiency_by_seq_len.seq_len"),
+            std::string::npos);
+  EXPECT_NE(load_error(head + R"({"seq_len": [512, 1024], "bandwidth_efficiency": [0.2]}}}}}})")
+                .find("bandwidth_efficiency_by_seq_len.bandwidth_efficiency"),
+            std::string::npos);
+  // The FLOP curve's value key is not the bandwidth curve's.
+  EXPECT_NE(load_error(head + R"({"seq_len": [512], "flops_efficiency": [0.5]}}}}}})")
+                .find("bandwidth_efficiency_by_seq_len"),
+            std::string::npos);
+}
+
+// The shipped A100 decode-attention curve is the Flash-Decoding blog's micro-benchmark (PyTorch
+// blog, 2023-10-13: A100, f16, 16 query heads of 128, 2 KV heads, B sequences of seqlen keys;
+// Flash-Decoding times in us), turned into the share of 2,039 GB/s that the kernel's bytes as
+// transformer_cost.cpp counts them take once the 10 us launch overhead is taken off:
+//   bytes = 2 x (2 x B x seqlen x 256 + 2 x B x 2048 + 2 x B x 256),
+//   efficiency = bytes / (2.039e12 x (time - 10 us)),
+// e.g. seqlen 4096, B 16: 67,256,320 B over 47 us -> 0.7018. The H100 has none (no figure).
+TEST(Roofline, ShippedDecodeAttentionCurveIsTheCitedTable) {
+  auto p = RooflineProvider::load(std::filesystem::path(MLSIM_SOURCE_DIR) /
+                                  "workloads/hardware/roofline_calibration.json");
+  const auto* c = p->seq_len_bandwidth_efficiency("A100-SXM4-80GB", "attn_decode");
+  ASSERT_NE(c, nullptr);
+  const std::vector<std::int64_t> lens{256,  512,   1024,  2048,  4096,
+                                       8192, 16384, 32768, 65536, 131072};
+  const std::vector<double> batch{256, 128, 64, 32, 16, 8, 4, 2, 1, 1};
+  const std::vector<double> us{63.4, 67.7, 77.7, 58.5, 57, 56.4, 58.2, 60.3, 64.4, 106.6};
+  ASSERT_EQ(c->seq_len, lens);
+  for (std::size_t i = 0; i < lens.size(); ++i) {
+    const double b = batch[i], bytes = 2 * (2 * b * static_cast<double>(lens[i]) * 256 +
+                                            2 * b * 2048 + 2 * b * 256);
+    EXPECT_NEAR(c->efficiency[i], bytes / (2.039e12 * (us[i] - 10) * 1e-6), 5e-5) << lens[i];
+  }
+  EXPECT_NEAR(c->efficiency[4], 0.7018, 5e-5);
+  EXPECT_EQ(p->seq_len_bandwidth_efficiency("H100-SXM5-80GB", "attn_decode"), nullptr);
+  EXPECT_EQ(p->seq_len_bandwidth_efficiency("A100-SXM4-80GB", "attn_prefill"), nullptr);
 }
 
 TEST(ProfileTable, VidurTablesLoadAndReturnTheMeasuredMedian) {

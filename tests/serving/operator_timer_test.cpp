@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "models/serving/compute_model.hpp"
+#include "models/serving/transformer_cost.hpp"
 #include "sim_core/base/error.hpp"
 #include "test_support.hpp"
 
@@ -89,4 +90,62 @@ TEST(AttentionBySequenceLength, PrefillIterationAtTwoLengthsByHand) {
   EXPECT_NEAR(timer.seconds(Op::kAttnPrefill, attention_prefill_work(m, chunk, 1), 1024,
                             model.shape(), chunk.prefill_seq_len()),
               90.5568512e-6, 1e-12);
+}
+
+// Decode attention by KV length, on shipped data: Llama-2-70B at TP 8 on the catalog's
+// A100-SXM4-80GB (2,039 GB/s, 312 TFLOP/s fp16), priced by the shipped roofline
+// (workloads/hardware/roofline_calibration.json: attn_decode's bandwidth efficiency by KV length
+// from the Flash-Decoding blog's A100 table, 0.4904 at 1024, 0.6816 at 2048, 0.7018 at 4096;
+// FLOP efficiency 0.6, 10 us per launch). One decode step of two requests whose KV lengths
+// (cached + the new token) are 1024 and 3072; per GPU and layer, one KV head of 128 and 8 query
+// heads of 128 (hidden / tp = 1024), fp16:
+//   bytes = 2 x (2 x (1024 + 3072) x 128   K and V of every key
+//              + 2 x 2 x 1024               Q read, output written
+//              + 2 x 2 x 128)               the new K and V written
+//         = 2 x (1,048,576 + 4,096 + 512) = 2,106,368 B;
+//   FLOPs = 4 x 4096 x 8192 / 8 = 16,777,216 (0.09 us at 0.6 x 312 TFLOP/s: memory bound);
+//   KV length priced at = exp((1024 ln 1024 + 3072 ln 3072) / 4096) = 2334.2 -> 2334 (byte-
+//     weighted geometric mean); efficiency 0.6816 + log2(2334 / 2048) x (0.7018 - 0.6816)
+//     = 0.6816 + 0.18859 x 0.0202 = 0.685409;
+//   time = 2,106,368 / (0.685409 x 2.039e12) + 10 us = 1.50719 us + 10 us = 11.50719 us.
+// Same bytes as two requests of 2048 (0.6816: 1.51561 + 10 = 11.51561 us); two of 1024 read half
+// the KV at 0.4904: 1,057,792 / (0.4904 x 2.039e12) = 1.05787 + 10 = 11.05787 us. Before
+// (one 70% for every length) the step took 2,106,368 / (0.7 x 2.039e12) + 10 = 11.47577 us.
+TEST(AttentionByKvLength, DecodeStepOfTwoRequestsOnA100ByHand) {
+  const GpuSpec gpu = fixtures::gpus().gpu("A100-SXM4-80GB", "");
+  CostModel costs;
+  costs.add(RooflineProvider::load(fixtures::source_dir() /
+                                   "workloads/hardware/roofline_calibration.json"));
+  const OperatorTimer timer(costs, gpu, Dtype::kFp16);
+  const TransformerShape& m = fixtures::llama2().get("llama-2-70b", "");
+  TpAllReduce link;  // the all-reduces are not part of compute_s
+  link.bandwidth = Bandwidth{300e9};
+  const IterationCostModel model(m, 8, timer, {m.layers}, link);
+  auto attention = [&](std::int64_t a, std::int64_t b) {
+    AttentionLoad load;
+    load.add_decode(a);
+    load.add_decode(b);
+    return std::pair{load, attention_decode_work(m, load, 8)};
+  };
+  const auto [mixed, w] = attention(1024, 3072);
+  EXPECT_EQ(mixed.decode_seq_len(), 2334);
+  EXPECT_DOUBLE_EQ(w.bytes, 2106368);
+  EXPECT_DOUBLE_EQ(w.flops, 16777216);
+  EXPECT_NEAR(timer.seconds(Op::kAttnDecode, w, 2, model.shape(), mixed.decode_seq_len()),
+              11.5071862e-6, 1e-12);
+  const auto [even, we] = attention(2048, 2048);
+  EXPECT_NEAR(timer.seconds(Op::kAttnDecode, we, 2, model.shape(), even.decode_seq_len()),
+              11.5156099e-6, 1e-12);
+  const auto [short_, ws] = attention(1024, 1024);
+  EXPECT_NEAR(timer.seconds(Op::kAttnDecode, ws, 2, model.shape(), short_.decode_seq_len()),
+              11.0578707e-6, 1e-12);
+  // The iteration: the same two requests' token operators, so the 80 layers' compute differs
+  // by exactly 80 x the attention's difference (1k + 3k against 2k + 2k: -0.6739 us).
+  auto iteration = [&](std::int32_t cached_a, std::int32_t cached_b) {
+    const std::vector<WorkItem> items{{1, cached_a, true, true, 0, m.layers},
+                                      {1, cached_b, true, true, 0, m.layers}};
+    return model.cost(items).compute_s;
+  };
+  EXPECT_NEAR(iteration(1023, 3071) - iteration(2047, 2047), 80 * (11.5071862e-6 - 11.5156099e-6),
+              1e-11);
 }

@@ -93,6 +93,27 @@ TEST(TransformerCost, PrefillChunkPairsAreCausal) {
 // key length. One 512-token and one 2048-token prompt: pairs 131,328 and 2,098,176, so
 // log2 L = (131,328 x 9 + 2,098,176 x 11) / 2,229,504 = 10.8822 -> L = 1887.4 -> 1887. A batch of
 // one length gives that length; no prefill gives 0.
+// Decode attention is priced at the decoding requests' KV lengths' geometric mean weighted by
+// the KV bytes each reads (its length): 1024 and 3072 -> exp((1024 ln 1024 + 3072 ln 3072) /
+// 4096) = exp(7.75543) = 2334.2 -> 2334; prefill chunks do not move it, nor it theirs.
+TEST(AttentionLoad, DecodeSeqLenIsTheByteWeightedGeometricMean) {
+  AttentionLoad a;
+  EXPECT_EQ(a.decode_seq_len(), 0);
+  a.add_decode(1024);
+  EXPECT_EQ(a.decode_seq_len(), 1024);
+  a.add_decode(3072);
+  EXPECT_EQ(a.decode_seq_len(), 2334);
+  a.add_prefill_chunk(0, 512);
+  EXPECT_EQ(a.decode_seq_len(), 2334);
+  EXPECT_EQ(a.prefill_seq_len(), 512);
+  AttentionLoad b;  // the same requests in two loads, summed
+  b.add_decode(1024);
+  AttentionLoad c;
+  c.add_decode(3072);
+  b += c;
+  EXPECT_EQ(b.decode_seq_len(), 2334);
+}
+
 TEST(AttentionLoad, PrefillSeqLenIsTheFlopWeightedGeometricMean) {
   AttentionLoad a;
   EXPECT_EQ(a.prefill_seq_len(), 0);
