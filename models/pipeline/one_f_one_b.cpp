@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "sim_core/base/error.hpp"
@@ -22,8 +23,21 @@ double ring_allreduce_seconds(double bytes, std::size_t first, std::size_t n, co
   return steps * (bytes / static_cast<double>(n) / bandwidth + latency);
 }
 
-double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size_t minibatches,
-                         const ScheduleTiming& schedule) {
+namespace {
+
+// Every event of a run by stage s and pipeline minibatch m: when the op ends on its GPU (a
+// backward before its stage's all-reduce), when its transfer arrives (the activation at stage
+// s + 1, the gradient at stage s - 1), and per stage and update u when a replicated stage's
+// all-reduce ends. They hold everything the schedule carries from one minibatch to the next: a
+// GPU is free when its last op or all-reduce ends, a NIC when its last transfer leaves (one
+// latency before it arrives) or its all-reduce ends.
+struct Trace {
+  std::vector<std::vector<double>> forward, activation, backward, gradient, allreduce;
+};
+
+// estimate_pipeline, recording every event into `trace` when it is given.
+double simulate(const StageCosts& costs, const Conditions& c, std::size_t minibatches,
+                const ScheduleTiming& schedule, Trace* trace) {
   const bool gpipe = schedule.kind == training::PipelineSchedule::Kind::kGPipe;
   const std::size_t group = gpipe ? schedule.group : 1;
   MLSIM_CHECK(group > 0, "GPipe needs at least one micro-batch per flush");
@@ -62,6 +76,12 @@ double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size
     round_done[s].assign(updates(replica_minibatches(0, r, M)), 0);
     round_end[s].assign(updates(replica_minibatches(0, r, M)), 0);
   }
+  if (trace) {
+    for (auto* events : {&trace->forward, &trace->activation, &trace->backward, &trace->gradient})
+      events->assign(S, std::vector<double>(M, unknown));
+    trace->allreduce.assign(S, {});
+    for (std::size_t s = 0; s < S; ++s) trace->allreduce[s].assign(round_end[s].size(), unknown);
+  }
   // Arrival time of a transfer from worker `from` to worker `to` handed to `from`'s NIC at t.
   auto send = [&](std::size_t from, std::size_t to, double bytes, double t) {
     const double start = std::max(t, nic_free[from]);
@@ -88,9 +108,11 @@ double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size
           const double done = std::max(gpu_free[w], act_in[w][k]) + costs.forward_s[w];
           gpu_free[w] = done;
           ++fwd[w];
+          if (trace) trace->forward[s][m] = done;
           if (s + 1 < S) {
             const auto [to, k_to] = worker_of(s + 1, m);
             act_in[to][k_to] = send(w, to, costs.boundary_bytes[s], done);
+            if (trace) trace->activation[s][m] = act_in[to][k_to];
           } else {
             grad_in[w][k] = done;  // the loss is computed where the forward ends
           }
@@ -99,9 +121,11 @@ double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size
           if (std::isnan(grad_in[w][k])) break;
           const double done = std::max(gpu_free[w], grad_in[w][k]) + costs.backward_s[w];
           ++bwd[w];
+          if (trace) trace->backward[s][m] = done;
           if (s > 0) {
             const auto [to, k_to] = worker_of(s - 1, m);
             grad_in[to][k_to] = send(w, to, costs.boundary_bytes[s - 1], done);
+            if (trace) trace->gradient[s][m] = grad_in[to][k_to];
           }
           gpu_free[w] = done;
           if (reps[w] > 1 && (!gpipe || training::ends_group(group, k, count[w]))) {
@@ -121,6 +145,7 @@ double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size
                 gpu_free[first + q] = finish;
                 nic_free[first + q] = finish;
               }
+              if (trace) trace->allreduce[s][u] = finish;
             }
           }
         }
@@ -141,17 +166,110 @@ double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size
   return end;
 }
 
+}  // namespace
+
+double estimate_pipeline(const StageCosts& costs, const Conditions& c, std::size_t minibatches,
+                         const ScheduleTiming& schedule) {
+  return simulate(costs, c, minibatches, schedule, nullptr);
+}
+
+namespace {
+
+// The round vectors of a traced run: round k lists every event of minibatches [k n, (k + 1) n)
+// and the all-reduces of their updates (u per `group` minibatches of a replica), in one order.
+std::vector<std::vector<double>> round_vectors(const Trace& t, const StageCosts& costs,
+                                               std::size_t rounds, std::size_t n,
+                                               std::size_t group) {
+  const std::size_t S = costs.stages();
+  std::vector<std::vector<double>> x(rounds);
+  for (std::size_t k = 0; k < rounds; ++k) {
+    std::vector<double>& v = x[k];
+    for (std::size_t s = 0; s < S; ++s) {
+      for (std::size_t m = k * n; m < (k + 1) * n; ++m) {
+        v.push_back(t.forward[s][m]);
+        v.push_back(t.backward[s][m]);
+        if (s + 1 < S) v.push_back(t.activation[s][m]);
+        if (s > 0) v.push_back(t.gradient[s][m]);
+      }
+      const std::size_t r = costs.first_host[s + 1] - costs.first_host[s];
+      if (r == 1) continue;  // a stage of one host reduces nothing
+      const std::size_t per_round = n / (r * group);
+      for (std::size_t u = k * per_round; u < (k + 1) * per_round; ++u)
+        v.push_back(t.allreduce[s][u]);
+    }
+  }
+  return x;
+}
+
+// The delta by which every event of round b follows the same event of round a, if there is one
+// (within `tolerance`).
+std::optional<double> uniform_shift(const std::vector<double>& a, const std::vector<double>& b,
+                                    double tolerance) {
+  const double delta = b.front() - a.front();
+  for (std::size_t i = 1; i < a.size(); ++i)
+    if (std::abs(b[i] - a[i] - delta) > tolerance) return std::nullopt;
+  return delta;
+}
+
+}  // namespace
+
+SteadyState steady_state(const std::vector<LayerCost>& layers, const Partition& p,
+                         const Conditions& c, const ScheduleTiming& schedule) {
+  const StageCosts costs = stage_costs(layers, p, c);
+  std::size_t lcm = 1;
+  for (std::size_t s = 0; s < p.stages(); ++s) lcm = std::lcm(lcm, p.replication(s));
+  const bool gpipe = schedule.kind == training::PipelineSchedule::Kind::kGPipe;
+  const std::size_t group = gpipe ? schedule.group : 1;
+  MLSIM_CHECK(group > 0, "GPipe needs at least one micro-batch per flush");
+  SteadyState out;
+  out.minibatches_per_round = gpipe ? group * lcm : p.hosts_used() * lcm;
+  const std::size_t n = out.minibatches_per_round;
+  for (const std::size_t rounds : kSteadyStateRounds) {
+    out.rounds_simulated = rounds;
+    // One round more than searched: 1F1B's drain changes only the last `hosts used`
+    // minibatches' events (a worker's order departs from the endless one after its last
+    // forward), GPipe's nothing (whole flushes).
+    Trace trace;
+    out.seconds = simulate(costs, c, (rounds + 1) * n, schedule, &trace);
+    if (std::isinf(out.seconds)) return out;  // a GPipe configuration that deadlocks
+    const auto x = round_vectors(trace, costs, rounds, n, group);
+    // An event's time is a sum of op and transfer times rounded once per addition, far less
+    // than this tolerance, which is far less than any op of the shipped profiles.
+    const double tolerance = 1e-10 * *std::max_element(x.back().begin(), x.back().end());
+    // The smallest cycle of rounds, and the earliest round from which every round (two at
+    // least) is the round one cycle before shifted by one delta. A round's events are the
+    // schedule's whole state (no op waits on one more than `hosts used` minibatches back), and
+    // the max-plus recurrence they follow commutes with a shift, so one exact shift repeats
+    // forever; the second check guards against the tolerance.
+    for (std::size_t cycle = 1; cycle + 2 <= rounds; ++cycle) {
+      std::optional<double> delta;
+      std::size_t from = rounds - cycle;
+      for (std::size_t k = rounds - cycle; k-- > 0;) {
+        const auto d = uniform_shift(x[k], x[k + cycle], tolerance);
+        if (!d || (delta && std::abs(*d - *delta) > tolerance)) break;
+        if (!delta) delta = d;
+        from = k;
+      }
+      if (rounds - cycle - from >= 2) {
+        out.seconds = *delta / static_cast<double>(cycle * n);
+        out.periodic = true;
+        out.transient_rounds = from;
+        out.cycle_rounds = cycle;
+        return out;
+      }
+    }
+    // Not periodic within the longest run: the slope of the rounds' last events over its
+    // second half.
+    const auto last = [&](std::size_t k) { return *std::max_element(x[k].begin(), x[k].end()); };
+    const std::size_t a = rounds / 2, b = rounds - 1;
+    out.seconds = (last(b) - last(a)) / static_cast<double>((b - a) * n);
+  }
+  return out;
+}
+
 double steady_state_seconds(const std::vector<LayerCost>& layers, const Partition& p,
                             const Conditions& c, const ScheduleTiming& schedule) {
-  const StageCosts costs = stage_costs(layers, p, c);
-  std::size_t rounds = 1;
-  for (std::size_t s = 0; s < p.stages(); ++s) rounds = std::lcm(rounds, p.replication(s));
-  const bool gpipe = schedule.kind == training::PipelineSchedule::Kind::kGPipe;
-  const std::size_t n = gpipe ? schedule.group * rounds : p.hosts_used() * rounds;
-  const std::size_t lo = 2 * n, hi = gpipe ? 4 * n : 6 * n;
-  const double t_hi = estimate_pipeline(costs, c, hi, schedule);
-  if (std::isinf(t_hi)) return t_hi;  // a GPipe configuration that never finishes
-  return (t_hi - estimate_pipeline(costs, c, lo, schedule)) / static_cast<double>(hi - lo);
+  return steady_state(layers, p, c, schedule).seconds;
 }
 
 }  // namespace mlsim::pipeline
