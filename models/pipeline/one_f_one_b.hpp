@@ -89,7 +89,7 @@ inline double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::s
 // equal mean can take long to separate), seconds is the slope of the rounds' last events over
 // the second half of that run, and periodic is false. Infinite for a GPipe configuration that
 // deadlocks.
-inline constexpr std::size_t kSteadyStateRounds[] = {8, 32, 128};
+inline constexpr std::size_t kSteadyStateRounds[] = {4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
 struct SteadyState {
   double seconds = 0;                // per minibatch
   bool periodic = false;             // false: the long run's slope, not a proven period
