@@ -81,14 +81,16 @@ inline double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::s
 // never below the bottleneck bound of bottleneck.hpp). A round is n minibatches: hosts used x
 // the least common multiple of the replication factors under 1F1B (every worker runs the same
 // ops each round), the flush group x that multiple under GPipe (whole flushes of every stage).
-// steady_state times runs of 8, then 32, then 128 rounds (kSteadyStateRounds) and returns, at
-// the first run where it finds one, the smallest cycle whose shift holds on every event from
-// some round on: seconds = delta / (cycle x n), periodic. A round's events are the schedule's
-// whole state, so one such shift repeats forever; the result is exact up to the rounding of
-// the run's sums (to 1e-10 of its length). When 128 rounds show no period (cycles of nearly
-// equal mean can take long to separate), seconds is the slope of the rounds' last events over
-// the second half of that run, and periodic is false. Infinite for a GPipe configuration that
-// deadlocks.
+// steady_state times one endless run (every worker's order without the drain), extends it
+// round by round and looks, after 4, 6, 8, 12, ... 128 rounds (kSteadyStateRounds), for the
+// smallest cycle whose shift holds on every event from some round on (at least twice): seconds
+// = delta / (cycle x n), periodic. A round's events are the schedule's whole state (no event
+// waits on one more than a round back), so one such shift repeats forever; the result is exact
+// up to the rounding of the run's sums (tolerance 1e-10 of its length). When 128 rounds show no
+// period (cycles of nearly equal mean can take long to separate), seconds is the slope of the
+// rounds' last events over the second half of that run, and periodic is false. Infinite for a
+// GPipe configuration that deadlocks. On the shipped profiles almost every configuration the
+// planners time is periodic after 1 to 3 rounds (docs/pipeline.md, "The steady state").
 inline constexpr std::size_t kSteadyStateRounds[] = {4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
 struct SteadyState {
   double seconds = 0;                // per minibatch
