@@ -73,12 +73,36 @@ inline double estimate_1f1b(const StageCosts& costs, const Conditions& c, std::s
   return estimate_pipeline(costs, c, minibatches, {});
 }
 
-// Steady-state seconds per minibatch of a configuration under `schedule` (default 1F1B). 1F1B:
-// the slope of the estimate between 2n and 6n minibatches, n = hosts used x the least common
-// multiple of the replication factors (a whole number of round-robin rounds; warm-up excluded).
-// GPipe: the slope between 2n and 4n with n = group x that multiple, a whole number of every
-// stage's flushes (a stage of r replicas flushes every r x group minibatches), so each flush's
-// fill and drain are in it.
+// The steady state of a configuration under `schedule` (default 1F1B): the time per minibatch
+// the timing model settles to over an endless run. Every event time of the schedule (an op's
+// end, a transfer's arrival, an all-reduce's end) is the largest of earlier events plus a
+// duration: a max-plus linear recurrence, whose event times per round grow, after a finite
+// transient, by the same delta every `cycle` rounds (the mean of its critical cycle, so it is
+// never below the bottleneck bound of bottleneck.hpp). A round is n minibatches: hosts used x
+// the least common multiple of the replication factors under 1F1B (every worker runs the same
+// ops each round), the flush group x that multiple under GPipe (whole flushes of every stage).
+// steady_state times one endless run (every worker's order without the drain), extends it
+// round by round and looks, after 4, 6, 8, 12, ... 128 rounds (kSteadyStateRounds), for the
+// smallest cycle whose shift holds on every event from some round on (at least twice): seconds
+// = delta / (cycle x n), periodic. A round's events are the schedule's whole state (no event
+// waits on one more than a round back), so one such shift repeats forever; the result is exact
+// up to the rounding of the run's sums (tolerance 1e-10 of its length). When 128 rounds show no
+// period (cycles of nearly equal mean can take long to separate), seconds is the slope of the
+// rounds' last events over the second half of that run, and periodic is false. Infinite for a
+// GPipe configuration that deadlocks. On the shipped profiles almost every configuration the
+// planners time is periodic after 1 to 3 rounds (docs/pipeline.md, "The steady state").
+inline constexpr std::size_t kSteadyStateRounds[] = {4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128};
+struct SteadyState {
+  double seconds = 0;                // per minibatch
+  bool periodic = false;             // false: the long run's slope, not a proven period
+  std::size_t transient_rounds = 0;  // rounds before the periodic regime (periodic only)
+  std::size_t cycle_rounds = 0;      // rounds per period (periodic only)
+  std::size_t minibatches_per_round = 0;
+  std::size_t rounds_simulated = 0;  // rounds of the run that decided
+};
+SteadyState steady_state(const std::vector<LayerCost>& layers, const Partition& p,
+                         const Conditions& c, const ScheduleTiming& schedule = {});
+// steady_state(...).seconds, what the planners minimise.
 double steady_state_seconds(const std::vector<LayerCost>& layers, const Partition& p,
                             const Conditions& c, const ScheduleTiming& schedule = {});
 
