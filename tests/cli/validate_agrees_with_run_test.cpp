@@ -207,6 +207,14 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
 };
 
 // Bad overrides of keys only one shipped scenario has (on top of its model's).
+// A valid model pipeline chosen by a planner, and the start of a valid listed job of that model
+// (left open for the case's own keys), for the planner cases of cluster_philly_fat_tree.json.
+const std::string kDpPipeline =
+    "workload.training.models[0].pipeline={\"planner\": \"dp\", \"schedule\": \"1f1b\", "
+    "\"micro_batches\": 2}";
+const std::string kListedJob =
+    "{\"submit\": \"0s\", \"gpus\": 8, \"model\": \"vgg16_ring_fifo\", \"iterations\": 1";
+
 const std::map<std::string, std::vector<BadInput>> kByFile = {
     {"cluster_ina_two_racks.json",
      {
@@ -244,6 +252,34 @@ const std::map<std::string, std::vector<BadInput>> kByFile = {
          {{"workload.training.models[0].pipeline={\"stages\": 1000, \"schedule\": \"gpipe\", "
            "\"micro_batches\": 4}"},
           "workload.training.models[0].pipeline.stages"},
+         // The stage planners (docs/cluster.md, "Stages: a planner of models/pipeline"): an
+         // unknown name, stages beside a planner, straight without one; in a listed job, an
+         // unknown name, stages above 1 under a planner, a planner for a model without a
+         // pipeline, and the even split without a count. Each replaces the whole pipeline or
+         // job list, so every variant (some set the pipeline, all read the trace) sees the same.
+         {{"workload.training.models[0].pipeline={\"planner\": \"rl\", \"schedule\": "
+           "\"1f1b\", \"micro_batches\": 2}"},
+          "workload.training.models[0].pipeline.planner: unknown planner \"rl\""},
+         {{"workload.training.models[0].pipeline={\"planner\": \"pipedream\", \"stages\": 2, "
+           "\"schedule\": \"1f1b\", \"micro_batches\": 2}"},
+          "workload.training.models[0].pipeline.stages: the planner \"pipedream\" chooses"},
+         {{"workload.training.models[0].pipeline={\"stages\": 2, \"schedule\": \"1f1b\", "
+           "\"micro_batches\": 2, \"straight\": true}"},
+          "workload.training.models[0].pipeline.straight"},
+         {{kDpPipeline, "workload.jobs={\"source\": \"list\", \"list\": [" + kListedJob +
+                            ", \"planner\": \"greedy\"}]}"},
+          "workload.jobs.list[0].planner: unknown planner \"greedy\""},
+         {{kDpPipeline, "workload.jobs={\"source\": \"list\", \"list\": [" + kListedJob +
+                            ", \"planner\": \"exact\", \"stages\": 2}]}"},
+          "workload.jobs.list[0].stages: the planner \"exact\" chooses"},
+         {{kDpPipeline, "workload.jobs={\"source\": \"list\", \"list\": [" + kListedJob +
+                            "}, {\"submit\": \"0s\", \"gpus\": 8, \"model\": "
+                            "\"resnet50_ring_bytescheduler\", \"iterations\": 1, \"planner\": "
+                            "\"dp\"}]}"},
+          "workload.jobs.list[1].planner: model 'resnet50_ring_bytescheduler' has no pipeline"},
+         {{kDpPipeline, "workload.jobs={\"source\": \"list\", \"list\": [" + kListedJob +
+                            ", \"planner\": \"even\"}]}"},
+          "workload.jobs.list[0].planner: the even split needs a stage count"},
      }},
     {"elastic_multiworld.json",
      {
@@ -497,4 +533,29 @@ TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadElasticKey) {
       << validated.err;
   EXPECT_EQ(ran.err, validated.err);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));
+}
+
+// A stage planner's key through the program: exit status 2 from both commands, the JSON path in
+// the message, and no results written (a planner beside stages, and a listed job's unknown one).
+TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadPlannerKey) {
+  TempDir dir;
+  const std::string file = (kScenarios / "cluster_philly_fat_tree.json").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {" --set 'workload.training.models[0].pipeline={\"planner\": \"pipedream\", \"stages\": "
+       "2, \"schedule\": \"1f1b\", \"micro_batches\": 2}'",
+       "error: --set: workload.training.models[0].pipeline.stages: the planner \"pipedream\" "
+       "chooses the stages and their replicas over the job's hosts\n"},
+      {" --set '" + kDpPipeline + "' --set 'workload.jobs={\"source\": \"list\", \"list\": [" +
+           kListedJob + ", \"planner\": \"greedy\"}]}'",
+       "error: --set: workload.jobs.list[0].planner: unknown planner \"greedy\""},
+  };
+  for (const auto& [sets, expected] : cases) {
+    const auto validated = run_mlsim(dir, "validate " + file + sets);
+    const auto ran = run_mlsim(dir, "run " + file + sets + " --out " + (dir.path() / "r").string());
+    EXPECT_EQ(validated.status, 2) << sets << validated.out << validated.err;
+    EXPECT_EQ(ran.status, 2) << sets << ran.out << ran.err;
+    EXPECT_EQ(validated.err.rfind(expected, 0), 0u) << sets << validated.err;
+    EXPECT_EQ(ran.err, validated.err) << sets;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "r")) << sets;
+  }
 }
