@@ -222,6 +222,65 @@ TEST(PipelineJobs, TwoStageJobWithAReplicatedStageTakesTheHandWorkedTime) {
   }
 }
 
+// `pipeline.straight` (PipeDream's --straight_pipeline) reaches the planner: the job above (layer
+// 0 forward 4 s, backward 8 s, an 8 MB activation; layer 1 forward 2 s, backward 4 s; 1M
+// parameters, 4 MB, each) under 1F1B, M = 1, on a star of two hosts at 4e6 B/s, no latency.
+// PipeDream's objective (pipedream_partitioner.hpp), B = 4e6 B/s:
+//   one stage on 2 replicas: (18 + 4 x 1 x 8 MB / (2 B)) / 2 = 11; layer 0 on one host, layer 1
+//   on the other: max(12, 6) = 12.
+// Without straight it replicates: one stage of both layers on both hosts (data parallel), N = M x
+// lcm(2) = 2 micro-batches of one profiled batch each, the ring all-reduce of 8 MB over two
+// replicas moving 2 x (2 - 1) x 8 MB = 16 MB, no activations: each host F [0, 6], B [6, 18],
+// then the stage's gradient handed over, the ring's 2 steps of 4 MB, 1 s each: ends at 20 s.
+// Straight (a planner's straight
+// pipeline uses every host, one per stage): stage 0 = layer 0 on host 0, stage 1 = layer 1 on
+// host 1, N = 1 micro-batch of 2 / 1 = 2 profiled batches (stage 0 F = 8, B = 16, stage 1 F =
+// 4, B = 8, an activation or its gradient 16 MB = 4 s):
+//   host 0 F [0, 8], activation at 12; host 1 F [12, 16], B [16, 24], gradient at 28; host 0
+//   B [28, 44]. No stage has two replicas, so no all-reduce: the job ends at 44 s with 32 MB of
+//   activations and no gradient bytes.
+TEST(PipelineJobs, StraightKeepsOneHostPerStageWherePipeDreamWouldReplicate) {
+  struct Case {
+    bool straight;
+    std::vector<std::size_t> first_layer, replicas;
+    double end;
+    std::int64_t activation_bytes, gradient_bytes;
+  };
+  for (const Case& c : std::vector<Case>{{false, {0, 2}, {2}, 20, 0, 16 * M},
+                                         {true, {0, 1, 2}, {1, 1}, 44, 32 * M, 0}}) {
+    SCOPED_TRACE(c.straight ? "straight" : "not straight");
+    test::PlatformBench p(
+        build_topology(StarSpec{2, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
+    LinkConditions links(p.topology, p.network);
+    CommunicationParams params;
+    TrainingModel m = model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1,
+                            Kind::kOneFOneB, 1);
+    m.pipeline.stages = 0;
+    m.pipeline.planner = StagePlanner::kPipeDream;
+    m.pipeline.straight = c.straight;
+    params.models.push_back(m);
+    CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+    mode.set_links(&links);
+    std::vector<TrainingRecord> records;
+    mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
+    JobSpec job;
+    job.work = Time::s(18);
+    mode.admit(job);
+    double ended = -1;
+    ASSERT_TRUE(mode.start(
+        job, p.topology.hosts(), 0, [&] { ended = p.engine.now().seconds(); },
+        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
+    p.engine.run();
+    ASSERT_EQ(records.size(), 1u);
+    const TrainingRecord& r = records[0];
+    EXPECT_EQ(r.stage_first_layer, c.first_layer);
+    EXPECT_EQ(r.replicas, c.replicas);
+    EXPECT_EQ(r.activation_bytes_delivered, c.activation_bytes);
+    EXPECT_EQ(r.bytes_delivered, c.gradient_bytes);
+    EXPECT_DOUBLE_EQ(ended, c.end);
+  }
+}
+
 // Random streams of data-parallel and pipeline jobs (1F1B and GPipe, 2 or 3 stages, 1-4
 // micro-batches, ring, tree and PS within stages, FIFO and ByteScheduler) placed by FCFS or EASY
 // on one leaf-spine, listed jobs overriding some stage counts:
