@@ -196,3 +196,55 @@ TEST(SteadyState, IsTheLongRunSlope) {
     }
   }
 }
+
+// The fallback: two stage loops of nearly equal mean whose start favours the slower one take
+// longer than 128 rounds to separate. Three straight stages on three hosts at speed 1, no
+// transfer time (no activation bytes, no latency): stage 0 forward 1 s, backward 2 + e s;
+// stage 1 0.5 s and 0.5 s; stage 2 1 s and 2 s. Stage 0's GPU is the bottleneck, 3 + e s per
+// minibatch, and it is the period: stage 0 never waits once the run has settled (between its
+// forward of minibatch k and its backward of k it runs B k-2, F k+1, B k-1, F k+2, 2 (3 + e) s,
+// more than the 4 s gradient path through stages 1 and 2, which keep up at 3 s and 1 s per
+// minibatch), and every other cycle is slower (the loop through all stages, 3 minibatches in
+// flight: (1 + 2 + e + 0.5 + 0.5 + 1 + 2) / 3 < 3). The warm-up (stage 0's three forwards back
+// to back) hands stage 2 a lead it runs at its own 3 s per minibatch and loses by e per
+// minibatch: the transient grows as 1 / e (8 rounds at e = 0.1, 68 at 0.01, measured). At
+// e = 0.001 no period shows within 128 rounds: steady_state returns the slope of the second
+// half of the run, periodic = false. While stage 2 still runs on its own loop, every event
+// advances at one of the two loops' rates, 3 or 3 + e per minibatch, so that slope lies within
+// e of the period (measured: equal to it within 1e-12); the finite run's growth long after the
+// transient (1,500 to 3,000 rounds) is the period itself.
+TEST(SteadyState, FallsBackToTheSlopeWhenNoPeriodShowsIn128Rounds) {
+  const auto job = [](double e) {
+    return std::vector<LayerCost>{{1, 2 + e, 0, 0}, {0.5, 0.5, 0, 0}, {1, 2, 0, 0}};
+  };
+  // The hosts' own layer times are what the timing model runs.
+  const auto on_three_hosts = [](const std::vector<LayerCost>& l) {
+    Conditions c;
+    for (int h = 0; h < 3; ++h) c.hosts.push_back(profiled_host(l, 1));
+    c.bandwidth.assign(3, 1e9);
+    c.latency_out.assign(3, 0);
+    c.latency_in.assign(3, 0);
+    return c;
+  };
+  const Partition p{{0, 1, 2, 3}, {}};
+  // A wide gap settles in a few rounds: the period, 3.1 s.
+  const SteadyState wide = steady_state(job(0.1), p, on_three_hosts(job(0.1)));
+  EXPECT_TRUE(wide.periodic);
+  EXPECT_NEAR(wide.seconds, 3.1, 1e-12);
+  EXPECT_LT(wide.rounds_simulated, 128u);
+
+  const double e = 0.001;
+  const std::vector<LayerCost> l = job(e);
+  const Conditions c = on_three_hosts(l);
+  const SteadyState s = steady_state(l, p, c);
+  EXPECT_FALSE(s.periodic);
+  EXPECT_EQ(s.rounds_simulated, 128u);
+  EXPECT_EQ(s.minibatches_per_round, 3u);
+  EXPECT_EQ(s.transient_rounds, 0u);
+  EXPECT_EQ(s.cycle_rounds, 0u);
+  EXPECT_NEAR(s.seconds, 3 + e, e);
+  const StageCosts costs = stage_costs(l, p, c);
+  const double long_run =
+      (estimate_1f1b(costs, c, 3 * 3000) - estimate_1f1b(costs, c, 3 * 1500)) / (3.0 * 1500);
+  EXPECT_NEAR(long_run, 3 + e, 1e-9);
+}
