@@ -193,6 +193,11 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
   const StagePlanner planner = m.planner_for(job.planner);
   if (planner == StagePlanner::kEven)
     return split_stages(m.reference_layer_s, m.stages_for(job.stages), hosts.size());
+  // A straight pipeline has one host per stage and at least one layer per stage, so a job placed
+  // on more hosts than its model has layers plans over the first as many hosts as layers; the
+  // rest stay idle for the job's run (start_pipeline uses only the hosts the layout counts).
+  if (m.pipeline.straight && hosts.size() > m.parameters.size())
+    hosts = hosts.first(m.parameters.size());
   // models/pipeline's planners over the job's hosts as placed, each host with its own GPU's
   // layer times (speed 1: the cluster model has no speed changes) and its access links' current
   // bandwidth and latencies. They plan one profiled batch per minibatch, as the pipeline model

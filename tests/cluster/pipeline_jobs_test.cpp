@@ -281,6 +281,45 @@ TEST(PipelineJobs, StraightKeepsOneHostPerStageWherePipeDreamWouldReplicate) {
   }
 }
 
+// A straight job placed on more hosts than its model has layers (three hosts, two layers) plans
+// over the first two hosts with every planner and leaves the third idle: the same layout, bytes and
+// 44 s as the straight case above (the third host's links carry nothing). It used to stop the run
+// on an internal check of the planners ("a straight pipeline needs a layer per host").
+TEST(PipelineJobs, StraightJobWithMoreHostsThanLayersLeavesTheExtraHostIdle) {
+  for (StagePlanner planner : {StagePlanner::kPipeDream, StagePlanner::kDp, StagePlanner::kExact}) {
+    SCOPED_TRACE(stage_planner_name(planner));
+    test::PlatformBench p(
+        build_topology(StarSpec{3, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
+    LinkConditions links(p.topology, p.network);
+    CommunicationParams params;
+    TrainingModel m = model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1,
+                            Kind::kOneFOneB, 1);
+    m.pipeline.stages = 0;
+    m.pipeline.planner = planner;
+    m.pipeline.straight = true;
+    params.models.push_back(m);
+    CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+    mode.set_links(&links);
+    std::vector<TrainingRecord> records;
+    mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
+    JobSpec job;
+    job.work = Time::s(18);
+    mode.admit(job);
+    double ended = -1;
+    ASSERT_TRUE(mode.start(
+        job, p.topology.hosts(), 0, [&] { ended = p.engine.now().seconds(); },
+        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
+    p.engine.run();
+    ASSERT_EQ(records.size(), 1u);
+    const TrainingRecord& r = records[0];
+    EXPECT_EQ(r.stage_first_layer, (std::vector<std::size_t>{0, 1, 2}));
+    EXPECT_EQ(r.replicas, (std::vector<std::size_t>{1, 1}));
+    EXPECT_EQ(r.activation_bytes_delivered, 32 * M);
+    EXPECT_EQ(r.bytes_delivered, 0);
+    EXPECT_DOUBLE_EQ(ended, 44);
+  }
+}
+
 // Random streams of data-parallel and pipeline jobs (1F1B and GPipe, 2 or 3 stages, 1-4
 // micro-batches, ring, tree and PS within stages, FIFO and ByteScheduler) placed by FCFS or EASY
 // on one leaf-spine, listed jobs overriding some stage counts:
