@@ -47,8 +47,14 @@ phase "AddressSanitizer + UBSan build and test"
 # speed; stack traces keep file and line. Measured 2026-12-05 on the 2-core machine under load:
 # the suite below took 415 CPU s (about 900 at -O0; the two-rack INA scenario 25 s, was 164 s),
 # and the cold build cost about the same as at -O0 (1,780 against 1,930 CPU s).
+# The libraries are unity builds here too (MLSIM_UNITY_BUILD_LIBS, batches of 8 files of one
+# library): measured 2026-12-06 with these flags, mlsim_core's 53 files cost 348 CPU s compiled
+# one by one and 203 as 7 unity TUs; see docs/performance.md ("CI time") for the other libraries.
+# The Release build above keeps one TU per library file (what the benchmarks measure). Neither
+# bench nor the helper programs of tools/ (MLSIM_BUILD_TOOLS) are built: no test runs them, and
+# the Release build compiles them.
 bash tools/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" \
-  -DMLSIM_SANITIZE=ON -DMLSIM_BUILD_BENCH=OFF
+  -DMLSIM_SANITIZE=ON -DMLSIM_BUILD_BENCH=OFF -DMLSIM_UNITY_BUILD_LIBS=ON -DMLSIM_BUILD_TOOLS=OFF
 # The 4096-node ring formula cases and the large-ring routing test take 20 s in Release but
 # 3-4 CPU minutes each under the sanitizers (18 minutes in all): they run in the Release suite
 # above, and their smaller siblings (up to 1024 nodes) run here. The validate-agrees battery (every

@@ -10,11 +10,12 @@
 namespace mlsim::commsched {
 namespace {
 
-constexpr double kMillion = 1e6;
+constexpr double kParametersPerMillion = 1e6;
 
 std::int64_t whole_parameters(double millions) {
   // search.py keeps 6 decimals of a million; tuner.py then takes int(x * 10**6).
-  return std::max<std::int64_t>(1, static_cast<std::int64_t>(std::floor(millions * kMillion)));
+  return std::max<std::int64_t>(
+      1, static_cast<std::int64_t>(std::floor(millions * kParametersPerMillion)));
 }
 
 }  // namespace
@@ -81,8 +82,9 @@ BayesianTuner::BayesianTuner(BayesianTunerParams params, SchedulerConfig start, 
 }
 
 std::vector<double> BayesianTuner::coordinates(const SchedulerConfig& c) const {
-  std::vector<double> x{static_cast<double>(c.credit) / kMillion};
-  if (params_.partition_range) x.push_back(static_cast<double>(c.partition) / kMillion);
+  std::vector<double> x{static_cast<double>(c.credit) / kParametersPerMillion};
+  if (params_.partition_range)
+    x.push_back(static_cast<double>(c.partition) / kParametersPerMillion);
   return x;
 }
 

@@ -18,16 +18,16 @@ namespace fs = std::filesystem;
 namespace {
 
 // A fresh folder per test, removed afterwards.
-class TempDir {
+class SweepTempDir {
  public:
-  TempDir() {
+  SweepTempDir() {
     path_ = fs::temp_directory_path() /
             ("mlsim-sweep-test-" + std::to_string(::getpid()) + "-" +
              ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
-  ~TempDir() { fs::remove_all(path_); }
+  ~SweepTempDir() { fs::remove_all(path_); }
   const fs::path& path() const { return path_; }
 
  private:
@@ -160,7 +160,7 @@ TEST(Sweep, TidyCsvByHand) {
 }
 
 TEST(Sweep, RunsEveryPointInParallelIntoOneTidyCsv) {
-  TempDir tmp;
+  SweepTempDir tmp;
   const auto calls = tmp.path() / "calls";
   ::setenv("FAKE_MLSIM_CALLS", calls.c_str(), 1);
   const auto spec = grid_spec(tmp.path());
@@ -183,7 +183,7 @@ TEST(Sweep, RunsEveryPointInParallelIntoOneTidyCsv) {
 }
 
 TEST(Sweep, AnInterruptedSweepResumesWithoutRerunningFinishedPoints) {
-  TempDir tmp;
+  SweepTempDir tmp;
   const auto calls = tmp.path() / "calls";
   ::setenv("FAKE_MLSIM_CALLS", calls.c_str(), 1);
   const auto spec = grid_spec(tmp.path());
@@ -220,7 +220,7 @@ TEST(Sweep, AnInterruptedSweepResumesWithoutRerunningFinishedPoints) {
 }
 
 TEST(Sweep, FailedPointsAreReportedAndLeftOutOfTheCsv) {
-  TempDir tmp;
+  SweepTempDir tmp;
   ::setenv("FAKE_MLSIM_CALLS", (tmp.path() / "calls").c_str(), 1);
   const auto spec = parse_sweep_text(R"({"scenario": "s.json", "grid": {"a": [12, 13, 14]}})",
                                      tmp.path() / "sweep.json");
@@ -236,7 +236,7 @@ TEST(Sweep, FailedPointsAreReportedAndLeftOutOfTheCsv) {
 TEST(Sweep, TheEmittedJobListUnderGnuParallelGivesTheSameCsv) {
   if (std::system("parallel --version >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "GNU parallel is not installed (tools/setup-debian.sh installs it)";
-  TempDir tmp;
+  SweepTempDir tmp;
   ::setenv("FAKE_MLSIM_CALLS", (tmp.path() / "calls").c_str(), 1);
   const auto spec = grid_spec(tmp.path());
   run_sweep(spec, tmp.path() / "pool", kFake, 2, true);
@@ -258,7 +258,7 @@ TEST(Sweep, TheEmittedJobListUnderGnuParallelGivesTheSameCsv) {
 }
 
 TEST(ProcessPool, ShellQuotingRoundTrips) {
-  TempDir tmp;
+  SweepTempDir tmp;
   const std::vector<std::string> argv{"printf", "%s|", "a b", "it's", "x=\"64MiB\"", "$HOME"};
   const std::string cmd = shell_command(argv) + " > " + (tmp.path() / "o").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0);

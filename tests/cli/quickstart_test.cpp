@@ -15,7 +15,7 @@ int mlsim_status(const std::string& args, const TempDir& dir) {
   return mlsim::testing::run_mlsim(dir, args).status;
 }
 
-const std::string kQuickstart =
+const std::string kQuickstartScenario =
     std::string(MLSIM_SOURCE_DIR) + "/workloads/scenarios/quickstart.json";
 
 // summary.json without its wall-clock part, as written (the writer's own formatting).
@@ -30,7 +30,7 @@ std::string without_wall(const std::filesystem::path& summary) {
 
 TEST(Quickstart, ValidatesWithEveryVariant) {
   TempDir dir;
-  EXPECT_EQ(mlsim_status("validate " + kQuickstart, dir), 0)
+  EXPECT_EQ(mlsim_status("validate " + kQuickstartScenario, dir), 0)
       << read_file(dir.path() / "stderr.txt");
   EXPECT_NE(read_file(dir.path() / "stdout.txt").find("variants ps, ring, tree also valid"),
             std::string::npos);
@@ -40,13 +40,13 @@ TEST(Quickstart, RunsAndIsDeterministic) {
   TempDir dir;
   const auto a = dir.path() / "a";
   const auto b = dir.path() / "b";
-  ASSERT_EQ(mlsim_status("run " + kQuickstart + " --out " + a.string(), dir), 0)
+  ASSERT_EQ(mlsim_status("run " + kQuickstartScenario + " --out " + a.string(), dir), 0)
       << read_file(dir.path() / "stderr.txt");
   EXPECT_NE(
       read_file(dir.path() / "stdout.txt").find("quickstart: model collectives, backend flow"),
       std::string::npos)
       << read_file(dir.path() / "stdout.txt");
-  ASSERT_EQ(mlsim_status("run " + kQuickstart + " --quiet --out " + b.string(), dir), 0);
+  ASSERT_EQ(mlsim_status("run " + kQuickstartScenario + " --quiet --out " + b.string(), dir), 0);
   EXPECT_EQ(read_file(dir.path() / "stdout.txt"), "");  // --quiet
   EXPECT_EQ(without_wall(a / "summary.json"), without_wall(b / "summary.json"));
   const auto summary = nlohmann::json::parse(read_file(a / "summary.json"));
@@ -59,8 +59,9 @@ TEST(Quickstart, VariantsRunWithTheirOwnAlgorithm) {
   TempDir dir;
   for (const std::string v : {"ps", "tree"}) {
     const auto out = dir.path() / v;
-    ASSERT_EQ(mlsim_status(
-                  "run " + kQuickstart + " --quiet --variant " + v + " --out " + out.string(), dir),
+    ASSERT_EQ(mlsim_status("run " + kQuickstartScenario + " --quiet --variant " + v + " --out " +
+                               out.string(),
+                           dir),
               0)
         << read_file(dir.path() / "stderr.txt");
     const auto summary = nlohmann::json::parse(read_file(out / "summary.json"));

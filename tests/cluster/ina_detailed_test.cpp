@@ -26,12 +26,12 @@ namespace {
 using Platform = test::PlatformBench;
 
 // Host links of 1e6 B/s, no latency: a 1000-byte packet takes 1 ms on a link.
-constexpr double kHostBandwidth = 1e6;
+constexpr double kInaHostBandwidth = 1e6;
 
 // Two leaves of four hosts under one spine: hosts 0..3 under leaf 0, 4..7 under leaf 1.
-Topology two_leaves() {
-  return build_topology(
-      LeafSpineSpec{2, 4, 1, 1.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()});
+Topology ina_two_leaves() {
+  return build_topology(LeafSpineSpec{
+      2, 4, 1, 1.0, LinkSpec{Bandwidth{kInaHostBandwidth}, Time::zero()}, Time::zero()});
 }
 
 // Packets of 250 values and no header (1000 bytes, 1 ms per hop), no switch latency,
@@ -152,7 +152,7 @@ std::vector<double> run_jobs(Platform& p, InaRun& run,
 // and 2.005: A ends at 2.005, 1 ms earlier than beside SwitchML.
 TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
   {
-    Platform p(two_leaves());
+    Platform p(ina_two_leaves());
     CommunicationParams params;
     params.ina = switch_params(3000, 2000, 1);
     params.ina_models.resize(2);
@@ -177,7 +177,7 @@ TEST(InaDetailedMode, SwitchMlAndAtpJobsShareOneSwitchsAggregators) {
     EXPECT_EQ(c.elements_delivered, 2 * 500 + 2 * 500);  // every worker, every value, once
   }
   {
-    Platform p(two_leaves());
+    Platform p(ina_two_leaves());
     CommunicationParams params;
     params.ina = switch_params(3000, 0, 1);
     params.ina_models.resize(1);
@@ -230,7 +230,7 @@ TEST(InaDetailedMode, ByteSchedulerOverAtpWithDriftingWorkersFinishesUnlessEvery
   for (const training::Ordering ordering : {training::Ordering::kJob, training::Ordering::kRankZero,
                                             training::Ordering::kEveryWorker}) {
     SCOPED_TRACE(static_cast<int>(ordering));
-    Platform p(two_leaves());
+    Platform p(ina_two_leaves());
     CommunicationParams params;
     params.stall_timeout = Time::s(2);
     params.ina = switch_params(100 * 1000, 0, 1);
@@ -299,7 +299,7 @@ TEST(InaDetailedMode, TwoLevelAggregationSendsOnePartialPerRackUpAndOneResultDow
   for (const bool two_level : {false, true}) {
     SCOPED_TRACE(two_level ? "two levels" : "one switch");
     Platform p(build_topology(LeafSpineSpec{
-        2, 2, 1, 2.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()}));
+        2, 2, 1, 2.0, LinkSpec{Bandwidth{kInaHostBandwidth}, Time::zero()}, Time::zero()}));
     CommunicationParams params;
     params.ina = switch_params(3000, 0, 1);
     params.ina->two_level = two_level;
@@ -362,7 +362,7 @@ TEST(InaDetailedMode, DsaPreemptsAtARacksSwitchAndTheRootRecoversTheEvictedParti
   for (const bool two_level : {false, true}) {
     SCOPED_TRACE(two_level ? "two levels" : "one switch");
     Platform p(build_topology(LeafSpineSpec{
-        2, 4, 1, 4.0, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}, Time::zero()}));
+        2, 4, 1, 4.0, LinkSpec{Bandwidth{kInaHostBandwidth}, Time::zero()}, Time::zero()}));
     CommunicationParams params;
     params.ina = switch_params(1000, 0, 1);
     params.ina->two_level = two_level;
@@ -400,7 +400,7 @@ TEST(InaDetailedMode, DsaPreemptsAtARacksSwitchAndTheRootRecoversTheEvictedParti
 TEST(InaDetailedMode, SwitchMlJobsWaitForAPartitionOfTheirSwitch) {
   for (const bool same_switch : {true, false}) {
     SCOPED_TRACE(same_switch ? "one ToR" : "two ToRs");
-    Platform p(two_leaves());
+    Platform p(ina_two_leaves());
     CommunicationParams params;
     params.ina = switch_params(2000, 0, 1);
     params.ina_models.resize(2);
@@ -425,7 +425,7 @@ TEST(InaDetailedMode, SwitchMlJobsWaitForAPartitionOfTheirSwitch) {
 // link at 1.5 s: its first packet at 2 s finds no route; the strategy reports the job failed
 // once (GradientSync::set_on_failed), the runner frees it, and the fabric frees what it held.
 TEST(InaDetailedMode, AJobCutOffFromItsSwitchIsReportedFailed) {
-  Platform p(two_leaves());
+  Platform p(ina_two_leaves());
   LinkConditions links(p.topology, p.network);
   CommunicationParams params;
   params.ina = switch_params(3000, 0, 1);

@@ -17,8 +17,8 @@ using namespace mlsim;
 using namespace mlsim::collectives;
 
 namespace {
-const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
-constexpr Bytes kMB{1'000'000};
+const LinkSpec kCancelLink{Bandwidth{1e9}, Time::ns(100)};
+constexpr Bytes kCancelMB{1'000'000};
 
 // The network ended every transfer: started = delivered + failed, none in flight.
 void expect_network_settled(const Network& net) {
@@ -38,13 +38,13 @@ TEST(CollectiveCancel, RingAllReduceCancelledMidStep) {
   // half sent. So: 8 transfers (8 MB) started, 4 delivered, 4 cancelled (failed in the
   // network, reported at the cancel time); the collective counts 8 MB sent = 4 MB delivered +
   // 4 MB cancelled. Both ways of ending it (cancel(), destruction) give the same figures.
-  const Topology topo = build_topology(StarSpec{4, kLink});
+  const Topology topo = build_topology(StarSpec{4, kCancelLink});
   for (bool destroy : {false, true}) {
     SCOPED_TRACE(destroy ? "destroyed" : "cancel()");
     Engine engine;
     FluidNetwork net(engine, topo, Sharing::kMaxMin);
     CollectiveSpec spec;
-    spec.bytes = Bytes{4 * kMB.count};
+    spec.bytes = Bytes{4 * kCancelMB.count};
     int callbacks = 0;
     auto c = std::make_unique<Collective>(
         engine, net, std::vector<NodeId>(topo.hosts().begin(), topo.hosts().end()), spec,
@@ -67,17 +67,17 @@ TEST(CollectiveCancel, RingAllReduceCancelledMidStep) {
     expect_network_settled(net);
     const NetworkTotals t = net.totals();
     EXPECT_EQ(t.transfers_started, 8u);
-    EXPECT_EQ(t.bytes_delivered.count, 4 * kMB.count);
-    EXPECT_EQ(t.bytes_failed.count, 4 * kMB.count);
+    EXPECT_EQ(t.bytes_delivered.count, 4 * kCancelMB.count);
+    EXPECT_EQ(t.bytes_failed.count, 4 * kCancelMB.count);
     if (!destroy) {
       // Nothing of it moved after the cancel (the network's own wake-up may still run later).
       EXPECT_EQ(c->result().bytes_delivered, at_cancel.bytes_delivered);
       EXPECT_EQ(c->result().transfers, at_cancel.transfers);
       EXPECT_FALSE(at_cancel.completed);
       EXPECT_TRUE(c->cancelled());
-      EXPECT_EQ(at_cancel.bytes_sent.count, 8 * kMB.count);
-      EXPECT_EQ(at_cancel.bytes_delivered.count, 4 * kMB.count);
-      EXPECT_EQ(at_cancel.bytes_cancelled.count, 4 * kMB.count);
+      EXPECT_EQ(at_cancel.bytes_sent.count, 8 * kCancelMB.count);
+      EXPECT_EQ(at_cancel.bytes_delivered.count, 4 * kCancelMB.count);
+      EXPECT_EQ(at_cancel.bytes_cancelled.count, 4 * kCancelMB.count);
       EXPECT_EQ(at_cancel.failed_transfers, 0u);  // cancelled, not failed by the network
     }
   }
@@ -90,7 +90,7 @@ TEST(CollectiveCancel, DropsLaunchOverheadHopAndAggregationEvents) {
   // is cancelled at random times across its run (ps, ring, tree); after the cancel nothing of
   // it runs (its counts stay as they were at the cancel), the engine drains, the network ends every
   // transfer, and the collective's payload sent = delivered + cancelled (no link fails).
-  const Topology topo = build_topology(StarSpec{5, kLink});
+  const Topology topo = build_topology(StarSpec{5, kCancelLink});
   RandomStream rng(7);
   for (Algorithm a : {Algorithm::kParameterServer, Algorithm::kRing, Algorithm::kTree}) {
     int cancelled_trials = 0;
@@ -100,7 +100,7 @@ TEST(CollectiveCancel, DropsLaunchOverheadHopAndAggregationEvents) {
       FluidNetwork net(engine, topo, Sharing::kMaxMin);
       CollectiveSpec spec;
       spec.algorithm = a;
-      spec.bytes = Bytes{4 * kMB.count};
+      spec.bytes = Bytes{4 * kCancelMB.count};
       spec.chunks = 4;
       spec.window = 2;
       spec.costs.launch = Time::us(2);
@@ -150,27 +150,27 @@ TEST(CollectiveCancel, PointToPointCancelsEveryCallInFlight) {
   // at 1 ms each has 0.5 MB sent and neither arrived. cancel() then ends both: no callback, 2 MB
   // cancelled, 2 transfers failed in the network. A send made afterwards runs normally
   // (1,000,200 ns alone).
-  const Topology topo = build_topology(StarSpec{3, kLink});
+  const Topology topo = build_topology(StarSpec{3, kCancelLink});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   PointToPoint p2p(engine, net, {});
   int callbacks = 0;
   const NodeId h0 = topo.hosts()[0], h1 = topo.hosts()[1], h2 = topo.hosts()[2];
-  p2p.send(h0, h1, kMB, [&](const CollectiveResult&) { ++callbacks; });
-  p2p.send(h0, h2, kMB, [&](const CollectiveResult&) { ++callbacks; });
+  p2p.send(h0, h1, kCancelMB, [&](const CollectiveResult&) { ++callbacks; });
+  p2p.send(h0, h2, kCancelMB, [&](const CollectiveResult&) { ++callbacks; });
   Time later_arrived;
   engine.schedule_at(Time::ms(1), [&] {
     EXPECT_EQ(p2p.in_flight(), 2u);
     p2p.cancel();
     EXPECT_EQ(p2p.in_flight(), 0u);
-    p2p.send(h0, h1, kMB, [&](const CollectiveResult&) { later_arrived = engine.now(); });
+    p2p.send(h0, h1, kCancelMB, [&](const CollectiveResult&) { later_arrived = engine.now(); });
   });
   engine.run();
   EXPECT_EQ(callbacks, 0);
   EXPECT_EQ(later_arrived, Time::ms(1) + Time::ns(1'000'200));
-  EXPECT_EQ(p2p.bytes_cancelled(), 2 * kMB.count);
-  EXPECT_EQ(p2p.bytes_sent(), 3 * kMB.count);
-  EXPECT_EQ(p2p.bytes_delivered(), kMB.count);
+  EXPECT_EQ(p2p.bytes_cancelled(), 2 * kCancelMB.count);
+  EXPECT_EQ(p2p.bytes_sent(), 3 * kCancelMB.count);
+  EXPECT_EQ(p2p.bytes_delivered(), kCancelMB.count);
   EXPECT_EQ(net.totals().transfers_failed, 2u);
   expect_network_settled(net);
 }

@@ -16,10 +16,10 @@ using namespace mlsim;
 using namespace mlsim::collectives;
 
 namespace {
-const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+const LinkSpec kCostsLink{Bandwidth{1e9}, Time::ns(100)};
 
-CollectiveResult run(const Topology& topo, Sharing sharing, const CollectiveSpec& spec,
-                     std::vector<NodeId> participants = {}) {
+CollectiveResult costs_run(const Topology& topo, Sharing sharing, const CollectiveSpec& spec,
+                           std::vector<NodeId> participants = {}) {
   Engine engine;
   FluidNetwork net(engine, topo, sharing);
   LinkConditions links(topo, net);
@@ -49,17 +49,17 @@ TEST(Costs, RingAllReduceHasALatencyFloor) {
   //   S = 4 MB:  5 us + 6 x (1,000,000 + 100 + 1,000) ns = 6,011,600 ns
   //   S = 400 B: 5 us + 6 x (100 + 100 + 1,000) ns       = 12,200 ns: the floor, 5 us + 6 x 1.1 us,
   //   is 98% of it.
-  const Topology topo = build_topology(RingSpec{4, kLink});
+  const Topology topo = build_topology(RingSpec{4, kCostsLink});
   for (Sharing sharing : {Sharing::kNone, Sharing::kMaxMin}) {
     CollectiveSpec spec = ring(4'000'000);
     spec.costs.launch = Time::us(5);
     spec.costs.of(Protocol::kSimple) = {true, Time::us(1), 1.0};
-    auto r = run(topo, sharing, spec);
+    auto r = costs_run(topo, sharing, spec);
     ASSERT_TRUE(r.completed);
     EXPECT_EQ(r.finished, Time::ns(6'011'600));
     EXPECT_EQ(r.protocol, Protocol::kSimple);
     spec.bytes = Bytes{400};
-    r = run(topo, sharing, spec);
+    r = costs_run(topo, sharing, spec);
     EXPECT_EQ(r.finished, Time::ns(12'200));
   }
 }
@@ -69,19 +69,19 @@ TEST(Costs, ProtocolFollowsTheSizeLikeNccl) {
   //   S = 1 kB:   LL 3 + 3 = 6 us,  LL128 6 + 1.6 = 7.6 us,  Simple 30 + 1.5 us      -> LL
   //   S = 100 kB: LL 3 + 300 us,    LL128 6 + 160 = 166 us,  Simple 30 + 150 = 180   -> LL128
   //   S = 10 MB:  LL 30,003 us,     LL128 16,006 us,         Simple 15,030 us        -> Simple
-  const Topology topo = build_topology(RingSpec{4, kLink});
+  const Topology topo = build_topology(RingSpec{4, kCostsLink});
   CollectiveSpec spec = ring(1'000);
   spec.costs = three_protocols();
-  auto r = run(topo, Sharing::kMaxMin, spec);
+  auto r = costs_run(topo, Sharing::kMaxMin, spec);
   EXPECT_EQ(r.protocol, Protocol::kLL);
   // LL on the wire: each 250 B piece is 500 B (4 data bytes per 8): 6 x (500 + 100 + 500) ns.
   EXPECT_EQ(r.finished, Time::ns(6 * 1'100));
   EXPECT_EQ(r.bytes_sent, Bytes{6'000});  // 2(n-1) S
   EXPECT_EQ(r.wire_bytes, Bytes{12'000});
   spec.bytes = Bytes{100'000};
-  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).protocol, Protocol::kLL128);
+  EXPECT_EQ(costs_run(topo, Sharing::kMaxMin, spec).protocol, Protocol::kLL128);
   spec.bytes = Bytes{10'000'000};
-  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).protocol, Protocol::kSimple);
+  EXPECT_EQ(costs_run(topo, Sharing::kMaxMin, spec).protocol, Protocol::kSimple);
   // The choice is the closed form's argmin.
   EXPECT_EQ(choose_protocol(spec.costs, Operation::kAllReduce, Algorithm::kRing, 4, 2,
                             Bytes{100'000}, Bandwidth{1e9}),
@@ -147,7 +147,7 @@ TEST(Costs, ClosedFormIsWhatTheEventDrivenRingTakesOnAStar) {
   // without protocols, on both backends. The simulated ring cuts S into n segments of whole
   // bytes, so the two may differ by the rounding of S/n (under a ns per byte here, per step).
   for (int n : {2, 4, 8}) {
-    const Topology topo = build_topology(StarSpec{n, kLink});
+    const Topology topo = build_topology(StarSpec{n, kCostsLink});
     for (std::int64_t bytes : {800LL, 96'000LL, 8'000'000LL}) {
       for (bool protocols : {false, true}) {
         CollectiveSpec spec = ring(bytes);
@@ -157,9 +157,9 @@ TEST(Costs, ClosedFormIsWhatTheEventDrivenRingTakesOnAStar) {
           spec.costs.launch = Time::us(5);
         }
         const auto c = collective_cost(spec.costs, Operation::kAllReduce, Algorithm::kRing, n, 2,
-                                       Bytes{bytes}, kLink.bandwidth, kLink.latency * 2);
+                                       Bytes{bytes}, kCostsLink.bandwidth, kCostsLink.latency * 2);
         for (Sharing sharing : {Sharing::kNone, Sharing::kMaxMin}) {
-          const auto r = run(topo, sharing, spec);
+          const auto r = costs_run(topo, sharing, spec);
           ASSERT_TRUE(r.completed);
           EXPECT_EQ(r.protocol, c.protocol) << n << " GPUs, " << bytes << " B";
           EXPECT_NEAR(static_cast<double>(r.finished.count_ns()),
@@ -193,7 +193,7 @@ TEST(Costs, ClosedFormAgreesWithTheRingForRandomCalls) {
     }
     const auto c = collective_cost(spec.costs, Operation::kAllReduce, Algorithm::kRing, n, 2,
                                    spec.bytes, link.bandwidth, link.latency * 2);
-    const auto r = run(topo, Sharing::kMaxMin, spec);
+    const auto r = costs_run(topo, Sharing::kMaxMin, spec);
     ASSERT_TRUE(r.completed);
     EXPECT_EQ(r.protocol, c.protocol) << "trial " << trial;
     double worst_byte_ns = 1e9 / link.bandwidth.bytes_per_s;
@@ -211,14 +211,14 @@ TEST(Costs, ClosedFormAgreesWithTheRingForRandomCalls) {
 
 TEST(Costs, SendRecvPaysLaunchAndOneHop) {
   // 1 MB over two links: 2 us launch + 1,000,000 + 200 ns + 1 us hop.
-  const Topology topo = build_topology(StarSpec{2, kLink});
+  const Topology topo = build_topology(StarSpec{2, kCostsLink});
   CollectiveSpec spec;
   spec.operation = Operation::kSendRecv;
   spec.algorithm = Algorithm::kDirect;
   spec.bytes = Bytes{1'000'000};
   spec.costs.launch = Time::us(2);
   spec.costs.of(Protocol::kSimple) = {true, Time::us(1), 1.0};
-  const auto r = run(topo, Sharing::kMaxMin, spec);
+  const auto r = costs_run(topo, Sharing::kMaxMin, spec);
   EXPECT_EQ(r.finished, Time::ns(1'003'200));
 }
 
@@ -230,25 +230,25 @@ TEST(Costs, ParameterServerSumsAtItsRate) {
   //   flow: the pushes share the server's link: both arrive at 2,000,200; sums end at
   //     4,000,200 and 6,000,200; pulls end at 7,000,400 and 8,000,600.
   // Without the rate each is 4 ms earlier (2 x 1 MB / 0.5 GB/s).
-  const Topology topo = build_topology(StarSpec{3, kLink});
+  const Topology topo = build_topology(StarSpec{3, kCostsLink});
   CollectiveSpec spec;
   spec.algorithm = Algorithm::kParameterServer;
   spec.bytes = Bytes{1'000'000};
   spec.host.ps_aggregation = Bandwidth{0.5e9};
-  EXPECT_EQ(run(topo, Sharing::kNone, spec).finished, Time::ns(7'000'600));
-  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).finished, Time::ns(8'000'600));
+  EXPECT_EQ(costs_run(topo, Sharing::kNone, spec).finished, Time::ns(7'000'600));
+  EXPECT_EQ(costs_run(topo, Sharing::kMaxMin, spec).finished, Time::ns(8'000'600));
   spec.host.ps_aggregation = Bandwidth{0};
-  EXPECT_EQ(run(topo, Sharing::kNone, spec).finished, Time::ns(3'000'600));
-  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).finished, Time::ns(4'000'600));
+  EXPECT_EQ(costs_run(topo, Sharing::kNone, spec).finished, Time::ns(3'000'600));
+  EXPECT_EQ(costs_run(topo, Sharing::kMaxMin, spec).finished, Time::ns(4'000'600));
 }
 
 TEST(Costs, MessageOverheadIsPaidPerMessage) {
   // Ring, n = 4, S = 4 MB, 10 us of CPU per message before it leaves: 6 x (10 us + 1 ms + 100 ns).
-  const Topology topo = build_topology(RingSpec{4, kLink});
+  const Topology topo = build_topology(RingSpec{4, kCostsLink});
   CollectiveSpec spec = ring(4'000'000);
   spec.host.message_overhead = Time::us(10);
-  EXPECT_EQ(run(topo, Sharing::kMaxMin, spec).finished, Time::ns(6 * 1'010'100));
-  EXPECT_EQ(run(topo, Sharing::kNone, spec).finished, Time::ns(6 * 1'010'100));
+  EXPECT_EQ(costs_run(topo, Sharing::kMaxMin, spec).finished, Time::ns(6 * 1'010'100));
+  EXPECT_EQ(costs_run(topo, Sharing::kNone, spec).finished, Time::ns(6 * 1'010'100));
 }
 
 TEST(Costs, ChannelsLeaveEachNodeThroughDifferentNics) {
@@ -274,9 +274,9 @@ TEST(Costs, ChannelsLeaveEachNodeThroughDifferentNics) {
     }
   }
   CollectiveSpec spec = ring(4'000'000);
-  const auto one = run(t, Sharing::kMaxMin, spec);
+  const auto one = costs_run(t, Sharing::kMaxMin, spec);
   spec.channels = 2;
-  const auto two = run(t, Sharing::kMaxMin, spec);
+  const auto two = costs_run(t, Sharing::kMaxMin, spec);
   ASSERT_TRUE(one.completed && two.completed);
   EXPECT_NEAR(one.seconds(), 6e-3, 12e-6);
   EXPECT_NEAR(two.seconds(), 3e-3, 12e-6);
@@ -290,7 +290,7 @@ TEST(Costs, RandomCollectivesDeliverEveryByteSent) {
   // payload is the operation's: ring all-reduce 2(n-1) S, reduce-scatter and all-gather
   // (n-1) S, broadcast (n-1) S, send/recv S, all-to-all (n-1) S (S/n per pair, S divisible).
   std::mt19937_64 rng(7);
-  const Topology topo = build_topology(StarSpec{6, kLink});
+  const Topology topo = build_topology(StarSpec{6, kCostsLink});
   for (int trial = 0; trial < 60; ++trial) {
     const int n = 2 + static_cast<int>(rng() % 5);
     CollectiveSpec spec;
@@ -375,17 +375,17 @@ TEST(Costs, AlgorithmBySizeTakesTheTreeForSmallAndTheRingForLargeCalls) {
   // The Collective makes the same choice from the links, and it is the faster one when both are
   // simulated (the closed form is an estimate: the simulated tree sends to its children one
   // after another with window 1, 71.2 us at 1,000 B, still far below the ring's 158 us).
-  const Topology topo = build_topology(StarSpec{16, kLink});
+  const Topology topo = build_topology(StarSpec{16, kCostsLink});
   for (std::int64_t bytes : {1'000LL, 1'000'000LL}) {
     CollectiveSpec spec = ring(bytes);
     spec.costs = m;
     spec.algorithm_by_size = true;
-    const auto chosen = run(topo, Sharing::kMaxMin, spec);
+    const auto chosen = costs_run(topo, Sharing::kMaxMin, spec);
     ASSERT_TRUE(chosen.completed);
     EXPECT_EQ(chosen.algorithm, bytes == 1'000 ? Algorithm::kTree : Algorithm::kRing);
     spec.algorithm_by_size = false;
     spec.algorithm = chosen.algorithm == Algorithm::kTree ? Algorithm::kRing : Algorithm::kTree;
-    const auto other = run(topo, Sharing::kMaxMin, spec);
+    const auto other = costs_run(topo, Sharing::kMaxMin, spec);
     ASSERT_TRUE(other.completed);
     EXPECT_LT(chosen.finished, other.finished) << bytes << " B";
   }
@@ -400,7 +400,7 @@ TEST(Costs, AlgorithmBySizeLooksAtTheLinksWhenItStarts) {
   // 10,000 B among 16 on a star, Simple with a 5 us hop: at 1 GB/s the ring is cheaper
   // (156 + 18.75 us against 41.6 + 140 us), at 10 GB/s the tree (156 + 1.875 against 41.6 + 14).
   // Built at 1 GB/s, the links raised to 10 GB/s before it starts: the tree runs.
-  const Topology topo = build_topology(StarSpec{16, kLink});
+  const Topology topo = build_topology(StarSpec{16, kCostsLink});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   LinkConditions links(topo, net);

@@ -16,10 +16,10 @@
 using namespace mlsim;
 
 namespace {
-const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+const LinkSpec kModelLink{Bandwidth{1e9}, Time::ns(100)};
 
 std::string error_of(nlohmann::json system, int hosts = 8) {
-  const Topology topo = build_topology(StarSpec{hosts, kLink});
+  const Topology topo = build_topology(StarSpec{hosts, kModelLink});
   try {
     JsonReader r(system, "system");
     collectives::read_collectives_params(r, topo);
@@ -57,7 +57,7 @@ TEST(CollectivesModel, ParticipantsAndAlgorithmOptions) {
                            {"placement", "colocated"},
                            {"participants", 4}};
   JsonReader r(system, "system");
-  const auto p = collectives::read_collectives_params(r, build_topology(StarSpec{8, kLink}));
+  const auto p = collectives::read_collectives_params(r, build_topology(StarSpec{8, kModelLink}));
   EXPECT_EQ(p.participants, 4);
   EXPECT_EQ(p.spec.servers, 2);
   EXPECT_EQ(p.spec.placement, collectives::Placement::kColocated);
@@ -118,7 +118,7 @@ TEST(CollectivesModel, OldLinkChangesKeyNamesTheEventsSection) {
 }
 
 TEST(CollectivesModel, CostKeys) {
-  const Topology topo = build_topology(RingSpec{4, kLink});
+  const Topology topo = build_topology(RingSpec{4, kModelLink});
   nlohmann::json system = {
       {"algorithm", "ring"},
       {"bytes", "4MB"},
@@ -156,7 +156,7 @@ TEST(CollectivesModel, ShippedNcclCostsLoad) {
   nlohmann::json fragment = nlohmann::json::parse(in);
   nlohmann::json system = {{"algorithm", "ring"}, {"bytes", "1MiB"}};
   system["costs"] = fragment["system"]["costs"];
-  const Topology topo = build_topology(RingSpec{4, kLink});
+  const Topology topo = build_topology(RingSpec{4, kModelLink});
   JsonReader r(system, "system");
   const auto p = collectives::read_collectives_params(r, topo);
   EXPECT_GT(p.spec.costs.launch, Time::zero());
@@ -193,7 +193,7 @@ TEST(CollectivesModel, APartitionedCollectiveReportsNoBandwidth) {
 }
 
 TEST(CollectivesModel, NvlsNeedsOneSwitch) {
-  const Topology ring = build_topology(RingSpec{4, kLink});
+  const Topology ring = build_topology(RingSpec{4, kModelLink});
   nlohmann::json system = {{"algorithm", "nvls"}, {"bytes", "1MiB"}};
   JsonReader r(system, "system");
   try {
@@ -211,7 +211,7 @@ TEST(CollectivesModel, ShippedHostCostsLoad) {
   nlohmann::json fragment = nlohmann::json::parse(in);
   nlohmann::json system = {{"algorithm", "ps"}, {"bytes", "1MiB"}};
   system["host"] = fragment["system"]["host"];
-  const Topology topo = build_topology(RingSpec{4, kLink});
+  const Topology topo = build_topology(RingSpec{4, kModelLink});
   JsonReader r(system, "system");
   const auto p = collectives::read_collectives_params(r, topo);
   EXPECT_EQ(p.spec.host.message_overhead, Time::us(16));

@@ -13,13 +13,13 @@ using namespace mlsim;
 using namespace mlsim::collectives;
 
 namespace {
-const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+const LinkSpec kP2pLink{Bandwidth{1e9}, Time::ns(100)};
 constexpr Bytes kMB{1'000'000};
 }  // namespace
 
 TEST(PointToPoint, WithoutCostsASendIsOneTransfer) {
   // 1 MB from host 0 to host 1: 1,000,200 ns, exactly as Network::start_transfer.
-  const Topology topo = build_topology(StarSpec{3, kLink});
+  const Topology topo = build_topology(StarSpec{3, kP2pLink});
   for (Sharing sharing : {Sharing::kNone, Sharing::kMaxMin}) {
     Engine engine;
     FluidNetwork net(engine, topo, sharing);
@@ -50,7 +50,7 @@ TEST(PointToPoint, PaysLaunchHostOverheadOnOneClockAndHop) {
   //   B: launched at 2 us; host 0 busy 5-8 us (after A's overhead); leaves at 12 us;
   //      reported at 12 us + 1,000,200 + 1,000 ns = 1,013,200 ns.
   // Without the shared clock B's overhead would overlap A's and it would arrive with A.
-  const Topology topo = build_topology(StarSpec{3, kLink});
+  const Topology topo = build_topology(StarSpec{3, kP2pLink});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kNone);
   PointToPoint::Options o;
@@ -72,7 +72,7 @@ TEST(PointToPoint, PaysLaunchHostOverheadOnOneClockAndHop) {
 TEST(PointToPoint, ProtocolEfficiencyPutsMoreBytesOnTheWire) {
   // LL only (efficiency 0.5, hop 500 ns): 1 MB puts 2 MB on the wire:
   // 2,000,000 + 200 + 500 ns = 2,000,700 ns.
-  const Topology topo = build_topology(StarSpec{2, kLink});
+  const Topology topo = build_topology(StarSpec{2, kP2pLink});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   PointToPoint::Options o;
@@ -90,7 +90,7 @@ TEST(PointToPoint, ProtocolEfficiencyPutsMoreBytesOnTheWire) {
 TEST(PointToPoint, ACallbackMaySendAgainAndSlotsAreReused) {
   // A chain of three 1 MB messages 0 -> 1 -> 2 -> 0, each sent from the previous one's
   // callback: 3 x 1,000,200 ns, one message in flight at a time.
-  const Topology topo = build_topology(StarSpec{3, kLink});
+  const Topology topo = build_topology(StarSpec{3, kP2pLink});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   PointToPoint p2p(engine, net, {});
@@ -113,7 +113,7 @@ TEST(PointToPoint, ACallbackMaySendAgainAndSlotsAreReused) {
 
 TEST(PointToPoint, AFailedSendNeverCompletesAndIsCounted) {
   // Host 1's link is down: the message cannot arrive, its callback never runs.
-  const Topology topo = build_topology(StarSpec{2, kLink});
+  const Topology topo = build_topology(StarSpec{2, kP2pLink});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   LinkConditions links(topo, net);
@@ -132,7 +132,7 @@ TEST(PointToPoint, AFailedTransferIsReportedOnceToTheFailureCallback) {
   // Host 1's downlink is down: a message 0 -> 1 finds no route and fails; 0 -> 2 arrives at
   // 1,000,200 ns. Two failing messages report once each (the callback runs per failed call,
   // the owner keeps the first: EmbeddingSync's report_failure runs once), the good one never.
-  const Topology topo = build_topology(StarSpec{3, kLink});
+  const Topology topo = build_topology(StarSpec{3, kP2pLink});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   LinkConditions links(topo, net);

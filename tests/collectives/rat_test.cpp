@@ -20,7 +20,7 @@ using namespace mlsim;
 using namespace mlsim::collectives;
 
 namespace {
-const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+const LinkSpec kRatLink{Bandwidth{1e9}, Time::ns(100)};
 
 CollectiveSpec rat_spec(std::int64_t bytes, int chunks, int window = 1) {
   CollectiveSpec s;
@@ -88,7 +88,7 @@ TEST(Rat, HandComputedTimeOnAnOversubscribedLeafSpine) {
   // 2 leaves x 2 hosts, one spine, 4:1: each leaf-spine link carries 2 x 1 GB/s / 4 = 0.5 GB/s.
   // Regions {0, 1} under leaf0 and {2, 3} under leaf1. A message of p bytes takes
   // u = p/B + 2a inside a rack and v = 2p/B + 4a across (four hops, 0.5 GB/s bottleneck).
-  const Topology topo = build_topology(LeafSpineSpec{2, 2, 1, 4.0, kLink, Time::ns(100)});
+  const Topology topo = build_topology(LeafSpineSpec{2, 2, 1, 4.0, kRatLink, Time::ns(100)});
   constexpr std::int64_t S = 1'000'000;
   for (Sharing sharing : {Sharing::kNone, Sharing::kMaxMin}) {
     // One piece (p = S): aggregators 0 and 2, root region 0. 1->0 and 3->2 gather (u); 2->0
@@ -120,7 +120,7 @@ TEST(Rat, HandComputedTimeOnAnOversubscribedLeafSpine) {
 }
 
 TEST(Rat, RegionsAreTheHostsUnderOneSwitch) {
-  const Topology ls = build_topology(LeafSpineSpec{3, 4, 2, 4.0, kLink, Time::ns(100)});
+  const Topology ls = build_topology(LeafSpineSpec{3, 4, 2, 4.0, kRatLink, Time::ns(100)});
   auto regions = find_regions(ls, ls.hosts());
   ASSERT_EQ(regions.size(), 3u);
   for (std::uint32_t r = 0; r < 3; ++r) {
@@ -139,13 +139,13 @@ TEST(Rat, RegionsAreTheHostsUnderOneSwitch) {
   EXPECT_EQ(regions[1].members, (std::vector<std::uint32_t>{4, 5}));
 
   // One switch: one region, with no uplink; a ring has no switch: every host alone.
-  const Topology star = build_topology(StarSpec{5, kLink});
+  const Topology star = build_topology(StarSpec{5, kRatLink});
   ASSERT_EQ(find_regions(star, star.hosts()).size(), 1u);
   EXPECT_EQ(oversubscription(star, find_regions(star, star.hosts())[0]), 0.0);
-  const Topology ring = build_topology(RingSpec{4, kLink});
+  const Topology ring = build_topology(RingSpec{4, kRatLink});
   EXPECT_EQ(find_regions(ring, ring.hosts()).size(), 4u);
   // A k=4 fat-tree: 8 edge switches with 2 hosts each, not oversubscribed.
-  const Topology fat = build_topology(FatTreeSpec{4, kLink});
+  const Topology fat = build_topology(FatTreeSpec{4, kRatLink});
   regions = find_regions(fat, fat.hosts());
   ASSERT_EQ(regions.size(), 8u);
   for (const Region& g : regions) {
@@ -155,7 +155,7 @@ TEST(Rat, RegionsAreTheHostsUnderOneSwitch) {
 }
 
 TEST(Rat, RootAndAggregatorsRotate) {
-  const Topology topo = build_topology(LeafSpineSpec{3, 2, 1, 1.0, kLink, Time::ns(100)});
+  const Topology topo = build_topology(LeafSpineSpec{3, 2, 1, 1.0, kRatLink, Time::ns(100)});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   LinkConditions links(topo, net);
@@ -185,10 +185,10 @@ TEST(Rat, TreeLeavesOutASlowedLink) {
   for (const char* s : {"t0", "t1", "t2"}) spec.nodes.push_back({s, NodeKind::kSwitch});
   for (const auto& [h, s] : std::vector<std::pair<const char*, const char*>>{
            {"a0", "t0"}, {"a1", "t0"}, {"b0", "t1"}, {"b1", "t1"}, {"c0", "t2"}, {"c1", "t2"}})
-    spec.links.push_back({h, s, kLink});
-  spec.links.push_back({"t0", "t1", kLink});
-  spec.links.push_back({"t1", "t2", kLink});
-  spec.links.push_back({"t0", "t2", kLink});
+    spec.links.push_back({h, s, kRatLink});
+  spec.links.push_back({"t0", "t1", kRatLink});
+  spec.links.push_back({"t1", "t2", kRatLink});
+  spec.links.push_back({"t0", "t2", kRatLink});
   const Topology topo = build_topology(spec);
 
   Engine engine;
@@ -215,7 +215,7 @@ TEST(Rat, WidestTreeKeepsEveryRegionsWidestEdge) {
   // widest edges. 4 racks x 2 hosts, two spines, with one leaf-spine cable slowed to 1%: which
   // aggregator pairs' routes cross it depends on the ECMP hash, and the tree must route around
   // it whenever some pair of aggregators can.
-  const Topology topo = build_topology(LeafSpineSpec{4, 2, 2, 1.0, kLink, Time::ns(100)});
+  const Topology topo = build_topology(LeafSpineSpec{4, 2, 2, 1.0, kRatLink, Time::ns(100)});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   LinkConditions links(topo, net);
@@ -249,7 +249,7 @@ TEST(Rat, WidestTreeKeepsEveryRegionsWidestEdge) {
 TEST(Rat, TreeAvoidsAFailedUplink) {
   // 4 racks x 2 hosts, two spines; leaf0-spine0 is down before the start. Region 0 keeps half its
   // uplink capacity, so it is never the root, and no message route of any tree uses the cable.
-  const Topology topo = build_topology(LeafSpineSpec{4, 2, 2, 1.0, kLink, Time::ns(100)});
+  const Topology topo = build_topology(LeafSpineSpec{4, 2, 2, 1.0, kRatLink, Time::ns(100)});
   Engine engine;
   FluidNetwork net(engine, topo, Sharing::kMaxMin);
   LinkConditions links(topo, net);
@@ -281,7 +281,7 @@ TEST(Rat, TreeAvoidsAFailedUplink) {
 }
 
 TEST(Rat, FailuresDuringTheRunDoNotHang) {
-  const Topology topo = build_topology(LeafSpineSpec{3, 2, 2, 2.0, kLink, Time::ns(100)});
+  const Topology topo = build_topology(LeafSpineSpec{3, 2, 2, 2.0, kRatLink, Time::ns(100)});
   const auto spec = rat_spec(3'000'000, 4);
   const auto base = run_rat(topo, Sharing::kMaxMin, spec);
   ASSERT_TRUE(base.completed);
@@ -309,7 +309,7 @@ TEST(Rat, EveryHostEndsWithEveryPieceOnceAndRunsAreDeterministic) {
     const int spines = leaves > 1 ? 1 + static_cast<int>(rng.below(2)) : 0;
     const double over = 1.0 + static_cast<double>(rng.below(4));
     const Topology topo =
-        build_topology(LeafSpineSpec{leaves, per_leaf, spines, over, kLink, Time::ns(100)});
+        build_topology(LeafSpineSpec{leaves, per_leaf, spines, over, kRatLink, Time::ns(100)});
     const int n = leaves * per_leaf;
     const auto chunks = static_cast<int>(1 + rng.below(5));
     const auto window = static_cast<int>(rng.below(3));

@@ -22,7 +22,7 @@ namespace {
 // A pull's delivery of one row: (iteration, worker, row).
 using Delivery = std::tuple<std::size_t, std::size_t, Key>;
 
-struct Outcome {
+struct PropertyOutcome {
   Counters counters;
   NetworkTotals totals;
   std::map<std::string, double> metrics;
@@ -33,9 +33,10 @@ struct Outcome {
 
 // `servers` PS hosts after the workers; `meta` bytes of index and version per row (0: payload is
 // rows x 512).
-Outcome run(Allocation allocation, Sync sync, std::uint64_t seed, std::size_t workers,
-            std::size_t cache_rows, std::int64_t pull_bound = 0, std::int64_t push_bound = 0,
-            std::size_t servers = 1, std::int64_t meta = 0) {
+PropertyOutcome property_run(Allocation allocation, Sync sync, std::uint64_t seed,
+                             std::size_t workers, std::size_t cache_rows,
+                             std::int64_t pull_bound = 0, std::int64_t push_bound = 0,
+                             std::size_t servers = 1, std::int64_t meta = 0) {
   const Topology topo = build_topology(
       StarSpec{static_cast<int>(workers + servers), LinkSpec{Bandwidth{12.5e9}, Time::us(1)}});
   Engine engine;
@@ -58,7 +59,7 @@ Outcome run(Allocation allocation, Sync sync, std::uint64_t seed, std::size_t wo
   Compute compute(engine, no_gpus, speeds, costs);
   EmbeddingTraining t(engine, net, compute, p,
                       std::make_unique<ZipfSource>(8, 2000, 1.05, RandomStream(seed, "samples")));
-  Outcome o;
+  PropertyOutcome o;
   t.set_on_delivered([&o](std::size_t iteration, std::size_t worker, Key row) {
     if (!o.delivered.emplace(iteration, worker, row).second) ++o.duplicates;
   });
@@ -84,7 +85,7 @@ TEST(EmbcacheProperties, AccessesAreAccountedAndNothingIsLost) {
                                     std::pair{Allocation::kSequential, Sync::kOnDemand},
                                     std::pair{Allocation::kLocationAware, Sync::kEager}}) {
       const std::size_t workers = 2 + seed % 4, cache = 50 + 100 * (seed % 5);
-      const Outcome o = run(allocation, sync, seed, workers, cache);
+      const PropertyOutcome o = property_run(allocation, sync, seed, workers, cache);
       const Counters& c = o.counters;
       EXPECT_EQ(c.hits + c.misses + c.outdated_pulls, c.accesses) << seed;
       EXPECT_EQ(c.pushes, c.accesses);  // one gradient row per distinct row used
@@ -106,16 +107,19 @@ TEST(EmbcacheProperties, BoundedStalenessAtZeroIsOnDemandAndLooserBoundsPullLess
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     const std::size_t workers = 2 + seed % 4, cache = 50 + 100 * (seed % 5);
     for (Allocation a : {Allocation::kSequential, Allocation::kLocationAware}) {
-      const Outcome zero = run(a, Sync::kBounded, seed, workers, cache);
-      const Outcome on_demand = run(a, Sync::kOnDemand, seed, workers, cache);
+      const PropertyOutcome zero = property_run(a, Sync::kBounded, seed, workers, cache);
+      const PropertyOutcome on_demand = property_run(a, Sync::kOnDemand, seed, workers, cache);
       EXPECT_EQ(zero.counters.misses, on_demand.counters.misses) << seed;
       EXPECT_EQ(zero.counters.outdated_pulls, on_demand.counters.outdated_pulls) << seed;
       EXPECT_EQ(zero.counters.pushes, on_demand.counters.pushes) << seed;
     }
-    const Outcome zero = run(Allocation::kSequential, Sync::kBounded, seed, workers, cache);
-    const Outcome loose = run(Allocation::kSequential, Sync::kBounded, seed, workers, cache, 3, 0);
+    const PropertyOutcome zero =
+        property_run(Allocation::kSequential, Sync::kBounded, seed, workers, cache);
+    const PropertyOutcome loose =
+        property_run(Allocation::kSequential, Sync::kBounded, seed, workers, cache, 3, 0);
     EXPECT_LE(loose.counters.outdated_pulls, zero.counters.outdated_pulls) << seed;
-    const Outcome lazy = run(Allocation::kSequential, Sync::kBounded, seed, workers, cache, 0, 3);
+    const PropertyOutcome lazy =
+        property_run(Allocation::kSequential, Sync::kBounded, seed, workers, cache, 0, 3);
     const Counters& c = lazy.counters;
     EXPECT_EQ(c.hits + c.misses + c.outdated_pulls, c.accesses) << seed;
     EXPECT_LT(c.pushes, c.accesses) << seed;  // pushes deferred up to 4 updates
@@ -137,9 +141,11 @@ TEST(EmbcacheProperties, EveryRequestedRowIsDeliveredExactlyOnceWhateverTheServe
                                     std::pair{Allocation::kLocationAware, Sync::kOnDemand},
                                     std::pair{Allocation::kSequential, Sync::kBounded}}) {
       const std::size_t workers = 2 + seed % 3, cache = 50 + 100 * (seed % 4);
-      const Outcome one = run(allocation, sync, seed, workers, cache, 0, 0, 1, kMeta);
+      const PropertyOutcome one =
+          property_run(allocation, sync, seed, workers, cache, 0, 0, 1, kMeta);
       for (std::size_t servers : {1u, 2u, 3u, 5u}) {
-        const Outcome o = run(allocation, sync, seed, workers, cache, 0, 0, servers, kMeta);
+        const PropertyOutcome o =
+            property_run(allocation, sync, seed, workers, cache, 0, 0, servers, kMeta);
         const Counters& c = o.counters;
         EXPECT_EQ(o.duplicates, 0u) << seed << " " << servers;
         EXPECT_EQ(o.delivered.size(), c.misses + c.outdated_pulls) << seed << " " << servers;
@@ -186,6 +192,6 @@ TEST(EmbcacheProperties, AllocationPlacesEverySampleOnceWithinTheCap) {
 }
 
 TEST(EmbcacheProperties, SameSeedSameRun) {
-  EXPECT_EQ(run(Allocation::kLocationAware, Sync::kOnDemand, 5, 4, 200).metrics,
-            run(Allocation::kLocationAware, Sync::kOnDemand, 5, 4, 200).metrics);
+  EXPECT_EQ(property_run(Allocation::kLocationAware, Sync::kOnDemand, 5, 4, 200).metrics,
+            property_run(Allocation::kLocationAware, Sync::kOnDemand, 5, 4, 200).metrics);
 }

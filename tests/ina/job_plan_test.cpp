@@ -12,7 +12,7 @@ using namespace mlsim::ina;
 
 namespace {
 // Layer 0: 62 values; layer 1: 310 values (a PipeDream profile gives bytes: 4 per value).
-DnnProfile two_layers() {
+DnnProfile plan_two_layers() {
   std::istringstream in(
       "node1 -- A -- forward_compute_time=1.0, backward_compute_time=2.0, activation_size=4.0, "
       "parameter_size=248.0\n"
@@ -32,7 +32,7 @@ TEST(InaJobPlan, UnitsNeverCrossTheSchedulersChunks) {
   o.values_per_packet = 62;
   o.burst_packets = 2;
   o.partition = 124;
-  const JobPlan plan = make_job_plan(two_layers(), o);
+  const JobPlan plan = make_job_plan(plan_two_layers(), o);
   ASSERT_EQ(plan.chunks.size(), 4u);
   EXPECT_EQ(plan.unit_packets, (std::vector<std::uint16_t>{2, 2, 1, 1}));
   EXPECT_EQ(plan.unit_elements, (std::vector<std::uint32_t>{124, 124, 62, 62}));
@@ -52,7 +52,7 @@ TEST(InaJobPlan, WholeLayersWithoutAPartition) {
   PlanOptions o;
   o.values_per_packet = 62;
   o.burst_packets = 2;
-  const JobPlan plan = make_job_plan(two_layers(), o);
+  const JobPlan plan = make_job_plan(plan_two_layers(), o);
   ASSERT_EQ(plan.chunks.size(), 2u);
   EXPECT_EQ(plan.unit_packets, (std::vector<std::uint16_t>{2, 2, 1, 1}));
   EXPECT_EQ(plan.unit_chunk, (std::vector<std::uint32_t>{0, 0, 0, 1}));

@@ -128,7 +128,7 @@ Outcome run_checked(ClusterParams p, Failure failure, Time fail_at, const std::s
 
 // A few jobs of random sizes spread over both racks, scarce aggregator memory, arriving within
 // 300 us (as properties_test.cpp's workloads).
-ClusterParams random_workload(std::uint64_t seed, PolicyKind policy) {
+ClusterParams failure_random_workload(std::uint64_t seed, PolicyKind policy) {
   RandomStream rng(seed, "ina-link-failure");
   ClusterParams p;
   p.policy = policy;
@@ -155,7 +155,7 @@ TEST_P(InaLinkFailure, EveryJobFinishesOrIsReportedFailedWithExactlyOnceAggregat
   const PolicyKind policy = GetParam();
   int rerouted_runs_finished = 0, cut_runs_recovered = 0, cut_for_good_with_failures = 0;
   for (std::uint64_t seed = 1; seed <= 6; ++seed) {
-    const ClusterParams p = random_workload(seed, policy);
+    const ClusterParams p = failure_random_workload(seed, policy);
     // Fail while every job is running and communicating: arrivals are within 300 us, the first
     // gradients leave 0.5 ms after arrival, an iteration computes 0.8 ms and every job runs at
     // least 3, so at 1.3 ms every job has chunks in the switch and on the wires.

@@ -14,16 +14,16 @@
 using namespace mlsim;
 
 namespace {
-const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+const LinkSpec kFluidLink{Bandwidth{1e9}, Time::ns(100)};
 
-struct Harness {
+struct FluidHarness {
   Engine engine;
   Topology topology;
   FluidNetwork net;
   std::map<TransferId, TransferResult> results;
   int callbacks = 0;
 
-  Harness(Topology t, Sharing sharing, bool route_classes = false)
+  FluidHarness(Topology t, Sharing sharing, bool route_classes = false)
       : topology(std::move(t)), net(engine, topology, sharing, route_classes) {}
 
   TransferId send(NodeId a, NodeId b, std::int64_t bytes, std::uint64_t label = 0) {
@@ -55,7 +55,7 @@ bool flow(Sharing s) {
 }  // namespace
 
 TEST_P(BothBackends, LoneTransferIsLatencyPlusBytesOverBandwidth) {
-  Harness h(build_topology(StarSpec{2, kLink}), GetParam());
+  FluidHarness h(build_topology(StarSpec{2, kFluidLink}), GetParam());
   const auto id = h.send(0, 1, 1'000'000);
   h.engine.run();
   EXPECT_EQ(h.finished(id), Time::ns(1'000'000 + 200));
@@ -66,7 +66,7 @@ TEST_P(BothBackends, LoneTransferIsLatencyPlusBytesOverBandwidth) {
 }
 
 TEST_P(BothBackends, SelfAndEmptyTransfers) {
-  Harness h(build_topology(StarSpec{2, kLink}), GetParam());
+  FluidHarness h(build_topology(StarSpec{2, kFluidLink}), GetParam());
   const auto self = h.send(1, 1, 5000);
   const auto empty = h.send(0, 1, 0);
   h.engine.run();
@@ -77,7 +77,7 @@ TEST_P(BothBackends, SelfAndEmptyTransfers) {
 
 TEST_P(BothBackends, IncastEightToOne) {
   // Hosts 1..8 each send 1 MB to host 0 through the switch's port to host 0.
-  Harness h(build_topology(StarSpec{9, kLink}), GetParam());
+  FluidHarness h(build_topology(StarSpec{9, kFluidLink}), GetParam());
   std::vector<TransferId> ids;
   for (NodeId s = 1; s <= 8; ++s) ids.push_back(h.send(s, 0, 1'000'000));
   h.engine.run_until(Time::us(1));
@@ -98,8 +98,8 @@ TEST_P(FlowModes, ParkingLot) {
   // 0.5 MB left at 1 GB/s: 1.5 ms.
   ExplicitSpec spec;
   for (const char* n : {"n0", "n1", "n2", "n3"}) spec.nodes.push_back({n, NodeKind::kHost});
-  spec.links = {{"n0", "n1", kLink}, {"n1", "n2", kLink}, {"n2", "n3", kLink}};
-  Harness h(build_topology(spec), Sharing::kMaxMin, GetParam());
+  spec.links = {{"n0", "n1", kFluidLink}, {"n1", "n2", kFluidLink}, {"n2", "n3", kFluidLink}};
+  FluidHarness h(build_topology(spec), Sharing::kMaxMin, GetParam());
   const auto longf = h.send(0, 3, 1'000'000);
   std::vector<TransferId> shorts = {h.send(0, 1, 500'000), h.send(1, 2, 500'000),
                                     h.send(2, 3, 500'000)};
@@ -116,8 +116,8 @@ TEST_P(FlowModes, TwoBottlenecks) {
   // over B. B fills first (0.2 GB/s each for f1, f3); f2 gets the 0.8 GB/s left on A.
   ExplicitSpec spec;
   for (const char* n : {"h0", "h1", "h2"}) spec.nodes.push_back({n, NodeKind::kHost});
-  spec.links = {{"h0", "h1", kLink}, {"h1", "h2", LinkSpec{Bandwidth{4e8}, Time::ns(100)}}};
-  Harness h(build_topology(spec), Sharing::kMaxMin, GetParam());
+  spec.links = {{"h0", "h1", kFluidLink}, {"h1", "h2", LinkSpec{Bandwidth{4e8}, Time::ns(100)}}};
+  FluidHarness h(build_topology(spec), Sharing::kMaxMin, GetParam());
   const auto f1 = h.send(0, 2, 1'000'000);
   const auto f2 = h.send(0, 1, 1'000'000);
   const auto f3 = h.send(1, 2, 1'000'000);
@@ -135,7 +135,7 @@ TEST_P(FlowModes, TwoBottlenecks) {
 TEST_P(FlowModes, LateArrivalSharesThenLeaves) {
   // A: 2 MB h1->h0 from 0. B: 0.5 MB h2->h0 from 1 ms. Alone, A sends 1 MB by 1 ms; then both
   // get 0.5 GB/s: B is done at 2 ms, A has 0.5 MB left at 1 GB/s: 2.5 ms.
-  Harness h(build_topology(StarSpec{3, kLink}), Sharing::kMaxMin, GetParam());
+  FluidHarness h(build_topology(StarSpec{3, kFluidLink}), Sharing::kMaxMin, GetParam());
   const auto a = h.send(1, 0, 2'000'000);
   TransferId b = 0;
   h.engine.schedule_at(Time::ms(1), [&] { b = h.send(2, 0, 500'000); });
@@ -148,7 +148,7 @@ TEST_P(FlowModes, LateArrivalSharesThenLeaves) {
 
 TEST_P(BothBackends, BandwidthChangeMidTransfer) {
   // 2 MB at 1 GB/s; at 1 ms the first hop drops to 0.5 GB/s: the last 1 MB takes 2 ms.
-  Harness h(build_topology(StarSpec{2, kLink}), GetParam());
+  FluidHarness h(build_topology(StarSpec{2, kFluidLink}), GetParam());
   const auto id = h.send(0, 1, 2'000'000);
   h.engine.schedule_at(Time::ms(1), [&n = h.net] { n.set_link_bandwidth(0, Bandwidth{5e8}); });
   h.engine.run();
@@ -158,7 +158,7 @@ TEST_P(BothBackends, BandwidthChangeMidTransfer) {
 
 TEST_P(BothBackends, LinkFailureMidTransferReroutesKeepingBytesSent) {
   // Ring of 4. 0->1 directly; at 1 ms link 0->1 fails: the 1 MB left goes 0->3->2->1.
-  Harness h(build_topology(RingSpec{4, kLink}), GetParam());
+  FluidHarness h(build_topology(RingSpec{4, kFluidLink}), GetParam());
   const auto id = h.send(0, 1, 2'000'000);
   h.engine.schedule_at(Time::ms(1), [&n = h.net] { n.set_link_up(0, false); });
   h.engine.run();
@@ -170,7 +170,7 @@ TEST_P(BothBackends, LinkFailureMidTransferReroutesKeepingBytesSent) {
 }
 
 TEST_P(BothBackends, LinkFailureWithoutDetourFailsAndNeverHangs) {
-  Harness h(build_topology(StarSpec{3, kLink}), GetParam());
+  FluidHarness h(build_topology(StarSpec{3, kFluidLink}), GetParam());
   const auto cut = h.send(0, 1, 2'000'000);
   const auto other = h.send(2, 1, 1'000'000);
   h.engine.schedule_at(Time::ms(1), [&n = h.net] { n.set_link_up(0, false); });  // h0 -> switch
@@ -191,7 +191,7 @@ TEST_P(BothBackends, LinkFailureWithoutDetourFailsAndNeverHangs) {
 }
 
 TEST_P(BothBackends, CancelReportsFailureAndFreesBandwidth) {
-  Harness h(build_topology(StarSpec{3, kLink}), GetParam());
+  FluidHarness h(build_topology(StarSpec{3, kFluidLink}), GetParam());
   const auto a = h.send(1, 0, 2'000'000);
   const auto b = h.send(2, 0, 2'000'000);
   h.engine.schedule_at(Time::ms(1), [&] {
@@ -208,7 +208,7 @@ TEST_P(BothBackends, CancelReportsFailureAndFreesBandwidth) {
 }
 
 TEST_P(BothBackends, EcmpRoutesAreDeterministic) {
-  const Topology t = build_topology(FatTreeSpec{4, kLink});
+  const Topology t = build_topology(FatTreeSpec{4, kFluidLink});
   Engine e1, e2;
   FluidNetwork n1(e1, t, GetParam()), n2(e2, t, GetParam());
   for (std::uint64_t label = 0; label < 16; ++label) {
@@ -224,7 +224,7 @@ TEST_P(BothBackends, EcmpRoutesAreDeterministic) {
 
 TEST_P(FlowModes, UnequalSizesOnOneLinkAreWorkConserving) {
   // 1 MB and 3 MB into the same port: 0.5 GB/s each until 2 ms, then 2 MB alone: 4 ms.
-  Harness h(build_topology(StarSpec{3, kLink}), Sharing::kMaxMin, GetParam());
+  FluidHarness h(build_topology(StarSpec{3, kFluidLink}), Sharing::kMaxMin, GetParam());
   const auto small = h.send(1, 0, 1'000'000);
   const auto big = h.send(2, 0, 3'000'000);
   h.engine.run();
@@ -233,7 +233,7 @@ TEST_P(FlowModes, UnequalSizesOnOneLinkAreWorkConserving) {
 }
 
 TEST_P(BothBackends, NonPositiveBandwidthIsRejected) {
-  Harness h(build_topology(StarSpec{2, kLink}), GetParam());
+  FluidHarness h(build_topology(StarSpec{2, kFluidLink}), GetParam());
   EXPECT_THROW(h.net.set_link_bandwidth(0, Bandwidth{0}), InputError);
 }
 
@@ -241,7 +241,7 @@ TEST_P(BothBackends, StopInADeliveryCallbackHoldsTheOtherDeliveriesOfThatInstant
   // Three 1 MB transfers from three hosts into host 0 arrive together (analytic: 1 GB/s each,
   // 1 ms; flow: 1/3 GB/s each, 3 ms). The backend runs its due events in one engine event; a
   // stop() from the first callback must hold the other two, as between engine events.
-  Harness h(build_topology(StarSpec{4, kLink}), GetParam());
+  FluidHarness h(build_topology(StarSpec{4, kFluidLink}), GetParam());
   int seen = 0;
   for (NodeId s = 1; s <= 3; ++s)
     h.net.start_transfer(s, 0, Bytes{1'000'000}, [&](const TransferResult&) {

@@ -10,7 +10,7 @@
 using namespace mlsim;
 
 namespace {
-const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+const LinkSpec kRoutingLink{Bandwidth{1e9}, Time::ns(100)};
 
 std::vector<LinkId> path(Router& r, NodeId a, NodeId b, std::uint64_t label = 0) {
   auto p = r.route(a, b, label);
@@ -31,7 +31,7 @@ void expect_connected(const Topology& t, const std::vector<LinkId>& p, NodeId a,
 }  // namespace
 
 TEST(Routing, RingTakesTheShorterWay) {
-  const Topology t = build_topology(RingSpec{8, kLink});
+  const Topology t = build_topology(RingSpec{8, kRoutingLink});
   Router r(t);
   // Clockwise links 0->1 is link 0; 1->0 is link 1.
   EXPECT_EQ(path(r, 0, 1), (std::vector<LinkId>{0}));
@@ -44,7 +44,7 @@ TEST(Routing, RingTakesTheShorterWay) {
 }
 
 TEST(Routing, FatTreeHopCounts) {
-  const Topology t = build_topology(FatTreeSpec{4, kLink});
+  const Topology t = build_topology(FatTreeSpec{4, kRoutingLink});
   Router r(t);
   EXPECT_EQ(path(r, 0, 1).size(), 2u);   // same edge switch
   EXPECT_EQ(path(r, 0, 2).size(), 4u);   // same pod
@@ -53,7 +53,7 @@ TEST(Routing, FatTreeHopCounts) {
 }
 
 TEST(Routing, EcmpIsDeterministicAndSpreadsLabels) {
-  const Topology t = build_topology(FatTreeSpec{4, kLink});
+  const Topology t = build_topology(FatTreeSpec{4, kRoutingLink});
   Router r(t);
   Router other(t);
   std::set<std::vector<LinkId>> distinct;
@@ -68,7 +68,7 @@ TEST(Routing, EcmpIsDeterministicAndSpreadsLabels) {
 }
 
 TEST(Routing, LinkFailureReroutesAndUnreachableIsReported) {
-  const Topology t = build_topology(RingSpec{4, kLink});
+  const Topology t = build_topology(RingSpec{4, kRoutingLink});
   Router r(t);
   EXPECT_EQ(path(r, 0, 1).size(), 1u);
   const auto v = r.version();
@@ -86,7 +86,7 @@ TEST(Routing, LinkFailureReroutesAndUnreachableIsReported) {
 }
 
 TEST(Routing, LazyPerDestinationOnLargeRing) {
-  const Topology t = build_topology(RingSpec{4096, kLink});
+  const Topology t = build_topology(RingSpec{4096, kRoutingLink});
   Router r(t);
   // Neighbour routes need no search at all.
   for (int round = 0; round < 3; ++round)
@@ -100,7 +100,7 @@ TEST(Routing, LazyPerDestinationOnLargeRing) {
 }
 
 TEST(Routing, DistanceCacheEvictsUnderItsLimit) {
-  const Topology t = build_topology(FatTreeSpec{4, kLink});
+  const Topology t = build_topology(FatTreeSpec{4, kRoutingLink});
   Router r(t);
   r.set_distance_cache_limit(2);
   // Multi-path pairs are not cached as paths, so every new destination beyond 2 searches again.

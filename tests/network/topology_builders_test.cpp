@@ -8,7 +8,7 @@
 using namespace mlsim;
 
 namespace {
-const LinkSpec kLink{Bandwidth{1e9}, Time::ns(100)};
+const LinkSpec kBuilderLink{Bandwidth{1e9}, Time::ns(100)};
 
 int count_switches(const Topology& t) {
   int n = 0;
@@ -18,7 +18,7 @@ int count_switches(const Topology& t) {
 }  // namespace
 
 TEST(TopologyBuilders, StarHasOneSwitchAndHostsFirst) {
-  const Topology t = build_topology(StarSpec{5, kLink});
+  const Topology t = build_topology(StarSpec{5, kBuilderLink});
   EXPECT_EQ(t.hosts().size(), 5u);
   EXPECT_EQ(count_switches(t), 1);
   EXPECT_EQ(t.links().size(), 10u);  // 5 duplex cables
@@ -29,13 +29,13 @@ TEST(TopologyBuilders, StarHasOneSwitchAndHostsFirst) {
 }
 
 TEST(TopologyBuilders, RingLinksNeighbours) {
-  const Topology t = build_topology(RingSpec{4, kLink});
+  const Topology t = build_topology(RingSpec{4, kBuilderLink});
   EXPECT_EQ(count_switches(t), 0);
   ASSERT_EQ(t.links().size(), 8u);
   EXPECT_EQ(t.link(6).src, 3u);  // the last cable closes the ring
   EXPECT_EQ(t.link(6).dst, 0u);
   // Two hosts: one cable, not two parallel ones.
-  EXPECT_EQ(build_topology(RingSpec{2, kLink}).links().size(), 2u);
+  EXPECT_EQ(build_topology(RingSpec{2, kBuilderLink}).links().size(), 2u);
 }
 
 TEST(TopologyBuilders, LeafSpineUplinkFollowsOversubscription) {
@@ -44,7 +44,7 @@ TEST(TopologyBuilders, LeafSpineUplinkFollowsOversubscription) {
   s.hosts_per_leaf = 8;
   s.spines = 2;
   s.oversubscription = 4;
-  s.host_link = kLink;
+  s.host_link = kBuilderLink;
   s.uplink_latency = Time::ns(200);
   const Topology t = build_topology(s);
   EXPECT_EQ(t.hosts().size(), 32u);
@@ -60,7 +60,7 @@ TEST(TopologyBuilders, LeafSpineUplinkFollowsOversubscription) {
 
 TEST(TopologyBuilders, FatTreeCounts) {
   for (int k : {2, 4, 8, 16}) {
-    const Topology t = build_topology(FatTreeSpec{k, kLink});
+    const Topology t = build_topology(FatTreeSpec{k, kBuilderLink});
     EXPECT_EQ(t.hosts().size(), static_cast<std::size_t>(k * k * k / 4)) << k;
     EXPECT_EQ(count_switches(t), k * k + k * k / 4) << k;  // k pods of k, (k/2)^2 cores
     // Cables: hosts, edge-agg (k pods * (k/2)^2), agg-core (same).
@@ -68,7 +68,7 @@ TEST(TopologyBuilders, FatTreeCounts) {
         << k;
   }
   // Every switch has k ports.
-  const Topology t = build_topology(FatTreeSpec{4, kLink});
+  const Topology t = build_topology(FatTreeSpec{4, kBuilderLink});
   for (NodeId n = 0; n < t.nodes().size(); ++n)
     EXPECT_EQ(t.out_links(n).size(), t.node(n).kind == NodeKind::kSwitch ? 4u : 1u) << n;
 }
@@ -76,7 +76,7 @@ TEST(TopologyBuilders, FatTreeCounts) {
 TEST(TopologyBuilders, ExplicitListsByName) {
   ExplicitSpec s;
   s.nodes = {{"a", NodeKind::kHost}, {"s", NodeKind::kSwitch}, {"b", NodeKind::kHost}};
-  s.links = {{"a", "s", kLink}, {"s", "b", kLink}};
+  s.links = {{"a", "s", kBuilderLink}, {"s", "b", kBuilderLink}};
   const Topology t = build_topology(s);
   EXPECT_EQ(t.hosts().size(), 2u);
   EXPECT_EQ(t.links().size(), 4u);
@@ -92,19 +92,19 @@ TEST(TopologyBuilders, ImpossibleSpecsNameThePath) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message(StarSpec{0, kLink}), "topology.hosts: must be at least 1, got 0");
-  EXPECT_EQ(message(RingSpec{1, kLink}), "topology.hosts: must be at least 2, got 1");
-  EXPECT_EQ(message(FatTreeSpec{5, kLink}), "topology.k: must be even, got 5");
+  EXPECT_EQ(message(StarSpec{0, kBuilderLink}), "topology.hosts: must be at least 1, got 0");
+  EXPECT_EQ(message(RingSpec{1, kBuilderLink}), "topology.hosts: must be at least 2, got 1");
+  EXPECT_EQ(message(FatTreeSpec{5, kBuilderLink}), "topology.k: must be even, got 5");
   EXPECT_EQ(message(StarSpec{2, LinkSpec{Bandwidth{0}, Time::zero()}}),
             "topology.link.bandwidth: must be a positive bandwidth");
   LeafSpineSpec ls;
   ls.leaves = 2;
   ls.hosts_per_leaf = 2;
-  ls.host_link = kLink;
+  ls.host_link = kBuilderLink;
   EXPECT_EQ(message(ls), "topology.spines: must be at least 1, got 0");
   ExplicitSpec e;
   e.nodes = {{"a", NodeKind::kHost}};
-  e.links = {{"a", "zz", kLink}};
+  e.links = {{"a", "zz", kBuilderLink}};
   EXPECT_EQ(message(e), "topology.links[0].b: unknown node \"zz\"");
   e.nodes.push_back({"a", NodeKind::kSwitch});
   EXPECT_EQ(message(e), "topology.nodes[1].name: duplicate node name \"a\"");
@@ -112,7 +112,7 @@ TEST(TopologyBuilders, ImpossibleSpecsNameThePath) {
 
 TEST(HostAccessLinks, AStarHostsCableBothWays) {
   // Star of 3: cable h -> sw0 is link 2h, sw0 -> h link 2h + 1 (duplex links are consecutive).
-  const Topology t = build_topology(StarSpec{3, kLink});
+  const Topology t = build_topology(StarSpec{3, kBuilderLink});
   const AccessLinks a = host_access_links(t, 2, "stage 2");
   EXPECT_EQ(a.up, 4u);
   EXPECT_EQ(a.down, 5u);
@@ -121,7 +121,7 @@ TEST(HostAccessLinks, AStarHostsCableBothWays) {
 }
 
 TEST(HostAccessLinks, ARingHostHasTwoAndTheErrorNamesTheRole) {
-  const Topology t = build_topology(RingSpec{4, kLink});
+  const Topology t = build_topology(RingSpec{4, kBuilderLink});
   try {
     host_access_links(t, 1, "pipeline stage 1");
     FAIL() << "a ring host has two links";

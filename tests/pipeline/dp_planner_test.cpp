@@ -20,8 +20,8 @@ using namespace mlsim::pipeline;
 
 namespace {
 
-Conditions conditions(const std::vector<LayerCost>& l, std::vector<double> speeds, double bandwidth,
-                      double latency_each_way = 0) {
+Conditions dp_conditions(const std::vector<LayerCost>& l, std::vector<double> speeds,
+                         double bandwidth, double latency_each_way = 0) {
   Conditions c;
   for (double s : speeds) c.hosts.push_back(profiled_host(l, s));
   c.bandwidth.assign(speeds.size(), bandwidth);
@@ -102,7 +102,7 @@ TEST(DpPlanner, FourLayersOnTwoHostsByHand) {
   // the best is the one replicated stage, 5.5 s; straight, 1 | 3 at 6 s.
   const std::vector<LayerCost> l{
       {1, 1, 1e9, 0}, {1, 1, 7e9, 0}, {1.5, 1.5, 1e9, 0}, {0.5, 0.5, 0, 3e9}};
-  const Conditions c = conditions(l, {1, 1}, 1e9);
+  const Conditions c = dp_conditions(l, {1, 1}, 1e9);
   const Plan replicated = dp_plan(l, c, {false, {}});
   EXPECT_EQ(replicated.partition.first, (std::vector<std::size_t>{0, 4}));
   EXPECT_EQ(replicated.partition.replicas, (std::vector<std::size_t>{2}));

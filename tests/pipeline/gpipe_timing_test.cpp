@@ -20,14 +20,14 @@ namespace {
 
 using Kind = training::PipelineSchedule::Kind;
 
-std::vector<LayerCost> layers(std::vector<std::pair<double, double>> fb) {
+std::vector<LayerCost> gpipe_layers(std::vector<std::pair<double, double>> fb) {
   std::vector<LayerCost> out;
   for (auto [f, b] : fb) out.push_back({f, b, 0, 0});
   return out;
 }
 
-Conditions conditions(const std::vector<LayerCost>& l, std::size_t hosts, double bandwidth = 1e12,
-                      double latency = 0) {
+Conditions gpipe_conditions(const std::vector<LayerCost>& l, std::size_t hosts,
+                            double bandwidth = 1e12, double latency = 0) {
   Conditions c;
   for (std::size_t h = 0; h < hosts; ++h) c.hosts.push_back(profiled_host(l, 1));
   c.bandwidth.assign(hosts, bandwidth);
@@ -55,7 +55,7 @@ TEST(GPipeTiming, TwoStagesByHand) {
                          .backward_s = {3, 1},
                          .boundary_bytes = {0},
                          .parameter_bytes = {0, 0}};
-  const Conditions c = conditions(layers({{1, 1}}), 2);
+  const Conditions c = gpipe_conditions(gpipe_layers({{1, 1}}), 2);
   EXPECT_DOUBLE_EQ(estimate_pipeline(costs, c, 2, gpipe(2)), 12);
   EXPECT_DOUBLE_EQ(estimate_pipeline(costs, c, 4, gpipe(2)), 24);
   // A last group of one: F [24,25] at stage 0, [25,27] at stage 1, B [27,28], [28,31].
@@ -64,7 +64,7 @@ TEST(GPipeTiming, TwoStagesByHand) {
   //   s0 F0 [0,1] -> s1 at 2; F1 [1,2] -> NIC [2,3] -> s1 at 3;
   //   s1 F0 [2,4] F1 [4,6] B0 [6,7] -> s0 at 8; B1 [7,8] -> NIC [8,9] -> s0 at 9;
   //   s0 B0 [8,11] B1 [11,14]: 14 s for one flush, the two crossings of the critical path more.
-  const Conditions slow = conditions(layers({{1, 1}}), 2, 1e9);
+  const Conditions slow = gpipe_conditions(gpipe_layers({{1, 1}}), 2, 1e9);
   StageCosts moving = costs;
   moving.boundary_bytes = {1e9};
   EXPECT_DOUBLE_EQ(estimate_pipeline(moving, slow, 2, gpipe(2)), 14);
@@ -82,8 +82,8 @@ TEST(GPipeTiming, TwoStagesByHand) {
 // GPipe's bubble charges the forward and the backward phase each their own slowest stage, so
 // the split that balances f + b is not the one that balances each phase.
 TEST(GPipePlanner, BestSplitDiffersFromOneFOneB) {
-  const auto l = layers({{1, 1}, {1, 3}, {1, 3}, {6, 1}});
-  const Conditions c = conditions(l, 2);
+  const auto l = gpipe_layers({{1, 1}, {1, 3}, {1, 3}, {6, 1}});
+  const Conditions c = gpipe_conditions(l, 2);
   const PlannerOptions one_f_one_b{.straight = true, .schedule = {}};
   const PlannerOptions flush{.straight = true, .schedule = gpipe(2)};
   EXPECT_NEAR(steady_state_seconds(l, Partition{{0, 1, 4}, {}}, c, gpipe(2)), 16, 1e-9);
@@ -114,7 +114,7 @@ TEST(GPipeTiming, ReplicatedStageReducesOncePerGroup) {
                          .backward_s = {1, 1, 1},
                          .boundary_bytes = {0},
                          .parameter_bytes = {0.5e9, 0}};
-  const Conditions c = conditions(layers({{1, 1}}), 3, 1e9);
+  const Conditions c = gpipe_conditions(gpipe_layers({{1, 1}}), 3, 1e9);
   EXPECT_DOUBLE_EQ(estimate_pipeline(costs, c, 4, gpipe(2)), 10.5);
   // The other way round (one host, then two replicas) deadlocks: replica 0 of stage 1 has
   // micro-batches 0 and 2 and needs both forwards before its first backward, but stage 0's group
@@ -147,7 +147,7 @@ TEST(GPipeTiming, RunMatchesTheModel) {
     const auto& parts = r.results.details()["partitions"];
     ASSERT_EQ(parts.size(), 1u);
     EXPECT_EQ(parts[0]["first_layer"], (std::vector<std::size_t>{0, 2, 4}));
-    Conditions c = conditions(p.layers, 2, 1e9, 1e-6);
+    Conditions c = gpipe_conditions(p.layers, 2, 1e9, 1e-6);
     c.latency_in.assign(2, 1e-6);  // two 1 us links between hosts of the star
     const double model =
         estimate_pipeline(stage_costs(p.layers, Partition{{0, 2, 4}, {}}, c), c, m, gpipe(2));

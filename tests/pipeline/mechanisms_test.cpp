@@ -24,8 +24,8 @@ using mlsim::pipeline::test_support::simulate;
 namespace {
 
 // Layers with forward f, backward b (seconds), activation and parameter bytes.
-std::vector<LayerCost> layers(std::vector<std::pair<double, double>> fb, double act = 0,
-                              double params = 1e6) {
+std::vector<LayerCost> mech_layers(std::vector<std::pair<double, double>> fb, double act = 0,
+                                   double params = 1e6) {
   std::vector<LayerCost> out;
   for (auto [f, b] : fb) out.push_back({f, b, act, params});
   return out;
@@ -33,8 +33,8 @@ std::vector<LayerCost> layers(std::vector<std::pair<double, double>> fb, double 
 
 // Hosts of the profile's GPU type at `speeds` (their layer times are the profile's); a transfer
 // between two of them takes bytes / bandwidth + latency.
-Conditions conditions(const std::vector<LayerCost>& l, std::vector<double> speeds,
-                      double bandwidth = 1e12, double latency = 0) {
+Conditions mech_conditions(const std::vector<LayerCost>& l, std::vector<double> speeds,
+                           double bandwidth = 1e12, double latency = 0) {
   Conditions c;
   for (double s : speeds) c.hosts.push_back(profiled_host(l, s));
   c.bandwidth.assign(speeds.size(), bandwidth);
@@ -64,22 +64,22 @@ std::vector<Op> order(std::size_t stage, std::size_t stages, std::size_t m) {
 TEST(PipeDreamPartition, BalancesStageTimes) {
   // f + b per layer: 1, 1, 1, 3. Two stages: cut after 1 -> max(1, 5) = 5; after 2 -> 4;
   // after 3 -> max(3, 3) = 3. Best: layers 0-2 | 3.
-  const auto l = layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {1, 2}});
-  EXPECT_EQ(pipedream_partition(l, conditions(l, {1, 1}), kStraight).first,
+  const auto l = mech_layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {1, 2}});
+  EXPECT_EQ(pipedream_partition(l, mech_conditions(l, {1, 1}), kStraight).first,
             (std::vector<std::size_t>{0, 3, 4}));
   EXPECT_DOUBLE_EQ(
-      pipedream_objective(l, Partition{{0, 3, 4}, {}}, conditions(l, {1, 1}), kStraight), 3);
+      pipedream_objective(l, Partition{{0, 3, 4}, {}}, mech_conditions(l, {1, 1}), kStraight), 3);
   // GPU 0 at half speed: cut after 1 -> max(2, 5) = 5; after 2 -> max(4, 4) = 4; after 3 ->
   // max(6, 3) = 6. Best: 0-1 | 2-3.
-  EXPECT_EQ(pipedream_partition(l, conditions(l, {0.5, 1}), kStraight).first,
+  EXPECT_EQ(pipedream_partition(l, mech_conditions(l, {0.5, 1}), kStraight).first,
             (std::vector<std::size_t>{0, 2, 4}));
 }
 
 TEST(PipeDreamPartition, TimesEachStageOnItsOwnHost) {
   // Four layers of 1 s (f + b) as profiled. Stage 1's host has a GPU twice as fast (0.5 s a
   // layer): 1 | 3 -> max(1, 1.5) = 1.5; 2 | 2 -> max(2, 1) = 2; 3 | 1 -> 3. Best: 0 | 1-3.
-  const auto l = layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}});
-  Conditions c = conditions(l, {1, 1});
+  const auto l = mech_layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}});
+  Conditions c = mech_conditions(l, {1, 1});
   for (double& f : c.hosts[1].forward_s) f /= 2;
   for (double& b : c.hosts[1].backward_s) b /= 2;
   EXPECT_EQ(pipedream_partition(l, c, kStraight).first, (std::vector<std::size_t>{0, 1, 4}));
@@ -94,9 +94,9 @@ TEST(PipeDreamPartition, CountsTwiceTheActivationOnTheCutOnlyWithTheOption) {
   // --activation_compression_ratio 1, cutting after it costs 2 x 2.5 = 5 s, so the 3 s split
   // loses to cutting after layer 1 (4 s). By default (no ratio) the released optimizer leaves
   // activations out of the objective and keeps the 3 s split.
-  auto l = layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {1, 2}});
+  auto l = mech_layers({{0.5, 0.5}, {0.5, 0.5}, {0.5, 0.5}, {1, 2}});
   l[2].activation_bytes = 2.5e9;
-  const Conditions c = conditions(l, {1, 1}, 1e9);
+  const Conditions c = mech_conditions(l, {1, 1}, 1e9);
   EXPECT_EQ(pipedream_partition(l, c, kStraightWithActivations).first,
             (std::vector<std::size_t>{0, 2, 4}));
   EXPECT_EQ(pipedream_partition(l, c, kStraight).first, (std::vector<std::size_t>{0, 3, 4}));
@@ -127,16 +127,16 @@ TEST(OneFOneB, TimingModelMatchesHandSchedule) {
                    .backward_s = {2, 2},
                    .boundary_bytes = {0},
                    .parameter_bytes = {0, 0}};
-  EXPECT_DOUBLE_EQ(estimate_1f1b(costs, conditions({}, {1, 1}), 3), 12);
+  EXPECT_DOUBLE_EQ(estimate_1f1b(costs, mech_conditions({}, {1, 1}), 3), 12);
   costs.boundary_bytes = {0.5e9};
-  EXPECT_NEAR(estimate_1f1b(costs, conditions({}, {1, 1}, 1e9, 0.1), 3), 14.4, 1e-9);
+  EXPECT_NEAR(estimate_1f1b(costs, mech_conditions({}, {1, 1}, 1e9, 0.1), 3), 14.4, 1e-9);
 }
 
 namespace {
 
 TrainingParams two_stage_params(std::size_t minibatches) {
   TrainingParams p;
-  p.layers = layers({{1, 2}, {1, 2}}, 0.5e9);
+  p.layers = mech_layers({{1, 2}, {1, 2}}, 0.5e9);
   p.minibatches = minibatches;
   p.samples_per_minibatch = 32;
   return p;
@@ -176,7 +176,7 @@ TEST(PipelineTraining, SimulatedSteadyStateMatchesTheTimingModel) {
   // Without contention on any link, the run and the timing model agree for any length.
   for (std::size_t m : {1u, 2u, 7u, 40u}) {
     TrainingParams p = two_stage_params(m);
-    const Conditions c = conditions(p.layers, {1, 1}, 1e9, 0.1);
+    const Conditions c = mech_conditions(p.layers, {1, 1}, 1e9, 0.1);
     const StageCosts costs = stage_costs(p.layers, Partition{{0, 1, 2}, {}}, c);
     const double model = estimate_1f1b(costs, c, m);
     EXPECT_NEAR(simulate(p, 2, 1e9, Time::ms(50)).results.metrics().at("time_s"), model, 1e-8) << m;
@@ -187,7 +187,7 @@ TEST(AutoPipe, RepartitionsWhenAGpuSlowsDown) {
   // Four layers of 2 s (f 1 + b 1); PipeDream splits 2 | 2 (4 s per stage). At 20 s GPU 1 drops
   // to half speed: 2 | 2 now takes 8 s on stage 1, while 3 | 1 takes max(6, 4) = 6 s.
   TrainingParams p;
-  p.layers = layers({{1, 1}, {1, 1}, {1, 1}, {1, 1}}, 1e3, 4e6);
+  p.layers = mech_layers({{1, 1}, {1, 1}, {1, 1}, {1, 1}}, 1e3, 4e6);
   p.minibatches = 60;
   // The scenario's {"at": "20s", "host": 1, "speed": 0.5}: host 1 is node 1 of the star.
   PlatformEvent slow;
@@ -219,9 +219,9 @@ TEST(AutoPipe, RepartitionsWhenAGpuSlowsDown) {
 
 TEST(AutoPipe, PlanIsNeverWorseThanPipeDreamUnderItsOwnModel) {
   // The search starts from PipeDream's partition and only takes improving moves.
-  auto l = layers({{0.2, 0.4}, {1, 2}, {0.3, 0.6}, {0.5, 1}, {0.1, 0.2}, {0.7, 1.4}}, 4e8);
+  auto l = mech_layers({{0.2, 0.4}, {1, 2}, {0.3, 0.6}, {0.5, 1}, {0.1, 0.2}, {0.7, 1.4}}, 4e8);
   for (double bw : {1e8, 1e9, 1e10}) {
-    const Conditions c = conditions(l, {1, 0.7, 1.3}, bw, 1e-5);
+    const Conditions c = mech_conditions(l, {1, 0.7, 1.3}, bw, 1e-5);
     for (bool straight : {true, false}) {
       const Plan plan = autopipe_plan(l, c, {straight, {}});
       EXPECT_LE(

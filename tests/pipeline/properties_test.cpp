@@ -20,13 +20,14 @@ using namespace mlsim::pipeline;
 
 namespace {
 
-struct Outcome {
+struct PropertiesOutcome {
   std::map<std::string, double> metrics;
   nlohmann::json partitions;
   NetworkTotals totals;
 };
 
-Outcome run(std::uint32_t seed, Policy policy, Switching switching = Switching::kDrainAndCopy) {
+PropertiesOutcome properties_run(std::uint32_t seed, Policy policy,
+                                 Switching switching = Switching::kDrainAndCopy) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(0.01, 0.2);
   const std::size_t stages = 2 + rng() % 4, layer_count = stages + rng() % 12;
@@ -89,8 +90,8 @@ TEST(PipelineProperties, EveryMinibatchFinishesAndNothingIsLost) {
   for (std::uint32_t seed = 1; seed <= 40; ++seed) {
     // AutoPipe switches by drain and copy on odd seeds, layer by layer on even ones.
     for (Policy policy : {Policy::kPipeDream, Policy::kAutoPipe}) {
-      const Outcome o =
-          run(seed, policy, seed % 2 == 0 ? Switching::kLayerByLayer : Switching::kDrainAndCopy);
+      const PropertiesOutcome o = properties_run(
+          seed, policy, seed % 2 == 0 ? Switching::kLayerByLayer : Switching::kDrainAndCopy);
       ASSERT_EQ(o.metrics.at("completed"), 1) << "seed " << seed;
       EXPECT_EQ(o.totals.transfers_started, o.totals.transfers_delivered) << seed;
       EXPECT_EQ(o.totals.bytes_started, o.totals.bytes_delivered) << seed;
@@ -115,7 +116,8 @@ TEST(PipelineProperties, EveryMinibatchFinishesAndNothingIsLost) {
 }
 
 TEST(PipelineProperties, SameInputsGiveTheSameRun) {
-  const Outcome a = run(7, Policy::kAutoPipe), b = run(7, Policy::kAutoPipe);
+  const PropertiesOutcome a = properties_run(7, Policy::kAutoPipe),
+                          b = properties_run(7, Policy::kAutoPipe);
   EXPECT_EQ(a.metrics, b.metrics);
   EXPECT_EQ(a.partitions, b.partitions);
 }

@@ -28,14 +28,15 @@ using mlsim::pipeline::test_support::simulate;
 namespace {
 
 // Layers with forward f, backward b (seconds) and parameter bytes; activations `act` bytes.
-std::vector<LayerCost> layers(std::vector<std::tuple<double, double, double>> fbp, double act = 0) {
+std::vector<LayerCost> repl_layers(std::vector<std::tuple<double, double, double>> fbp,
+                                   double act = 0) {
   std::vector<LayerCost> out;
   for (auto [f, b, p] : fbp) out.push_back({f, b, act, p});
   return out;
 }
 
-Conditions conditions(const std::vector<LayerCost>& l, std::vector<double> speeds, double bandwidth,
-                      double latency_each_way = 0) {
+Conditions repl_conditions(const std::vector<LayerCost>& l, std::vector<double> speeds,
+                           double bandwidth, double latency_each_way = 0) {
   Conditions c;
   for (double s : speeds) c.hosts.push_back(profiled_host(l, s));
   c.bandwidth.assign(speeds.size(), bandwidth);
@@ -55,8 +56,8 @@ TEST(PipeDreamReplication, ReplicatesTheIndivisibleHeavyStage) {
   //   [0,1) | [1,2) | [2,3) straight: 4
   //   one stage x3: (6 + 4 x 2 x 3 / 3) / 3 = 14 / 3
   // Best: the first stage on two hosts, the rest on the third.
-  const auto l = layers({{2, 2, 0}, {0.5, 0.5, 0}, {0.5, 0.5, 3e9}});
-  const Conditions c = conditions(l, {1, 1, 1}, 1e9);
+  const auto l = repl_layers({{2, 2, 0}, {0.5, 0.5, 0}, {0.5, 0.5, 3e9}});
+  const Conditions c = repl_conditions(l, {1, 1, 1}, 1e9);
   const Partition p = pipedream_partition(l, c);
   EXPECT_EQ(p.first, (std::vector<std::size_t>{0, 1, 3}));
   EXPECT_EQ(p.replicas, (std::vector<std::size_t>{2, 1}));
@@ -83,7 +84,7 @@ TEST(OneFOneBReplication, TimingModelMatchesHandSchedule) {
                    .backward_s = {1, 1, 1},
                    .boundary_bytes = {0},
                    .parameter_bytes = {0.5e9, 0}};
-  const Conditions c = conditions({}, {1, 1, 1}, 1e9);
+  const Conditions c = repl_conditions({}, {1, 1, 1}, 1e9);
   EXPECT_DOUBLE_EQ(ring_allreduce_seconds(0.5e9, 0, 2, c), 0.5);
   EXPECT_DOUBLE_EQ(estimate_1f1b(costs, c, 4), 10.5);
   costs.parameter_bytes = {0, 0};  // nothing to reduce: the rounds end at 6 and 10
@@ -101,7 +102,7 @@ TEST(PipelineTrainingReplication, RunMatchesTheTimingModel) {
   // round; without contention it takes the time the model predicts, for full rounds (8
   // minibatches) and a last round of one replica (9).
   TrainingParams p;
-  p.layers = layers({{2, 2, 0.1e9}, {0.5, 0.5, 0}, {0.5, 0.5, 3e9}});
+  p.layers = repl_layers({{2, 2, 0.1e9}, {0.5, 0.5, 0}, {0.5, 0.5, 3e9}});
   p.samples_per_minibatch = 1;
   for (std::size_t m : {8u, 9u}) {
     p.minibatches = m;
@@ -109,7 +110,7 @@ TEST(PipelineTrainingReplication, RunMatchesTheTimingModel) {
     const auto& parts = r.results.details()["partitions"];
     ASSERT_EQ(parts.size(), 1u);
     EXPECT_EQ(parts[0]["replicas"], (std::vector<std::size_t>{2, 1}));
-    const Conditions c = conditions(p.layers, {1, 1, 1}, 1e9, 1e-6);
+    const Conditions c = repl_conditions(p.layers, {1, 1, 1}, 1e9, 1e-6);
     const double model =
         estimate_1f1b(stage_costs(p.layers, Partition{{0, 1, 3}, {2, 1}}, c), c, m);
     EXPECT_NEAR(r.results.metrics().at("time_s"), model, 1e-9) << m;
@@ -125,7 +126,7 @@ TEST(PipelineTrainingReplication, GPipeReducesOncePerGroup) {
   // replica 0 has 5 (groups of 4 and 1) and replica 1 has 4: round 0 reduces both, round 1 has
   // replica 0 alone, which reduces nothing. One all-reduce either way, against 4 under 1F1B.
   TrainingParams p;
-  p.layers = layers({{2, 2, 0.1e9}, {0.5, 0.5, 0}, {0.5, 0.5, 3e9}});
+  p.layers = repl_layers({{2, 2, 0.1e9}, {0.5, 0.5, 0}, {0.5, 0.5, 3e9}});
   p.samples_per_minibatch = 1;
   p.schedule = training::PipelineSchedule::Kind::kGPipe;
   p.gpipe_group = 4;
@@ -140,7 +141,7 @@ TEST(PipelineTrainingReplication, GPipeReducesOncePerGroup) {
 }
 
 TEST(Migrations, EachHostFetchesTheLayersItLacks) {
-  const auto l = layers({{1, 1, 1e6}, {1, 1, 2e6}, {1, 1, 4e6}});
+  const auto l = repl_layers({{1, 1, 1e6}, {1, 1, 2e6}, {1, 1, 4e6}});
   // [0,1) x2 | [1,3) on host 2  ->  [0,2) on host 0 | [2,3) x2 on hosts 1, 2.
   //   host 0 held layer 0, lacks layer 1 (old stage 1, host 2): 2 MB from host 2;
   //   host 1 held layer 0, lacks layer 2 (host 2): 4 MB from host 2; host 2 holds layer 2.
@@ -161,8 +162,8 @@ TEST(AutoPipePlanner, FindsTheHandComputedOptimum) {
   // 1 | 3 -> max(2, 12) = 12 s, 2 | 2 -> max(4, 8) = 8 s, 3 | 1 -> max(6, 4) = 6 s; one stage on
   // both hosts: a round of two minibatches takes max(8, 16) = 16 s, 8 s each. Best: 3 | 1, 6 s
   // per minibatch (stage 0 is the bottleneck of the 1F1B steady state).
-  const auto l = layers({{1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}});
-  const Conditions c = conditions(l, {1, 0.5}, 1e9);
+  const auto l = repl_layers({{1, 1, 0}, {1, 1, 0}, {1, 1, 0}, {1, 1, 0}});
+  const Conditions c = repl_conditions(l, {1, 0.5}, 1e9);
   for (bool straight : {true, false}) {
     const Plan plan = autopipe_plan(l, c, {straight, {}});
     EXPECT_EQ(plan.partition.first, (std::vector<std::size_t>{0, 3, 4})) << straight;
@@ -184,7 +185,7 @@ TEST(AutoPipePlanner, MatchesTheExhaustiveSearch) {
     std::vector<LayerCost> l;
     for (std::size_t i = 0; i < n; ++i)
       l.push_back({u(rng), 2 * u(rng), u(rng) * 4e8, u(rng) * 4e8});
-    Conditions c = conditions(l, {}, 1e9, 5e-6);
+    Conditions c = repl_conditions(l, {}, 1e9, 5e-6);
     for (std::size_t h = 0; h < hosts; ++h) {
       c.hosts.push_back(profiled_host(l, 0.3 + u(rng)));
       c.bandwidth.push_back(1e9 * (0.2 + u(rng)));

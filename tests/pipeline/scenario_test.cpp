@@ -35,7 +35,7 @@ TrainingParams parse(json doc, int hosts = 4) {
   return p;
 }
 
-json base() {
+json base_scenario() {
   return json::parse(R"({
     "system": {"policy": "autopipe"},
     "workload": {"profile": "../dnn/pipedream/vgg16/graph.txt", "profiled_on": "P",
@@ -55,7 +55,7 @@ std::string error_of(json doc, int hosts = 4) {
 }  // namespace
 
 TEST(PipelineScenario, DefaultsFromTheTopology) {
-  const TrainingParams p = parse(base());
+  const TrainingParams p = parse(base_scenario());
   EXPECT_EQ(p.policy, Policy::kAutoPipe);
   EXPECT_EQ(p.hosts.size(), 4u);  // every host of the topology
   EXPECT_EQ(p.host_links.size(), 4u);
@@ -64,7 +64,7 @@ TEST(PipelineScenario, DefaultsFromTheTopology) {
   // PipeDream's optimizer defaults: replication allowed, activations not in the objective.
   EXPECT_FALSE(p.straight);
   EXPECT_FALSE(p.activation_compression_ratio.has_value());
-  json options = base();
+  json options = base_scenario();
   options["system"]["straight_pipeline"] = true;
   options["system"]["activation_compression_ratio"] = 2;
   options["system"]["hosts"] = 3;
@@ -78,51 +78,51 @@ TEST(PipelineScenario, DefaultsFromTheTopology) {
 }
 
 TEST(PipelineScenario, ErrorsNameThePath) {
-  json d = base();
+  json d = base_scenario();
   // The old dynamics keys name the events section that replaced them.
   d["workload"]["changes"] = json::parse(R"([{"at": "1s", "stage": 1, "gpu_speed": 0.5}])");
   EXPECT_NE(error_of(d).find("workload.changes: moved"), std::string::npos) << error_of(d);
   EXPECT_NE(error_of(d).find("\"events\""), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["stages"] = 4;  // renamed: a stage may now span several hosts
   EXPECT_NE(error_of(d).find("system.stages: moved"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["hosts"] = 5;
   EXPECT_NE(error_of(d).find("system.hosts"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["activation_compression_ratio"] = 0;
   EXPECT_NE(error_of(d).find("system.activation_compression_ratio"), std::string::npos)
       << error_of(d);
-  d = base();
+  d = base_scenario();
   d["workload"]["gpu_speed"] = json::array({1, 1, 1, 1});
   EXPECT_NE(error_of(d).find("workload.gpu_speed: moved"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["workload"]["profile"] = "missing.txt";
   EXPECT_NE(error_of(d).find("workload.profile"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["workload"]["minibatchs"] = 3;
   EXPECT_NE(error_of(d).find("workload.minibatchs"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["workload"]["profiled_on"] = "Q";  // not in the catalog
   EXPECT_NE(error_of(d).find("workload.profiled_on"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["host"] = {{"ps_aggregation", "10GB/s"}};  // no parameter server here
   EXPECT_NE(error_of(d).find("system.host.ps_aggregation"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["costs"] = {{"launch", "-1us"}};
   EXPECT_NE(error_of(d).find("system.costs.launch"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["policy"] = "gpipe";
   EXPECT_NE(error_of(d).find("system.policy"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["schedule"] = "1f1b-flush";  // not registered: the message lists what is
   EXPECT_NE(error_of(d).find("system.schedule: unknown schedule \"1f1b-flush\""), std::string::npos)
       << error_of(d);
   EXPECT_NE(error_of(d).find("\"gpipe\""), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["micro_batches_per_flush"] = 8;  // 1F1B has no flush
   EXPECT_NE(error_of(d).find("system.micro_batches_per_flush"), std::string::npos) << error_of(d);
-  d = base();
+  d = base_scenario();
   d["system"]["schedule"] = "gpipe";
   d["system"]["micro_batches_per_flush"] = 0;
   EXPECT_NE(error_of(d).find("system.micro_batches_per_flush"), std::string::npos) << error_of(d);
@@ -130,8 +130,8 @@ TEST(PipelineScenario, ErrorsNameThePath) {
 
 TEST(PipelineScenario, ScheduleKey) {
   using Kind = training::PipelineSchedule::Kind;
-  EXPECT_EQ(parse(base()).schedule, Kind::kOneFOneB);  // PipeDream's, the default
-  json d = base();
+  EXPECT_EQ(parse(base_scenario()).schedule, Kind::kOneFOneB);  // PipeDream's, the default
+  json d = base_scenario();
   d["system"]["schedule"] = "gpipe";
   TrainingParams g = parse(d);
   EXPECT_EQ(g.schedule, Kind::kGPipe);
@@ -141,14 +141,14 @@ TEST(PipelineScenario, ScheduleKey) {
 }
 
 TEST(PipelineScenario, PlannerKeys) {
-  EXPECT_EQ(parse(base()).planner, Planner::kExact);  // the reference search, the default
-  json dp = base();
+  EXPECT_EQ(parse(base_scenario()).planner, Planner::kExact);  // the reference search, the default
+  json dp = base_scenario();
   dp["system"]["planner"] = "dp";
   EXPECT_EQ(parse(dp).planner, Planner::kDp);
   json dp_rl = dp;  // the RL options belong to the RL planner only
   dp_rl["system"]["rl"] = {{"episodes", 40}};
   EXPECT_NE(error_of(dp_rl).find("system.rl"), std::string::npos) << error_of(dp_rl);
-  json d = base();
+  json d = base_scenario();
   d["system"]["planner"] = "rl";
   const TrainingParams defaults = parse(d);
   EXPECT_EQ(defaults.planner, Planner::kRl);
@@ -169,11 +169,11 @@ TEST(PipelineScenario, PlannerKeys) {
   json exact = d;
   exact["system"]["planner"] = "exact";
   EXPECT_NE(error_of(exact).find("system.rl"), std::string::npos) << error_of(exact);
-  json pd = base();
+  json pd = base_scenario();
   pd["system"]["policy"] = "pipedream";
   pd["system"]["planner"] = "rl";
   EXPECT_NE(error_of(pd).find("system.planner"), std::string::npos) << error_of(pd);
-  json unknown = base();
+  json unknown = base_scenario();
   unknown["system"]["planner"] = "genetic";
   const std::string e = error_of(unknown);
   EXPECT_NE(e.find("system.planner"), std::string::npos) << e;
@@ -182,13 +182,13 @@ TEST(PipelineScenario, PlannerKeys) {
 }
 
 TEST(PipelineScenario, SwitchingKey) {
-  EXPECT_EQ(parse(base()).switching, Switching::kDrainAndCopy);
-  json d = base();
+  EXPECT_EQ(parse(base_scenario()).switching, Switching::kDrainAndCopy);
+  json d = base_scenario();
   d["system"]["switching"] = "layer_by_layer";
   EXPECT_EQ(parse(d).switching, Switching::kLayerByLayer);
   d["system"]["switching"] = "teleport";
   EXPECT_NE(error_of(d).find("system.switching"), std::string::npos) << error_of(d);
-  json pd = base();
+  json pd = base_scenario();
   pd["system"]["policy"] = "pipedream";
   pd["system"]["switching"] = "layer_by_layer";
   EXPECT_NE(error_of(pd).find("system.switching"), std::string::npos) << error_of(pd);

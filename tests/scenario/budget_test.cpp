@@ -16,7 +16,7 @@ using namespace mlsim;
 
 namespace {
 
-const Registries& registries() {
+const Registries& budget_registries() {
   static const Registries r = make_registries();
   return r;
 }
@@ -25,16 +25,16 @@ std::filesystem::path shipped(const std::string& name) {
   return std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios" / name;
 }
 
-LoadedScenario load(const std::string& name, std::vector<std::string> sets) {
+LoadedScenario budget_load(const std::string& name, std::vector<std::string> sets) {
   ScenarioRequest req{shipped(name), {}, {}};
   for (const auto& s : sets) req.overrides.push_back(parse_set_option(s));
-  return load_scenario(req, registries());
+  return load_scenario(req, budget_registries());
 }
 
 // The InputError message of preparing, or "no error".
 std::string prepare_error(const LoadedScenario& s, const RunBudget& budget = {}) {
   try {
-    PreparedRun prepared(s, registries(), budget);
+    PreparedRun prepared(s, budget_registries(), budget);
   } catch (const InputError& e) {
     return e.what();
   }
@@ -85,12 +85,12 @@ TEST(Budget, JsonMemoryCountsEveryValue) {
 TEST(Budget, CommschedPartitionOfOneParameterIsRefusedBeforeTheRun) {
   // VGG16 (138 M parameters) in chunks of one parameter: 1.4e8 chunks x 2 transfers x 2 workers
   // x 20 iterations = 1.1e10 transfers, above the default budget of 1e10.
-  const auto s = load("commsched_bytescheduler.json", {"system.partition=1"});
+  const auto s = budget_load("commsched_bytescheduler.json", {"system.partition=1"});
   const std::string m = prepare_error(s);
   EXPECT_NE(m.find("system.partition"), std::string::npos) << m;
   EXPECT_NE(m.find("--max-events"), std::string::npos) << m;
   // The shipped partition is far inside the budget, and a raised budget admits the extreme one.
-  EXPECT_EQ(prepare_error(load("commsched_bytescheduler.json", {})), "no error");
+  EXPECT_EQ(prepare_error(budget_load("commsched_bytescheduler.json", {})), "no error");
   RunBudget generous;
   generous.max_events = 1'000'000'000'000;
   generous.max_memory_bytes = std::int64_t{64} << 30;
@@ -100,7 +100,7 @@ TEST(Budget, CommschedPartitionOfOneParameterIsRefusedBeforeTheRun) {
 TEST(Budget, RandomFailuresAboveTheBudgetAreRefusedAtTheirMtbf) {
   // Quickstart's 4 hosts failing every 1 ns for 10 s: 4 x 1e10 failures, each with its repair.
   const auto s =
-      load("quickstart.json", {R"(events={"random_failures": {"mtbf": "1ns", "repair": "1ns",
+      budget_load("quickstart.json", {R"(events={"random_failures": {"mtbf": "1ns", "repair": "1ns",
                                  "until": "10s"}})"});
   const std::string m = prepare_error(s);
   EXPECT_NE(m.find("events.random_failures.mtbf"), std::string::npos) << m;
@@ -109,7 +109,7 @@ TEST(Budget, RandomFailuresAboveTheBudgetAreRefusedAtTheirMtbf) {
 TEST(Budget, ALargeDocumentAboveTheMemoryBudgetIsRefusedBeforeTheRun) {
   // 100 000 numbers under an annotation key: 16 B each in the tree, held three times = 4.8 MB,
   // above a 4 MiB budget (4.19 MB); the shipped quickstart alone is a few tens of KB.
-  auto s = load("quickstart.json", {});
+  auto s = budget_load("quickstart.json", {});
   s.resolved["_numbers"] = std::vector<int>(100'000, 1);
   RunBudget budget;
   budget.max_memory_bytes = 4 << 20;
@@ -123,10 +123,10 @@ TEST(Budget, ALargeDocumentAboveTheMemoryBudgetIsRefusedBeforeTheRun) {
 TEST(Budget, ARunPastItsEventBudgetStopsWithALimitError) {
   // The quickstart's ring in 1024 chunks processes about 190 000 events; the budget is
   // checked every 2^16 events, so a budget of 1000 stops the run at the first check.
-  const auto s = load("quickstart.json", {"system.algorithm=ring", "system.chunks=1024"});
+  const auto s = budget_load("quickstart.json", {"system.algorithm=ring", "system.chunks=1024"});
   RunBudget budget;
   budget.max_events = 1000;
-  PreparedRun prepared(s, registries(), budget);
+  PreparedRun prepared(s, budget_registries(), budget);
   try {
     prepared.run();
     FAIL() << "expected a LimitError";
@@ -135,17 +135,17 @@ TEST(Budget, ARunPastItsEventBudgetStopsWithALimitError) {
         << e.what();
   }
   // Within budget, the same run completes.
-  PreparedRun again(s, registries());
+  PreparedRun again(s, budget_registries());
   EXPECT_GT(again.run().info.events_processed, std::uint64_t{65536});
 }
 
 TEST(Budget, ARunPastItsMemoryBudgetStopsWithALimitError) {
-  const auto s = load("quickstart.json", {"system.algorithm=ring", "system.chunks=1024"});
+  const auto s = budget_load("quickstart.json", {"system.algorithm=ring", "system.chunks=1024"});
   RunBudget budget;
   // Above the scenario document's estimate (about 9 KB), below what any process holds (the
   // test binary alone maps several MiB).
   budget.max_memory_bytes = 1 << 20;
-  PreparedRun prepared(s, registries(), budget);
+  PreparedRun prepared(s, budget_registries(), budget);
   try {
     prepared.run();
     FAIL() << "expected a LimitError";

@@ -32,7 +32,7 @@ json valid_hardware() {
       "peak": {"fp16": "100TFLOPS"}, "hbm_bandwidth": "1TB/s", "hbm_capacity": "16GiB"}}}})");
 }
 
-struct Case {
+struct MalformedCase {
   std::string name;
   std::function<void(json& scenario, json& hardware)> mutate;
   std::vector<std::string> sets = {};
@@ -44,7 +44,7 @@ struct Case {
 };
 
 // Test names, not a byte dump, when a case fails.
-void PrintTo(const Case& c, std::ostream* os) {
+void PrintTo(const MalformedCase& c, std::ostream* os) {
   *os << c.name;
 }
 
@@ -52,7 +52,7 @@ void set(json& j, const char* pointer, json v) {
   j[json::json_pointer(pointer)] = std::move(v);
 }
 
-std::vector<Case> cases() {
+std::vector<MalformedCase> malformed_cases() {
   return {
       {"unknown top-level key",
        [](json& s, json&) { s["nmae"] = "x"; },
@@ -481,10 +481,10 @@ std::vector<Case> cases() {
   };
 }
 
-class MalformedScenario : public ::testing::TestWithParam<Case> {};
+class MalformedScenario : public ::testing::TestWithParam<MalformedCase> {};
 
 TEST_P(MalformedScenario, IsRejectedWithFilePathAndMessage) {
-  const Case& c = GetParam();
+  const MalformedCase& c = GetParam();
   TempDir dir;
   json scenario = valid_scenario();
   json hardware = valid_hardware();
@@ -505,13 +505,14 @@ TEST_P(MalformedScenario, IsRejectedWithFilePathAndMessage) {
   }
 }
 
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+std::string case_name(const ::testing::TestParamInfo<MalformedCase>& info) {
   std::string out;
   for (char ch : info.param.name) out += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Scenario, MalformedScenario, ::testing::ValuesIn(cases()), case_name);
+INSTANTIATE_TEST_SUITE_P(Scenario, MalformedScenario, ::testing::ValuesIn(malformed_cases()),
+                         case_name);
 
 TEST(Scenario, ValidScenarioLoadsWithDefaultsWrittenIn) {
   TempDir dir;

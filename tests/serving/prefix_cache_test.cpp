@@ -83,7 +83,7 @@ TEST(PrefixCache, SameContentComputedTwiceKeepsOneCopy) {
 
 namespace {
 
-struct Log : ReplicaObserver {
+struct PrefixLog : ReplicaObserver {
   std::vector<std::vector<WorkItem>> batches;
   std::vector<std::uint64_t> done;
   void on_first_token(Replica&, Request&) override {}
@@ -107,7 +107,7 @@ struct Log : ReplicaObserver {
 // the cache holds blocks 1 and 2 (4 layer-blocks), unreferenced, and nothing else is in the pool.
 TEST(PrefixCaching, SecondRequestReusesTheSharedPrefix) {
   Engine engine;
-  Log log;
+  PrefixLog log;
   fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
   OperatorTimer timer{platform.costs, platform.gpu, Dtype::kFp16};
   const auto m = fixtures::toy_transformer(1, "toy");
@@ -145,7 +145,7 @@ TEST(PrefixCaching, SecondRequestReusesTheSharedPrefix) {
 // Without prefix caching the same two requests prefill 10 and 9 tokens.
 TEST(PrefixCaching, OffPrefillsEverything) {
   Engine engine;
-  Log log;
+  PrefixLog log;
   fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
   OperatorTimer timer{platform.costs, platform.gpu, Dtype::kFp16};
   const auto m = fixtures::toy_transformer(1, "toy");

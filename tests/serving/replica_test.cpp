@@ -40,7 +40,7 @@ TransformerShape one_layer() {
   return fixtures::toy_transformer(1, "toy");
 }
 
-struct Harness {
+struct ReplicaHarness {
   Engine engine;
   Recorder rec{engine};
   fixtures::Platform platform{engine, toy_gpu(), 1, {0}};
@@ -48,8 +48,8 @@ struct Harness {
   std::unique_ptr<Replica> replica;
   std::vector<std::unique_ptr<Request>> requests;
 
-  Harness(const TransformerShape& m, std::int64_t kv_blocks, std::int32_t block_tokens,
-          const std::string& scheduler, BatchLimits limits = {}) {
+  ReplicaHarness(const TransformerShape& m, std::int64_t kv_blocks, std::int32_t block_tokens,
+                 const std::string& scheduler, BatchLimits limits = {}) {
     ReplicaConfig cfg;
     cfg.name = "r0";
     cfg.gpus = {0};
@@ -91,7 +91,7 @@ using W = std::vector<std::tuple<std::uint64_t, int, bool>>;
 //   4: decode A, C                -> A has 3 tokens, C has 2: both done
 TEST(ContinuousBatching, ThreeRequestsStepByStep) {
   const auto m = one_layer();
-  Harness h(m, 1000, 16, "continuous");
+  ReplicaHarness h(m, 1000, 16, "continuous");
   h.add(1, Time::zero(), 3, 3);
   h.add(2, Time::zero(), 5, 2);
   // Iteration 1 costs t1; C arrives 1 ns into iteration 2.
@@ -128,7 +128,7 @@ TEST(ContinuousBatching, ThreeRequestsStepByStep) {
 //   6, 7: decode B               -> B done with 4 tokens
 TEST(ContinuousBatching, KvExhaustionPreemptsAndResumes) {
   const auto m = one_layer();
-  Harness h(m, 4, 2, "continuous");
+  ReplicaHarness h(m, 4, 2, "continuous");
   auto& a = h.add(1, Time::zero(), 4, 4);
   auto& b = h.add(2, Time::zero(), 2, 4);
   h.engine.run();
@@ -152,7 +152,7 @@ TEST(ContinuousBatching, KvExhaustionPreemptsAndResumes) {
 
 TEST(ContinuousBatching, RequestLargerThanThePoolIsDropped) {
   const auto m = one_layer();
-  Harness h(m, 4, 2, "continuous");
+  ReplicaHarness h(m, 4, 2, "continuous");
   h.add(1, Time::zero(), 8, 2);  // 10 tokens need 5 blocks > 4
   h.add(2, Time::zero(), 2, 2);
   h.engine.run();
@@ -164,7 +164,7 @@ TEST(ContinuousBatching, RequestLargerThanThePoolIsDropped) {
 // batch to finish, even though B finishes early.
 TEST(StaticBatching, LaterArrivalWaitsForTheWholeBatch) {
   const auto m = one_layer();
-  Harness h(m, 1000, 16, "static");
+  ReplicaHarness h(m, 1000, 16, "static");
   h.add(1, Time::zero(), 3, 3);
   h.add(2, Time::zero(), 5, 1);
   h.add(3, Time::ns(1), 2, 1);
@@ -181,7 +181,7 @@ TEST(StaticBatching, LaterArrivalWaitsForTheWholeBatch) {
 //   1: prefill A(3)   2: decode A (done)   3: prefill B(5) (done)
 TEST(StaticBatching, TokenLimitClosesTheBatchAndIsCounted) {
   const auto m = one_layer();
-  Harness h(m, 1000, 16, "static", BatchLimits{256, 6});
+  ReplicaHarness h(m, 1000, 16, "static", BatchLimits{256, 6});
   h.add(1, Time::zero(), 3, 2);
   h.add(2, Time::zero(), 5, 1);
   h.engine.run();
@@ -197,7 +197,7 @@ TEST(StaticBatching, TokenLimitClosesTheBatchAndIsCounted) {
 //   3: decode A, B chunk 1 (samples)            4: decode A, decode B
 TEST(ChunkedPrefill, TokenBudgetSplitsPrompts) {
   const auto m = one_layer();
-  Harness h(m, 1000, 16, "chunked_prefill", BatchLimits{256, 4});
+  ReplicaHarness h(m, 1000, 16, "chunked_prefill", BatchLimits{256, 4});
   h.add(1, Time::zero(), 6, 3);
   h.add(2, Time::ns(1), 3, 2);
   h.engine.run();
@@ -215,7 +215,7 @@ TEST(ChunkedPrefill, TokenBudgetSplitsPrompts) {
 TEST(ContinuousBatching, IterationsRunAtTheHostsSpeed) {
   const auto m = one_layer();
   {
-    Harness h(m, 1000, 16, "continuous");
+    ReplicaHarness h(m, 1000, 16, "continuous");
     h.platform.speeds.set_speed(0, 0.5);
     h.add(1, Time::zero(), 3, 1);
     const double t1 = h.cost_of({prefill(3, 0, 1)});
@@ -224,7 +224,7 @@ TEST(ContinuousBatching, IterationsRunAtTheHostsSpeed) {
     EXPECT_EQ(h.rec.steps[0].end, Time::from_seconds_ceil(2 * t1));
   }
   {
-    Harness h(m, 1000, 16, "continuous");
+    ReplicaHarness h(m, 1000, 16, "continuous");
     h.add(1, Time::zero(), 3, 1);
     const double t1 = h.cost_of({prefill(3, 0, 1)});
     // At t1 / 4 a quarter is done; the remaining 3/4 at half speed take 1.5 t1: ends at 1.75 t1.

@@ -43,7 +43,7 @@ struct System {
   }
 };
 
-RequestSpec spec(std::uint64_t id, Time at, int prompt, int output) {
+RequestSpec system_spec(std::uint64_t id, Time at, int prompt, int output) {
   return {id, at, prompt, output, 0, -1, {}};
 }
 
@@ -54,9 +54,9 @@ RequestSpec spec(std::uint64_t id, Time at, int prompt, int output) {
 // Before the fix the first one ran alone (its replica's start event came before the second
 // arrival's event): 2 iterations, and the other three waited for the first.
 TEST(Burst, FourRequestsAtOneInstantShareOnePrefill) {
-  System s(std::make_unique<ListSource>(
-      std::vector<RequestSpec>{spec(0, Time::zero(), 100, 1), spec(1, Time::zero(), 200, 1),
-                               spec(2, Time::zero(), 300, 1), spec(3, Time::zero(), 400, 1)}));
+  System s(std::make_unique<ListSource>(std::vector<RequestSpec>{
+      system_spec(0, Time::zero(), 100, 1), system_spec(1, Time::zero(), 200, 1),
+      system_spec(2, Time::zero(), 300, 1), system_spec(3, Time::zero(), 400, 1)}));
   s.run();
   ASSERT_EQ(s.sys->metrics().completed(), 4u);
   EXPECT_EQ(s.sys->replicas().front()->iterations(), 1u);
@@ -92,7 +92,8 @@ TEST(Burst, FromTheAzureTrace) {
 // then C arrives: 2+1 = 3, and 0 after its prefill.
 TEST(Router, OutstandingTokensIsARunningTotalByHand) {
   System s(std::make_unique<ListSource>(std::vector<RequestSpec>{
-      spec(0, Time::zero(), 3, 3), spec(1, Time::zero(), 5, 2), spec(2, Time::s(1), 2, 1)}));
+      system_spec(0, Time::zero(), 3, 3), system_spec(1, Time::zero(), 5, 2),
+      system_spec(2, Time::s(1), 2, 1)}));
   // After every event: the running total equals the walk; the distinct values in order.
   std::vector<std::int64_t> after;
   s.engine.set_periodic_hook(1, [&](Engine&) {
@@ -117,7 +118,7 @@ TEST(Metrics, OneTokenAnswersHaveNoTpot) {
   ServingMetrics m(SloTargets{Time::s(2), Time::ms(200)}, 1, Time::s(1));
   auto done = [&](int output, Time first, Time end) {
     Request r;
-    r.spec = spec(0, Time::zero(), 10, output);
+    r.spec = system_spec(0, Time::zero(), 10, output);
     r.generated = output;
     r.first_token = first;
     m.on_arrival(r);
@@ -158,7 +159,7 @@ TEST(Metrics, SloAttainmentAndGoodputPerClass) {
   ServingMetrics m(SloTargets{Time::s(2), Time::ms(200)}, 2, Time::s(1));
   auto request = [](int tier, int output, Time first) {
     Request r;
-    r.spec = spec(0, Time::zero(), 10, output);
+    r.spec = system_spec(0, Time::zero(), 10, output);
     r.spec.tier = tier;
     r.tier = tier;
     r.generated = output;
@@ -220,8 +221,8 @@ TEST(ContextLimit, PromptsAtTheLimitAreRefusedLongOutputsStopThere) {
   c.deployments.push_back(d);
   ServingSystem sys(engine, *platform.compute, {0}, c,
                     std::make_unique<ListSource>(std::vector<RequestSpec>{
-                        spec(0, Time::zero(), 100, 5), spec(1, Time::ms(1), 90, 20),
-                        spec(2, Time::ms(2), 50, 5)}),
+                        system_spec(0, Time::zero(), 100, 5), system_spec(1, Time::ms(1), 90, 20),
+                        system_spec(2, Time::ms(2), 50, 5)}),
                     RandomStream(1, "t"), RandomStream(1, "e"));
   sys.start();
   engine.run();
@@ -261,11 +262,11 @@ TEST(RequestLog, OneRowPerRequest) {
   d.model.context = 100;
   d.exit_layers = {1};
   c.deployments.push_back(d);
-  ServingSystem sys(
-      engine, *platform.compute, {0}, c,
-      std::make_unique<ListSource>(std::vector<RequestSpec>{
-          spec(0, Time::zero(), 100, 5), spec(1, Time::ms(1), 90, 20), spec(2, Time::s(2), 50, 5)}),
-      RandomStream(1, "t"), RandomStream(1, "e"));
+  ServingSystem sys(engine, *platform.compute, {0}, c,
+                    std::make_unique<ListSource>(std::vector<RequestSpec>{
+                        system_spec(0, Time::zero(), 100, 5), system_spec(1, Time::ms(1), 90, 20),
+                        system_spec(2, Time::s(2), 50, 5)}),
+                    RandomStream(1, "t"), RandomStream(1, "e"));
   sys.start();
   engine.run();
   Results out;
