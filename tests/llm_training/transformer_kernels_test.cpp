@@ -47,7 +47,8 @@ TEST(TransformerKernels, AttentionIsPricedAtTheSequenceLength) {
   roofline.add("A", "attn_prefill", {RooflineRegime{0, true, 0.6, 1, 0, 1}});
   roofline.add_seq_len_efficiency("A", "attn_prefill", SeqLenEfficiency{{512, 2048}, {0.2, 0.4}});
   auto seconds_at = [&](int s) {
-    const OperatorWork& w = attention_kernel_of(transformer_kernels(llama_of_sequence(s), 1, 1));
+    const StageKernels kernels = transformer_kernels(llama_of_sequence(s), 1, 1);
+    const OperatorWork& w = attention_kernel_of(kernels);  // a reference into `kernels`
     EXPECT_EQ(w.seq_len, s);
     EXPECT_DOUBLE_EQ(w.flops, 4.0 * s * s * 4096);
     return *roofline.operator_seconds(w, gpu);

@@ -117,7 +117,8 @@ TEST(AttentionByKvLength, DecodeStepOfTwoRequestsOnA100ByHand) {
   costs.add(RooflineProvider::load(fixtures::source_dir() /
                                    "workloads/hardware/roofline_calibration.json"));
   const OperatorTimer timer(costs, gpu, Dtype::kFp16);
-  const TransformerShape& m = fixtures::llama2().get("llama-2-70b", "");
+  const auto catalog = fixtures::llama2();  // get() returns a reference into it
+  const TransformerShape& m = catalog.get("llama-2-70b", "");
   TpAllReduce link;  // the all-reduces are not part of compute_s
   link.bandwidth = Bandwidth{300e9};
   const IterationCostModel model(m, 8, timer, {m.layers}, link);
