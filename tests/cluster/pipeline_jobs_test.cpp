@@ -239,6 +239,42 @@ TEST(PipelineJobs, TwoStageJobWithAReplicatedStageTakesTheHandWorkedTime) {
 //   host 0 F [0, 8], activation at 12; host 1 F [12, 16], B [16, 24], gradient at 28; host 0
 //   B [28, 44]. No stage has two replicas, so no all-reduce: the job ends at 44 s with 32 MB of
 //   activations and no gradient bytes.
+// The two-layer job above (1F1B, M = 1, ring) planned by `planner` on a star of `hosts` hosts at
+// 4e6 B/s with no latency: its one record and the time it ended.
+namespace {
+struct PlannedJobRun {
+  TrainingRecord record;
+  double ended = -1;
+};
+PlannedJobRun run_planned_two_layer_job(int hosts, StagePlanner planner, bool straight) {
+  test::PlatformBench p(
+      build_topology(StarSpec{hosts, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
+  LinkConditions links(p.topology, p.network);
+  CommunicationParams params;
+  TrainingModel m = model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1,
+                          Kind::kOneFOneB, 1);
+  m.pipeline.stages = 0;
+  m.pipeline.planner = planner;
+  m.pipeline.straight = straight;
+  params.models.push_back(m);
+  CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+  mode.set_links(&links);
+  std::vector<TrainingRecord> records;
+  mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
+  JobSpec job;
+  job.work = Time::s(18);
+  mode.admit(job);
+  PlannedJobRun run;
+  EXPECT_TRUE(mode.start(
+      job, p.topology.hosts(), 0, [&] { run.ended = p.engine.now().seconds(); },
+      [](JobRunner::Failure) { FAIL() << "no failure here"; }));
+  p.engine.run();
+  EXPECT_EQ(records.size(), 1u);
+  if (!records.empty()) run.record = records[0];
+  return run;
+}
+}  // namespace
+
 TEST(PipelineJobs, StraightKeepsOneHostPerStageWherePipeDreamWouldReplicate) {
   struct Case {
     bool straight;
@@ -249,35 +285,13 @@ TEST(PipelineJobs, StraightKeepsOneHostPerStageWherePipeDreamWouldReplicate) {
   for (const Case& c : std::vector<Case>{{false, {0, 2}, {2}, 20, 0, 16 * M},
                                          {true, {0, 1, 2}, {1, 1}, 44, 32 * M, 0}}) {
     SCOPED_TRACE(c.straight ? "straight" : "not straight");
-    test::PlatformBench p(
-        build_topology(StarSpec{2, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
-    LinkConditions links(p.topology, p.network);
-    CommunicationParams params;
-    TrainingModel m = model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1,
-                            Kind::kOneFOneB, 1);
-    m.pipeline.stages = 0;
-    m.pipeline.planner = StagePlanner::kPipeDream;
-    m.pipeline.straight = c.straight;
-    params.models.push_back(m);
-    CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
-    mode.set_links(&links);
-    std::vector<TrainingRecord> records;
-    mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
-    JobSpec job;
-    job.work = Time::s(18);
-    mode.admit(job);
-    double ended = -1;
-    ASSERT_TRUE(mode.start(
-        job, p.topology.hosts(), 0, [&] { ended = p.engine.now().seconds(); },
-        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
-    p.engine.run();
-    ASSERT_EQ(records.size(), 1u);
-    const TrainingRecord& r = records[0];
+    const PlannedJobRun run = run_planned_two_layer_job(2, StagePlanner::kPipeDream, c.straight);
+    const TrainingRecord& r = run.record;
     EXPECT_EQ(r.stage_first_layer, c.first_layer);
     EXPECT_EQ(r.replicas, c.replicas);
     EXPECT_EQ(r.activation_bytes_delivered, c.activation_bytes);
     EXPECT_EQ(r.bytes_delivered, c.gradient_bytes);
-    EXPECT_DOUBLE_EQ(ended, c.end);
+    EXPECT_DOUBLE_EQ(run.ended, c.end);
   }
 }
 
@@ -288,35 +302,13 @@ TEST(PipelineJobs, StraightKeepsOneHostPerStageWherePipeDreamWouldReplicate) {
 TEST(PipelineJobs, StraightJobWithMoreHostsThanLayersLeavesTheExtraHostIdle) {
   for (StagePlanner planner : {StagePlanner::kPipeDream, StagePlanner::kDp, StagePlanner::kExact}) {
     SCOPED_TRACE(stage_planner_name(planner));
-    test::PlatformBench p(
-        build_topology(StarSpec{3, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
-    LinkConditions links(p.topology, p.network);
-    CommunicationParams params;
-    TrainingModel m = model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1,
-                            Kind::kOneFOneB, 1);
-    m.pipeline.stages = 0;
-    m.pipeline.planner = planner;
-    m.pipeline.straight = true;
-    params.models.push_back(m);
-    CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
-    mode.set_links(&links);
-    std::vector<TrainingRecord> records;
-    mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
-    JobSpec job;
-    job.work = Time::s(18);
-    mode.admit(job);
-    double ended = -1;
-    ASSERT_TRUE(mode.start(
-        job, p.topology.hosts(), 0, [&] { ended = p.engine.now().seconds(); },
-        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
-    p.engine.run();
-    ASSERT_EQ(records.size(), 1u);
-    const TrainingRecord& r = records[0];
+    const PlannedJobRun run = run_planned_two_layer_job(3, planner, true);
+    const TrainingRecord& r = run.record;
     EXPECT_EQ(r.stage_first_layer, (std::vector<std::size_t>{0, 1, 2}));
     EXPECT_EQ(r.replicas, (std::vector<std::size_t>{1, 1}));
     EXPECT_EQ(r.activation_bytes_delivered, 32 * M);
     EXPECT_EQ(r.bytes_delivered, 0);
-    EXPECT_DOUBLE_EQ(ended, 44);
+    EXPECT_DOUBLE_EQ(run.ended, 44);
   }
 }
 
