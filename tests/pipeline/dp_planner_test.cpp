@@ -14,6 +14,7 @@
 #include "models/pipeline/bottleneck.hpp"
 #include "models/pipeline/dp_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
+#include "tests/pipeline/configurations.hpp"
 
 using namespace mlsim;
 using namespace mlsim::pipeline;
@@ -28,30 +29,6 @@ Conditions dp_conditions(const std::vector<LayerCost>& l, std::vector<double> sp
   c.latency_out.assign(speeds.size(), latency_each_way);
   c.latency_in.assign(speeds.size(), latency_each_way);
   return c;
-}
-
-// Every configuration of `n` layers on all `hosts` hosts (contiguous stages, each with at least
-// one layer and one host; `straight`: one host each), written independently of the planners.
-void each_configuration(std::size_t n, std::size_t hosts, bool straight,
-                        const std::function<void(const Partition&)>& visit) {
-  Partition p;
-  p.first = {0};
-  std::function<void(std::size_t)> grow = [&](std::size_t used) {
-    const std::size_t i = p.first.back();
-    if (i == n || used == hosts) {
-      if (i == n && used == hosts) visit(p);
-      return;
-    }
-    for (std::size_t j = i + 1; j <= n; ++j)
-      for (std::size_t r = 1; r <= (straight ? 1 : hosts - used); ++r) {
-        p.first.push_back(j);
-        p.replicas.push_back(r);
-        grow(used + r);
-        p.first.pop_back();
-        p.replicas.pop_back();
-      }
-  };
-  grow(0);
 }
 
 // A random job of up to 8 layers on 2 to 4 hosts of random speed and bandwidth.
@@ -130,8 +107,9 @@ TEST(DpPlanner, MatchesBruteForceOnItsObjective) {
       const Bottleneck cost(job.layers, job.c, schedule);
       for (bool straight : {true, false}) {
         double best = std::numeric_limits<double>::infinity();
-        each_configuration(job.layers.size(), job.c.host_count(), straight,
-                           [&](const Partition& p) { best = std::min(best, cost.of(p)); });
+        test_support::each_configuration(
+            job.layers.size(), job.c.host_count(), straight,
+            [&](const Partition& p) { best = std::min(best, cost.of(p)); });
         const Plan dp = dp_plan(job.layers, job.c, {straight, schedule});
         EXPECT_NEAR(dp.bottleneck_seconds, best, 1e-12 * best) << trial << " " << straight;
         EXPECT_NEAR(cost.of(dp.partition), dp.bottleneck_seconds, 1e-15);
@@ -189,11 +167,12 @@ TEST(DpPlanner, ExactForTheLongRunSteadyStateOfAStraightPipelineWithoutCommunica
     const Job job = random_job(rng, 0, /*communication=*/false);
     const Bottleneck cost(job.layers, job.c);
     double best = std::numeric_limits<double>::infinity();
-    each_configuration(job.layers.size(), job.c.host_count(), true, [&](const Partition& p) {
-      const double t = long_run_seconds(job, p);
-      EXPECT_NEAR(t, cost.of(p), 1e-9 * t) << trial;
-      best = std::min(best, t);
-    });
+    test_support::each_configuration(job.layers.size(), job.c.host_count(), true,
+                                     [&](const Partition& p) {
+                                       const double t = long_run_seconds(job, p);
+                                       EXPECT_NEAR(t, cost.of(p), 1e-9 * t) << trial;
+                                       best = std::min(best, t);
+                                     });
     EXPECT_NEAR(dp_plan(job.layers, job.c, {true, {}}).bottleneck_seconds, best, 1e-9 * best)
         << trial;
   }

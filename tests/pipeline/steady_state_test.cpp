@@ -13,6 +13,7 @@
 
 #include "models/pipeline/bottleneck.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
+#include "tests/pipeline/configurations.hpp"
 
 using namespace mlsim;
 using namespace mlsim::pipeline;
@@ -59,30 +60,6 @@ SteadyJob steady_random_job(std::mt19937& rng, bool straight) {
   job.p.first.push_back(n);
   if (!straight) job.p.replicas = reps;
   return job;
-}
-
-// Every configuration of `n` layers on all `hosts` hosts (contiguous stages of at least one layer
-// and one host; `straight`: one host each).
-void steady_each_configuration(std::size_t n, std::size_t hosts, bool straight,
-                               const std::function<void(const Partition&)>& visit) {
-  Partition p;
-  p.first = {0};
-  std::function<void(std::size_t)> grow = [&](std::size_t used) {
-    const std::size_t i = p.first.back();
-    if (i == n || used == hosts) {
-      if (i == n && used == hosts) visit(p);
-      return;
-    }
-    for (std::size_t j = i + 1; j <= n; ++j)
-      for (std::size_t r = 1; r <= (straight ? 1 : hosts - used); ++r) {
-        p.first.push_back(j);
-        p.replicas.push_back(r);
-        grow(used + r);
-        p.first.pop_back();
-        p.replicas.pop_back();
-      }
-  };
-  grow(0);
 }
 
 // The old estimate: the slope of the timing model between 2 and 6 rounds (for the count below).
@@ -144,7 +121,7 @@ TEST(SteadyState, NeverBelowTheBottleneckBound) {
     const SteadyJob job = steady_random_job(rng, false);
     for (const ScheduleTiming schedule : {ScheduleTiming{}, ScheduleTiming{Kind::kGPipe, 3}}) {
       const Bottleneck cost(job.layers, job.c, schedule);
-      steady_each_configuration(
+      test_support::each_configuration(
           job.layers.size(), job.c.host_count(), false, [&](const Partition& p) {
             const SteadyState s = steady_state(job.layers, p, job.c, schedule);
             // Deadlocks (GPipe only) as the finite run of whole rounds does.
