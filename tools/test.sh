@@ -61,6 +61,6 @@ bash tools/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG
 # shipped scenario and variant x its bad overrides, about 40 CPU s in Release) passes the 900 s
 # limit under the sanitizers: it runs in the Release suite only.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j2 --timeout 900 -LE slow \
+  ctest --output-on-failure -j2 --timeout 900 \
     -E 'Ring4096/|Routing.LazyPerDestinationOnLargeRing|ValidateAgreesWithRun.EveryShipped')
 phase "done"
