@@ -8,15 +8,20 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <random>
 #include <string>
 
 #include "cli/registry.hpp"
 #include "models/serving/load_index.hpp"
+#include "models/serving/request_source.hpp"
 #include "sim_core/run/runner.hpp"
 #include "sim_core/run/scenario.hpp"
 
@@ -39,11 +44,12 @@ double process_cpu_seconds();
 // simulated seconds per wall second and per CPU second of the run (preparation included, loading
 // excluded; the machine is shared, so the CPU figure is the steadier one), and the process's
 // peak resident memory.
-void run_scenario(benchmark::State& state, const std::filesystem::path& file, const char* variant) {
+void run_scenario(benchmark::State& state, const std::filesystem::path& file, const char* variant,
+                  std::vector<mlsim::Override> overrides = {}) {
   const auto registries = mlsim::make_registries();
   double simulated = 0, wall = 0, cpu = 0, events = 0, completed = 0;
   for (auto _ : state) {
-    const auto scenario = mlsim::load_scenario({file, std::string(variant), {}}, registries);
+    const auto scenario = mlsim::load_scenario({file, std::string(variant), overrides}, registries);
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = process_cpu_seconds();
     mlsim::PreparedRun run(scenario, registries);
@@ -74,6 +80,45 @@ void BM_ServingAzureConv70B(benchmark::State& state, const char* variant) {
       state,
       std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios/serving_azure_conv_70b.json",
       variant);
+}
+
+// Issue 15: "the Azure conversation trace stays at least 5,000x real time and under 100 MB with
+// prefix caching on". The Azure trace carries no prompt content (timestamp and two lengths), so
+// nothing can identify shared blocks and the model refuses prefix caching on it. What this measures
+// instead is the cost of the mechanism on the same arrivals and lengths: the trace rewritten once,
+// before timing, in Mooncake's format (arrivals rounded to the millisecond, which that format
+// keeps) with a content id of its own for every 512-token block of every prompt, then run with
+// prefix caching on. No block ever matches (hit rate 0), so every block is looked up, inserted,
+// held and, when the pool is short, evicted: the cache's most expensive case, not a hit-rate
+// study.
+void BM_ServingAzureConv70BPrefixCacheOn(benchmark::State& state, const char* variant) {
+  const std::optional<std::filesystem::path> trace = azure_trace(state);
+  if (!trace) return;
+  const std::filesystem::path rewritten =
+      std::filesystem::temp_directory_path() /
+      ("mlsim_bench_azure_conv_unique_blocks_" + std::to_string(::getpid()) + ".jsonl");
+  {
+    mlsim::serving::AzureTraceSource source(*trace);
+    std::ofstream out(rewritten);
+    std::uint64_t next_hash = 0;
+    constexpr std::int32_t kBlock = mlsim::serving::MooncakeTraceSource::kBlockTokens;
+    while (const auto r = source.next()) {
+      out << "{\"timestamp\": " << std::llround(r->arrival.seconds() * 1e3)
+          << ", \"input_length\": " << r->prompt_tokens
+          << ", \"output_length\": " << r->output_tokens << ", \"hash_ids\": [";
+      const std::int32_t blocks = (r->prompt_tokens + kBlock - 1) / kBlock;
+      for (std::int32_t b = 0; b < blocks; ++b) out << (b ? ", " : "") << next_hash++;
+      out << "]}\n";
+    }
+  }
+  run_scenario(
+      state,
+      std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios/serving_azure_conv_70b.json",
+      variant,
+      {{"workload.format", "mooncake", "--set workload.format"},
+       {"workload.trace", rewritten.string(), "--set workload.trace"},
+       {"system.prefix_caching", true, "--set system.prefix_caching"}});
+  std::filesystem::remove(rewritten);
 }
 
 // Issue 15: "the Mooncake synthetic trace with prefix caching at least 1,000x real time". The
@@ -239,6 +284,9 @@ BENCHMARK_CAPTURE(BM_ServingAzureConv70B, continuous, "continuous")
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(BM_ServingAzureConv70B, chunked_prefill, "chunked_prefill")
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ServingAzureConv70BPrefixCacheOn, unique_blocks, "continuous")
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(BM_ServingMooncakePrefix, prefix_on, "prefix_on")
