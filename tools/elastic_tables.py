@@ -4,7 +4,8 @@
 Every row is one `mlsim run workloads/serving/elastic_multiworld.json --variant V --set ...`;
 the rows' variants and overrides are listed below, table by table, in the order of the doc. A
 run shared by several tables (e.g. the static `multiworld`) runs once. Prints the tables as
-markdown, with the command of each row in a comment, so that a doc table can be replaced whole.
+markdown (with --commands, each row's command in a comment under its table), so that a doc
+table can be replaced whole.
 
     python3 tools/elastic_tables.py --mlsim build/cli/mlsim            # every table, -j 2
     python3 tools/elastic_tables.py --mlsim build/cli/mlsim --only study routers
@@ -149,6 +150,16 @@ def loss(base):
     return get
 
 
+def human(duration):
+    """"100us" -> "100 us", "0s" -> "0", as the doc writes them."""
+    if duration == "0s":
+        return "0"
+    for unit in ("us", "ms", "s"):
+        if duration.endswith(unit):
+            return duration[: -len(unit)] + " " + unit
+    return duration
+
+
 def tables():
     """name -> (title, header, rows); a row is (label cells, Run, figure getters)."""
     t = {}
@@ -183,16 +194,19 @@ def tables():
     rows = [(["single_world_saturated", "any"], sw_sat, [TOK1, "", "", "", POLL, GPUH3])]
     for ps in ("0", "5us", "50us", "500us"):
         sets = [] if ps == "0" else [(E + "poll_step", ps)]
-        rows.append((["multiworld_saturated", "0 (study)" if ps == "0" else ps.replace("us", " us")],
-                     Run("multiworld_saturated", sets), [TOK1, loss(sw_sat), "", "", POLL, GPUH3]))
-    rows.append((["single_world (trace)", "any"], Run("single_world"), [TOK, "", TPOT, SLO, POLL, GPUH]))
+        shown = "0 (study)" if ps == "0" else ps.replace("us", " us")
+        rows.append((["multiworld_saturated", shown], Run("multiworld_saturated", sets),
+                     [TOK1, loss(sw_sat), "", "", POLL, GPUH3]))
+    rows.append((["single_world (trace)", "any"], Run("single_world"),
+                 [TOK, "", TPOT, SLO, POLL, GPUH]))
     for ps in ("0", "5us"):
         sets = [] if ps == "0" else [(E + "poll_step", ps)]
         rows.append((["multiworld (trace)", "0 (study)" if ps == "0" else "5 us"],
                      Run("multiworld", sets), [TOK, "", TPOT, SLO, POLL, GPUH]))
     t["polling"] = ("Host-side polling: CPU time and rounds",
                     ["variant", "poll_step", "tokens/s", "loss against the single world",
-                     "TPOT mean (ms)", "SLO attainment", "poll CPU (core-hours)", "GPU-hours"], rows)
+                     "TPOT mean (ms)", "SLO attainment", "poll CPU (core-hours)", "GPU-hours"],
+                    rows)
 
     rows = []
     for v in ("multiworld", "single_world"):
@@ -208,7 +222,8 @@ def tables():
                            "SLO attainment", "goodput (req/s)"], rows)
 
     rows = []
-    for label, v in (("single_world (steady)", "single_world"), ("multiworld (steady)", "multiworld"),
+    for label, v in (("single_world (steady)", "single_world"),
+                     ("multiworld (steady)", "multiworld"),
                      ("single_world_events", "single_world_events"),
                      ("multiworld_events", "multiworld_events")):
         rows.append(([label], Run(v), [TOK, TTFT, TPOT, SLO, GOOD, AVAIL, UNAV, RECOMP, GPUH,
@@ -227,10 +242,10 @@ def tables():
         rows.append(([router, "single world"], base, [TOK1, ""]))
         for cost in ("0s", "100us", "500us", "1ms", "2ms", "5ms", "10ms", "20ms"):
             run = Run("multiworld_saturated", rs + [(E + "polling_overhead", cost)])
-            rows.append(([router, cost], run, [TOK1, loss(base)]))
+            rows.append(([router, human(cost)], run, [TOK1, loss(base)]))
     t["polling_cost"] = ("Steady-state loss against the polling cost per send (saturated)",
-                         ["router", "polling per send", "tokens/s", "loss against the single world"],
-                         rows)
+                         ["router", "polling per send", "tokens/s",
+                          "loss against the single world"], rows)
 
     rows = []
     for policy in ("multiworld", "single_world"):
@@ -239,16 +254,18 @@ def tables():
                 sets = [(E + "polling_overhead", cost), ("events.random_failures.mtbf", mtbf),
                         ("events.random_failures.repair", "300s"),
                         ("events.random_failures.until", "3500s")]
-                rows.append(([policy, cost, "none" if mtbf == "20000h" else mtbf], Run(policy, sets),
+                shown_mtbf = {"20000h": "none", "10000s": "10,000 s", "2500s": "2,500 s"}[mtbf]
+                rows.append(([policy, human(cost), shown_mtbf], Run(policy, sets),
                              [TTFT, SLO, GOOD, AVAIL, UNAV, FAIL, RECOMP, GPUH, DONE, UNFIN]))
-    t["sweep"] = ("Sweep: polling cost x failure rate (the scenario's sweep section, point by point)",
+    t["sweep"] = ("Sweep: polling cost x failure rate (the scenario's sweep, point by point)",
                   ["policy", "polling", "MTBF per host", "TTFT mean (s)", "SLO attainment",
                    "goodput (req/s)", "availability", "unavailable (s)", "failures", "recomputed",
                    "GPU-hours", "completed", "unfinished"], rows)
 
     auto_cols = [TOK, TTFT, TPOT, SLO, GOOD, GPUH, OUTS, INS, RECOMP, KVM, DRAIN]
     rows = [(["multiworld (static, 2 stage-1 workers)"], Run("multiworld"), auto_cols),
-            (["multiworld_autoscaled (immediate scale-in)"], Run("multiworld_autoscaled"), auto_cols),
+            (["multiworld_autoscaled (immediate scale-in)"], Run("multiworld_autoscaled"),
+             auto_cols),
             (["multiworld_autoscaled_drain (drain + KV migration)"],
              Run("multiworld_autoscaled_drain"), auto_cols)]
     t["autoscaler"] = ("Autoscaling",
@@ -257,7 +274,8 @@ def tables():
                         "KV migrations", "drain mean (s)"], rows)
 
     rows = []
-    for out_below, in_above, cd in ((0.8, 0.95, "120s"), (0.9, 0.98, "120s"), (0.8, 0.95, "300s")):
+    for out_below, in_above, cd in ((0.8, 0.95, "120s"), (0.9, 0.98, "120s"),
+                                    (0.8, 0.95, "300s")):
         for v, label in (("multiworld_autoscaled", "immediate"),
                          ("multiworld_autoscaled_drain", "drain + KV")):
             run = Run(v, [slo_autoscaler(out_below, in_above, cd)])
@@ -273,16 +291,26 @@ def tables():
         rows.append(([f"out above {above}, in below 1, 120 s"],
                      Run("multiworld_autoscaled", [waiting_autoscaler(above)]),
                      [SLO, OUTS, INS, RECOMP, GPUH, TPOT]))
-    t["autoscaler_waiting"] = ("Autoscaler on the queue length (signal waiting, immediate scale-in)",
+    t["autoscaler_waiting"] = ("Autoscaler on the queue length (waiting, immediate scale-in)",
                                ["thresholds", "SLO attainment", "scale-outs", "scale-ins",
                                 "recomputed", "GPU-hours", "TPOT mean (ms)"], rows)
     return t
 
 
-def run_one(mlsim, work, run):
-    # A run's folder is named by a hash of its variant and overrides, so that --work reuses a
-    # finished run whatever --only selects.
-    out = work / hashlib.sha1(repr(run.key()).encode()).hexdigest()[:12]
+def identity(mlsim):
+    """What a reused run must share with this one: the binary (path, size, time) and the
+    scenario files, so that a rebuild or an edited scenario never reuses stale results."""
+    b = pathlib.Path(mlsim).resolve().stat()
+    h = hashlib.sha1(f"{pathlib.Path(mlsim).resolve()} {b.st_size} {b.st_mtime_ns}".encode())
+    for f in sorted(SCENARIO.parent.parent.rglob("*.json")):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def run_one(mlsim, work, ident, run):
+    # A run's folder is named by a hash of the binary, the scenarios and the run's variant and
+    # overrides, so that --work reuses a finished run whatever --only selects.
+    out = work / hashlib.sha1((ident + repr(run.key())).encode()).hexdigest()[:12]
     summary = out / "summary.json"
     if not summary.exists():
         subprocess.run(run.argv(mlsim, out), check=True, stdout=subprocess.DEVNULL)
@@ -314,11 +342,12 @@ def main():
     for n in names:
         for _, run, _ in t[n][2]:
             unique.setdefault(run.key(), run)
+    ident = identity(args.mlsim)
     work = pathlib.Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     results = {}
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futs = {k: pool.submit(run_one, args.mlsim, work, r) for k, r in unique.items()}
+        futs = {k: pool.submit(run_one, args.mlsim, work, ident, r) for k, r in unique.items()}
         for k, f in futs.items():
             results[k] = f.result()
 
