@@ -71,6 +71,7 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
   // --use_memory_constraint.
   if (system.has("memory")) {
     JsonReader memory = system.object("memory");
+    memory.only_keys({"constraint", "capacity", "optimizer_state_factor"});
     p.memory_constraint = memory.boolean("constraint");
     if (p.memory_constraint) {
       if (memory.has("capacity"))

@@ -379,11 +379,16 @@ void PipelineTraining::report(Results& out) const {
     // Under mlsim's accounting (stage_memory.hpp), the largest stage of every configuration
     // run: a PipeDream configuration passes its optimizer's own check and may exceed it.
     const StageMemory memory(params_.layers, params_.memory, timing(), params_.hosts.size());
-    double peak = 0, fraction = 0;
+    // PipeDream's --use_memory_constraint figure for the same stages (its "stashed_data_size").
+    const StageMemory check(params_.layers, params_.memory, timing(), params_.hosts.size(),
+                            MemoryRule::kPipeDream);
+    double peak = 0, fraction = 0, check_peak = 0;
     for (const auto& [at, p] : history_) {
       peak = std::max(peak, memory.peak_bytes(p));
       fraction = std::max(fraction, memory.peak_fraction(p));
+      check_peak = std::max(check_peak, check.peak_bytes(p));
     }
+    out.set_metric("memory_pipedream_check_peak_bytes", check_peak);
     out.set_metric("memory_capacity_bytes", *std::min_element(params_.memory.capacity.begin(),
                                                               params_.memory.capacity.end()));
     out.set_metric("memory_peak_stage_bytes", peak);
