@@ -64,10 +64,7 @@ class Search {
 
   Plan result() const {
     if (best_.partition.stages() == 0 && memory_.active())
-      throw InputError("system.memory", "no configuration of the " +
-                                            std::to_string(layers_.size()) + " layers on " +
-                                            std::to_string(c_.host_count()) +
-                                            " hosts has every stage fit in its GPUs' memory");
+      throw nothing_fits(layers_.size(), c_.host_count());
     return best_;
   }
 

@@ -48,10 +48,7 @@ Plan dp_plan(const std::vector<LayerCost>& layers, const Conditions& c,
       }
     }
   }
-  if (best[n][H] == inf && memory.active())
-    throw InputError("system.memory", "no configuration of the " + std::to_string(n) +
-                                          " layers on " + std::to_string(H) +
-                                          " hosts has every stage fit in its GPUs' memory");
+  if (best[n][H] == inf && memory.active()) throw nothing_fits(n, H);
   MLSIM_CHECK(best[n][H] < inf, "the DP planner found no configuration");
   Partition p;
   p.first = {n};

@@ -4,9 +4,8 @@
 #include <set>
 #include <string>
 
-#include "models/pipeline/stage_memory.hpp"
-
 #include "models/pipeline/policies.hpp"
+#include "models/pipeline/stage_memory.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/hardware/cost_model.hpp"

@@ -26,10 +26,7 @@ class Episodes {
   Episodes(const std::vector<LayerCost>& layers, const Conditions& c, const PlannerOptions& o)
       : layers_(layers), c_(c), options_(o), memory_(layers, o.memory, o.schedule, c.host_count()) {
     memory_.set_straight(o.straight);
-    if (!memory_.any_fits())
-      throw InputError("system.memory", "no configuration of the " + std::to_string(layers.size()) +
-                                            " layers on " + std::to_string(c.host_count()) +
-                                            " hosts has every stage fit in its GPUs' memory");
+    if (!memory_.any_fits()) throw nothing_fits(layers.size(), c.host_count());
     const std::size_t n = layers.size();
     time_.assign(c.host_count(), std::vector<double>(n + 1, 0));
     params_.assign(n + 1, 0);

@@ -1,10 +1,17 @@
 #include "models/pipeline/stage_memory.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
+
+InputError nothing_fits(std::size_t layers, std::size_t hosts) {
+  return InputError("system.memory", "no configuration of the " + std::to_string(layers) +
+                                         " layers on " + std::to_string(hosts) +
+                                         " hosts has every stage fit in its GPUs' memory");
+}
 
 StageMemory::StageMemory(const std::vector<LayerCost>& layers, MemoryLimit limit,
                          ScheduleTiming schedule, std::size_t hosts, MemoryRule rule)

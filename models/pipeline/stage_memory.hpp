@@ -35,6 +35,7 @@
 
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
+#include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
 
@@ -45,6 +46,11 @@ struct MemoryLimit {
   double optimizer_state_factor = 1;  // f above [assumed]
   bool active() const { return !capacity.empty(); }
 };
+
+// The error a planner throws when no configuration of `layers` layers on `hosts` hosts has every
+// stage fit (at "system.memory"; the model's set-up refuses such a job first, with a fuller
+// message: pipeline_model.hpp, apply_memory_limit).
+InputError nothing_fits(std::size_t layers, std::size_t hosts);
 
 // Which accounting a feasibility question uses.
 enum class MemoryRule { kMlsim, kPipeDream };
