@@ -132,6 +132,7 @@ def defect_cases():
     ina = "workloads/scenarios/ina_dsa_study.json"
     cs = "workloads/scenarios/commsched_bytescheduler.json"
     cl = "workloads/scenarios/cluster_sing.json"
+    vgg = "workloads/scenarios/pipeline_vgg16_dynamic.json"
     jobs = ('workload.jobs=[{"model":"resnet50","profile":"../dnn/pipedream/resnet50/graph.txt",'
             '"workers":4,"iterations":2},{"model":"alexnet","profile":'
             '"../dnn/pipedream/alexnet/graph.txt","workers":4,"iterations":2}]')
@@ -164,6 +165,26 @@ def defect_cases():
         ("collectives", q, ["--max-memory", "lots"], "reject", "a memory budget without a size"),
         ("collectives", q, ["--set", "system.chunks=4096", "--max-events", "1000"], "any",
          "a run past its event budget"),
+        ("pipeline", vgg, ["--variant", "autopipe_static", "--set",
+                           'system.memory={"constraint":true,"capacity":"4GiB"}'], "reject",
+         "GPU memory in which no configuration fits (mlsim's accounting)"),
+        ("pipeline", vgg, ["--variant", "pipedream_straight_static", "--set",
+                           'system.memory={"constraint":true,"capacity":"1GiB"}'], "reject",
+         "GPU memory in which no configuration passes PipeDream's check"),
+        ("pipeline", vgg, ["--set", 'system.memory={"constraint":true,"capacty":"16GiB"}'],
+         "reject", "an unknown key under system.memory"),
+        ("pipeline", vgg, ["--set", 'system.memory={"constraint":true,"capacity":"lots"}'],
+         "reject", "a GPU memory without a size"),
+        ("pipeline", vgg, ["--set", 'system.memory={"constraint":false,"capacity":"16GiB"}'],
+         "reject", "a GPU memory given with the constraint off"),
+        ("pipeline", vgg, ["--set", 'system.memory={"capacity":"16GiB"}'], "reject",
+         "system.memory without its constraint switch"),
+        ("pipeline", vgg, ["--variant", "autopipe_rl", "--set",
+                           'system.memory={"constraint":true,"capacity":"12GiB"}'], "any",
+         "the RL planner re-planning under a binding memory limit"),
+        ("pipeline", vgg, ["--variant", "pipedream", "--set",
+                           'system.memory={"constraint":true,"capacity":"1GiB"}'], "any",
+         "PipeDream's check with 1 GiB (its data-parallel configuration always passes)"),
     ]
     return [dict(model=m, scenario=s, args=a, expect=e, what=w) for m, s, a, e, w in c]
 

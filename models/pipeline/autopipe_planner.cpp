@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include "models/pipeline/bottleneck.hpp"
+#include "models/pipeline/dp_planner.hpp"
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
 #include "sim_core/base/error.hpp"
@@ -15,10 +17,18 @@ class Search {
  public:
   Search(const std::vector<LayerCost>& layers, const Conditions& c, const PlannerOptions& o,
          bool prune)
-      : layers_(layers), c_(c), options_(o), prune_(prune), bound_(layers, c, o.schedule) {}
+      : layers_(layers),
+        c_(c),
+        options_(o),
+        prune_(prune),
+        bound_(layers, c, o.schedule),
+        memory_(layers, o.memory, o.schedule, c.host_count()) {
+    memory_.set_straight(o.straight);
+  }
 
-  // Takes `p` as the best so far if it beats it.
+  // Takes `p` as the best so far if it fits and beats it.
   void offer(const Partition& p) {
+    if (!memory_.fits(p)) return;
     const double t = steady_state_seconds(layers_, p, c_, options_.schedule);
     ++best_.evaluated;
     if (best_.partition.stages() == 0 || t < best_.seconds_per_minibatch * (1 - 1e-12)) {
@@ -52,7 +62,11 @@ class Search {
     descend(p, 0);
   }
 
-  Plan result() const { return best_; }
+  Plan result() const {
+    if (best_.partition.stages() == 0 && memory_.active())
+      throw nothing_fits(layers_.size(), c_.host_count());
+    return best_;
+  }
 
  private:
   // Stages of `p` are fixed up to layer p.first.back() on `host` hosts; `bound` holds for them.
@@ -70,6 +84,9 @@ class Search {
       const std::size_t j_max = hosts_left == 0 ? n : n - (options_.straight ? hosts_left : 1);
       if (hosts_left == 0 && j_min > n) continue;
       for (std::size_t j = hosts_left == 0 ? n : j_min; j <= j_max; ++j) {
+        // A stage that does not fit, or leaves a rest that cannot, ends no configuration that
+        // fits (the exhaustive search too leaves those to offer(), which refuses them).
+        if (prune_ && !(memory_.fits(i, j, host, r) && memory_.completable(j, host + r))) continue;
         const double b = std::max(bound, bound_.stage(i, j, host, r));
         if (prune_ && best_.partition.stages() > 0 &&
             b >= best_.seconds_per_minibatch * (1 - 1e-12))
@@ -88,6 +105,7 @@ class Search {
   PlannerOptions options_;
   bool prune_;
   Bottleneck bound_;  // the lower bound on a stage's time per minibatch (see the header)
+  StageMemory memory_;
   Plan best_;
 };
 
@@ -100,6 +118,12 @@ Plan autopipe_plan(const std::vector<LayerCost>& layers, const Conditions& c,
   // boundary moves that improve them under the exact model.
   for (std::optional<double> ratio : {std::optional<double>{}, std::optional<double>{1.0}}) {
     search.offer(pipedream_partition(layers, c, {options.straight, ratio}));
+    search.climb();
+  }
+  // Under a memory limit PipeDream's configurations may not fit: the DP planner's does (it
+  // throws when none does), and its moves too.
+  if (options.memory.active()) {
+    search.offer(dp_plan(layers, c, options).partition);
     search.climb();
   }
   search.run();

@@ -22,12 +22,18 @@
 // boundary by one layer at a time. Nothing is left unexamined, so the result is the exhaustive
 // search's optimum (ties: the first found, PipeDream's when it is optimal).
 //
+// With a memory limit (PlannerOptions::memory), stages that do not fit are skipped as they are
+// fixed, and so are stages after which the remaining layers cannot fit on the remaining hosts
+// (StageMemory::completable); PipeDream's starting configurations and the boundary moves are
+// taken only when they fit. The result is the optimum over the configurations that fit.
+//
 // The planner is separate from the training loop: it needs only layer costs and conditions.
 #include <cstdint>
 #include <vector>
 
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
+#include "models/pipeline/stage_memory.hpp"
 
 namespace mlsim::pipeline {
 
@@ -42,6 +48,11 @@ struct PlannerOptions {
   bool straight = false;  // one host per stage only
   // The schedule the run executes (system.schedule): configurations are timed under it.
   ScheduleTiming schedule;
+  // GPU memory (system.memory; stage_memory.hpp, mlsim's accounting under `schedule`): when
+  // active, a configuration with a stage that does not fit on one of its hosts is never
+  // returned, and the planners return the best of those that fit; an InputError at
+  // "system.memory" when none does. Inactive by default.
+  MemoryLimit memory = {};
 };
 
 Plan autopipe_plan(const std::vector<LayerCost>& layers, const Conditions& c,

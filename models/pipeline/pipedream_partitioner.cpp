@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
+#include "models/pipeline/stage_memory.hpp"
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::pipeline {
@@ -78,6 +80,8 @@ Partition pipedream_partition(const std::vector<LayerCost>& layers, const Condit
   MLSIM_CHECK(n >= 1 && H >= 1, "PipeDream's partitioner needs a layer and a host");
   MLSIM_CHECK(!options.straight || n >= H, "a straight pipeline needs a layer per host");
   const Prefix pre = prefix_sums(layers, c);
+  const StageMemory memory(layers, MemoryLimit{options.memory_size, 0}, {}, H,
+                           MemoryRule::kPipeDream);
   const double inf = std::numeric_limits<double>::infinity();
   // best[j][m]: layers [0, j) on hosts [0, m). split[j][m]: where the last stage starts (0: one
   // stage) and last[j][m] how many hosts it has.
@@ -86,14 +90,14 @@ Partition pipedream_partition(const std::vector<LayerCost>& layers, const Condit
   std::vector<std::vector<std::size_t>> last(n + 1, std::vector<std::size_t>(H + 1, 0));
   for (std::size_t m = 1; m <= H; ++m) {
     for (std::size_t j = 1; j <= n; ++j) {
-      if (!options.straight || m == 1) {
+      if ((!options.straight || m == 1) && memory.fits(0, j, 0, m)) {
         best[j][m] = stage_time(layers, pre, c, options, 0, j, 0, m);
         last[j][m] = m;
       }
       for (std::size_t i = 1; i < j; ++i) {
         for (std::size_t r = 1; r < m; ++r) {
           if (options.straight && r > 1) break;
-          if (best[i][m - r] == inf) continue;
+          if (best[i][m - r] == inf || !memory.fits(i, j, m - r, r)) continue;
           const double v =
               std::max(best[i][m - r], stage_time(layers, pre, c, options, i, j, m - r, r));
           if (v < best[j][m]) {
@@ -105,6 +109,12 @@ Partition pipedream_partition(const std::vector<LayerCost>& layers, const Condit
       }
     }
   }
+  if (best[n][H] == inf && memory.active())
+    throw InputError("system.memory",
+                     "PipeDream's optimizer (--use_memory_constraint) finds no configuration of "
+                     "the " +
+                         std::to_string(n) + " layers on " + std::to_string(H) +
+                         " hosts whose stages fit in the GPUs' memory");
   // Walk back from all layers on all hosts.
   std::vector<std::size_t> first{n}, replicas;
   for (std::size_t j = n, m = H; j > 0;) {

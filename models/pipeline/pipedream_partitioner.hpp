@@ -28,7 +28,13 @@
 //   - Ties: candidates are tried in increasing i, then increasing m', and replace the best only
 //     when strictly better; the single replicated stage is tried first (PipeDream initialises A
 //     with it, then iterates predecessors in set order).
-//   - The memory constraint (`--use_memory_constraint`, off by default) is not modelled.
+//   - The memory constraint (`--use_memory_constraint`, off by default; `memory_size` below) is
+//     the released check (stage_memory.hpp, MemoryRule::kPipeDream): a stage with M machines
+//     after it and m' of its own is skipped when ceil(M / m') (activations + parameters of its
+//     layers) exceeds --memory_size, in the single-stage start as in the split, so an entry no
+//     stage fits stays empty, as the code's (None, None, None). With different GPUs each host is
+//     checked against its own memory (PipeDream has one --memory_size). Where the code would
+//     fail on an empty answer, this throws an InputError at "system.memory".
 #include <optional>
 #include <vector>
 
@@ -39,6 +45,9 @@ namespace mlsim::pipeline {
 struct PipeDreamOptions {
   bool straight = false;                               // --straight_pipeline
   std::optional<double> activation_compression_ratio;  // --activation_compression_ratio
+  // --use_memory_constraint with --memory_size per host, bytes (the job's hosts in order);
+  // empty: the option off (the default).
+  std::vector<double> memory_size = {};
 };
 
 // PipeDream's objective for a configuration (seconds per minibatch): the largest stage time

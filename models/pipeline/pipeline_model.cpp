@@ -1,8 +1,11 @@
 #include "models/pipeline/pipeline_model.hpp"
 
 #include <algorithm>
+#include <set>
+#include <string>
 
 #include "models/pipeline/policies.hpp"
+#include "models/pipeline/stage_memory.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/hardware/cost_model.hpp"
@@ -63,6 +66,26 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
   p.straight = system.boolean_or("straight_pipeline", false);
   if (system.has("activation_compression_ratio"))
     p.activation_compression_ratio = system.number("activation_compression_ratio", 1e-6, 1e9);
+  // GPU memory as a constraint (stage_memory.hpp): off by default, as PipeDream's
+  // --use_memory_constraint.
+  if (system.has("memory")) {
+    JsonReader memory = system.object("memory");
+    memory.only_keys({"constraint", "capacity", "optimizer_state_factor"});
+    p.memory_constraint = memory.boolean("constraint");
+    if (p.memory_constraint) {
+      if (memory.has("capacity"))
+        p.memory_capacity_override = static_cast<double>(memory.bytes("capacity").count);
+      // [assumed] one weight-sized optimizer buffer: SGD momentum, as PipeDream trains its image
+      // models (runtime/image_classification/main_with_runtime.py, SGDWithWeightStashing).
+      p.optimizer_state_factor = memory.number_or("optimizer_state_factor", 1, 0, 100);
+    } else {
+      for (const char* key : {"capacity", "optimizer_state_factor"})
+        if (memory.has(key))
+          throw InputError(memory.path_of(key),
+                           "used only with system.memory.constraint true (it is false)");
+    }
+    memory.finish();
+  }
   // The collective layer's costs for every message and all-reduce (docs/collectives.md).
   p.collective_costs =
       collectives::read_message_costs(system, "the pipeline model has no parameter server");
@@ -88,6 +111,43 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
                    "\"links_of\" a host)");
   place_stages(p, topology, job_hosts);
   return p;
+}
+
+void apply_memory_limit(TrainingParams& p, const NodeHardware& hardware, const JsonReader& system) {
+  p.memory = {};
+  if (!p.memory_constraint) return;
+  const std::size_t H = p.hosts.size();
+  std::set<std::string> gpus;
+  for (std::size_t h = 0; h < H; ++h) {
+    const GpuSpec& gpu =
+        hardware.gpu(p.hosts[h], "topology.hardware (pipeline host " + std::to_string(h) + ")");
+    gpus.insert(gpu.name);
+    p.memory.capacity.push_back(p.memory_capacity_override
+                                    ? *p.memory_capacity_override
+                                    : static_cast<double>(gpu.hbm_capacity.count));
+  }
+  p.memory.optimizer_state_factor = p.optimizer_state_factor;
+  // Whether any configuration fits depends only on the sizes, the hosts' memory and the
+  // schedule, not on speeds or links: checked here, before anything runs.
+  const bool pipedream = p.policy == Policy::kPipeDream;
+  StageMemory check(p.layers, p.memory, {p.schedule, p.gpipe_group}, H,
+                    pipedream ? MemoryRule::kPipeDream : MemoryRule::kMlsim);
+  check.set_straight(p.straight);
+  if (check.any_fits()) return;
+  std::string names;
+  for (const std::string& g : gpus) names += (names.empty() ? "" : ", ") + g;
+  const double smallest = *std::min_element(p.memory.capacity.begin(), p.memory.capacity.end());
+  const std::string path = p.memory_capacity_override ? system.path_of("memory") + ".capacity"
+                                                      : system.path_of("memory") + ".constraint";
+  throw InputError(
+      path,
+      "no configuration of the " + std::to_string(p.layers.size()) + " layers on " +
+          std::to_string(H) + " hosts has every stage fit in " +
+          to_string(Bytes{static_cast<std::int64_t>(smallest)}) + " of GPU memory per host (" +
+          (p.memory_capacity_override ? std::string("system.memory.capacity")
+                                      : "topology.hardware: " + names) +
+          ", " + (pipedream ? "PipeDream's --use_memory_constraint check" : "mlsim's accounting") +
+          ", docs/pipeline.md \"GPU memory\"); give the job more hosts or GPUs with more memory");
 }
 
 void place_stages(TrainingParams& p, const Topology& topology, std::size_t hosts) {
@@ -122,6 +182,7 @@ std::unique_ptr<Model> make_pipeline_model(ModelSetup& setup) {
   TrainingParams params =
       read_training_params(system, workload, setup.topology, setup.hardware, setup.scenario_dir);
   check_stage_gpus(params, setup.node_hardware, workload.path_of("profiled_on"));
+  apply_memory_limit(params, setup.node_hardware, system);
   params.seed = setup.seed;
   system.finish();
   workload.finish();

@@ -20,6 +20,14 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
 void check_stage_gpus(const TrainingParams& p, const NodeHardware& hardware,
                       const std::string& profiled_on_where);
 
+// With system.memory.constraint on: each host's GPU memory (system.memory.capacity, or the
+// host's GPU's hbm_capacity from the catalog) into p.memory, and an InputError (at
+// system.memory.capacity when given, else at system.memory.constraint, naming the GPUs) when no
+// configuration of the job has every stage fit: under PipeDream's check for the pipedream
+// policy, under mlsim's accounting for autopipe (stage_memory.hpp). Nothing without the
+// constraint.
+void apply_memory_limit(TrainingParams& p, const NodeHardware& hardware, const JsonReader& system);
+
 // The job on the topology's first `hosts` hosts, in order (stages take consecutive runs of them):
 // fills hosts, host_links and the latencies. InputError when a host has not exactly one link to
 // the network.

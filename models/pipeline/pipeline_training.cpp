@@ -65,13 +65,14 @@ double PipelineTraining::host_bandwidth(std::size_t h) const {
 
 Partition PipelineTraining::plan(const Conditions& c) {
   if (params_.policy == Policy::kPipeDream)
-    return pipedream_partition(params_.layers, c,
-                               {params_.straight, params_.activation_compression_ratio});
+    return pipedream_partition(
+        params_.layers, c,
+        {params_.straight, params_.activation_compression_ratio, params_.memory.capacity});
   return autopipe_search(c).partition;
 }
 
 Plan PipelineTraining::autopipe_search(const Conditions& c) {
-  const PlannerOptions o{params_.straight, timing()};
+  const PlannerOptions o{params_.straight, timing(), params_.memory};
   const Plan best = params_.planner == Planner::kRl   ? rl_.plan(params_.layers, c, o)
                     : params_.planner == Planner::kDp ? dp_plan(params_.layers, c, o)
                                                       : autopipe_plan(params_.layers, c, o);
@@ -374,6 +375,25 @@ void PipelineTraining::report(Results& out) const {
   out.set_metric("failed_transfers", static_cast<double>(failed));
   out.set_metric("initial_estimate_s_per_minibatch", initial_estimate_s_);
   out.set_metric("initial_pipedream_objective_s", initial_pipedream_objective_s_);
+  if (params_.memory.active()) {
+    // Under mlsim's accounting (stage_memory.hpp), the largest stage of every configuration
+    // run: a PipeDream configuration passes its optimizer's own check and may exceed it.
+    const StageMemory memory(params_.layers, params_.memory, timing(), params_.hosts.size());
+    // PipeDream's --use_memory_constraint figure for the same stages (its "stashed_data_size").
+    const StageMemory check(params_.layers, params_.memory, timing(), params_.hosts.size(),
+                            MemoryRule::kPipeDream);
+    double peak = 0, fraction = 0, check_peak = 0;
+    for (const auto& [at, p] : history_) {
+      peak = std::max(peak, memory.peak_bytes(p));
+      fraction = std::max(fraction, memory.peak_fraction(p));
+      check_peak = std::max(check_peak, check.peak_bytes(p));
+    }
+    out.set_metric("memory_pipedream_check_peak_bytes", check_peak);
+    out.set_metric("memory_capacity_bytes", *std::min_element(params_.memory.capacity.begin(),
+                                                              params_.memory.capacity.end()));
+    out.set_metric("memory_peak_stage_bytes", peak);
+    out.set_metric("memory_peak_fraction", fraction);
+  }
   auto& d = out.details();
   d["policy"] = params_.policy == Policy::kPipeDream ? "pipedream" : "autopipe";
   d["hosts"] = params_.hosts.size();

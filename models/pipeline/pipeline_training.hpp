@@ -103,6 +103,15 @@ struct TrainingParams {
   // search to one host per stage.
   bool straight = false;
   std::optional<double> activation_compression_ratio;
+  // GPU memory (system.memory, stage_memory.hpp): off by default, as PipeDream's
+  // --use_memory_constraint. On, the PipeDream policy runs its optimizer's check against each
+  // host's memory and AutoPipe's planners (exact, DP, RL) never return a configuration that does
+  // not fit under mlsim's accounting. `capacity_override` is system.memory.capacity (absent: each
+  // host's GPU from the catalog); apply_memory_limit (pipeline_model.hpp) fills `memory`.
+  bool memory_constraint = false;
+  std::optional<double> memory_capacity_override;
+  double optimizer_state_factor = 1;
+  MemoryLimit memory;
   // The collective layer's costs (system.costs, system.host) for every message and all-reduce;
   // none by default. The 1F1B timing model (one_f_one_b.hpp) does not include them.
   collectives::PointToPoint::Options collective_costs;

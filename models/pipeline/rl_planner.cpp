@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <string>
 
 #include "models/pipeline/one_f_one_b.hpp"
 #include "sim_core/base/error.hpp"
@@ -23,7 +24,9 @@ struct Action {
 class Episodes {
  public:
   Episodes(const std::vector<LayerCost>& layers, const Conditions& c, const PlannerOptions& o)
-      : layers_(layers), c_(c), options_(o) {
+      : layers_(layers), c_(c), options_(o), memory_(layers, o.memory, o.schedule, c.host_count()) {
+    memory_.set_straight(o.straight);
+    if (!memory_.any_fits()) throw nothing_fits(layers.size(), c.host_count());
     const std::size_t n = layers.size();
     time_.assign(c.host_count(), std::vector<double>(n + 1, 0));
     params_.assign(n + 1, 0);
@@ -52,6 +55,9 @@ class Episodes {
       if (left == 0) j_lo = j_hi = n;
       if (j_lo > j_hi || j_lo <= i) continue;
       for (std::size_t j = j_lo; j <= j_hi; ++j) {
+        // The memory mask: a stage that does not fit, or after which the rest cannot, is no
+        // action (every episode then ends in a configuration that fits).
+        if (!(memory_.fits(i, j, g, r) && memory_.completable(j, g + r))) continue;
         double slowest = 0, narrowest = std::numeric_limits<double>::infinity();
         for (std::size_t x = g; x < g + r; ++x) {
           slowest = std::max(slowest, time_[x][j] - time_[x][i]);
@@ -93,6 +99,7 @@ class Episodes {
   const std::vector<LayerCost>& layers_;
   const Conditions& c_;
   PlannerOptions options_;
+  StageMemory memory_;
   std::vector<std::vector<double>> time_;
   std::vector<double> params_;
   std::map<std::vector<std::size_t>, double> cache_;

@@ -28,6 +28,12 @@
 // - The planner returns the best configuration timed during the episodes or by the greedy
 //   rollout (the policy's most likely action at every step) at the end. Configurations already
 //   timed are looked up, not timed again; `evaluated` counts the ones timed.
+// - GPU memory (PlannerOptions::memory, stage_memory.hpp): when a limit is set, an action whose
+//   stage does not fit on its hosts, or after which the remaining layers cannot fit on the
+//   remaining hosts, is masked out of the step (the softmax runs over the others), so every
+//   episode builds a configuration that fits and no penalty is needed; without a limit nothing
+//   changes (the same actions, the same draws). No configuration fitting is an InputError at
+//   "system.memory".
 // - Draws come from a RandomStream (sim_core/engine/random.hpp): same seed, same plans.
 #include <cstddef>
 #include <cstdint>

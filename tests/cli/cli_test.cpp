@@ -246,3 +246,30 @@ TEST(Cli, OutputTraceWritesTheIterationsAsSpansAndARerunWithoutItRemovesThem) {
   EXPECT_FALSE(
       nlohmann::json::parse(read_file(dir.path() / "r" / "summary.json")).contains("trace"));
 }
+
+// GPU memory in which no pipeline configuration fits: refused with the JSON path, exit 2, by
+// validate and by run (which writes nothing).
+TEST(Cli, PipelineMemoryThatFitsNothingIsRefusedAtItsPath) {
+  TempDir dir;
+  const std::string vgg =
+      std::string(MLSIM_SOURCE_DIR) + "/workloads/scenarios/pipeline_vgg16_dynamic.json";
+  const std::string set =
+      " --variant autopipe_static --set "
+      "'system.memory={\"constraint\":true,\"capacity\":\"4GiB\"}'";
+  const auto v = run_mlsim(dir, "validate " + vgg + set);
+  EXPECT_EQ(v.status, 2) << v.err;
+  EXPECT_NE(v.err.find("system.memory.capacity: no configuration of the 40 layers on 4 hosts"),
+            std::string::npos)
+      << v.err;
+  const auto out_dir = dir.path() / "out";
+  const auto r = run_mlsim(dir, "run " + vgg + set + " --out " + out_dir.string());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out_dir));
+  // The catalog's V100-SXM2-16GB (16 GiB) fits a configuration: accepted.
+  const auto ok =
+      run_mlsim(dir, "validate " + vgg +
+                         " --variant autopipe_static --set 'system.memory={\"constraint\":true}'"
+                         " --set topology.hardware.gpu=V100-SXM2-16GB");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+}

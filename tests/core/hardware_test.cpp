@@ -46,7 +46,7 @@ nlohmann::json minimal_gpu() {
 TEST(Hardware, ShippedGpuCatalogParsesWithDatasheetFigures) {
   auto j = load("workloads/hardware/gpus.json");
   auto c = catalog_of(j["hardware"]);
-  ASSERT_EQ(c.gpus().size(), 6u);
+  ASSERT_EQ(c.gpus().size(), 7u);
   const auto& a100 = c.gpu("A100-SXM4-80GB", "x");
   EXPECT_EQ(a100.peak_for(Dtype::kBf16, "x").flops_per_s, 312e12);
   EXPECT_EQ(a100.peak_for(Dtype::kTf32, "x").flops_per_s, 156e12);
@@ -57,6 +57,12 @@ TEST(Hardware, ShippedGpuCatalogParsesWithDatasheetFigures) {
   const auto& v100 = c.gpu("V100-SXM2-32GB", "x");
   EXPECT_FALSE(v100.supports(Dtype::kBf16));
   EXPECT_EQ(v100.nvlink_bandwidth->bytes_per_s, 300e9);
+  // The 16 GB SXM2 part (PipeDream's Cluster-B) differs from the 32 GB one only in memory.
+  const auto& v100_16 = c.gpu("V100-SXM2-16GB", "x");
+  EXPECT_EQ(v100_16.hbm_capacity.count, 16LL << 30);
+  EXPECT_EQ(v100_16.peak_for(Dtype::kFp32, "x").flops_per_s,
+            v100.peak_for(Dtype::kFp32, "x").flops_per_s);
+  EXPECT_EQ(v100_16.hbm_bandwidth.bytes_per_s, v100.hbm_bandwidth.bytes_per_s);
   const auto& v100_pcie = c.gpu("V100-PCIE-32GB", "x");
   EXPECT_EQ(v100_pcie.peak_for(Dtype::kFp32, "x").flops_per_s, 14e12);
   EXPECT_FALSE(v100_pcie.nvlink_bandwidth);  // PCIe only

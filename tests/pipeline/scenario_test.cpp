@@ -193,3 +193,42 @@ TEST(PipelineScenario, SwitchingKey) {
   pd["system"]["switching"] = "layer_by_layer";
   EXPECT_NE(error_of(pd).find("system.switching"), std::string::npos) << error_of(pd);
 }
+
+TEST(PipelineScenario, MemoryKeys) {
+  // Off by default, as PipeDream's --use_memory_constraint.
+  const TrainingParams off = parse(base_scenario());
+  EXPECT_FALSE(off.memory_constraint);
+  EXPECT_FALSE(off.memory_capacity_override.has_value());
+  json d = base_scenario();
+  d["system"]["memory"] = {{"constraint", true}};
+  const TrainingParams on = parse(d);
+  EXPECT_TRUE(on.memory_constraint);
+  EXPECT_FALSE(on.memory_capacity_override.has_value());  // the GPUs' own, from the catalog
+  EXPECT_DOUBLE_EQ(on.optimizer_state_factor, 1);
+  d["system"]["memory"] = {
+      {"constraint", true}, {"capacity", "16GB"}, {"optimizer_state_factor", 2}};
+  const TrainingParams given = parse(d);
+  EXPECT_EQ(given.memory_capacity_override, 16e9);
+  EXPECT_DOUBLE_EQ(given.optimizer_state_factor, 2);
+  // Errors name the path: an unknown key, a missing or mistyped switch, a size without a unit,
+  // a setting given with the constraint off.
+  d["system"]["memory"] = {{"constraint", true}, {"capacty", "16GB"}};
+  EXPECT_NE(error_of(d).find("system.memory.capacty: unknown key (known keys here: constraint, "
+                             "capacity, optimizer_state_factor)"),
+            std::string::npos)
+      << error_of(d);
+  d["system"]["memory"] = {{"capacity", "16GB"}};
+  EXPECT_NE(error_of(d).find("system.memory.constraint"), std::string::npos) << error_of(d);
+  d["system"]["memory"] = {{"constraint", "yes"}};
+  EXPECT_NE(error_of(d).find("system.memory.constraint"), std::string::npos) << error_of(d);
+  d["system"]["memory"] = {{"constraint", true}, {"capacity", 16}};
+  EXPECT_NE(error_of(d).find("system.memory.capacity"), std::string::npos) << error_of(d);
+  d["system"]["memory"] = {{"constraint", true}, {"optimizer_state_factor", -1}};
+  EXPECT_NE(error_of(d).find("system.memory.optimizer_state_factor"), std::string::npos)
+      << error_of(d);
+  d["system"]["memory"] = {{"constraint", false}, {"capacity", "16GB"}};
+  EXPECT_NE(error_of(d).find("system.memory.capacity: used only with"), std::string::npos)
+      << error_of(d);
+  d["system"]["memory"] = 16;
+  EXPECT_NE(error_of(d).find("system.memory"), std::string::npos) << error_of(d);
+}
