@@ -65,6 +65,33 @@ struct CommunicationMode::Live {
   double compute_only_s = 0;
 };
 
+// A Megatron job: its graph source and the executor running it on the job's hosts.
+struct CommunicationMode::GraphLive {
+  GraphLive(Engine& engine, Network& network, Compute& compute, const LinkConditions& links,
+            const llm_training::ParallelLayout& layout, const llm_training::StageKernels& kernels,
+            workload::ExecutorOptions options)
+      : source(layout, kernels),
+        executor(engine, network, compute, links, source, std::move(options),
+                 "workload.training.models[].megatron") {}
+  llm_training::MegatronSource source;
+  workload::GraphExecutor executor;  // after the source it reads
+  std::function<void()> done;
+  std::function<void(Failure)> failed;
+  EventHandle watchdog;
+  std::uint64_t serial = 0;
+  int model = 0;
+  std::uint64_t iterations = 0;
+  std::vector<NodeId> hosts;
+  std::vector<int> gpus;
+  Time start;
+  // The busiest rank's compute so far (its kernels' time on its GPU).
+  double compute_s() const {
+    double c = 0;
+    for (const workload::RankReport& r : executor.reports()) c = std::max(c, r.compute_s);
+    return c;
+  }
+};
+
 CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& compute,
                                      const CommunicationParams& params, RandomStream draws)
     : engine_(engine),
@@ -74,17 +101,35 @@ CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& 
       draws_(draws),
       per_model_(params.models.size()) {
   MLSIM_CHECK(!params_.models.empty(), "the detailed mode needs a training model");
-  for (const TrainingModel& m : params_.models) weight_sum_ += m.weight;
+  for (const TrainingModel& m : params_.models) {
+    weight_sum_ += m.weight;
+    has_megatron_ |= m.megatron != nullptr;
+  }
 }
 
 CommunicationMode::~CommunicationMode() = default;
 
 void CommunicationMode::admit(JobSpec& job) {
   if (job.model < 0) {
-    // In proportion to the weights; one draw per job, in submit order.
-    double u = draws_.uniform() * weight_sum_;
-    job.model = static_cast<int>(params_.models.size()) - 1;
+    // In proportion to the weights of the models the job's GPU count fits (every profiled
+    // model; a Megatron model when it asks for exactly tp x pp x dp); one draw per job, in
+    // submit order. Without Megatron models every model fits and the draw is as before.
+    double sum = weight_sum_;
+    int last = static_cast<int>(params_.models.size()) - 1;
+    if (has_megatron_) {
+      sum = 0;
+      last = -1;
+      for (std::size_t m = 0; m < params_.models.size(); ++m)
+        if (params_.models[m].fits(job.gpus)) {
+          sum += params_.models[m].weight;
+          if (params_.models[m].weight > 0) last = static_cast<int>(m);
+        }
+    }
+    if (last < 0) return;  // no model fits: timed as in the job-level mode (start)
+    double u = draws_.uniform() * sum;
+    job.model = last;
     for (std::size_t m = 0; m < params_.models.size(); ++m) {
+      if (!params_.models[m].fits(job.gpus)) continue;
       if (u < params_.models[m].weight) {
         job.model = static_cast<int>(m);
         break;
@@ -93,19 +138,28 @@ void CommunicationMode::admit(JobSpec& job) {
     }
   }
   MLSIM_CHECK(static_cast<std::size_t>(job.model) < params_.models.size(), "unknown model");
+  if (const auto& mg = params_.models[static_cast<std::size_t>(job.model)].megatron)
+    job.gpus_per_node = mg->params.layout.tp;  // one whole TP group per host
   if (job.iterations == 0) {
     const double it = params_.models[static_cast<std::size_t>(job.model)].reference_iteration_s;
     job.iterations = static_cast<std::uint64_t>(std::max(1.0, std::round(job.work.seconds() / it)));
   }
 }
 
-bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts, int,
-                              std::function<void()> done, std::function<void(Failure)> failed) {
+bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
+                              std::span<const int> gpus, int, std::function<void()> done,
+                              std::function<void(Failure)> failed) {
+  if (job.model < 0) {
+    ++without_model_;
+    return false;
+  }
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  // A Megatron job on one host still runs its tensor-parallel all-reduces (over NVLink/PCIe).
+  if (m.megatron) return start_megatron(job, hosts, gpus, std::move(done), std::move(failed));
   if (hosts.size() < 2) {
     ++one_host_;
     return false;
   }
-  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
   if (m.runs_pipeline(job.stages, job.planner))
     return start_pipeline(job, hosts, std::move(done), std::move(failed));
   training::JobSpec spec;
@@ -376,6 +430,10 @@ void CommunicationMode::fail(std::uint64_t id, std::uint64_t serial, Failure why
 }
 
 void CommunicationMode::kill(std::uint64_t id) {
+  if (graphs_.count(id) != 0) {
+    end_graph_unfinished(id, TrainingRecord::Outcome::kKilled);
+    return;
+  }
   MLSIM_CHECK(live_.count(id) != 0, "killing a job that is not simulated");
   end_unfinished(id, TrainingRecord::Outcome::kKilled);
 }
@@ -435,6 +493,151 @@ void CommunicationMode::observe(std::uint64_t id, const Live& live, TrainingReco
   observer_(r);
 }
 
+// A Megatron job (docs/cluster.md, "Megatron jobs"): its iteration graph on the placed hosts,
+// rank (d, s) (collapsed: one rank of tp GPUs) on the (d + dp s)-th host of the placement, as
+// llm_training places GPU g = t + tp (d + dp s) on the g / tp-th host of a topology of tp GPUs
+// per host.
+bool CommunicationMode::start_megatron(const JobSpec& job, std::span<const NodeId> hosts,
+                                       std::span<const int> gpus, std::function<void()> done,
+                                       std::function<void(Failure)> failed) {
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  const MegatronModel& mg = *m.megatron;
+  MLSIM_CHECK(links_ != nullptr, "a Megatron job needs the run's link conditions");
+  MLSIM_CHECK(gpus.size() == hosts.size(), "a Megatron job needs the GPUs of each host");
+  workload::ExecutorOptions options = mg.params.executor;
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    MLSIM_CHECK(gpus[i] == mg.params.layout.tp, "a Megatron job takes tp GPUs of every host");
+    options.hosts.push_back({hosts[i], gpus[i]});
+  }
+  llm_training::ParallelLayout layout = mg.params.layout;
+  layout.iterations = static_cast<int>(job.iterations);
+  auto live = std::make_unique<GraphLive>(engine_, network_, compute_, *links_, layout, mg.kernels,
+                                          std::move(options));
+  live->done = std::move(done);
+  live->failed = std::move(failed);
+  live->serial = ++serial_;
+  live->model = job.model;
+  live->iterations = job.iterations;
+  live->hosts.assign(hosts.begin(), hosts.end());
+  live->gpus.assign(gpus.begin(), gpus.end());
+  live->start = engine_.now();
+  const std::uint64_t id = job.id, serial = live->serial;
+  // Both from inside the executor's call chain: the job is freed from a later event.
+  live->executor.set_on_done([this, id, serial] {
+    engine_.schedule_in(Time::zero(), [this, id, serial] { finish_graph(id, serial); });
+  });
+  live->executor.set_on_failed([this, id, serial] {
+    engine_.schedule_in(Time::zero(),
+                        [this, id, serial] { fail_graph(id, serial, Failure::kNoRoute); });
+  });
+  GraphLive& started = *live;
+  graphs_.emplace(id, std::move(live));
+  started.executor.start();
+  arm_graph_watchdog(id, started);
+  return true;
+}
+
+void CommunicationMode::arm_graph_watchdog(std::uint64_t id, GraphLive& live) {
+  if (params_.stall_timeout <= Time::zero()) return;
+  const std::uint64_t serial = live.serial;
+  live.watchdog = engine_.schedule_at(
+      std::max(live.start, live.executor.last_progress()) + params_.stall_timeout,
+      [this, id, serial] { on_graph_watchdog(id, serial); });
+}
+
+// As on_watchdog: no node of the graph finished for the stall timeout (a graph that cannot
+// finish, GraphExecutor::stalled, or a collective that never ends) ends the job as stalled.
+void CommunicationMode::on_graph_watchdog(std::uint64_t id, std::uint64_t serial) {
+  auto it = graphs_.find(id);
+  if (it == graphs_.end() || it->second->serial != serial) return;
+  GraphLive& live = *it->second;
+  if (live.executor.done()) return;  // its end is an event away
+  const Time last = std::max(live.start, live.executor.last_progress());
+  if (engine_.now() - last < params_.stall_timeout) {
+    arm_graph_watchdog(id, live);
+    return;
+  }
+  ++stalled_;
+  stalled_jobs_.push_back({{"job", id},
+                           {"model", params_.models[static_cast<std::size_t>(live.model)].name},
+                           {"hosts", live.hosts.size()},
+                           {"stalled_at_s", engine_.now().seconds()},
+                           {"last_progress_s", last.seconds()},
+                           {"ranks", live.executor.stalled()}});
+  fail_graph(id, serial, Failure::kStalled);
+}
+
+void CommunicationMode::finish_graph(std::uint64_t id, std::uint64_t serial) {
+  auto it = graphs_.find(id);
+  if (it == graphs_.end() || it->second->serial != serial) return;
+  std::unique_ptr<GraphLive> live = std::move(it->second);
+  graphs_.erase(it);
+  engine_.cancel(live->watchdog);
+  Time end;
+  for (const workload::RankReport& r : live->executor.reports()) end = std::max(end, r.finished);
+  const double useful_s = (end - live->start).seconds();
+  const double compute_s = live->compute_s();
+  ++simulated_;
+  ++megatron_jobs_;
+  PerModel& pm = per_model_[static_cast<std::size_t>(live->model)];
+  ++pm.jobs;
+  pm.useful_s += useful_s;
+  pm.compute_only_s += compute_s;
+  iterations_ += live->iterations;
+  useful_s_ += useful_s;
+  compute_only_s_ += compute_s;
+  if (compute_s > 0) slowdown_.add(useful_s / compute_s);
+  graph_network_collectives_ += live->executor.counts().network_collectives;
+  graph_bytes_delivered_ += live->executor.network_bytes_delivered();
+  observe_graph(id, *live, TrainingRecord::Outcome::kFinished, end);
+  std::function<void()> done = std::move(live->done);
+  live.reset();
+  done();
+}
+
+void CommunicationMode::fail_graph(std::uint64_t id, std::uint64_t serial, Failure why) {
+  auto it = graphs_.find(id);
+  if (it == graphs_.end() || it->second->serial != serial) return;  // killed or failed meanwhile
+  std::function<void(Failure)> failed = std::move(it->second->failed);
+  end_graph_unfinished(id, TrainingRecord::Outcome::kFailed);
+  failed(why);
+}
+
+void CommunicationMode::end_graph_unfinished(std::uint64_t id, TrainingRecord::Outcome outcome) {
+  auto it = graphs_.find(id);
+  std::unique_ptr<GraphLive> live = std::move(it->second);
+  graphs_.erase(it);
+  engine_.cancel(live->watchdog);
+  ++(outcome == TrainingRecord::Outcome::kKilled ? killed_ : failed_);
+  graph_network_collectives_ += live->executor.counts().network_collectives;
+  graph_bytes_delivered_ += live->executor.network_bytes_delivered();
+  observe_graph(id, *live, outcome, engine_.now());
+  // Destroying the executor cancels its kernels, collectives and events in flight.
+  live.reset();
+}
+
+void CommunicationMode::observe_graph(std::uint64_t id, const GraphLive& live,
+                                      TrainingRecord::Outcome outcome, Time end) const {
+  if (!observer_) return;
+  TrainingRecord r;
+  r.outcome = outcome;
+  r.id = id;
+  r.model = live.model;
+  r.hosts = live.hosts;
+  r.iterations = live.iterations;
+  r.start = live.start;
+  r.end = end;
+  r.compute_only_s = live.compute_s();
+  r.megatron = true;
+  r.graph_done = live.executor.done();
+  r.gpus = live.gpus;
+  r.graph_collectives = live.executor.counts().collectives;
+  r.graph_messages = live.executor.counts().messages;
+  r.graph_network_collectives = live.executor.counts().network_collectives;
+  r.graph_bytes_delivered = live.executor.network_bytes_delivered();
+  observer_(r);
+}
+
 void CommunicationMode::report(Results& out) const {
   out.set_metric("detailed_jobs_simulated", static_cast<double>(simulated_));
   out.set_metric("detailed_jobs_one_host", static_cast<double>(one_host_));
@@ -461,6 +664,15 @@ void CommunicationMode::report(Results& out) const {
   out.set_metric("detailed_pipeline_jobs", static_cast<double>(pipeline_jobs_));
   out.set_metric("activation_bytes_sent", static_cast<double>(activation_bytes_sent_));
   out.set_metric("activation_bytes_delivered", static_cast<double>(activation_bytes_delivered_));
+  // Megatron jobs (only with a Megatron model, so that other runs' results keep their keys).
+  if (has_megatron_) {
+    out.set_metric("detailed_megatron_jobs", static_cast<double>(megatron_jobs_));
+    out.set_metric("megatron_network_collectives", static_cast<double>(graph_network_collectives_));
+    // Their bytes the network delivered (every attempt's): activations, their gradients and the
+    // data-parallel collectives.
+    out.set_metric("megatron_bytes_delivered", static_cast<double>(graph_bytes_delivered_));
+    out.set_metric("detailed_jobs_without_model", static_cast<double>(without_model_));
+  }
   nlohmann::json models = nlohmann::json::array();
   for (std::size_t m = 0; m < params_.models.size(); ++m)
     models.push_back(
