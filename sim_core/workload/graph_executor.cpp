@@ -478,11 +478,19 @@ void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gp
 void GraphExecutor::finish_active(std::uint32_t slot) {
   Active& a = active_[slot];
   a.event = {};
+  if (a.collective) network_delivered_ += a.collective->result().bytes_delivered.count;
   a.collective.reset();
   finishing_.assign(a.nodes.begin(), a.nodes.end());
   a.nodes.clear();
   free_active_.push_back(slot);
   for (const NodeRef& n : finishing_) complete(n.rank, n.index);
+}
+
+std::int64_t GraphExecutor::network_bytes_delivered() const {
+  std::int64_t total = network_delivered_;
+  for (const Active& a : active_)
+    if (a.collective) total += a.collective->result().bytes_delivered.count;
+  return total;
 }
 
 std::vector<std::string> GraphExecutor::stalled() const {

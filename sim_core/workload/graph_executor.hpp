@@ -109,6 +109,9 @@ class GraphExecutor {
   void set_on_failed(std::function<void()> f) { on_failed_ = std::move(f); }
   // When a node last finished (or start()).
   Time last_progress() const { return last_progress_; }
+  // Payload the network has delivered for the graph's collectives and messages so far (kNetwork
+  // mode; those in flight count what they delivered), e.g. to check a run's network totals.
+  std::int64_t network_bytes_delivered() const;
   NodeId host_of(RankId r) const { return ranks_.at(static_cast<std::size_t>(r)).host; }
   // For a stalled run: each unfinished rank with the kind of its oldest unfinished node.
   std::vector<std::string> stalled() const;
@@ -209,6 +212,7 @@ class GraphExecutor {
   std::size_t finished_ranks_ = 0;
   ExecutorCounts counts_;
   std::function<void()> on_done_, on_failed_;
+  std::int64_t network_delivered_ = 0;  // by the collectives that have ended
   Time last_progress_;
 };
 
