@@ -10,12 +10,16 @@
 #include "models/ina/dsa_priority.hpp"
 #include "models/ina/job_plan.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
 #include "sim_core/network/host_access_links.hpp"
 #include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
+#ifdef MLSIM_HAVE_CHAKRA
+#include "sim_core/workload/chakra/chakra_source.hpp"
+#endif
 
 namespace mlsim::cluster {
 namespace {
@@ -114,8 +118,18 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
           throw InputError(e.path_of("gpus"),
                            fmt::format("model '{}' is a Megatron model of tp x pp x dp = {} GPUs",
                                        tm.name, tm.megatron->gpus()));
-        j.gpus_per_node = tm.megatron->params.layout.tp;  // one TP group per host
       }
+      if (tm.chakra) {
+        for (const char* key : {"planner", "stages"})
+          if (e.has(key))
+            throw InputError(e.path_of(key), "model '" + tm.name +
+                                                 "' is a Chakra trace: its stages are the trace's");
+        if (!tm.fits(j.gpus))
+          throw InputError(e.path_of("gpus"),
+                           fmt::format("model '{}' is a Chakra trace of {} ranks (one GPU each)",
+                                       tm.name, tm.chakra->ranks));
+      }
+      j.gpus_per_node = tm.gpus_per_node();  // a TP group or a trace rank per host
     }
     if (e.has("planner")) {
       if (j.model < 0) throw InputError(e.path_of("planner"), "needs the job's model (\"model\")");
@@ -393,6 +407,66 @@ void read_megatron(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
   t.megatron = std::move(model);
 }
 
+// workload.training.models[i].chakra: a Chakra execution trace (ASTRA-sim's input format) as a
+// job's one iteration, read with the chakra_trace model's keys (`trace`, `ranks`, `comm_groups`,
+// `costs`; paths relative to the scenario), read and checked now. Its busiest rank's compute on
+// the reference GPU (the trace's measured times: FixedWork) is its reference iteration.
+void read_chakra(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
+                 const std::filesystem::path& scenario_dir, const CostModel* costs) {
+  JsonReader c = m.object("chakra");
+#ifdef MLSIM_HAVE_CHAKRA
+  if (c.has("communication"))
+    throw InputError(c.path_of("communication"),
+                     "a cluster job's collectives and messages always go through the run's "
+                     "network (the chakra_trace model's \"network\" mode): not a key here");
+  auto model = std::make_shared<ChakraModel>();
+  workload::ChakraTraceSpec spec;
+  spec.prefix = scenario_dir / c.string("trace");
+  spec.ranks = static_cast<workload::RankId>(c.integer("ranks", 1, 1 << 20));
+  spec.where = c.path_of("trace");
+  if (c.has("comm_groups"))
+    spec.groups = workload::read_chakra_groups(scenario_dir / c.string("comm_groups"),
+                                               c.path_of("comm_groups"));
+  model->executor.mode = workload::CommunicationMode::kNetwork;
+  if (std::optional<JsonReader> cost = c.optional_object("costs"))
+    model->executor.costs = collectives::read_cost_model(*cost);
+  c.finish();
+  auto trace = std::make_shared<const workload::ChakraSource>(spec);  // reads and checks it
+  model->ranks = static_cast<int>(spec.ranks);
+  model->nodes_per_iteration = trace->expected_nodes();
+  model->make_source = [trace] { return std::make_unique<workload::ChakraSource>(*trace); };
+  MLSIM_CHECK(costs != nullptr, "a Chakra model needs the run's cost providers");
+  workload::ChakraSource pass(*trace);
+  std::vector<workload::Node> nodes;
+  for (workload::RankId r = 0; r < pass.ranks(); ++r) {
+    double compute = 0;
+    nodes.clear();
+    while (pass.next(r, nodes)) {
+    }
+    for (const workload::Node& n : nodes)
+      if (n.kind == workload::NodeKind::kCompute)
+        for (const Work& w : pass.kernels()[static_cast<std::size_t>(n.target)])
+          compute += costs->seconds(w, reference);
+    t.reference_iteration_s = std::max(t.reference_iteration_s, compute);
+  }
+  if (t.reference_iteration_s <= 0)
+    throw InputError(spec.where,
+                     "the trace's compute nodes take no time: its jobs' iterations "
+                     "cannot come from a duration");
+  t.scheduler = "chakra";
+  t.sync = "trace";
+  t.chakra = std::move(model);
+#else
+  (void)t;
+  (void)reference;
+  (void)scenario_dir;
+  (void)costs;
+  throw InputError(c.path_of("trace"),
+                   "this mlsim was built without protobuf, so without Chakra "
+                   "traces (tools/setup.sh installs it)");
+#endif
+}
+
 // workload.training (detailed mode): the training models jobs run, each a DNN profile with its
 // communication scheduler and gradient-synchronisation strategy, chosen by name from the
 // training core's registries (models/training/policies.cpp), so a strategy registered there
@@ -416,8 +490,13 @@ std::shared_ptr<CommunicationParams> read_training(
         throw InputError(m.path_of("name"), "model '" + t.name + "' is listed twice");
     t.weight = m.number_or("weight", 1.0, 0.0, 1e9);
     weights += t.weight;
-    if (m.has("megatron")) {
-      read_megatron(m, t, reference, topology, node_hardware, costs);
+    if (m.has("megatron") || m.has("chakra")) {
+      if (m.has("megatron") && m.has("chakra"))
+        throw InputError(m.path_of("chakra"), "a model is a Megatron job or a Chakra trace");
+      if (m.has("megatron"))
+        read_megatron(m, t, reference, topology, node_hardware, costs);
+      else
+        read_chakra(m, t, reference, scenario_dir, costs);
       m.finish();  // a profiled model's keys (profile, scheduler, sync, pipeline) are errors here
       out->ina_models.emplace_back();
       out->models.push_back(std::move(t));
@@ -727,10 +806,12 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
           job->iterations > 0
               ? static_cast<double>(job->iterations)
               : std::max(1.0, std::round(job->work.seconds() / models[m].reference_iteration_s));
-      if (models[m].megatron) {
+      if (models[m].megatron || models[m].chakra) {
         // Its graph's nodes, each ending once (its messages and collectives may carry
         // nothing across the network: all its hosts may be one).
-        least_e = std::min(least_e, iterations * models[m].megatron->nodes_per_iteration);
+        least_e = std::min(
+            least_e, iterations * (models[m].megatron ? models[m].megatron->nodes_per_iteration
+                                                      : models[m].chakra->nodes_per_iteration));
         least_t = std::min(least_t, 0.0);
         continue;
       }
@@ -757,6 +838,9 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
       least_e =
           std::min(least_e, iterations * 2 * static_cast<double>(models[m].parameters.size()) * w);
     }
+    // No model fits the job (only Megatron models, of other sizes): the job-level timing.
+    if (std::isinf(least_t)) least_t = 0;
+    if (std::isinf(least_e)) least_e = 0;
     transfers += least_t;
     events += least_e;
   }

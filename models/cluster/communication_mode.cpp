@@ -65,16 +65,19 @@ struct CommunicationMode::Live {
   double compute_only_s = 0;
 };
 
-// A Megatron job: its graph source and the executor running it on the job's hosts.
+// A Megatron or Chakra job: its graph source and the executor running it on the job's hosts,
+// one pass at a time (a Megatron job's one pass holds all its iterations; a Chakra trace is one
+// iteration, run again for each).
 struct CommunicationMode::GraphLive {
-  GraphLive(Engine& engine, Network& network, Compute& compute, const LinkConditions& links,
-            const llm_training::ParallelLayout& layout, const llm_training::StageKernels& kernels,
-            workload::ExecutorOptions options)
-      : source(layout, kernels),
-        executor(engine, network, compute, links, source, std::move(options),
-                 "workload.training.models[].megatron") {}
-  llm_training::MegatronSource source;
-  workload::GraphExecutor executor;  // after the source it reads
+  std::function<std::unique_ptr<workload::GraphSource>()> make_source;
+  workload::ExecutorOptions options;
+  std::unique_ptr<workload::GraphSource> source;
+  std::unique_ptr<workload::GraphExecutor> executor;  // reads the source: destroyed first
+  std::uint64_t passes_left = 0;                      // after the one running
+  // Of the passes that ended.
+  double compute_done = 0;
+  workload::ExecutorCounts counts_done;
+  std::int64_t bytes_done = 0;
   std::function<void()> done;
   std::function<void(Failure)> failed;
   EventHandle watchdog;
@@ -84,12 +87,23 @@ struct CommunicationMode::GraphLive {
   std::vector<NodeId> hosts;
   std::vector<int> gpus;
   Time start;
-  // The busiest rank's compute so far (its kernels' time on its GPU).
+  // The busiest rank's compute (its kernels' time on its GPU), summed over the passes.
   double compute_s() const {
     double c = 0;
-    for (const workload::RankReport& r : executor.reports()) c = std::max(c, r.compute_s);
+    for (const workload::RankReport& r : executor->reports()) c = std::max(c, r.compute_s);
+    return compute_done + c;
+  }
+  workload::ExecutorCounts counts() const {
+    workload::ExecutorCounts c = counts_done;
+    const workload::ExecutorCounts& now = executor->counts();
+    c.nodes += now.nodes;
+    c.kernels += now.kernels;
+    c.collectives += now.collectives;
+    c.messages += now.messages;
+    c.network_collectives += now.network_collectives;
     return c;
   }
+  std::int64_t bytes_delivered() const { return bytes_done + executor->network_bytes_delivered(); }
 };
 
 CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& compute,
@@ -103,7 +117,7 @@ CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& 
   MLSIM_CHECK(!params_.models.empty(), "the detailed mode needs a training model");
   for (const TrainingModel& m : params_.models) {
     weight_sum_ += m.weight;
-    has_megatron_ |= m.megatron != nullptr;
+    has_megatron_ |= m.megatron != nullptr || m.chakra != nullptr;
   }
 }
 
@@ -138,8 +152,9 @@ void CommunicationMode::admit(JobSpec& job) {
     }
   }
   MLSIM_CHECK(static_cast<std::size_t>(job.model) < params_.models.size(), "unknown model");
-  if (const auto& mg = params_.models[static_cast<std::size_t>(job.model)].megatron)
-    job.gpus_per_node = mg->params.layout.tp;  // one whole TP group per host
+  const TrainingModel& chosen = params_.models[static_cast<std::size_t>(job.model)];
+  if (chosen.megatron) job.gpus_per_node = chosen.megatron->params.layout.tp;  // a TP group a host
+  if (chosen.chakra) job.gpus_per_node = 1;  // a trace rank a host
   if (job.iterations == 0) {
     const double it = params_.models[static_cast<std::size_t>(job.model)].reference_iteration_s;
     job.iterations = static_cast<std::uint64_t>(std::max(1.0, std::round(job.work.seconds() / it)));
@@ -155,7 +170,8 @@ bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
   }
   const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
   // A Megatron job on one host still runs its tensor-parallel all-reduces (over NVLink/PCIe).
-  if (m.megatron) return start_megatron(job, hosts, gpus, std::move(done), std::move(failed));
+  if (m.megatron || m.chakra)
+    return start_megatron(job, hosts, gpus, std::move(done), std::move(failed));
   if (hosts.size() < 2) {
     ++one_host_;
     return false;
@@ -501,18 +517,29 @@ bool CommunicationMode::start_megatron(const JobSpec& job, std::span<const NodeI
                                        std::span<const int> gpus, std::function<void()> done,
                                        std::function<void(Failure)> failed) {
   const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
-  const MegatronModel& mg = *m.megatron;
-  MLSIM_CHECK(links_ != nullptr, "a Megatron job needs the run's link conditions");
-  MLSIM_CHECK(gpus.size() == hosts.size(), "a Megatron job needs the GPUs of each host");
-  workload::ExecutorOptions options = mg.params.executor;
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    MLSIM_CHECK(gpus[i] == mg.params.layout.tp, "a Megatron job takes tp GPUs of every host");
-    options.hosts.push_back({hosts[i], gpus[i]});
+  MLSIM_CHECK(links_ != nullptr, "a graph job needs the run's link conditions");
+  MLSIM_CHECK(gpus.size() == hosts.size(), "a graph job needs the GPUs of each host");
+  auto live = std::make_unique<GraphLive>();
+  const int per_host = m.megatron ? m.megatron->params.layout.tp : 1;
+  if (m.megatron) {
+    std::shared_ptr<const MegatronModel> mg = m.megatron;
+    const int iterations = static_cast<int>(job.iterations);
+    live->make_source = [mg, iterations] {
+      llm_training::ParallelLayout layout = mg->params.layout;
+      layout.iterations = iterations;
+      return std::make_unique<llm_training::MegatronSource>(layout, mg->kernels);
+    };
+    live->options = mg->params.executor;
+  } else {
+    MLSIM_CHECK(m.chakra != nullptr, "a graph job of a model without a graph");
+    live->make_source = m.chakra->make_source;
+    live->options = m.chakra->executor;
+    live->passes_left = job.iterations - 1;
   }
-  llm_training::ParallelLayout layout = mg.params.layout;
-  layout.iterations = static_cast<int>(job.iterations);
-  auto live = std::make_unique<GraphLive>(engine_, network_, compute_, *links_, layout, mg.kernels,
-                                          std::move(options));
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    MLSIM_CHECK(gpus[i] == per_host, "a graph job takes the same GPUs of every host");
+    live->options.hosts.push_back({hosts[i], gpus[i]});
+  }
   live->done = std::move(done);
   live->failed = std::move(failed);
   live->serial = ++serial_;
@@ -521,27 +548,42 @@ bool CommunicationMode::start_megatron(const JobSpec& job, std::span<const NodeI
   live->hosts.assign(hosts.begin(), hosts.end());
   live->gpus.assign(gpus.begin(), gpus.end());
   live->start = engine_.now();
-  const std::uint64_t id = job.id, serial = live->serial;
-  // Both from inside the executor's call chain: the job is freed from a later event.
-  live->executor.set_on_done([this, id, serial] {
+  GraphLive& started = *live;
+  graphs_.emplace(job.id, std::move(live));
+  run_pass(job.id, started);
+  arm_graph_watchdog(job.id, started);
+  return true;
+}
+
+// A new source and executor for the job's next pass, started now.
+void CommunicationMode::run_pass(std::uint64_t id, GraphLive& live) {
+  if (live.executor) {
+    live.compute_done = live.compute_s();
+    live.counts_done = live.counts();
+    live.bytes_done = live.bytes_delivered();
+    live.executor.reset();
+  }
+  live.source = live.make_source();
+  live.executor = std::make_unique<workload::GraphExecutor>(
+      engine_, network_, compute_, *links_, *live.source, live.options,
+      "workload.training.models[" + std::to_string(live.model) + "]");
+  const std::uint64_t serial = live.serial;
+  // Both from inside the executor's call chain: the job moves on from a later event.
+  live.executor->set_on_done([this, id, serial] {
     engine_.schedule_in(Time::zero(), [this, id, serial] { finish_graph(id, serial); });
   });
-  live->executor.set_on_failed([this, id, serial] {
+  live.executor->set_on_failed([this, id, serial] {
     engine_.schedule_in(Time::zero(),
                         [this, id, serial] { fail_graph(id, serial, Failure::kNoRoute); });
   });
-  GraphLive& started = *live;
-  graphs_.emplace(id, std::move(live));
-  started.executor.start();
-  arm_graph_watchdog(id, started);
-  return true;
+  live.executor->start();
 }
 
 void CommunicationMode::arm_graph_watchdog(std::uint64_t id, GraphLive& live) {
   if (params_.stall_timeout <= Time::zero()) return;
   const std::uint64_t serial = live.serial;
   live.watchdog = engine_.schedule_at(
-      std::max(live.start, live.executor.last_progress()) + params_.stall_timeout,
+      std::max(live.start, live.executor->last_progress()) + params_.stall_timeout,
       [this, id, serial] { on_graph_watchdog(id, serial); });
 }
 
@@ -551,8 +593,8 @@ void CommunicationMode::on_graph_watchdog(std::uint64_t id, std::uint64_t serial
   auto it = graphs_.find(id);
   if (it == graphs_.end() || it->second->serial != serial) return;
   GraphLive& live = *it->second;
-  if (live.executor.done()) return;  // its end is an event away
-  const Time last = std::max(live.start, live.executor.last_progress());
+  if (live.executor->done()) return;  // its end is an event away
+  const Time last = std::max(live.start, live.executor->last_progress());
   if (engine_.now() - last < params_.stall_timeout) {
     arm_graph_watchdog(id, live);
     return;
@@ -563,22 +605,28 @@ void CommunicationMode::on_graph_watchdog(std::uint64_t id, std::uint64_t serial
                            {"hosts", live.hosts.size()},
                            {"stalled_at_s", engine_.now().seconds()},
                            {"last_progress_s", last.seconds()},
-                           {"ranks", live.executor.stalled()}});
+                           {"ranks", live.executor->stalled()}});
   fail_graph(id, serial, Failure::kStalled);
 }
 
 void CommunicationMode::finish_graph(std::uint64_t id, std::uint64_t serial) {
   auto it = graphs_.find(id);
   if (it == graphs_.end() || it->second->serial != serial) return;
+  if (it->second->passes_left > 0) {  // a Chakra job's next iteration
+    --it->second->passes_left;
+    run_pass(id, *it->second);
+    return;
+  }
   std::unique_ptr<GraphLive> live = std::move(it->second);
   graphs_.erase(it);
   engine_.cancel(live->watchdog);
   Time end;
-  for (const workload::RankReport& r : live->executor.reports()) end = std::max(end, r.finished);
+  for (const workload::RankReport& r : live->executor->reports()) end = std::max(end, r.finished);
   const double useful_s = (end - live->start).seconds();
   const double compute_s = live->compute_s();
   ++simulated_;
-  ++megatron_jobs_;
+  ++(params_.models[static_cast<std::size_t>(live->model)].megatron ? megatron_jobs_
+                                                                    : chakra_jobs_);
   PerModel& pm = per_model_[static_cast<std::size_t>(live->model)];
   ++pm.jobs;
   pm.useful_s += useful_s;
@@ -587,8 +635,8 @@ void CommunicationMode::finish_graph(std::uint64_t id, std::uint64_t serial) {
   useful_s_ += useful_s;
   compute_only_s_ += compute_s;
   if (compute_s > 0) slowdown_.add(useful_s / compute_s);
-  graph_network_collectives_ += live->executor.counts().network_collectives;
-  graph_bytes_delivered_ += live->executor.network_bytes_delivered();
+  graph_network_collectives_ += live->counts().network_collectives;
+  graph_bytes_delivered_ += live->bytes_delivered();
   observe_graph(id, *live, TrainingRecord::Outcome::kFinished, end);
   std::function<void()> done = std::move(live->done);
   live.reset();
@@ -609,8 +657,8 @@ void CommunicationMode::end_graph_unfinished(std::uint64_t id, TrainingRecord::O
   graphs_.erase(it);
   engine_.cancel(live->watchdog);
   ++(outcome == TrainingRecord::Outcome::kKilled ? killed_ : failed_);
-  graph_network_collectives_ += live->executor.counts().network_collectives;
-  graph_bytes_delivered_ += live->executor.network_bytes_delivered();
+  graph_network_collectives_ += live->counts().network_collectives;
+  graph_bytes_delivered_ += live->bytes_delivered();
   observe_graph(id, *live, outcome, engine_.now());
   // Destroying the executor cancels its kernels, collectives and events in flight.
   live.reset();
@@ -629,12 +677,13 @@ void CommunicationMode::observe_graph(std::uint64_t id, const GraphLive& live,
   r.end = end;
   r.compute_only_s = live.compute_s();
   r.megatron = true;
-  r.graph_done = live.executor.done();
+  r.graph_done = live.executor->done() && live.passes_left == 0;
   r.gpus = live.gpus;
-  r.graph_collectives = live.executor.counts().collectives;
-  r.graph_messages = live.executor.counts().messages;
-  r.graph_network_collectives = live.executor.counts().network_collectives;
-  r.graph_bytes_delivered = live.executor.network_bytes_delivered();
+  const workload::ExecutorCounts counts = live.counts();
+  r.graph_collectives = counts.collectives;
+  r.graph_messages = counts.messages;
+  r.graph_network_collectives = counts.network_collectives;
+  r.graph_bytes_delivered = live.bytes_delivered();
   observer_(r);
 }
 
@@ -667,6 +716,7 @@ void CommunicationMode::report(Results& out) const {
   // Megatron jobs (only with a Megatron model, so that other runs' results keep their keys).
   if (has_megatron_) {
     out.set_metric("detailed_megatron_jobs", static_cast<double>(megatron_jobs_));
+    out.set_metric("detailed_chakra_jobs", static_cast<double>(chakra_jobs_));
     out.set_metric("megatron_network_collectives", static_cast<double>(graph_network_collectives_));
     // Their bytes the network delivered (every attempt's): activations, their gradients and the
     // data-parallel collectives.

@@ -82,6 +82,15 @@ struct MegatronModel {
   int gpus() const { return params.layout.tp * params.layout.pp * params.layout.dp; }
 };
 
+// A Chakra trace model (workload.training.models[i].chakra): a fresh source of one pass of the
+// trace (read and checked once, at prepare time), its ranks and the executor's options.
+struct ChakraModel {
+  std::function<std::unique_ptr<workload::GraphSource>()> make_source;
+  workload::ExecutorOptions executor;
+  int ranks = 0;
+  double nodes_per_iteration = 0;
+};
+
 // A training model the jobs may run (workload.training.models[i]).
 struct TrainingModel {
   std::string name;
@@ -111,9 +120,18 @@ struct TrainingModel {
   // execution graphs; reference_iteration_s is then its busiest stage's compute per iteration on
   // the reference GPU, and parameters, times and the rest stay empty.
   std::shared_ptr<const MegatronModel> megatron;
+  // A Chakra trace model (null otherwise): its jobs run the trace's graph once per iteration,
+  // one rank per host; reference_iteration_s is its busiest rank's compute per pass.
+  std::shared_ptr<const ChakraModel> chakra;
   // Whether a job asking for `gpus` GPUs may run this model (a Megatron model: exactly
-  // tp x pp x dp).
-  bool fits(int gpus) const { return !megatron || megatron->gpus() == gpus; }
+  // tp x pp x dp; a Chakra model: exactly its ranks).
+  bool fits(int gpus) const {
+    if (megatron) return megatron->gpus() == gpus;
+    if (chakra) return chakra->ranks == gpus;
+    return true;
+  }
+  // The GPUs it takes on each host of a placement (0: any split).
+  int gpus_per_node() const { return megatron ? megatron->params.layout.tp : chakra ? 1 : 0; }
   // Pipeline parallelism (`pipeline`; stages 1: data parallel, the default). With the "even"
   // planner a job of this model on H hosts runs min(stages, H) stages of floor(H / stages)
   // replicas each (pipeline_job.hpp: split_stages), a list job's `stages` overriding the count;
@@ -228,9 +246,10 @@ class CommunicationMode final : public JobRunner {
  private:
   struct Live;
   struct GraphLive;
-  // A Megatron job: its graph on `hosts`, gpus[i] GPUs on hosts[i] (tp each).
+  // A Megatron or Chakra job: its graph on `hosts`, gpus[i] GPUs on hosts[i] (tp each; 1).
   bool start_megatron(const JobSpec& job, std::span<const NodeId> hosts, std::span<const int> gpus,
                       std::function<void()> done, std::function<void(Failure)> failed);
+  void run_pass(std::uint64_t id, GraphLive& live);
   void finish_graph(std::uint64_t id, std::uint64_t serial);
   void fail_graph(std::uint64_t id, std::uint64_t serial, Failure why);
   void arm_graph_watchdog(std::uint64_t id, GraphLive& live);
@@ -286,6 +305,7 @@ class CommunicationMode final : public JobRunner {
   std::uint64_t messages_ = 0;
   std::uint64_t pipeline_jobs_ = 0;              // simulated jobs that ran as pipelines, finished
   std::uint64_t megatron_jobs_ = 0;              // Megatron jobs finished
+  std::uint64_t chakra_jobs_ = 0;                // Chakra trace jobs finished
   std::uint64_t without_model_ = 0;              // jobs no model fits (job-level timing)
   std::uint64_t graph_network_collectives_ = 0;  // Megatron jobs' collectives through the network
   std::int64_t graph_bytes_delivered_ = 0;

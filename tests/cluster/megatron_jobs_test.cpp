@@ -6,6 +6,7 @@
 // scenario keys' errors at their JSON paths.
 #include <gtest/gtest.h>
 
+#include "models/cluster/cluster_model.hpp"
 #include "models/cluster/communication_mode.hpp"
 #include "models/cluster/register.hpp"
 #include "models/llm_training/register.hpp"
@@ -183,6 +184,28 @@ TEST(MegatronJobs, AStalledJobIsReportedFailedAsStalledAndAKilledOneEndsSilently
   }
 }
 
+TEST(MegatronJobs, TheWorkEstimateCountsTheirGraphNodesAndSkipsJobsNoModelFits) {
+  // Only a Megatron model of 4 GPUs (TP 1, PP 2, DP 2; its iteration 2 x 3 s of compute): a
+  // 4-GPU job of 12 s runs 2 iterations of its graph; a 2-GPU job spanning hosts has no model
+  // (timed as in the job-level mode) and adds nothing, rather than an unbounded term.
+  ModelParams p;
+  auto comm = std::make_shared<CommunicationParams>();
+  comm->models.push_back(megatron_test_model(1, 2, 2, 2, 1.0, 2.0, 6'000, 1'000));
+  const double nodes = comm->models[0].megatron->nodes_per_iteration;
+  // Per rank and iteration: 2 forwards, 2 backwards, 4 message ends (stage 0 sends 2
+  // activations and receives 2 gradients, stage 1 the reverse), 1 DP all-reduce; 4 ranks.
+  EXPECT_EQ(nodes, 4 * 9);
+  p.communication = comm;
+  p.make_source = [](std::uint64_t) {
+    return mlsim::cluster::testing::list_source(
+        {mlsim::cluster::testing::job(0, 4, 12), mlsim::cluster::testing::job(0, 2, 5)});
+  };
+  WorkEstimate estimate;
+  estimate_work(p, 1, 4, estimate);
+  EXPECT_EQ(estimate.total_events(), 2 * nodes);
+  EXPECT_EQ(estimate.total_transfers(), 0);
+}
+
 // ---- Through the whole loader and runner: the llm_training model as the reference ----------
 
 json small_gpt() {
@@ -266,6 +289,55 @@ TEST(MegatronJobs, AloneItTakesTheLlmTrainingModelsIterationTime) {
   EXPECT_NEAR(test::run_json(slow_cluster, r).results.metrics().at("makespan_s") / 2, slow,
               1e-9 * slow);
 }
+
+#ifdef MLSIM_HAVE_CHAKRA
+TEST(MegatronJobs, AChakraTraceJobTakesTheHandDerivedTimePerIteration) {
+  // The shipped example trace (workloads/traces/chakra_example: 2 stages x 2 replicas, one
+  // micro-batch; 4.6 ms an iteration by hand on 4 one-GPU hosts of a star at 1 GB/s,
+  // ChakraTrace.ShippedExampleTraceTakesTheHandDerivedTime) as a cluster job of 4 GPUs, one rank
+  // a host, 2 iterations: the trace runs twice, 9.2 ms, as the chakra_trace model's 4.6 ms x 2.
+  json doc;
+  doc["name"] = "chakra_cluster";
+  doc["include"] = {"../hardware/gpus.json"};
+  doc["seed"] = 1;
+  doc["topology"] = json::parse(R"({"kind": "star", "hosts": 4,
+      "link": {"bandwidth": "8Gbps", "latency": "0s"},
+      "hardware": {"gpu": "V100-SXM2-32GB", "gpus_per_host": 1}})");
+  doc["network"] = {{"backend", "flow"}};
+  doc["run"] = {{"time_limit", "none"}};
+  doc["system"] = {{"model", "cluster"},
+                   {"detail", "communication"},
+                   {"policy", "fcfs"},
+                   {"reference_gpu", "V100-SXM2-32GB"}};
+  doc["workload"]["jobs"] = json::parse(R"({"source": "list", "list": [
+      {"submit": "0s", "gpus": 4, "model": "trace", "iterations": 2}]})");
+  doc["workload"]["training"]["models"] = json::parse(R"([{"name": "trace", "chakra": {
+      "trace": "../traces/chakra_example/trace", "ranks": 4,
+      "comm_groups": "../traces/chakra_example/groups.json"}}])");
+  const Registries r = both_models();
+  const RunOutput out = test::run_json(doc, r);
+  const auto& m = out.results.metrics();
+  EXPECT_EQ(m.at("jobs_finished"), 1);
+  EXPECT_EQ(m.at("detailed_chakra_jobs"), 1);
+  EXPECT_NEAR(m.at("makespan_s"), 2 * 4600e-6, 1e-12);
+  // Per iteration 4 messages and 2 two-rank all-reduces, all between hosts.
+  EXPECT_EQ(m.at("megatron_network_collectives"), 2 * 6);
+  // Keys at their paths: the job's GPUs must be the trace's ranks; no communication mode.
+  json bad = doc;
+  bad["workload"]["jobs"]["list"][0]["gpus"] = 3;
+  EXPECT_NE(test::prepare_error(bad, r).find("workload.jobs.list[0].gpus: model 'trace' is a "
+                                             "Chakra trace of 4 ranks"),
+            std::string::npos);
+  bad = doc;
+  bad["workload"]["training"]["models"][0]["chakra"]["communication"] = "closed_form";
+  EXPECT_NE(test::prepare_error(bad, r).find("workload.training.models[0].chakra.communication"),
+            std::string::npos);
+  bad = doc;
+  bad["workload"]["training"]["models"][0]["chakra"]["trace"] = "../traces/chakra_example/none";
+  EXPECT_NE(test::prepare_error(bad, r).find("workload.training.models[0].chakra.trace"),
+            std::string::npos);
+}
+#endif
 
 TEST(MegatronJobs, ScenarioKeysAreCheckedAtTheirPaths) {
   json mg = json::parse(R"({"tp": 2, "pp": 2, "dp": 2, "micro_batch": 1, "global_batch": 8})");
