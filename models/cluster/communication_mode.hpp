@@ -26,7 +26,8 @@
 //     one rank as llm_training does), its data-parallel collectives and pipeline messages
 //     through the run's network (ExecutorOptions mode kNetwork), its tensor-parallel all-reduces
 //     over the host's intra_node link. A trace job draws such a model only when it asks for
-//     exactly tp x pp x dp GPUs.
+//     exactly tp x pp x dp GPUs. A Chakra trace model (a model's `chakra`) takes the same route:
+//     one pass of the trace per iteration, one rank per host, on a job of exactly its ranks.
 //
 //   - Pipeline jobs (a model's `pipeline`, or a listed job's `stages`): the hosts split into
 //     stages of replicas, ops ordered by 1F1B or GPipe, activations and their gradients sent
