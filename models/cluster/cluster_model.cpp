@@ -10,12 +10,16 @@
 #include "models/ina/dsa_priority.hpp"
 #include "models/ina/job_plan.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/read_costs.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/hardware/profile_scaling.hpp"
 #include "sim_core/network/host_access_links.hpp"
 #include "sim_core/network/topology_hardware.hpp"
 #include "sim_core/run/events.hpp"
 #include "sim_core/run/simulation_model.hpp"
+#ifdef MLSIM_HAVE_CHAKRA
+#include "sim_core/workload/chakra/chakra_source.hpp"
+#endif
 
 namespace mlsim::cluster {
 namespace {
@@ -101,6 +105,31 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
       if (j.model < 0)
         throw InputError(e.path_of("model"),
                          "unknown model '" + model + "' (workload.training.models: " + known + ")");
+    }
+    if (j.model >= 0) {
+      const TrainingModel& tm = training->models[static_cast<std::size_t>(j.model)];
+      if (tm.megatron) {
+        for (const char* key : {"planner", "stages"})
+          if (e.has(key))
+            throw InputError(e.path_of(key), "model '" + tm.name +
+                                                 "' is a Megatron model: its pipeline stages "
+                                                 "are its megatron.pp");
+        if (j.gpus != tm.megatron->gpus())
+          throw InputError(e.path_of("gpus"),
+                           fmt::format("model '{}' is a Megatron model of tp x pp x dp = {} GPUs",
+                                       tm.name, tm.megatron->gpus()));
+      }
+      if (tm.chakra) {
+        for (const char* key : {"planner", "stages"})
+          if (e.has(key))
+            throw InputError(e.path_of(key), "model '" + tm.name +
+                                                 "' is a Chakra trace: its stages are the trace's");
+        if (!tm.fits(j.gpus))
+          throw InputError(e.path_of("gpus"),
+                           fmt::format("model '{}' is a Chakra trace of {} ranks (one GPU each)",
+                                       tm.name, tm.chakra->ranks));
+      }
+      j.gpus_per_node = tm.gpus_per_node();  // a TP group or a trace rank per host
     }
     if (e.has("planner")) {
       if (j.model < 0) throw InputError(e.path_of("planner"), "needs the job's model (\"model\")");
@@ -302,6 +331,142 @@ void finish_ina(const ina::ClusterParams& p, const Topology& topology, const std
   out.ina = p;
 }
 
+// workload.training.models[i].megatron: a Megatron-LM job's model, read with the llm_training
+// model's own reader (its system keys and its workload.model shape, here in one object), less
+// what a cluster job does not choose: its communication (always through the run's network) and
+// its iterations (the job's). Every operator must be priced on every GPU of the pool and on the
+// reference GPU; each host that may hold a job needs tp GPUs and, for tp > 1, an intra_node link.
+void read_megatron(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
+                   const Topology& topology, const NodeHardware& node_hardware,
+                   const CostModel* costs) {
+  JsonReader mg = m.object("megatron");
+  if (mg.has("communication"))
+    throw InputError(mg.path_of("communication"),
+                     "a cluster job's collectives and messages always go through the run's "
+                     "network (the llm_training model's \"network\" mode): not a key here");
+  if (mg.has("iterations"))
+    throw InputError(mg.path_of("iterations"),
+                     "a job's iterations are its own: from its trace duration, or a listed job's "
+                     "\"iterations\" (workload.jobs.list[i])");
+  auto model = std::make_shared<MegatronModel>();
+  model->params = llm_training::read_training_params(mg, mg);
+  mg.finish();
+  model->params.executor.mode = workload::CommunicationMode::kNetwork;
+  const llm_training::TrainingParams& p = model->params;
+  const llm_training::ParallelLayout& l = p.layout;
+  model->kernels = llm_training::transformer_kernels(p.shape, p.micro_batch, l.tp);
+  MLSIM_CHECK(costs != nullptr, "a Megatron model needs the run's cost providers");
+  std::vector<const GpuSpec*> gpus = {&reference};
+  bool room = false;
+  for (NodeId h : topology.hosts()) {
+    const HostHardware* hw = node_hardware.host(h);
+    if (hw == nullptr || hw->gpu == nullptr || hw->gpus < l.tp) continue;
+    room = true;
+    if (l.tp > 1 && !hw->intra_node)
+      throw InputError("topology.hardware (host " + topology.node(h).name + ")",
+                       "a Megatron job's tensor-parallel all-reduces run over the host's "
+                       "intra_node link, which this host lacks");
+    if (std::find(gpus.begin(), gpus.end(), hw->gpu) == gpus.end()) gpus.push_back(hw->gpu);
+  }
+  if (!room)
+    throw InputError(mg.path_of("tp"),
+                     fmt::format("no host has {} GPUs: a Megatron job puts one whole "
+                                 "tensor-parallel group on each of its hosts",
+                                 l.tp));
+  const llm_training::StageKernels& k = model->kernels;
+  for (const GpuSpec* gpu : gpus)
+    for (const auto* list :
+         {&k.attention_forward, &k.mlp_forward, &k.embedding_forward, &k.head_forward})
+      for (const Work& w : *list)
+        if (const auto* op = std::get_if<OperatorWork>(&w))
+          costs->check_operator(op->op, *gpu, "compute");
+  // The busiest stage's compute per iteration on the reference GPU: what its GPUs run,
+  // communication aside (megatron_source.hpp: per micro-batch and layer attention and MLP
+  // forward, their backward, the forward again with recomputation; embedding on the first
+  // stage, head on the last).
+  auto price = [&](const std::vector<Work>& list) {
+    double sec = 0;
+    for (const Work& w : list) sec += costs->seconds(w, reference);
+    return sec;
+  };
+  const double forward = price(k.attention_forward) + price(k.mlp_forward);
+  const double backward = price(k.attention_backward) + price(k.mlp_backward);
+  const double layer = forward + backward + (l.recompute ? forward : 0);
+  for (int s = 0; s < l.pp; ++s) {
+    double stage = l.layers_per_stage * layer;
+    if (s == 0) stage += price(k.embedding_forward) + price(k.embedding_backward);
+    if (s == l.pp - 1) stage += price(k.head_forward) + price(k.head_backward);
+    t.reference_iteration_s = std::max(t.reference_iteration_s, stage * l.micro_batches);
+  }
+  if (t.reference_iteration_s <= 0)
+    throw InputError(mg.path_of("model"), "the model's kernels take no time");
+  model->nodes_per_iteration = llm_training::MegatronSource(l, k).expected_nodes();
+  t.scheduler = "megatron";
+  t.sync =
+      l.dp_sync == llm_training::DpSync::kAllReduce ? "all_reduce" : "reduce_scatter_all_gather";
+  t.megatron = std::move(model);
+}
+
+// workload.training.models[i].chakra: a Chakra execution trace (ASTRA-sim's input format) as a
+// job's one iteration, read with the chakra_trace model's keys (`trace`, `ranks`, `comm_groups`,
+// `costs`; paths relative to the scenario), read and checked now. Its busiest rank's compute on
+// the reference GPU (the trace's measured times: FixedWork) is its reference iteration.
+void read_chakra(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
+                 const std::filesystem::path& scenario_dir, const CostModel* costs) {
+  JsonReader c = m.object("chakra");
+#ifdef MLSIM_HAVE_CHAKRA
+  if (c.has("communication"))
+    throw InputError(c.path_of("communication"),
+                     "a cluster job's collectives and messages always go through the run's "
+                     "network (the chakra_trace model's \"network\" mode): not a key here");
+  auto model = std::make_shared<ChakraModel>();
+  workload::ChakraTraceSpec spec;
+  spec.prefix = scenario_dir / c.string("trace");
+  spec.ranks = static_cast<workload::RankId>(c.integer("ranks", 1, 1 << 20));
+  spec.where = c.path_of("trace");
+  if (c.has("comm_groups"))
+    spec.groups = workload::read_chakra_groups(scenario_dir / c.string("comm_groups"),
+                                               c.path_of("comm_groups"));
+  model->executor.mode = workload::CommunicationMode::kNetwork;
+  if (std::optional<JsonReader> cost = c.optional_object("costs"))
+    model->executor.costs = collectives::read_cost_model(*cost);
+  c.finish();
+  auto trace = std::make_shared<const workload::ChakraSource>(spec);  // reads and checks it
+  model->ranks = static_cast<int>(spec.ranks);
+  model->nodes_per_iteration = trace->expected_nodes();
+  model->make_source = [trace] { return std::make_unique<workload::ChakraSource>(*trace); };
+  MLSIM_CHECK(costs != nullptr, "a Chakra model needs the run's cost providers");
+  workload::ChakraSource pass(*trace);
+  std::vector<workload::Node> nodes;
+  for (workload::RankId r = 0; r < pass.ranks(); ++r) {
+    double compute = 0;
+    nodes.clear();
+    while (pass.next(r, nodes)) {
+    }
+    for (const workload::Node& n : nodes)
+      if (n.kind == workload::NodeKind::kCompute)
+        for (const Work& w : pass.kernels()[static_cast<std::size_t>(n.target)])
+          compute += costs->seconds(w, reference);
+    t.reference_iteration_s = std::max(t.reference_iteration_s, compute);
+  }
+  if (t.reference_iteration_s <= 0)
+    throw InputError(spec.where,
+                     "the trace's compute nodes take no time: its jobs' iterations "
+                     "cannot come from a duration");
+  t.scheduler = "chakra";
+  t.sync = "trace";
+  t.chakra = std::move(model);
+#else
+  (void)t;
+  (void)reference;
+  (void)scenario_dir;
+  (void)costs;
+  throw InputError(c.path_of("trace"),
+                   "this mlsim was built without protobuf, so without Chakra "
+                   "traces (tools/setup.sh installs it)");
+#endif
+}
+
 // workload.training (detailed mode): the training models jobs run, each a DNN profile with its
 // communication scheduler and gradient-synchronisation strategy, chosen by name from the
 // training core's registries (models/training/policies.cpp), so a strategy registered there
@@ -309,7 +474,8 @@ void finish_ina(const ina::ClusterParams& p, const Topology& topology, const std
 std::shared_ptr<CommunicationParams> read_training(
     JsonReader& workload, const HardwareCatalog& hardware, const GpuSpec& reference,
     const std::string& reference_where, const Topology& topology, const NodeHardware& node_hardware,
-    const std::filesystem::path& scenario_dir, const ina::ClusterParams& ina) {
+    const std::filesystem::path& scenario_dir, const ina::ClusterParams& ina,
+    const CostModel* costs) {
   constexpr std::int64_t kMillion = 1'000'000;
   auto out = std::make_shared<CommunicationParams>();
   JsonReader training = workload.object("training");
@@ -324,6 +490,18 @@ std::shared_ptr<CommunicationParams> read_training(
         throw InputError(m.path_of("name"), "model '" + t.name + "' is listed twice");
     t.weight = m.number_or("weight", 1.0, 0.0, 1e9);
     weights += t.weight;
+    if (m.has("megatron") || m.has("chakra")) {
+      if (m.has("megatron") && m.has("chakra"))
+        throw InputError(m.path_of("chakra"), "a model is a Megatron job or a Chakra trace");
+      if (m.has("megatron"))
+        read_megatron(m, t, reference, topology, node_hardware, costs);
+      else
+        read_chakra(m, t, reference, scenario_dir, costs);
+      m.finish();  // a profiled model's keys (profile, scheduler, sync, pipeline) are errors here
+      out->ina_models.emplace_back();
+      out->models.push_back(std::move(t));
+      continue;
+    }
     const auto& scheduler = training::training_policies().schedulers.choose(m, "scheduler");
     t.scheduler = scheduler.name;
     t.make_scheduler = scheduler.value;
@@ -467,7 +645,7 @@ std::shared_ptr<CommunicationParams> read_training(
 ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
                                 const HardwareCatalog& hardware, const Topology& topology,
                                 const NodeHardware& node_hardware,
-                                const std::filesystem::path& scenario_dir) {
+                                const std::filesystem::path& scenario_dir, const CostModel* costs) {
   ModelParams p;
   ClusterParams& c = p.cluster;
   // A policy presets the scheduler's options; each can be set apart (ablations).
@@ -514,7 +692,7 @@ ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
     const ina::ClusterParams ina = read_ina(system);
     training =
         read_training(workload, hardware, hardware.gpu(system.string("reference_gpu"), ref_where),
-                      ref_where, topology, node_hardware, scenario_dir, ina);
+                      ref_where, topology, node_hardware, scenario_dir, ina, costs);
     // Without a model aggregating in the network system.ina is read and checked but unused
     // (so that one scenario's variants may switch its models' sync to ring or ps).
   } else if (system.has("ina")) {
@@ -623,10 +801,20 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
     double least_t = std::numeric_limits<double>::infinity(), least_e = least_t;
     for (std::size_t m = 0; m < models.size(); ++m) {
       if (job->model >= 0 && static_cast<std::size_t>(job->model) != m) continue;
+      if (job->model < 0 && !models[m].fits(job->gpus)) continue;
       const double iterations =
           job->iterations > 0
               ? static_cast<double>(job->iterations)
               : std::max(1.0, std::round(job->work.seconds() / models[m].reference_iteration_s));
+      if (models[m].megatron || models[m].chakra) {
+        // Its graph's nodes, each ending once (its messages and collectives may carry
+        // nothing across the network: all its hosts may be one).
+        least_e = std::min(
+            least_e, iterations * (models[m].megatron ? models[m].megatron->nodes_per_iteration
+                                                      : models[m].chakra->nodes_per_iteration));
+        least_t = std::min(least_t, 0.0);
+        continue;
+      }
       if (models[m].runs_pipeline(job->stages, job->planner)) {
         const auto mb = static_cast<double>(models[m].pipeline.micro_batches);
         if (models[m].planner_for(job->planner) != StagePlanner::kEven) {
@@ -650,6 +838,9 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
       least_e =
           std::min(least_e, iterations * 2 * static_cast<double>(models[m].parameters.size()) * w);
     }
+    // No model fits the job (only Megatron models, of other sizes): the job-level timing.
+    if (std::isinf(least_t)) least_t = 0;
+    if (std::isinf(least_e)) least_e = 0;
     transfers += least_t;
     events += least_e;
   }
@@ -710,7 +901,7 @@ std::unique_ptr<Model> make_cluster_model(ModelSetup& setup) {
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
   ModelParams params = read_cluster_params(system, workload, setup.hardware, setup.topology,
-                                           setup.node_hardware, setup.scenario_dir);
+                                           setup.node_hardware, setup.scenario_dir, &setup.costs);
   system.finish();
   workload.finish();
   check_events(setup.events);

@@ -6,6 +6,7 @@
 
 #include "models/cluster/cluster_sim.hpp"
 #include "models/cluster/communication_mode.hpp"
+#include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/hardware/hardware.hpp"
 #include "sim_core/hardware/node_hardware.hpp"
 #include "sim_core/network/topology.hpp"
@@ -24,11 +25,13 @@ struct ModelParams {
 
 // Reads "system" and "workload"; errors name the JSON path. The node pool is the topology's
 // hosts (pool node i is host i) with the GPUs `node_hardware` (topology.hardware) gives them;
-// the reference GPU comes from `hardware`.
+// the reference GPU comes from `hardware`. `costs` (the compute section's providers) prices a
+// Megatron model's operators; needed only with one.
 ModelParams read_cluster_params(JsonReader& system, JsonReader& workload,
                                 const HardwareCatalog& hardware, const Topology& topology,
                                 const NodeHardware& node_hardware,
-                                const std::filesystem::path& scenario_dir);
+                                const std::filesystem::path& scenario_dir,
+                                const CostModel* costs = nullptr);
 
 std::unique_ptr<Model> make_cluster_model(ModelSetup& setup);
 

@@ -94,7 +94,8 @@ void ClusterSimulation::on_arrival(JobSpec job) {
   q.spec.types = mask;
   bool fits_somewhere = false;
   for (std::size_t t = 0; t < pool_.types().size(); ++t)
-    if ((mask & (TypeMask{1} << t)) && pool_.total_gpus_of(static_cast<int>(t)) >= q.spec.gpus)
+    if ((mask & (TypeMask{1} << t)) &&
+        pool_.capacity_of(static_cast<int>(t), q.spec.gpus_per_node) >= q.spec.gpus)
       fits_somewhere = true;
   if (!fits_somewhere) {
     drop(q, "asks for more GPUs than any accepted GPU type has");
@@ -158,7 +159,7 @@ void ClusterSimulation::pass() {
   auto consider = [&](Queued& q) -> bool {
     if (!eligible(q)) return true;  // over its user's quota: skipped, blocks no one
     if (!head) {
-      const Placement p = pool_.place(q.spec.gpus, q.spec.types);
+      const Placement p = pool_.place(q.spec.gpus, q.spec.types, q.spec.gpus_per_node);
       if (p.ok()) {
         start_job(q, p);
         started.push_back(q.spec.id);
@@ -186,7 +187,7 @@ void ClusterSimulation::pass() {
     }
     // Backfill.
     if (++tested > params_.backfill_depth) return false;
-    const Placement p = pool_.place(q.spec.gpus, q.spec.types);
+    const Placement p = pool_.place(q.spec.gpus, q.spec.types, q.spec.gpus_per_node);
     if (!p.ok()) return true;
     if (shadow && now + estimate_on(q.spec, p.type) > *shadow) {
       // Still running at the reservation: only if the reserved job fits beside it.
@@ -249,13 +250,15 @@ void ClusterSimulation::start_job(Queued job, const Placement& p) {
 void ClusterSimulation::start_useful_work(std::uint64_t id) {
   Running& r = running_.at(id);
   std::vector<NodeId> hosts;
+  std::vector<int> gpus;
   for (const Slice& s : r.placement.slices) {
     MLSIM_CHECK(static_cast<std::size_t>(s.node) < hosts_.size(),
                 "the detailed mode needs the topology host of every pool node");
     hosts.push_back(hosts_[static_cast<std::size_t>(s.node)]);
+    gpus.push_back(s.gpus);
   }
   if (runner_->start(
-          r.job.spec, hosts, r.placement.type, [this, id] { on_end(id); },
+          r.job.spec, hosts, gpus, r.placement.type, [this, id] { on_end(id); },
           [this, id](JobRunner::Failure why) { on_job_failed(id, why); })) {
     r.end_event = {};
     r.simulated = true;

@@ -65,6 +65,47 @@ struct CommunicationMode::Live {
   double compute_only_s = 0;
 };
 
+// A Megatron or Chakra job: its graph source and the executor running it on the job's hosts,
+// one pass at a time (a Megatron job's one pass holds all its iterations; a Chakra trace is one
+// iteration, run again for each).
+struct CommunicationMode::GraphLive {
+  std::function<std::unique_ptr<workload::GraphSource>()> make_source;
+  workload::ExecutorOptions options;
+  std::unique_ptr<workload::GraphSource> source;
+  std::unique_ptr<workload::GraphExecutor> executor;  // reads the source: destroyed first
+  std::uint64_t passes_left = 0;                      // after the one running
+  // Of the passes that ended.
+  double compute_done = 0;
+  workload::ExecutorCounts counts_done;
+  std::int64_t bytes_done = 0;
+  std::function<void()> done;
+  std::function<void(Failure)> failed;
+  EventHandle watchdog;
+  std::uint64_t serial = 0;
+  int model = 0;
+  std::uint64_t iterations = 0;
+  std::vector<NodeId> hosts;
+  std::vector<int> gpus;
+  Time start;
+  // The busiest rank's compute (its kernels' time on its GPU), summed over the passes.
+  double compute_s() const {
+    double c = 0;
+    for (const workload::RankReport& r : executor->reports()) c = std::max(c, r.compute_s);
+    return compute_done + c;
+  }
+  workload::ExecutorCounts counts() const {
+    workload::ExecutorCounts c = counts_done;
+    const workload::ExecutorCounts& now = executor->counts();
+    c.nodes += now.nodes;
+    c.kernels += now.kernels;
+    c.collectives += now.collectives;
+    c.messages += now.messages;
+    c.network_collectives += now.network_collectives;
+    return c;
+  }
+  std::int64_t bytes_delivered() const { return bytes_done + executor->network_bytes_delivered(); }
+};
+
 CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& compute,
                                      const CommunicationParams& params, RandomStream draws)
     : engine_(engine),
@@ -74,17 +115,35 @@ CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& 
       draws_(draws),
       per_model_(params.models.size()) {
   MLSIM_CHECK(!params_.models.empty(), "the detailed mode needs a training model");
-  for (const TrainingModel& m : params_.models) weight_sum_ += m.weight;
+  for (const TrainingModel& m : params_.models) {
+    weight_sum_ += m.weight;
+    has_megatron_ |= m.megatron != nullptr || m.chakra != nullptr;
+  }
 }
 
 CommunicationMode::~CommunicationMode() = default;
 
 void CommunicationMode::admit(JobSpec& job) {
   if (job.model < 0) {
-    // In proportion to the weights; one draw per job, in submit order.
-    double u = draws_.uniform() * weight_sum_;
-    job.model = static_cast<int>(params_.models.size()) - 1;
+    // In proportion to the weights of the models the job's GPU count fits (every profiled
+    // model; a Megatron model when it asks for exactly tp x pp x dp); one draw per job, in
+    // submit order. Without Megatron models every model fits and the draw is as before.
+    double sum = weight_sum_;
+    int last = static_cast<int>(params_.models.size()) - 1;
+    if (has_megatron_) {
+      sum = 0;
+      last = -1;
+      for (std::size_t m = 0; m < params_.models.size(); ++m)
+        if (params_.models[m].fits(job.gpus)) {
+          sum += params_.models[m].weight;
+          if (params_.models[m].weight > 0) last = static_cast<int>(m);
+        }
+    }
+    if (last < 0) return;  // no model fits: timed as in the job-level mode (start)
+    double u = draws_.uniform() * sum;
+    job.model = last;
     for (std::size_t m = 0; m < params_.models.size(); ++m) {
+      if (!params_.models[m].fits(job.gpus)) continue;
       if (u < params_.models[m].weight) {
         job.model = static_cast<int>(m);
         break;
@@ -93,19 +152,30 @@ void CommunicationMode::admit(JobSpec& job) {
     }
   }
   MLSIM_CHECK(static_cast<std::size_t>(job.model) < params_.models.size(), "unknown model");
+  const TrainingModel& chosen = params_.models[static_cast<std::size_t>(job.model)];
+  if (chosen.megatron) job.gpus_per_node = chosen.megatron->params.layout.tp;  // a TP group a host
+  if (chosen.chakra) job.gpus_per_node = 1;  // a trace rank a host
   if (job.iterations == 0) {
     const double it = params_.models[static_cast<std::size_t>(job.model)].reference_iteration_s;
     job.iterations = static_cast<std::uint64_t>(std::max(1.0, std::round(job.work.seconds() / it)));
   }
 }
 
-bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts, int,
-                              std::function<void()> done, std::function<void(Failure)> failed) {
+bool CommunicationMode::start(const JobSpec& job, std::span<const NodeId> hosts,
+                              std::span<const int> gpus, int, std::function<void()> done,
+                              std::function<void(Failure)> failed) {
+  if (job.model < 0) {
+    ++without_model_;
+    return false;
+  }
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  // A Megatron job on one host still runs its tensor-parallel all-reduces (over NVLink/PCIe).
+  if (m.megatron || m.chakra)
+    return start_megatron(job, hosts, gpus, std::move(done), std::move(failed));
   if (hosts.size() < 2) {
     ++one_host_;
     return false;
   }
-  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
   if (m.runs_pipeline(job.stages, job.planner))
     return start_pipeline(job, hosts, std::move(done), std::move(failed));
   training::JobSpec spec;
@@ -376,6 +446,10 @@ void CommunicationMode::fail(std::uint64_t id, std::uint64_t serial, Failure why
 }
 
 void CommunicationMode::kill(std::uint64_t id) {
+  if (graphs_.count(id) != 0) {
+    end_graph_unfinished(id, TrainingRecord::Outcome::kKilled);
+    return;
+  }
   MLSIM_CHECK(live_.count(id) != 0, "killing a job that is not simulated");
   end_unfinished(id, TrainingRecord::Outcome::kKilled);
 }
@@ -435,6 +509,184 @@ void CommunicationMode::observe(std::uint64_t id, const Live& live, TrainingReco
   observer_(r);
 }
 
+// A Megatron job (docs/cluster.md, "Megatron jobs"): its iteration graph on the placed hosts,
+// rank (d, s) (collapsed: one rank of tp GPUs) on the (d + dp s)-th host of the placement, as
+// llm_training places GPU g = t + tp (d + dp s) on the g / tp-th host of a topology of tp GPUs
+// per host.
+bool CommunicationMode::start_megatron(const JobSpec& job, std::span<const NodeId> hosts,
+                                       std::span<const int> gpus, std::function<void()> done,
+                                       std::function<void(Failure)> failed) {
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  MLSIM_CHECK(links_ != nullptr, "a graph job needs the run's link conditions");
+  MLSIM_CHECK(gpus.size() == hosts.size(), "a graph job needs the GPUs of each host");
+  auto live = std::make_unique<GraphLive>();
+  const int per_host = m.megatron ? m.megatron->params.layout.tp : 1;
+  if (m.megatron) {
+    std::shared_ptr<const MegatronModel> mg = m.megatron;
+    const int iterations = static_cast<int>(job.iterations);
+    live->make_source = [mg, iterations] {
+      llm_training::ParallelLayout layout = mg->params.layout;
+      layout.iterations = iterations;
+      return std::make_unique<llm_training::MegatronSource>(layout, mg->kernels);
+    };
+    live->options = mg->params.executor;
+  } else {
+    MLSIM_CHECK(m.chakra != nullptr, "a graph job of a model without a graph");
+    live->make_source = m.chakra->make_source;
+    live->options = m.chakra->executor;
+    live->passes_left = job.iterations - 1;
+  }
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    MLSIM_CHECK(gpus[i] == per_host, "a graph job takes the same GPUs of every host");
+    live->options.hosts.push_back({hosts[i], gpus[i]});
+  }
+  live->done = std::move(done);
+  live->failed = std::move(failed);
+  live->serial = ++serial_;
+  live->model = job.model;
+  live->iterations = job.iterations;
+  live->hosts.assign(hosts.begin(), hosts.end());
+  live->gpus.assign(gpus.begin(), gpus.end());
+  live->start = engine_.now();
+  GraphLive& started = *live;
+  graphs_.emplace(job.id, std::move(live));
+  run_pass(job.id, started);
+  arm_graph_watchdog(job.id, started);
+  return true;
+}
+
+// A new source and executor for the job's next pass, started now.
+void CommunicationMode::run_pass(std::uint64_t id, GraphLive& live) {
+  if (live.executor) {
+    live.compute_done = live.compute_s();
+    live.counts_done = live.counts();
+    live.bytes_done = live.bytes_delivered();
+    live.executor.reset();
+  }
+  live.source = live.make_source();
+  live.executor = std::make_unique<workload::GraphExecutor>(
+      engine_, network_, compute_, *links_, *live.source, live.options,
+      "workload.training.models[" + std::to_string(live.model) + "]");
+  const std::uint64_t serial = live.serial;
+  // Both from inside the executor's call chain: the job moves on from a later event.
+  live.executor->set_on_done([this, id, serial] {
+    engine_.schedule_in(Time::zero(), [this, id, serial] { finish_graph(id, serial); });
+  });
+  live.executor->set_on_failed([this, id, serial] {
+    engine_.schedule_in(Time::zero(),
+                        [this, id, serial] { fail_graph(id, serial, Failure::kNoRoute); });
+  });
+  live.executor->start();
+}
+
+void CommunicationMode::arm_graph_watchdog(std::uint64_t id, GraphLive& live) {
+  if (params_.stall_timeout <= Time::zero()) return;
+  const std::uint64_t serial = live.serial;
+  live.watchdog = engine_.schedule_at(
+      std::max(live.start, live.executor->last_progress()) + params_.stall_timeout,
+      [this, id, serial] { on_graph_watchdog(id, serial); });
+}
+
+// As on_watchdog: no node of the graph finished for the stall timeout (a graph that cannot
+// finish, GraphExecutor::stalled, or a collective that never ends) ends the job as stalled.
+void CommunicationMode::on_graph_watchdog(std::uint64_t id, std::uint64_t serial) {
+  auto it = graphs_.find(id);
+  if (it == graphs_.end() || it->second->serial != serial) return;
+  GraphLive& live = *it->second;
+  if (live.executor->done()) return;  // its end is an event away
+  const Time last = std::max(live.start, live.executor->last_progress());
+  if (engine_.now() - last < params_.stall_timeout) {
+    arm_graph_watchdog(id, live);
+    return;
+  }
+  ++stalled_;
+  stalled_jobs_.push_back({{"job", id},
+                           {"model", params_.models[static_cast<std::size_t>(live.model)].name},
+                           {"hosts", live.hosts.size()},
+                           {"stalled_at_s", engine_.now().seconds()},
+                           {"last_progress_s", last.seconds()},
+                           {"ranks", live.executor->stalled()}});
+  fail_graph(id, serial, Failure::kStalled);
+}
+
+void CommunicationMode::finish_graph(std::uint64_t id, std::uint64_t serial) {
+  auto it = graphs_.find(id);
+  if (it == graphs_.end() || it->second->serial != serial) return;
+  if (it->second->passes_left > 0) {  // a Chakra job's next iteration
+    --it->second->passes_left;
+    run_pass(id, *it->second);
+    return;
+  }
+  std::unique_ptr<GraphLive> live = std::move(it->second);
+  graphs_.erase(it);
+  engine_.cancel(live->watchdog);
+  Time end;
+  for (const workload::RankReport& r : live->executor->reports()) end = std::max(end, r.finished);
+  const double useful_s = (end - live->start).seconds();
+  const double compute_s = live->compute_s();
+  ++simulated_;
+  ++(params_.models[static_cast<std::size_t>(live->model)].megatron ? megatron_jobs_
+                                                                    : chakra_jobs_);
+  PerModel& pm = per_model_[static_cast<std::size_t>(live->model)];
+  ++pm.jobs;
+  pm.useful_s += useful_s;
+  pm.compute_only_s += compute_s;
+  iterations_ += live->iterations;
+  useful_s_ += useful_s;
+  compute_only_s_ += compute_s;
+  if (compute_s > 0) slowdown_.add(useful_s / compute_s);
+  graph_network_collectives_ += live->counts().network_collectives;
+  graph_bytes_delivered_ += live->bytes_delivered();
+  observe_graph(id, *live, TrainingRecord::Outcome::kFinished, end);
+  std::function<void()> done = std::move(live->done);
+  live.reset();
+  done();
+}
+
+void CommunicationMode::fail_graph(std::uint64_t id, std::uint64_t serial, Failure why) {
+  auto it = graphs_.find(id);
+  if (it == graphs_.end() || it->second->serial != serial) return;  // killed or failed meanwhile
+  std::function<void(Failure)> failed = std::move(it->second->failed);
+  end_graph_unfinished(id, TrainingRecord::Outcome::kFailed);
+  failed(why);
+}
+
+void CommunicationMode::end_graph_unfinished(std::uint64_t id, TrainingRecord::Outcome outcome) {
+  auto it = graphs_.find(id);
+  std::unique_ptr<GraphLive> live = std::move(it->second);
+  graphs_.erase(it);
+  engine_.cancel(live->watchdog);
+  ++(outcome == TrainingRecord::Outcome::kKilled ? killed_ : failed_);
+  graph_network_collectives_ += live->counts().network_collectives;
+  graph_bytes_delivered_ += live->bytes_delivered();
+  observe_graph(id, *live, outcome, engine_.now());
+  // Destroying the executor cancels its kernels, collectives and events in flight.
+  live.reset();
+}
+
+void CommunicationMode::observe_graph(std::uint64_t id, const GraphLive& live,
+                                      TrainingRecord::Outcome outcome, Time end) const {
+  if (!observer_) return;
+  TrainingRecord r;
+  r.outcome = outcome;
+  r.id = id;
+  r.model = live.model;
+  r.hosts = live.hosts;
+  r.iterations = live.iterations;
+  r.start = live.start;
+  r.end = end;
+  r.compute_only_s = live.compute_s();
+  r.megatron = true;
+  r.graph_done = live.executor->done() && live.passes_left == 0;
+  r.gpus = live.gpus;
+  const workload::ExecutorCounts counts = live.counts();
+  r.graph_collectives = counts.collectives;
+  r.graph_messages = counts.messages;
+  r.graph_network_collectives = counts.network_collectives;
+  r.graph_bytes_delivered = live.bytes_delivered();
+  observer_(r);
+}
+
 void CommunicationMode::report(Results& out) const {
   out.set_metric("detailed_jobs_simulated", static_cast<double>(simulated_));
   out.set_metric("detailed_jobs_one_host", static_cast<double>(one_host_));
@@ -461,6 +713,16 @@ void CommunicationMode::report(Results& out) const {
   out.set_metric("detailed_pipeline_jobs", static_cast<double>(pipeline_jobs_));
   out.set_metric("activation_bytes_sent", static_cast<double>(activation_bytes_sent_));
   out.set_metric("activation_bytes_delivered", static_cast<double>(activation_bytes_delivered_));
+  // Megatron jobs (only with a Megatron model, so that other runs' results keep their keys).
+  if (has_megatron_) {
+    out.set_metric("detailed_megatron_jobs", static_cast<double>(megatron_jobs_));
+    out.set_metric("detailed_chakra_jobs", static_cast<double>(chakra_jobs_));
+    out.set_metric("megatron_network_collectives", static_cast<double>(graph_network_collectives_));
+    // Their bytes the network delivered (every attempt's): activations, their gradients and the
+    // data-parallel collectives.
+    out.set_metric("megatron_bytes_delivered", static_cast<double>(graph_bytes_delivered_));
+    out.set_metric("detailed_jobs_without_model", static_cast<double>(without_model_));
+  }
   nlohmann::json models = nlohmann::json::array();
   for (std::size_t m = 0; m < params_.models.size(); ++m)
     models.push_back(

@@ -19,6 +19,16 @@
 //   - A job on one host has nothing to send over the network: the runner leaves it to the
 //     job-level timing (its runtime scaled to the GPU type).
 //
+//   - Megatron jobs (a model's `megatron`: a GPT/Llama shape with TP x PP x DP, the keys of
+//     the llm_training model): the job's Megatron-LM iteration as an execution graph
+//     (models/llm_training/megatron_source.hpp) run by a workload::GraphExecutor on the hosts
+//     its placement gave it, tp GPUs on each (one tensor-parallel group per host, collapsed into
+//     one rank as llm_training does), its data-parallel collectives and pipeline messages
+//     through the run's network (ExecutorOptions mode kNetwork), its tensor-parallel all-reduces
+//     over the host's intra_node link. A trace job draws such a model only when it asks for
+//     exactly tp x pp x dp GPUs. A Chakra trace model (a model's `chakra`) takes the same route:
+//     one pass of the trace per iteration, one rank per host, on a job of exactly its ranks.
+//
 //   - Pipeline jobs (a model's `pipeline`, or a listed job's `stages`): the hosts split into
 //     stages of replicas, ops ordered by 1F1B or GPipe, activations and their gradients sent
 //     between stages over the shared network, each stage's gradients synchronised among its
@@ -41,6 +51,7 @@
 #include "models/cluster/pipeline_job.hpp"
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/ina_fabric.hpp"
+#include "models/llm_training/llm_training_model.hpp"
 #include "models/training/gradient_path.hpp"
 #include "models/training/pipeline_schedule.hpp"
 #include "models/training/policies.hpp"
@@ -62,6 +73,24 @@ enum class StagePlanner { kEven = 0, kPipeDream = 1, kDp = 2, kExact = 3 };
 const char* stage_planner_name(StagePlanner p);
 // The planner named `name`; an InputError at `where` naming the known ones otherwise.
 StagePlanner parse_stage_planner(const std::string& name, const std::string& where);
+
+// A Megatron-LM model (workload.training.models[i].megatron): its shape, layout and kernels;
+// layout.iterations is set per job.
+struct MegatronModel {
+  llm_training::TrainingParams params;
+  llm_training::StageKernels kernels;
+  double nodes_per_iteration = 0;  // graph nodes of one iteration (the work estimate)
+  int gpus() const { return params.layout.tp * params.layout.pp * params.layout.dp; }
+};
+
+// A Chakra trace model (workload.training.models[i].chakra): a fresh source of one pass of the
+// trace (read and checked once, at prepare time), its ranks and the executor's options.
+struct ChakraModel {
+  std::function<std::unique_ptr<workload::GraphSource>()> make_source;
+  workload::ExecutorOptions executor;
+  int ranks = 0;
+  double nodes_per_iteration = 0;
+};
 
 // A training model the jobs may run (workload.training.models[i]).
 struct TrainingModel {
@@ -88,6 +117,22 @@ struct TrainingModel {
   // stages are cut), and the bytes of its output activation for one profiled batch.
   std::vector<double> reference_layer_s;
   std::vector<std::int64_t> activation_bytes;
+  // A Megatron model (null for a profiled one, which fills the fields above): its jobs run as
+  // execution graphs; reference_iteration_s is then its busiest stage's compute per iteration on
+  // the reference GPU, and parameters, times and the rest stay empty.
+  std::shared_ptr<const MegatronModel> megatron;
+  // A Chakra trace model (null otherwise): its jobs run the trace's graph once per iteration,
+  // one rank per host; reference_iteration_s is its busiest rank's compute per pass.
+  std::shared_ptr<const ChakraModel> chakra;
+  // Whether a job asking for `gpus` GPUs may run this model (a Megatron model: exactly
+  // tp x pp x dp; a Chakra model: exactly its ranks).
+  bool fits(int gpus) const {
+    if (megatron) return megatron->gpus() == gpus;
+    if (chakra) return chakra->ranks == gpus;
+    return true;
+  }
+  // The GPUs it takes on each host of a placement (0: any split).
+  int gpus_per_node() const { return megatron ? megatron->params.layout.tp : chakra ? 1 : 0; }
   // Pipeline parallelism (`pipeline`; stages 1: data parallel, the default). With the "even"
   // planner a job of this model on H hosts runs min(stages, H) stages of floor(H / stages)
   // replicas each (pipeline_job.hpp: split_stages), a list job's `stages` overriding the count;
@@ -159,6 +204,12 @@ struct TrainingRecord {
   std::size_t micro_batches = 1;      // M: N / L per iteration (pipeline_job.hpp)
   bool gpipe = false;
   std::int64_t activation_bytes_sent = 0, activation_bytes_delivered = 0;
+  // A Megatron job: whether its graph completed (every rank), its GPUs on each host, and its
+  // collectives and messages (of them, through the network).
+  bool megatron = false, graph_done = false;
+  std::vector<int> gpus;
+  std::uint64_t graph_collectives = 0, graph_messages = 0, graph_network_collectives = 0;
+  std::int64_t graph_bytes_delivered = 0;  // by the network, its collectives and messages
 };
 
 class CommunicationMode final : public JobRunner {
@@ -171,8 +222,14 @@ class CommunicationMode final : public JobRunner {
   CommunicationMode& operator=(const CommunicationMode&) = delete;
 
   void admit(JobSpec& job) override;
-  bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
+  bool start(const JobSpec& job, std::span<const NodeId> hosts, std::span<const int> gpus, int type,
              std::function<void()> done, std::function<void(Failure)> failed) override;
+  // The same without the GPUs per host (tests of profiled models, which use one worker per
+  // host whatever its GPUs).
+  bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
+             std::function<void()> done, std::function<void(Failure)> failed) {
+    return start(job, hosts, {}, type, std::move(done), std::move(failed));
+  }
   void kill(std::uint64_t id) override;
   void report(Results& out) const override;
 
@@ -185,10 +242,22 @@ class CommunicationMode final : public JobRunner {
   // The run's link conditions, for strategies that plan over the links as they are (rat); must
   // outlive the mode.
   void set_links(const LinkConditions* links) { links_ = links; }
-  std::size_t running() const { return live_.size(); }
+  std::size_t running() const { return live_.size() + graphs_.size(); }
 
  private:
   struct Live;
+  struct GraphLive;
+  // A Megatron or Chakra job: its graph on `hosts`, gpus[i] GPUs on hosts[i] (tp each; 1).
+  bool start_megatron(const JobSpec& job, std::span<const NodeId> hosts, std::span<const int> gpus,
+                      std::function<void()> done, std::function<void(Failure)> failed);
+  void run_pass(std::uint64_t id, GraphLive& live);
+  void finish_graph(std::uint64_t id, std::uint64_t serial);
+  void fail_graph(std::uint64_t id, std::uint64_t serial, Failure why);
+  void arm_graph_watchdog(std::uint64_t id, GraphLive& live);
+  void on_graph_watchdog(std::uint64_t id, std::uint64_t serial);
+  void end_graph_unfinished(std::uint64_t id, TrainingRecord::Outcome outcome);
+  void observe_graph(std::uint64_t id, const GraphLive& live, TrainingRecord::Outcome outcome,
+                     Time end) const;
   bool start_pipeline(const JobSpec& job, std::span<const NodeId> hosts, std::function<void()> done,
                       std::function<void(Failure)> failed);
   // The stages of a pipeline job of model `m` on `hosts` (its planner's, pipeline_job.hpp).
@@ -216,9 +285,11 @@ class CommunicationMode final : public JobRunner {
   const CommunicationParams& params_;
   RandomStream draws_;
   double weight_sum_ = 0;
+  bool has_megatron_ = false;
   std::function<void(const TrainingRecord&)> observer_;
   SyncBuilder sync_builder_;
   std::map<std::uint64_t, std::unique_ptr<Live>> live_;
+  std::map<std::uint64_t, std::unique_ptr<GraphLive>> graphs_;  // Megatron jobs
   // Statistics.
   std::uint64_t serial_ = 0;  // attempts started
   std::uint64_t simulated_ = 0, one_host_ = 0, iterations_ = 0, killed_ = 0, failed_ = 0;
@@ -233,7 +304,12 @@ class CommunicationMode final : public JobRunner {
   double useful_s_ = 0, compute_only_s_ = 0;
   std::int64_t bytes_sent_ = 0, bytes_delivered_ = 0;
   std::uint64_t messages_ = 0;
-  std::uint64_t pipeline_jobs_ = 0;  // simulated jobs that ran as pipelines, finished
+  std::uint64_t pipeline_jobs_ = 0;              // simulated jobs that ran as pipelines, finished
+  std::uint64_t megatron_jobs_ = 0;              // Megatron jobs finished
+  std::uint64_t chakra_jobs_ = 0;                // Chakra trace jobs finished
+  std::uint64_t without_model_ = 0;              // jobs no model fits (job-level timing)
+  std::uint64_t graph_network_collectives_ = 0;  // Megatron jobs' collectives through the network
+  std::int64_t graph_bytes_delivered_ = 0;
   std::int64_t activation_bytes_sent_ = 0, activation_bytes_delivered_ = 0;
 };
 

@@ -30,6 +30,9 @@ struct JobSpec {
   // Its pipeline planner (-1 = the model's; else a StagePlanner, communication_mode.hpp): a
   // listed job's `planner`.
   int planner = -1;
+  // GPUs on every node of its placement (0: any split, the default): a Megatron job's tensor-
+  // parallel degree, so that each host holds one whole TP group (communication_mode.hpp).
+  int gpus_per_node = 0;
 };
 
 }  // namespace mlsim::cluster

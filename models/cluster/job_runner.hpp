@@ -24,13 +24,13 @@ class JobRunner {
   // or deadlock of its communication: retrying it would stall again).
   enum class Failure { kNoRoute, kStalled };
   // The job's useful work starts now on `hosts` (one per node of its placement, in placement
-  // order) with GPUs of pool type `type`. Returns false when the runner does not simulate this
-  // job (the cluster then times it as the job-level mode does); else calls, once and from an
-  // engine event, either `done` when the job ends or `failed` when it cannot go on. The runner
-  // has freed the job when it calls `failed`; the cluster then applies its failure policy
-  // (requeue or drop) as for a node failure to kNoRoute, and drops a kStalled job.
-  virtual bool start(const JobSpec& job, std::span<const NodeId> hosts, int type,
-                     std::function<void()> done, std::function<void(Failure)> failed) = 0;
+  // order), `gpus[i]` of them on hosts[i], with GPUs of pool type `type`. Returns false when the
+  // runner does not simulate this job (the cluster then times it as the job-level mode does); else
+  // calls, once and from an engine event, either `done` when the job ends or `failed` when it
+  // cannot go on. The runner has freed the job when it calls `failed`; the cluster then applies its
+  // failure policy (requeue or drop) as for a node failure to kNoRoute, and drops a kStalled job.
+  virtual bool start(const JobSpec& job, std::span<const NodeId> hosts, std::span<const int> gpus,
+                     int type, std::function<void()> done, std::function<void(Failure)> failed) = 0;
   // Ends a job it simulates now, unfinished (a node of its placement failed): its work in
   // flight is cancelled and neither `done` nor `failed` runs afterwards. Not from inside the
   // runner's own callbacks.

@@ -25,17 +25,32 @@ TypeMask NodePool::all_types() const {
   return types_.size() == kMaxGpuTypes ? ~TypeMask{0} : (TypeMask{1} << types_.size()) - 1;
 }
 
-Placement NodePool::place_on_type(int gpus, int type) const {
+int NodePool::usable(int n, int per_node) const {
+  const int free = nodes_[static_cast<std::size_t>(n)].free;
+  if (per_node <= 0) return free;
+  return free >= per_node ? per_node : 0;
+}
+
+int NodePool::capacity_of(int type, int per_node) const {
+  if (per_node <= 0) return total_gpus_of(type);
+  int total = 0;
+  for (const Node& node : nodes_)
+    if (node.type == type && node.gpus >= per_node) total += per_node;
+  return total;
+}
+
+Placement NodePool::place_on_type(int gpus, int type, int per_node) const {
   Placement p;
   if (free_gpus_of(type) < gpus) return p;
   p.type = type;
   // Best fit on one node: the fullest node that still has room.
   int best = -1;
-  for (int n = 0; n < node_count(); ++n) {
-    const Node& node = nodes_[static_cast<std::size_t>(n)];
-    if (!node.up || node.type != type || node.free < gpus) continue;
-    if (best < 0 || node.free < nodes_[static_cast<std::size_t>(best)].free) best = n;
-  }
+  if (per_node <= 0 || gpus <= per_node)
+    for (int n = 0; n < node_count(); ++n) {
+      const Node& node = nodes_[static_cast<std::size_t>(n)];
+      if (!node.up || node.type != type || node.free < gpus) continue;
+      if (best < 0 || node.free < nodes_[static_cast<std::size_t>(best)].free) best = n;
+    }
   if (best >= 0) {
     p.slices.push_back({best, gpus});
     return p;
@@ -44,7 +59,7 @@ Placement NodePool::place_on_type(int gpus, int type) const {
   std::vector<int> order;
   for (int n = 0; n < node_count(); ++n) {
     const Node& node = nodes_[static_cast<std::size_t>(n)];
-    if (node.up && node.type == type && node.free > 0) order.push_back(n);
+    if (node.up && node.type == type && usable(n, per_node) > 0) order.push_back(n);
   }
   auto emptiest_first = [&](int a, int b) {
     return nodes_[static_cast<std::size_t>(a)].free > nodes_[static_cast<std::size_t>(b)].free;
@@ -55,7 +70,7 @@ Placement NodePool::place_on_type(int gpus, int type) const {
         static_cast<std::size_t>(*std::max_element(racks_.begin(), racks_.end()) + 1), 0);
     for (int n : order)
       rack_free[static_cast<std::size_t>(racks_[static_cast<std::size_t>(n)])] +=
-          nodes_[static_cast<std::size_t>(n)].free;
+          usable(n, per_node);
     int rack = -1;
     for (std::size_t r = 0; r < rack_free.size(); ++r)
       if (rack_free[r] >= gpus &&
@@ -78,19 +93,20 @@ Placement NodePool::place_on_type(int gpus, int type) const {
   } else {
     std::stable_sort(order.begin(), order.end(), emptiest_first);
   }
-  take(order, gpus, p);
+  if (!take(order, gpus, per_node, p)) return Placement{};
   return p;
 }
 
-void NodePool::take(const std::vector<int>& order, int gpus, Placement& p) const {
+bool NodePool::take(const std::vector<int>& order, int gpus, int per_node, Placement& p) const {
   int left = gpus;
   for (int n : order) {
-    const int amount = std::min(left, nodes_[static_cast<std::size_t>(n)].free);
+    const int amount = std::min(left, usable(n, per_node));
     p.slices.push_back({n, amount});
     left -= amount;
     if (left == 0) break;
   }
-  MLSIM_CHECK(left == 0, "free count per type disagrees with the nodes");
+  MLSIM_CHECK(left == 0 || per_node > 0, "free count per type disagrees with the nodes");
+  return left == 0;
 }
 
 void NodePool::set_racks(std::vector<int> racks) {
@@ -100,14 +116,15 @@ void NodePool::set_racks(std::vector<int> racks) {
   racks_ = std::move(racks);
 }
 
-Placement NodePool::place(int gpus, TypeMask accepted) const {
+Placement NodePool::place(int gpus, TypeMask accepted, int per_node) const {
   Placement best;
   for (std::size_t t = 0; t < types_.size(); ++t) {
     if (!(accepted & (TypeMask{1} << t)) || type_free_[t] < gpus) continue;
     if (best.ok() &&
         types_[t].time_factor >= types_[static_cast<std::size_t>(best.type)].time_factor)
       continue;
-    best = place_on_type(gpus, static_cast<int>(t));
+    Placement p = place_on_type(gpus, static_cast<int>(t), per_node);
+    if (p.ok()) best = std::move(p);
   }
   return best;
 }

@@ -55,10 +55,17 @@ class NodePool {
   TypeMask all_types() const;
 
   // Where `gpus` GPUs of type `type` would go now (up nodes only); !ok() when they do not fit.
-  Placement place_on_type(int gpus, int type) const;
+  // With `per_node` > 0 (a multiple of which `gpus` is), every node of the placement gives
+  // exactly `per_node` GPUs (one whole tensor-parallel group per host): only nodes with that many
+  // free count, each once, by the same rules (best fit when one node is enough, else the
+  // emptiest first, rack-local when asked).
+  Placement place_on_type(int gpus, int type, int per_node = 0) const;
   // Among the accepted types that fit now, the one where the job runs fastest (lowest
   // time_factor; ties: lower index).
-  Placement place(int gpus, TypeMask accepted) const;
+  Placement place(int gpus, TypeMask accepted, int per_node = 0) const;
+  // GPUs of type `type` a job taking `per_node` from each node could ever get (every node up
+  // and free); total_gpus_of(type) for per_node 0.
+  int capacity_of(int type, int per_node) const;
 
   // Rack-local placement: `racks[i]` is node i's rack (the switch its host hangs off). A job that
   // fits no single node then goes into one rack when one has room: the rack with the fewest free
@@ -78,8 +85,11 @@ class NodePool {
     int free = 0;
     bool up = true;
   };
-  // Takes the nodes of `order` in turn until `gpus` are placed.
-  void take(const std::vector<int>& order, int gpus, Placement& p) const;
+  // What node `n` can give a job taking `per_node` from each node (0: all it has free).
+  int usable(int n, int per_node) const;
+  // Takes the nodes of `order` in turn until `gpus` are placed; false when they run out (only
+  // with per_node > 0: otherwise the free counts guarantee a fit).
+  bool take(const std::vector<int>& order, int gpus, int per_node, Placement& p) const;
 
   std::vector<GpuType> types_;
   std::vector<Node> nodes_;

@@ -31,7 +31,8 @@ ClusterPolicies build() {
            Detail::kJob)
       .add("communication",
            "each job placed on several hosts trains its model on the training core over the "
-           "shared network (contention between jobs simulated)",
+           "shared network (contention between jobs simulated); a Megatron or Chakra model's "
+           "jobs run their execution graph on the hosts placed",
            Detail::kCommunication);
   return p;
 }

@@ -35,14 +35,29 @@ GraphExecutor::GraphExecutor(Engine& engine, Network& network, Compute& compute,
       source_(source),
       options_(std::move(options)) {
   if (options_.low_water == 0) options_.low_water = 1;
-  // GPU g lives on the host whose range of GPUs holds it (hosts in topology order).
-  const auto& hosts = links_.topology().hosts();
+  // GPU g lives on the host whose range of GPUs holds it (hosts in topology order, or the
+  // hosts the options place the graph on, in their order).
+  const bool placed = !options_.hosts.empty();
+  std::vector<NodeId> hosts;
   std::vector<std::int64_t> host_first_gpu;
   std::int64_t gpus = 0;
-  for (NodeId h : hosts) {
-    host_first_gpu.push_back(gpus);
-    const HostHardware* hw = compute_.hardware().host(h);
-    gpus += hw != nullptr ? hw->gpus : 1;
+  if (placed) {
+    for (const HostGpus& h : options_.hosts) {
+      if (h.gpus < 1 || compute_.hardware().host(h.host) == nullptr)
+        throw InputError(where, fmt::format("placed on node {} with {} GPUs: expected a host with "
+                                            "GPUs (topology.hardware) and at least one of them",
+                                            h.host, h.gpus));
+      hosts.push_back(h.host);
+      host_first_gpu.push_back(gpus);
+      gpus += h.gpus;
+    }
+  } else {
+    hosts = links_.topology().hosts();
+    for (NodeId h : hosts) {
+      host_first_gpu.push_back(gpus);
+      const HostHardware* hw = compute_.hardware().host(h);
+      gpus += hw != nullptr ? hw->gpus : 1;
+    }
   }
   const RankId n = source_.ranks();
   ranks_.resize(static_cast<std::size_t>(n));
@@ -52,9 +67,11 @@ GraphExecutor::GraphExecutor(Engine& engine, Network& network, Compute& compute,
     const std::int64_t first = source_.first_gpu(r);
     rank.width = source_.width(r);
     if (first < 0 || rank.width < 1 || first + rank.width > gpus)
-      throw InputError(where, fmt::format("rank {} needs GPUs {}..{}, but the topology's hosts "
-                                          "hold {} GPUs (topology.hardware.gpus_per_host)",
-                                          r, first, first + rank.width - 1, gpus));
+      throw InputError(
+          where, fmt::format("rank {} needs GPUs {}..{}, but {} hold {} GPUs{}", r, first,
+                             first + rank.width - 1,
+                             placed ? "the hosts it was placed on" : "the topology's hosts", gpus,
+                             placed ? "" : " (topology.hardware.gpus_per_host)"));
     const auto it = std::upper_bound(host_first_gpu.begin(), host_first_gpu.end(), first) - 1;
     const auto h = static_cast<std::size_t>(it - host_first_gpu.begin());
     const std::int64_t host_end = h + 1 < host_first_gpu.size() ? host_first_gpu[h + 1] : gpus;
@@ -106,7 +123,14 @@ GraphExecutor::GraphExecutor(Engine& engine, Network& network, Compute& compute,
   }
 }
 
-GraphExecutor::~GraphExecutor() = default;
+// Nothing of the graph may run after it: its kernels and scheduled ends are cancelled, and its
+// collectives' transfers with them (Collective's destructor).
+GraphExecutor::~GraphExecutor() {
+  for (Rank& rank : ranks_)
+    if (rank.kernel.valid()) compute_.cancel(rank.kernel);
+  for (Active& a : active_)
+    if (a.event.valid()) engine_.cancel(a.event);
+}
 
 GraphExecutor::NodeState& GraphExecutor::at(RankId r, NodeIndex i) {
   Rank& rank = ranks_[static_cast<std::size_t>(r)];
@@ -114,6 +138,7 @@ GraphExecutor::NodeState& GraphExecutor::at(RankId r, NodeIndex i) {
 }
 
 void GraphExecutor::start() {
+  last_progress_ = engine_.now();
   for (RankId r = 0; r < static_cast<RankId>(ranks_.size()); ++r) {
     Rank& rank = ranks_[static_cast<std::size_t>(r)];
     rank.last_compute_end = engine_.now();
@@ -124,6 +149,7 @@ void GraphExecutor::start() {
       ++finished_ranks_;
     }
   }
+  if (done() && on_done_) on_done_();
 }
 
 double GraphExecutor::progress() const {
@@ -235,8 +261,8 @@ void GraphExecutor::start_kernel(RankId r, NodeIndex i) {
   rank.compute_started = now;
   const double seconds = kernel_seconds(rank, state.node.target);
   const NodeId host = rank.host;
-  compute_.run_for(std::span(&host, 1), std::span(&seconds, 1),
-                   [this, r, i] { kernel_done(r, i); });
+  rank.kernel = compute_.run_for(std::span(&host, 1), std::span(&seconds, 1),
+                                 [this, r, i] { kernel_done(r, i); });
   ++counts_.kernels;
 }
 
@@ -245,6 +271,7 @@ void GraphExecutor::kernel_done(RankId r, NodeIndex i) {
   const Time now = engine_.now();
   reports_[static_cast<std::size_t>(r)].compute_s += (now - rank.compute_started).seconds();
   rank.computing = false;
+  rank.kernel = {};
   rank.last_compute_end = now;
   if (!rank.compute_queue.empty()) {
     const NodeIndex next = rank.compute_queue.front();
@@ -261,6 +288,7 @@ void GraphExecutor::complete(RankId r, NodeIndex i) {
   state.done = true;
   --rank.unfinished;
   ++counts_.nodes;
+  last_progress_ = engine_.now();
   rank.last_phase = state.node.phase;
   const std::uint8_t phase = state.node.phase;
   const SmallVector<NodeIndex, 2> dependents = state.dependents;
@@ -283,6 +311,7 @@ void GraphExecutor::complete(RankId r, NodeIndex i) {
     report.done = true;
     report.finished = now;
     ++finished_ranks_;
+    if (done() && on_done_) on_done_();
   }
 }
 
@@ -424,9 +453,13 @@ void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gp
         engine_, network_, hosts, spec,
         [this, slot](const collectives::CollectiveResult&) {
           // Not from inside the collective's own callback: it is destroyed on release.
-          engine_.schedule_in(Time::zero(), [this, slot] { finish_active(slot); });
+          active_[slot].event =
+              engine_.schedule_in(Time::zero(), [this, slot] { finish_active(slot); });
         },
         &links_);
+    if (on_failed_)
+      active_[slot].collective->set_failure_callback(
+          [this](const collectives::CollectiveResult&) { on_failed_(); });
     ++counts_.network_collectives;
     active_[slot].collective->start();
     return;
@@ -439,16 +472,25 @@ void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gp
                                             2, op.bytes, route.bandwidth, route.latency)
                    .time;
   }
-  engine_.schedule_in(duration, [this, slot] { finish_active(slot); });
+  active_[slot].event = engine_.schedule_in(duration, [this, slot] { finish_active(slot); });
 }
 
 void GraphExecutor::finish_active(std::uint32_t slot) {
   Active& a = active_[slot];
+  a.event = {};
+  if (a.collective) network_delivered_ += a.collective->result().bytes_delivered.count;
   a.collective.reset();
   finishing_.assign(a.nodes.begin(), a.nodes.end());
   a.nodes.clear();
   free_active_.push_back(slot);
   for (const NodeRef& n : finishing_) complete(n.rank, n.index);
+}
+
+std::int64_t GraphExecutor::network_bytes_delivered() const {
+  std::int64_t total = network_delivered_;
+  for (const Active& a : active_)
+    if (a.collective) total += a.collective->result().bytes_delivered.count;
+  return total;
 }
 
 std::vector<std::string> GraphExecutor::stalled() const {

@@ -1,6 +1,8 @@
 #pragma once
 // Runs an execution graph (execution_graph.hpp) on the platform: each rank on the host that
-// holds its GPU (topology order, topology.hardware's gpus_per_host per host), its kernels on
+// holds its GPU (topology order, topology.hardware's gpus_per_host per host; or, with
+// ExecutorOptions::hosts, the hosts a scheduler gave the graph, in that order, each with the
+// GPUs it gave), its kernels on
 // that host's GPU through Compute (one kernel at a time per rank: a GPU's compute stream, in the
 // order they became ready), its collectives and messages through sim_core/collectives.
 //
@@ -26,8 +28,14 @@
 // runs its nodes one at a time in the order emitted also completes here; one that needs later
 // nodes to start first (a send and a receive posted together) must emit them in one piece.
 // A graph that cannot finish stops with the ranks left unfinished (stalled()), never hangs.
+//
+// Beside other work on one engine (a cluster job, models/cluster): set_on_done says when the
+// last rank has finished, set_on_failed when a transfer through the network found no route, and
+// last_progress when a node last finished (a watchdog's clock). Destroying the executor cancels
+// its kernels, collectives and events in flight.
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -46,8 +54,18 @@ namespace mlsim::workload {
 
 enum class CommunicationMode { kNetwork, kClosedForm };
 
+// GPUs of one host that a graph may use.
+struct HostGpus {
+  NodeId host = 0;
+  int gpus = 1;
+};
+
 struct ExecutorOptions {
   CommunicationMode mode = CommunicationMode::kClosedForm;
+  // Where the graph's GPUs are: GPU g on the entry whose range of GPUs holds it, entries in
+  // order. Empty (the default): every topology host in topology order with the GPUs
+  // topology.hardware gives it.
+  std::vector<HostGpus> hosts;
   collectives::CostModel costs;  // NCCL-like launch, per-step latency, protocols
   std::size_t low_water = 4;     // a rank pulls more nodes below this many unfinished ones
 };
@@ -82,6 +100,18 @@ class GraphExecutor {
   double progress() const;
   const std::vector<RankReport>& reports() const { return reports_; }
   const ExecutorCounts& counts() const { return counts_; }
+  // Called once, from inside the executor's own call chain, when the last rank finishes (from
+  // start() for a graph with nothing to do).
+  void set_on_done(std::function<void()> f) { on_done_ = std::move(f); }
+  // Called from inside a transfer's delivery when a collective or message through the network
+  // finds no route (it would never end): the caller ends the run from a later event. Unset,
+  // such a collective never ends and the graph stalls.
+  void set_on_failed(std::function<void()> f) { on_failed_ = std::move(f); }
+  // When a node last finished (or start()).
+  Time last_progress() const { return last_progress_; }
+  // Payload the network has delivered for the graph's collectives and messages so far (kNetwork
+  // mode; those in flight count what they delivered), e.g. to check a run's network totals.
+  std::int64_t network_bytes_delivered() const;
   NodeId host_of(RankId r) const { return ranks_.at(static_cast<std::size_t>(r)).host; }
   // For a stalled run: each unfinished rank with the kind of its oldest unfinished node.
   std::vector<std::string> stalled() const;
@@ -107,7 +137,8 @@ class GraphExecutor {
     bool computing = false;
     std::deque<NodeIndex> compute_queue;
     Time compute_started, last_compute_end;
-    std::uint8_t last_phase = 0;                     // phase of the node that finished last
+    ComputeHandle kernel;         // the kernel in progress, cancelled with the executor
+    std::uint8_t last_phase = 0;  // phase of the node that finished last
     std::vector<std::pair<GroupId, int>> positions;  // (group, member position)
   };
   struct GroupState {
@@ -136,6 +167,7 @@ class GraphExecutor {
   struct Active {
     std::unique_ptr<collectives::Collective> collective;
     std::vector<NodeRef> nodes;
+    EventHandle event;  // its end, while scheduled
   };
   struct Route {
     Bandwidth bandwidth;
@@ -179,6 +211,9 @@ class GraphExecutor {
   std::vector<NodeId> hosts_;                   // scratch
   std::size_t finished_ranks_ = 0;
   ExecutorCounts counts_;
+  std::function<void()> on_done_, on_failed_;
+  std::int64_t network_delivered_ = 0;  // by the collectives that have ended
+  Time last_progress_;
 };
 
 }  // namespace mlsim::workload

@@ -215,6 +215,19 @@ const std::string kDpPipeline =
 const std::string kListedJob =
     "{\"submit\": \"0s\", \"gpus\": 8, \"model\": \"vgg16_ring_fifo\", \"iterations\": 1";
 
+// A Megatron model (docs/cluster.md, "Megatron jobs") in place of the Philly scenario's first
+// model, `extra` spliced into its megatron object; and the roofline that prices its operators.
+std::string megatron_model(const std::string& extra) {
+  return "workload.training.models[0]={\"name\": \"gpt\", \"megatron\": {\"model\": "
+         "{\"name\": \"t\", \"architecture\": \"gpt\", \"layers\": 2, \"hidden\": 256, "
+         "\"heads\": 8, \"ffn\": 1024, \"vocab\": 1024, \"sequence\": 128}, \"pp\": 1, "
+         "\"dp\": 2, \"micro_batch\": 1, \"global_batch\": 4" +
+         extra + "}}";
+}
+const std::string kRoofline =
+    "compute={\"providers\": [\"roofline\"], \"roofline\": "
+    "\"../hardware/roofline_calibration.json\", \"scale_from\": \"A100-SXM4-80GB\"}";
+
 const std::map<std::string, std::vector<BadInput>> kByFile = {
     {"cluster_ina_two_racks.json",
      {
@@ -280,6 +293,21 @@ const std::map<std::string, std::vector<BadInput>> kByFile = {
          {{kDpPipeline, "workload.jobs={\"source\": \"list\", \"list\": [" + kListedJob +
                             ", \"planner\": \"even\"}]}"},
           "workload.jobs.list[0].planner: the even split needs a stage count"},
+         // Megatron jobs: the llm_training keys checked at their path under the model's
+         // megatron object, what a cluster job does not take, and a listed job's GPUs.
+         {{megatron_model(", \"tp\": 3")}, "workload.training.models[0].megatron.tp"},
+         {{megatron_model(", \"tp\": 4, \"colour\": 1")},
+          "workload.training.models[0].megatron.colour"},
+         {{megatron_model(", \"tp\": 4, \"communication\": \"closed_form\"")},
+          "workload.training.models[0].megatron.communication: a cluster job's collectives"},
+         {{megatron_model(", \"tp\": 4, \"iterations\": 2")},
+          "workload.training.models[0].megatron.iterations"},
+         {{megatron_model(", \"tp\": 8")},
+          "workload.training.models[0].megatron.tp: no host has 8 GPUs"},
+         {{megatron_model(", \"tp\": 4"), kRoofline,
+           "workload.jobs={\"source\": \"list\", \"list\": [{\"submit\": \"0s\", \"gpus\": "
+           "4, \"model\": \"gpt\", \"iterations\": 1}]}"},
+          "workload.jobs.list[0].gpus: model 'gpt' is a Megatron model of tp x pp x dp = 8 GPUs"},
      }},
     {"elastic_multiworld.json",
      {
@@ -530,6 +558,27 @@ TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadElasticKey) {
   EXPECT_NE(validated.err.find("error: --set: system.separate[0].elastic.stage_router: unknown "
                                "stage_router \"fastest\""),
             std::string::npos)
+      << validated.err;
+  EXPECT_EQ(ran.err, validated.err);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));
+}
+
+// A Megatron model's key through the program: exit status 2 from both commands, the JSON path in
+// the message, and no results written.
+TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadMegatronKey) {
+  TempDir dir;
+  const std::string file = (kScenarios / "cluster_philly_fat_tree.json").string();
+  const std::string sets =
+      " --variant detailed_megatron --set "
+      "'workload.training.models[4].megatron.tp=3'";
+  const auto validated = run_mlsim(dir, "validate " + file + sets);
+  const auto ran = run_mlsim(dir, "run " + file + sets + " --out " + (dir.path() / "r").string());
+  EXPECT_EQ(validated.status, 2) << validated.out << validated.err;
+  EXPECT_EQ(ran.status, 2) << ran.out << ran.err;
+  EXPECT_EQ(validated.err.rfind("error: --set: workload.training.models[4].megatron.tp: tensor "
+                                "parallel degree 3 must divide",
+                                0),
+            0u)
       << validated.err;
   EXPECT_EQ(ran.err, validated.err);
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));

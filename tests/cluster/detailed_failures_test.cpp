@@ -300,6 +300,7 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
   auto uniform = [&](double a, double b) { return std::uniform_real_distribution<>(a, b)(rng); };
   std::uint64_t killed_total = 0, failed_total = 0;
   std::size_t pipelines_finished = 0, replicated_stages = 0;
+  std::size_t megatron_finished = 0, megatron_ended_unfinished = 0;
   for (int trial = 0; trial < 12; ++trial) {
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
     ClusterParams c = one_type(6, 2, trial % 2 ? Policy::kEasyBackfill : Policy::kFcfs);
@@ -344,6 +345,13 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
                                               kind, static_cast<std::size_t>(integer(1, 2)),
                                               config));
       }
+      // Megatron jobs of 4 (TP 1, PP 2, DP 2) and 6 GPUs (TP 2, PP 1, DP 3).
+      out.push_back(megatron_test_model(1, 2, 2, static_cast<int>(integer(1, 3)),
+                                        uniform(0.01, 0.1), uniform(0.01, 0.2),
+                                        6 * integer(1, 300'000), integer(1, 200'000)));
+      out.push_back(megatron_test_model(2, 1, 3, static_cast<int>(integer(1, 2)),
+                                        uniform(0.01, 0.1), uniform(0.01, 0.2),
+                                        6 * integer(1, 300'000), integer(1, 200'000)));
       return out;
     };
     FailureRun r(build_topology(LeafSpineSpec{
@@ -352,6 +360,7 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
                  std::make_unique<PoissonJobSource>(
                      o, RandomStream(static_cast<std::uint64_t>(trial), "jobs")),
                  models, static_cast<std::uint64_t>(trial));
+    set_megatron_test_hosts(r.p.hardware, r.p.topology, 2);
     const std::vector<NodeId> hosts = r.p.topology.hosts();
     std::vector<NodeId> switches;
     for (NodeId n = 0; n < r.p.topology.nodes().size(); ++n)
@@ -390,12 +399,31 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
     std::uint64_t killed = 0, failed = 0;
     std::map<std::uint64_t, int> finished_attempts;
     for (const TrainingRecord& t : r.trained) {
-      delivered += t.bytes_delivered + t.activation_bytes_delivered;
+      delivered += t.bytes_delivered + t.activation_bytes_delivered + t.graph_bytes_delivered;
       if (t.outcome == TrainingRecord::Outcome::kKilled) ++killed;
       if (t.outcome == TrainingRecord::Outcome::kFailed) ++failed;
+      if (t.megatron && t.outcome != TrainingRecord::Outcome::kFinished) {
+        ++megatron_ended_unfinished;
+        EXPECT_FALSE(t.graph_done);
+      }
       if (t.outcome != TrainingRecord::Outcome::kFinished) continue;
       ++finished_attempts[t.id];
       const TrainingModel& m = r.params.models[static_cast<std::size_t>(t.model)];
+      if (t.megatron) {
+        // A finished Megatron attempt: its whole graph, every message and collective its
+        // layout implies, exactly their bytes through the network.
+        ++megatron_finished;
+        ASSERT_NE(m.megatron, nullptr);
+        const llm_training::ParallelLayout& l = m.megatron->params.layout;
+        EXPECT_TRUE(t.graph_done);
+        ASSERT_EQ(t.hosts.size(), static_cast<std::size_t>(l.pp * l.dp));
+        const MegatronTestCounts per = megatron_test_counts(*m.megatron);
+        EXPECT_EQ(t.graph_messages, per.messages * t.iterations);
+        EXPECT_EQ(t.graph_network_collectives, per.network * t.iterations);
+        EXPECT_EQ(t.graph_bytes_delivered, megatron_test_bytes_per_iteration(*m.megatron) *
+                                               static_cast<std::int64_t>(t.iterations));
+        continue;
+      }
       // Bytes a strategy moves per round among `n` workers (colocated servers for ps).
       const auto per_round = [&](std::int64_t n, std::int64_t bytes) {
         return n < 2 ? 0 : (m.sync == "ps" ? 2 * n : 2 * (n - 1)) * bytes;
@@ -470,4 +498,7 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
   EXPECT_GT(failed_total, 0u);
   EXPECT_GT(pipelines_finished, 0u);
   EXPECT_GT(replicated_stages, 0u);
+  // Megatron jobs finished, and failures ended some of their attempts (killed or failed).
+  EXPECT_GT(megatron_finished, 0u);
+  EXPECT_GT(megatron_ended_unfinished, 0u);
 }

@@ -151,6 +151,47 @@ TEST(ClusterPlacement, BestFitThenFewestNodes) {
   EXPECT_FALSE(pool.place(7, pool.all_types()).ok());  // 2 + 4 on up nodes
 }
 
+TEST(ClusterPlacement, PerNodeJobsTakeExactlyThatManyGpusOfEachNode) {
+  // A Megatron job of TP 2 (gpus_per_node 2): nodes of 4 GPUs with 3, 4, 1 and 2 free.
+  NodePool pool({{"ref", 1.0}}, {{0, 4, 4}});
+  pool.allocate({0, {{0, 1}, {2, 3}, {3, 2}}});
+  EXPECT_EQ(pool.free_gpus_of(0), 10);
+  // 2 GPUs: best fit on one node as any job (the fullest with room: node 3, 2 free).
+  Placement p = pool.place(2, pool.all_types(), 2);
+  ASSERT_EQ(p.slices.size(), 1u);
+  EXPECT_EQ(p.slices[0].node, 3);
+  // 4 GPUs: two nodes of 2 (node 1 could hold all 4 but would hold two TP groups), the
+  // emptiest first: node 1 (4 free), node 0 (3 free); node 2 (1 free) cannot give 2.
+  p = pool.place(4, pool.all_types(), 2);
+  ASSERT_EQ(p.slices.size(), 2u);
+  EXPECT_EQ(p.slices[0].node, 1);
+  EXPECT_EQ(p.slices[0].gpus, 2);
+  EXPECT_EQ(p.slices[1].node, 0);
+  EXPECT_EQ(p.slices[1].gpus, 2);
+  // Any split: 4 on node 1 alone.
+  EXPECT_EQ(pool.place(4, pool.all_types()).slices.size(), 1u);
+  // 8 GPUs by 2: only nodes 0, 1 and 3 have 2 free, so 6 however many are free (10).
+  EXPECT_FALSE(pool.place(8, pool.all_types(), 2).ok());
+  EXPECT_TRUE(pool.place(6, pool.all_types(), 2).ok());
+  EXPECT_TRUE(pool.place(8, pool.all_types()).ok());
+  // What a per-node job could ever get: one group per node, 4 nodes.
+  EXPECT_EQ(pool.capacity_of(0, 2), 8);
+  EXPECT_EQ(pool.capacity_of(0, 5), 0);
+  EXPECT_EQ(pool.capacity_of(0, 0), 16);
+}
+
+TEST(ClusterScheduling, APerNodeJobLargerThanThePoolCanHoldIsDropped) {
+  // Two nodes of 4: 8 GPUs, but a job taking 2 of each node can have at most 4.
+  JobSpec big = job(0, 6, 10), fits = job(0, 4, 10);
+  big.gpus_per_node = fits.gpus_per_node = 2;
+  const RunResult r = run(one_type(2, 4, Policy::kFcfs), {big, fits});
+  EXPECT_FALSE(r.of(0).finished);
+  EXPECT_FALSE(r.of(0).drop_reason.empty());
+  ASSERT_TRUE(r.of(1).finished);
+  ASSERT_EQ(r.of(1).slices.size(), 2u);
+  for (const Slice& s : r.of(1).slices) EXPECT_EQ(s.gpus, 2);
+}
+
 TEST(ClusterPlacement, FlexibleJobsTakeTheFastestTypeThatFits) {
   // Type 0 at reference speed, type 1 twice as fast; one node of 4 each.
   NodePool pool({{"slow", 1.0}, {"fast", 0.5}}, {{0, 1, 4}, {1, 1, 4}});

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "models/cluster/communication_mode.hpp"
 #include "models/cluster/pipeline_job.hpp"
@@ -331,6 +332,7 @@ TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOn
     return std::uniform_int_distribution<std::int64_t>(a, b)(rng);
   };
   auto uniform = [&](double a, double b) { return std::uniform_real_distribution<>(a, b)(rng); };
+  std::size_t megatron_finished = 0;
   for (int trial = 0; trial < 10; ++trial) {
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
     test::PlatformBench p(build_topology(LeafSpineSpec{
@@ -353,8 +355,19 @@ TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOn
       if (mb == 3) mb = 4;  // 1, 2 or 4: divides 12 with 2 or 3 stages
       params.models.push_back(model(p.topology, scheduler, sync, layers, stages, kind, mb, config));
     }
+    // Megatron jobs of 4 (TP 1, PP 2, DP 2) and 6 GPUs (TP 2, PP 1, DP 3), drawn by the jobs
+    // asking for exactly that many: their graphs on the hosts placed, one TP group per host.
+    mlsim::cluster::testing::set_megatron_test_hosts(p.hardware, p.topology, 2);
+    params.models.push_back(mlsim::cluster::testing::megatron_test_model(
+        1, 2, 2, static_cast<int>(integer(1, 3)), uniform(0.01, 0.1), uniform(0.01, 0.2),
+        6 * integer(1, 300'000), integer(1, 200'000)));
+    params.models.push_back(mlsim::cluster::testing::megatron_test_model(
+        2, 1, 3, static_cast<int>(integer(1, 2)), uniform(0.01, 0.1), uniform(0.01, 0.2),
+        6 * integer(1, 300'000), integer(1, 200'000)));
     CommunicationMode mode(p.engine, p.network, p.compute, params,
                            RandomStream(static_cast<std::uint64_t>(trial), "models"));
+    LinkConditions links(p.topology, p.network);  // a Megatron job's executor routes over them
+    mode.set_links(&links);
     ClusterParams c = one_type(8, 2, trial % 2 ? Policy::kEasyBackfill : Policy::kFcfs);
     c.estimate_factor = 1.5;
     std::vector<JobSpec> jobs;
@@ -397,6 +410,28 @@ TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOn
       EXPECT_EQ(t.activation_bytes_sent, t.activation_bytes_delivered);
       delivered += t.bytes_delivered + t.activation_bytes_delivered;
       const auto iterations = static_cast<std::int64_t>(t.iterations);
+      if (t.megatron) {
+        // Its graph completed on pp x dp distinct hosts of tp GPUs each, with exactly the
+        // messages and collectives its layout implies, every one between hosts through the
+        // network, which delivered exactly their bytes.
+        ++megatron_finished;
+        ASSERT_NE(m.megatron, nullptr);
+        const llm_training::ParallelLayout& l = m.megatron->params.layout;
+        EXPECT_TRUE(t.graph_done);
+        ASSERT_EQ(t.hosts.size(), static_cast<std::size_t>(l.pp * l.dp));
+        EXPECT_EQ(std::set<NodeId>(t.hosts.begin(), t.hosts.end()).size(), t.hosts.size());
+        for (int g : t.gpus) EXPECT_EQ(g, l.tp);
+        const auto per = mlsim::cluster::testing::megatron_test_counts(*m.megatron);
+        EXPECT_EQ(t.graph_messages, per.messages * t.iterations);
+        EXPECT_EQ(t.graph_collectives, per.collectives * t.iterations);
+        EXPECT_EQ(t.graph_network_collectives, per.network * t.iterations);
+        EXPECT_EQ(
+            t.graph_bytes_delivered,
+            mlsim::cluster::testing::megatron_test_bytes_per_iteration(*m.megatron) * iterations);
+        delivered += t.graph_bytes_delivered;
+        EXPECT_GE((t.end - t.start).seconds(), t.compute_only_s - 1e-9);
+        continue;
+      }
       if (t.stage_first_layer.empty()) {
         for (const auto& worker : t.updates)
           for (std::size_t u : worker) EXPECT_EQ(u, t.iterations);
@@ -441,4 +476,5 @@ TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOn
     EXPECT_EQ(p.network.totals().transfers_in_flight, 0u);
     EXPECT_EQ(mode.running(), 0u);
   }
+  EXPECT_GT(megatron_finished, 0u);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/cluster/cluster_sim.hpp"
+#include "models/cluster/communication_mode.hpp"
 #include "sim_core/hardware/hardware.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
@@ -99,6 +100,82 @@ inline void fail_node(PlatformEvents& events, NodeId node, Time at, Time repair)
   e.at = at + repair;
   e.up = true;
   events.events.push_back(e);
+}
+
+// A Megatron model whose kernels are fixed times (no cost provider needed): one layer per
+// stage, per micro-batch attention forward `forward_s` and backward `backward_s`, `grads` bytes
+// of gradients per GPU, `activation` bytes per micro-batch's activation (and TP all-reduce).
+inline TrainingModel megatron_test_model(int tp, int pp, int dp, int micro_batches,
+                                         double forward_s, double backward_s, std::int64_t grads,
+                                         std::int64_t activation = 0) {
+  auto mg = std::make_shared<MegatronModel>();
+  llm_training::ParallelLayout& l = mg->params.layout;
+  l.tp = tp;
+  l.pp = pp;
+  l.dp = dp;
+  l.micro_batches = micro_batches;
+  l.layers_per_stage = 1;
+  l.activation = Bytes{activation};
+  l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{grads};
+  mg->params.executor.mode = workload::CommunicationMode::kNetwork;  // no launch, no latency
+  mg->kernels.attention_forward = {FixedWork{Time::from_seconds(forward_s)}};
+  mg->kernels.attention_backward = {FixedWork{Time::from_seconds(backward_s)}};
+  mg->nodes_per_iteration = llm_training::MegatronSource(l, mg->kernels).expected_nodes();
+  TrainingModel t;
+  t.name =
+      "megatron_tp" + std::to_string(tp) + "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp);
+  t.scheduler = "megatron";
+  t.sync = "all_reduce";
+  t.reference_iteration_s = (forward_s + backward_s) * micro_batches;
+  t.megatron = std::move(mg);
+  return t;
+}
+
+// Every host of `topology` gets `gpus` GPUs of a GPU that runs fixed work only, joined by a
+// 1e12 B/s intra_node link with no latency (what a Megatron job's executor needs).
+inline void set_megatron_test_hosts(NodeHardware& hardware, const Topology& topology, int gpus) {
+  static const GpuSpec gpu = [] {
+    GpuSpec g;
+    g.name = "fixed-work-gpu";
+    return g;
+  }();
+  for (NodeId h : topology.hosts())
+    hardware.set_host(h,
+                      HostHardware{.gpu = &gpu,
+                                   .gpus = gpus,
+                                   .nic = nullptr,
+                                   .intra_node = IntraNodeLink{.fabric = IntraNodeFabric::kNvSwitch,
+                                                               .bandwidth = Bandwidth{1e12},
+                                                               .latency = Time::zero(),
+                                                               .source = "test"}});
+}
+
+// What the network delivers for one finished iteration of a Megatron test model on its own
+// hosts (one rank of tp GPUs per host): every pipeline message (2 per micro-batch and boundary
+// and replica, tp copies of the activation) and each stage's ring all-reduce over dp hosts
+// (2 (dp - 1) steps of S / dp from each of dp hosts, S = tp x the gradient bytes).
+inline std::int64_t megatron_test_bytes_per_iteration(const MegatronModel& m) {
+  const llm_training::ParallelLayout& l = m.params.layout;
+  const std::int64_t messages = 2 * (l.pp - 1) * l.micro_batches * l.dp;
+  const std::int64_t ring = l.dp > 1 ? 2 * (l.dp - 1) * l.tp * l.first_stage_grads.count : 0;
+  return messages * l.tp * l.activation.count + l.pp * ring;
+}
+
+// The same job's messages and collectives per iteration: messages, all collectives (TP
+// all-reduces inside each rank: 4 per layer and micro-batch; one DP all-reduce per stage), and
+// those through the network (every message and DP all-reduce: each rank has a host of its own).
+struct MegatronTestCounts {
+  std::uint64_t messages = 0, collectives = 0, network = 0;
+};
+inline MegatronTestCounts megatron_test_counts(const MegatronModel& m) {
+  const llm_training::ParallelLayout& l = m.params.layout;
+  MegatronTestCounts c;
+  c.messages = static_cast<std::uint64_t>(2 * (l.pp - 1) * l.micro_batches * l.dp);
+  const std::uint64_t dp = l.dp > 1 ? static_cast<std::uint64_t>(l.pp) : 0;
+  c.collectives =
+      (l.tp > 1 ? static_cast<std::uint64_t>(l.pp * l.dp * l.micro_batches * 4) : 0) + dp;
+  c.network = c.messages + dp;
+  return c;
 }
 
 inline HardwareCatalog shipped_catalog() {

@@ -2,7 +2,11 @@
 // (models/llm_training/megatron_source.hpp) against hand-computed cases.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <optional>
+
 #include "models/llm_training/megatron_source.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/network/fluid_network.hpp"
@@ -73,6 +77,92 @@ Outcome run(const ParallelLayout& layout, StageKernels kernels, int hosts, int g
   r.done = executor.done();
   for (const auto& rep : r.reports) r.end = std::max(r.end, rep.finished);
   return r;
+}
+
+TEST(GraphExecutor, PlacedOnGivenHostsItRunsThereSaysWhenDoneAndCancelsWhenDestroyed) {
+  // Two stages of one layer (forward 1 ms, backward 2 ms), 2 micro-batches, 1 MB activations
+  // through the network. Placed on hosts 3 then 1 of a star of four (one GPU each), the graph
+  // must take exactly what it takes on a star of two in topology order: the same links, the
+  // same bytes (every host link is alike).
+  ParallelLayout layout;
+  layout.pp = 2;
+  layout.micro_batches = 2;
+  layout.activation = Bytes{1'000'000};
+  const Outcome reference =
+      run(layout, fixed(1, 0, 2, 0), 2, 1, CommunicationMode::kNetwork, {}, Bandwidth{1e9});
+  ASSERT_TRUE(reference.done);
+  ASSERT_GT(reference.end, Time::ms(6));  // messages take time: 1 ms each at 1e9 B/s
+
+  const Topology topo = build_topology(StarSpec{4, LinkSpec{Bandwidth{1e9}, Time::zero()}});
+  static const GpuSpec gpu = [] {
+    GpuSpec g;
+    g.name = "test-gpu";
+    return g;
+  }();
+  auto one_run = [&](std::optional<Time> destroy_at) {
+    Engine engine;
+    FluidNetwork net(engine, topo, Sharing::kMaxMin);
+    LinkConditions links(topo, net);
+    HostSpeeds speeds(topo.nodes().size());
+    NodeHardware hardware(topo.nodes().size());
+    for (NodeId h : topo.hosts())
+      hardware.set_host(h, HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
+    CostModel cost_model;
+    Compute compute(engine, hardware, speeds, cost_model);
+    MegatronSource source(layout, fixed(1, 0, 2, 0));
+    workload::ExecutorOptions options;
+    options.mode = CommunicationMode::kNetwork;
+    options.hosts = {{topo.hosts()[3], 1}, {topo.hosts()[1], 1}};
+    auto executor = std::make_unique<workload::GraphExecutor>(engine, net, compute, links, source,
+                                                              options, "test");
+    EXPECT_EQ(executor->host_of(0), topo.hosts()[3]);
+    EXPECT_EQ(executor->host_of(1), topo.hosts()[1]);
+    int done_calls = 0;
+    Time done_at;
+    executor->set_on_done([&] {
+      ++done_calls;
+      done_at = engine.now();
+    });
+    executor->start();
+    if (destroy_at) {
+      engine.run_until(*destroy_at);
+      EXPECT_GT(compute.in_progress() + net.totals().transfers_in_flight, 0u);
+      executor.reset();  // mid-run: its kernel and its message in flight are cancelled
+      engine.run();
+      EXPECT_EQ(compute.in_progress(), 0u);
+      EXPECT_EQ(net.totals().transfers_in_flight, 0u);
+      EXPECT_EQ(done_calls, 0);
+      return Time::zero();
+    }
+    engine.run();
+    EXPECT_TRUE(executor->done());
+    EXPECT_EQ(done_calls, 1);
+    EXPECT_EQ(done_at, reference.end);
+    EXPECT_EQ(executor->last_progress(), reference.end);
+    // Only hosts 3 and 1 carried bytes: the two messages each way of each micro-batch.
+    EXPECT_EQ(net.totals().bytes_delivered.count, 4 * 1'000'000);
+    return done_at;
+  };
+  EXPECT_EQ(one_run(std::nullopt), reference.end);
+  one_run(Time::from_seconds(1.5e-3));  // stage 0's second forward in progress, a message too
+  // More GPUs than the placement gives: an error at the caller's path.
+  {
+    Engine engine;
+    FluidNetwork net(engine, topo, Sharing::kMaxMin);
+    LinkConditions links(topo, net);
+    HostSpeeds speeds(topo.nodes().size());
+    NodeHardware hardware(topo.nodes().size());
+    for (NodeId h : topo.hosts())
+      hardware.set_host(h, HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
+    CostModel cost_model;
+    Compute compute(engine, hardware, speeds, cost_model);
+    MegatronSource source(layout, fixed(1, 0, 2, 0));
+    workload::ExecutorOptions options;
+    options.hosts = {{topo.hosts()[0], 1}};
+    EXPECT_THROW(
+        workload::GraphExecutor(engine, net, compute, links, source, options, "job.placement"),
+        InputError);
+  }
 }
 
 TEST(MegatronSchedule, StageProgramsAreNonInterleaved1F1B) {

@@ -1,0 +1,397 @@
+// Megatron jobs in the cluster model's detailed mode (communication_mode.hpp: a model's
+// `megatron`): each job's iteration graph runs on a workload::GraphExecutor on the hosts its
+// placement gave it, its data-parallel collectives and pipeline messages through the run's one
+// network. Cases by hand (two jobs sharing a leaf uplink), a cross-check against the
+// llm_training model running the same configuration alone, the stall watchdog, kills, and the
+// scenario keys' errors at their JSON paths.
+#include <gtest/gtest.h>
+
+#include "models/cluster/cluster_model.hpp"
+#include "models/cluster/communication_mode.hpp"
+#include "models/cluster/register.hpp"
+#include "models/llm_training/register.hpp"
+#include "sim_core/network/link_conditions.hpp"
+#include "tests/cluster/test_support.hpp"
+#include "tests/support/platform_bench.hpp"
+#include "tests/support/run_json.hpp"
+
+using namespace mlsim;
+using namespace mlsim::cluster;
+using mlsim::cluster::testing::megatron_test_model;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kMegatronLink = 4e6;  // bytes/s per host link
+
+// Two leaves of two hosts (one GPU each) under one spine at 2:1: each leaf's one uplink carries
+// the hosts' own 4e6 B/s. Hosts 0, 1 on leaf 0; 2, 3 on leaf 1.
+struct MegatronBench {
+  explicit MegatronBench(double link = kMegatronLink, int gpus_per_host = 1)
+      : p(build_topology(
+            LeafSpineSpec{2, 2, 1, 2.0, LinkSpec{Bandwidth{link}, Time::zero()}, Time::zero()})),
+        links(p.topology, p.network) {
+    mlsim::cluster::testing::set_megatron_test_hosts(p.hardware, p.topology, gpus_per_host);
+  }
+  test::PlatformBench p;
+  LinkConditions links;
+};
+
+struct Ended {
+  double at = -1;
+  int done = 0, failed = 0;
+  JobRunner::Failure why = JobRunner::Failure::kNoRoute;
+};
+
+// Starts one job per placement at 0 (hosts of the leaf-spine by index, one GPU each) and runs.
+std::vector<Ended> run_megatron(MegatronBench& b, CommunicationMode& mode,
+                                const std::vector<std::vector<int>>& placements, int gpus_each,
+                                std::optional<double> kill_at = std::nullopt) {
+  std::vector<Ended> ends(placements.size());
+  for (std::size_t j = 0; j < placements.size(); ++j) {
+    JobSpec job;
+    job.id = j;
+    job.model = 0;
+    job.gpus = static_cast<int>(placements[j].size()) * gpus_each;
+    job.iterations = 1;
+    mode.admit(job);
+    EXPECT_EQ(job.gpus_per_node, gpus_each);
+    std::vector<NodeId> hosts;
+    for (int h : placements[j]) hosts.push_back(b.p.topology.hosts()[static_cast<std::size_t>(h)]);
+    const std::vector<int> gpus(hosts.size(), gpus_each);
+    Ended& e = ends[j];
+    EXPECT_TRUE(mode.start(
+        job, hosts, gpus, 0,
+        [&e, &b] {
+          ++e.done;
+          e.at = b.p.engine.now().seconds();
+        },
+        [&e, &b](JobRunner::Failure why) {
+          ++e.failed;
+          e.why = why;
+          e.at = b.p.engine.now().seconds();
+        }));
+  }
+  if (kill_at) {
+    b.p.engine.run_until(Time::from_seconds(*kill_at));
+    for (std::size_t j = 0; j < placements.size(); ++j) mode.kill(j);
+  }
+  b.p.engine.run();
+  EXPECT_EQ(mode.running(), 0u);
+  EXPECT_EQ(b.p.network.totals().transfers_in_flight, 0u);
+  EXPECT_EQ(b.p.compute.in_progress(), 0u);
+  return ends;
+}
+
+TEST(MegatronJobs, TwoJobsSharingAnUplinkTakeTheHandWorkedTimes) {
+  // TP 1, PP 1, DP 2, one micro-batch: forward 1 s, backward 2 s, then a ring all-reduce of
+  // 4 MB over the job's two hosts: 2 (W - 1) = 2 steps of 4 MB / W = 2 MB from each host, at
+  // 4e6 B/s 0.5 s each. Alone (or two jobs within one leaf each: {0, 1}, {2, 3}): 3 + 1 = 4 s.
+  // On {0, 2} and {1, 3} both jobs' steps cross both leaf uplinks in the same direction at the
+  // same time (identical jobs in lock-step): 2e6 B/s each, 1 s a step, 3 + 2 = 5 s. The
+  // difference, 1 s, is the gradient over the shared uplink's bandwidth: 4e6 / 4e6.
+  auto ends_of = [](const std::vector<std::vector<int>>& placements) {
+    MegatronBench b;
+    CommunicationParams params;
+    params.models.push_back(megatron_test_model(1, 1, 2, 1, 1.0, 2.0, 4'000'000));
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    std::vector<TrainingRecord> records;
+    mode.set_observer([&records](const TrainingRecord& r) { records.push_back(r); });
+    const std::vector<Ended> ends = run_megatron(b, mode, placements, 1);
+    std::vector<double> at;
+    for (std::size_t j = 0; j < ends.size(); ++j) {
+      EXPECT_EQ(ends[j].done, 1);
+      EXPECT_EQ(ends[j].failed, 0);
+      at.push_back(ends[j].at);
+    }
+    EXPECT_EQ(records.size(), placements.size());
+    for (const TrainingRecord& r : records) {
+      EXPECT_TRUE(r.megatron);
+      EXPECT_TRUE(r.graph_done);
+      EXPECT_EQ(r.outcome, TrainingRecord::Outcome::kFinished);
+      EXPECT_EQ(r.graph_network_collectives, 1u);  // the DP all-reduce, nothing else crosses
+      EXPECT_DOUBLE_EQ(r.compute_only_s, 3.0);
+    }
+    // The network carried each job's ring: 2 steps x 2 hosts x 2 MB.
+    EXPECT_EQ(b.p.network.totals().bytes_delivered.count,
+              static_cast<std::int64_t>(placements.size()) * 8'000'000);
+    Results out;
+    mode.report(out);
+    EXPECT_EQ(out.metrics().at("detailed_megatron_jobs"), static_cast<double>(placements.size()));
+    return at;
+  };
+  EXPECT_EQ(ends_of({{0, 2}}), (std::vector<double>{4.0}));
+  EXPECT_EQ(ends_of({{0, 1}, {2, 3}}), (std::vector<double>{4.0, 4.0}));
+  EXPECT_EQ(ends_of({{0, 2}, {1, 3}}), (std::vector<double>{5.0, 5.0}));
+}
+
+TEST(MegatronJobs, AStalledJobIsReportedFailedAsStalledAndAKilledOneEndsSilently) {
+  // The same job on links of 1 B/s: its 2 MB ring steps would take 2e6 s. Compute ends at 3 s;
+  // nothing finishes afterwards, so a 10 s stall timeout ends it at 13 s as stalled, its
+  // transfers cancelled.
+  {
+    MegatronBench b(1.0);
+    CommunicationParams params;
+    params.models.push_back(megatron_test_model(1, 1, 2, 1, 1.0, 2.0, 4'000'000));
+    params.stall_timeout = Time::s(10);
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    const std::vector<Ended> ends = run_megatron(b, mode, {{0, 2}}, 1);
+    EXPECT_EQ(ends[0].done, 0);
+    ASSERT_EQ(ends[0].failed, 1);
+    EXPECT_EQ(ends[0].why, JobRunner::Failure::kStalled);
+    EXPECT_DOUBLE_EQ(ends[0].at, 13.0);
+    Results out;
+    mode.report(out);
+    EXPECT_EQ(out.metrics().at("detailed_jobs_stalled"), 1);
+    EXPECT_EQ(out.metrics().at("detailed_jobs_failed"), 1);
+    EXPECT_EQ(out.details().at("stalled_jobs").size(), 1u);
+  }
+  // Killed at 3.25 s (its all-reduce in flight): neither callback runs, nothing is left.
+  {
+    MegatronBench b;
+    CommunicationParams params;
+    params.models.push_back(megatron_test_model(1, 1, 2, 1, 1.0, 2.0, 4'000'000));
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    const std::vector<Ended> ends = run_megatron(b, mode, {{0, 2}}, 1, 3.25);
+    EXPECT_EQ(ends[0].done + ends[0].failed, 0);
+    EXPECT_EQ(b.p.network.totals().transfers_failed, 2u);  // the first ring step's two transfers
+  }
+  // A host link cut under the all-reduce: its transfer finds no route and the job fails once.
+  {
+    MegatronBench b;
+    CommunicationParams params;
+    params.models.push_back(megatron_test_model(1, 1, 2, 1, 1.0, 2.0, 4'000'000));
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    const NodeId host2 = b.p.topology.hosts()[2];
+    b.p.engine.schedule_at(Time::from_seconds(3.25), [&b, host2] {
+      for (LinkId l = 0; l < b.p.topology.links().size(); ++l)
+        if (b.p.topology.link(l).src == host2 || b.p.topology.link(l).dst == host2)
+          b.links.set_link_up(l, false);
+    });
+    const std::vector<Ended> ends = run_megatron(b, mode, {{0, 2}}, 1);
+    EXPECT_EQ(ends[0].done, 0);
+    ASSERT_EQ(ends[0].failed, 1);
+    EXPECT_EQ(ends[0].why, JobRunner::Failure::kNoRoute);
+    EXPECT_DOUBLE_EQ(ends[0].at, 3.25);
+  }
+}
+
+TEST(MegatronJobs, TheWorkEstimateCountsTheirGraphNodesAndSkipsJobsNoModelFits) {
+  // Only a Megatron model of 4 GPUs (TP 1, PP 2, DP 2; its iteration 2 x 3 s of compute): a
+  // 4-GPU job of 12 s runs 2 iterations of its graph; a 2-GPU job spanning hosts has no model
+  // (timed as in the job-level mode) and adds nothing, rather than an unbounded term.
+  ModelParams p;
+  auto comm = std::make_shared<CommunicationParams>();
+  comm->models.push_back(megatron_test_model(1, 2, 2, 2, 1.0, 2.0, 6'000, 1'000));
+  const double nodes = comm->models[0].megatron->nodes_per_iteration;
+  // Per rank and iteration: 2 forwards, 2 backwards, 4 message ends (stage 0 sends 2
+  // activations and receives 2 gradients, stage 1 the reverse), 1 DP all-reduce; 4 ranks.
+  EXPECT_EQ(nodes, 4 * 9);
+  p.communication = comm;
+  p.make_source = [](std::uint64_t) {
+    return mlsim::cluster::testing::list_source(
+        {mlsim::cluster::testing::job(0, 4, 12), mlsim::cluster::testing::job(0, 2, 5)});
+  };
+  WorkEstimate estimate;
+  estimate_work(p, 1, 4, estimate);
+  EXPECT_EQ(estimate.total_events(), 2 * nodes);
+  EXPECT_EQ(estimate.total_transfers(), 0);
+}
+
+// ---- Through the whole loader and runner: the llm_training model as the reference ----------
+
+json small_gpt() {
+  return json::parse(R"({"name": "test GPT", "architecture": "gpt", "layers": 4, "hidden": 512,
+                         "heads": 8, "ffn": 2048, "vocab": 4096, "sequence": 256})");
+}
+
+// Two leaves of two hosts of 2 A100s (NVSwitch), 2 spines, 100 Gbps links.
+json megatron_platform(json doc) {
+  doc["include"] = {"../hardware/gpus.json"};
+  doc["seed"] = 1;
+  doc["topology"] = json::parse(R"({"kind": "leaf_spine", "leaves": 2, "hosts_per_leaf": 2,
+      "spines": 2, "oversubscription": 1, "host_link": {"bandwidth": "100Gbps", "latency": "1us"},
+      "uplink_latency": "1us", "hardware": {"gpu": "A100-SXM4-80GB", "gpus_per_host": 2}})");
+  doc["compute"] = json::parse(
+      R"({"providers": ["roofline"], "roofline": "../hardware/roofline_calibration.json"})");
+  doc["network"] = {{"backend", "flow"}};
+  doc["run"] = {{"time_limit", "none"}};
+  return doc;
+}
+
+json megatron_cluster(const json& megatron, const json& jobs) {
+  json doc = megatron_platform({{"name", "megatron_cluster"}});
+  doc["system"] = {{"model", "cluster"},
+                   {"detail", "communication"},
+                   {"policy", "fcfs"},
+                   {"reference_gpu", "A100-SXM4-80GB"}};
+  doc["workload"]["jobs"] = {{"source", "list"}, {"list", jobs}};
+  doc["workload"]["training"]["models"] = json::array({{{"name", "gpt"}, {"megatron", megatron}}});
+  return doc;
+}
+
+Registries both_models() {
+  return test::registries_with([](ModelRegistry& r) {
+    register_cluster(r);
+    register_llm_training(r);
+  });
+}
+
+TEST(MegatronJobs, AloneItTakesTheLlmTrainingModelsIterationTime) {
+  // TP 2 (a host), PP 2, DP 2 on the four hosts, 4 micro-batches of one sequence, 2
+  // iterations; the cluster places the job on hosts 0-3 in order (every host equally free), as
+  // llm_training places GPU g on host g / 2. Same topology, backend, kernels and collectives:
+  // the same times to the nanosecond (the cluster job starts at 0 with no start-up).
+  const json layout = json::parse(
+      R"({"tp": 2, "pp": 2, "dp": 2, "micro_batch": 1, "global_batch": 8, "recompute": true})");
+  json mg = layout;
+  mg["model"] = small_gpt();
+  const Registries r = both_models();
+  const RunOutput cluster = test::run_json(
+      megatron_cluster(
+          mg, json::array({{{"submit", "0s"}, {"gpus", 8}, {"model", "gpt"}, {"iterations", 2}}})),
+      r);
+  json llm = megatron_platform({{"name", "megatron_alone"}});
+  llm["system"] = layout;
+  llm["system"]["model"] = "llm_training";
+  llm["system"]["communication"] = "network";
+  llm["system"]["iterations"] = 2;
+  llm["workload"]["model"] = small_gpt();
+  const RunOutput alone = test::run_json(llm, r);
+  const auto& c = cluster.results.metrics();
+  const auto& a = alone.results.metrics();
+  ASSERT_EQ(a.at("completed"), 1);
+  ASSERT_EQ(c.at("jobs_finished"), 1);
+  EXPECT_EQ(c.at("detailed_megatron_jobs"), 1);
+  const double iteration = a.at("iteration_time_s");
+  EXPECT_GT(iteration, 0);
+  EXPECT_NEAR(c.at("makespan_s") / 2, iteration, 1e-9 * iteration);
+  // Its DP all-reduces and PP messages crossed the network, as llm_training's did.
+  EXPECT_EQ(c.at("megatron_network_collectives"), a.at("network_collectives"));
+  EXPECT_GT(a.at("network_collectives"), 0);
+
+  // On two hosts' worth of GPUs less bandwidth (25 Gbps) both slow down alike.
+  json slow_cluster = megatron_cluster(
+      mg, json::array({{{"submit", "0s"}, {"gpus", 8}, {"model", "gpt"}, {"iterations", 2}}}));
+  slow_cluster["topology"]["host_link"]["bandwidth"] = "25Gbps";
+  json slow_llm = llm;
+  slow_llm["topology"]["host_link"]["bandwidth"] = "25Gbps";
+  const double slow = test::run_json(slow_llm, r).results.metrics().at("iteration_time_s");
+  EXPECT_GT(slow, iteration);
+  EXPECT_NEAR(test::run_json(slow_cluster, r).results.metrics().at("makespan_s") / 2, slow,
+              1e-9 * slow);
+}
+
+#ifdef MLSIM_HAVE_CHAKRA
+TEST(MegatronJobs, AChakraTraceJobTakesTheHandDerivedTimePerIteration) {
+  // The shipped example trace (workloads/traces/chakra_example: 2 stages x 2 replicas, one
+  // micro-batch; 4.6 ms an iteration by hand on 4 one-GPU hosts of a star at 1 GB/s,
+  // ChakraTrace.ShippedExampleTraceTakesTheHandDerivedTime) as a cluster job of 4 GPUs, one rank
+  // a host, 2 iterations: the trace runs twice, 9.2 ms, as the chakra_trace model's 4.6 ms x 2.
+  json doc;
+  doc["name"] = "chakra_cluster";
+  doc["include"] = {"../hardware/gpus.json"};
+  doc["seed"] = 1;
+  doc["topology"] = json::parse(R"({"kind": "star", "hosts": 4,
+      "link": {"bandwidth": "8Gbps", "latency": "0s"},
+      "hardware": {"gpu": "V100-SXM2-32GB", "gpus_per_host": 1}})");
+  doc["network"] = {{"backend", "flow"}};
+  doc["run"] = {{"time_limit", "none"}};
+  doc["system"] = {{"model", "cluster"},
+                   {"detail", "communication"},
+                   {"policy", "fcfs"},
+                   {"reference_gpu", "V100-SXM2-32GB"}};
+  doc["workload"]["jobs"] = json::parse(R"({"source": "list", "list": [
+      {"submit": "0s", "gpus": 4, "model": "trace", "iterations": 2}]})");
+  doc["workload"]["training"]["models"] = json::parse(R"([{"name": "trace", "chakra": {
+      "trace": "../traces/chakra_example/trace", "ranks": 4,
+      "comm_groups": "../traces/chakra_example/groups.json"}}])");
+  const Registries r = both_models();
+  const RunOutput out = test::run_json(doc, r);
+  const auto& m = out.results.metrics();
+  EXPECT_EQ(m.at("jobs_finished"), 1);
+  EXPECT_EQ(m.at("detailed_chakra_jobs"), 1);
+  EXPECT_NEAR(m.at("makespan_s"), 2 * 4600e-6, 1e-12);
+  // Per iteration 4 messages and 2 two-rank all-reduces, all between hosts.
+  EXPECT_EQ(m.at("megatron_network_collectives"), 2 * 6);
+  // Keys at their paths: the job's GPUs must be the trace's ranks; no communication mode.
+  json bad = doc;
+  bad["workload"]["jobs"]["list"][0]["gpus"] = 3;
+  EXPECT_NE(test::prepare_error(bad, r).find("workload.jobs.list[0].gpus: model 'trace' is a "
+                                             "Chakra trace of 4 ranks"),
+            std::string::npos);
+  bad = doc;
+  bad["workload"]["training"]["models"][0]["chakra"]["communication"] = "closed_form";
+  EXPECT_NE(test::prepare_error(bad, r).find("workload.training.models[0].chakra.communication"),
+            std::string::npos);
+  bad = doc;
+  bad["workload"]["training"]["models"][0]["chakra"]["trace"] = "../traces/chakra_example/none";
+  EXPECT_NE(test::prepare_error(bad, r).find("workload.training.models[0].chakra.trace"),
+            std::string::npos);
+}
+#endif
+
+TEST(MegatronJobs, ScenarioKeysAreCheckedAtTheirPaths) {
+  json mg = json::parse(R"({"tp": 2, "pp": 2, "dp": 2, "micro_batch": 1, "global_batch": 8})");
+  mg["model"] = small_gpt();
+  const json one_job =
+      json::array({{{"submit", "0s"}, {"gpus", 8}, {"model", "gpt"}, {"iterations", 1}}});
+  const Registries r = both_models();
+  auto error = [&](const json& doc) { return test::prepare_error(doc, r); };
+  EXPECT_EQ(error(megatron_cluster(mg, one_job)), "no error");
+  auto with = [&](const std::string& key, const json& value) {
+    json m = mg;
+    m[key] = value;
+    return megatron_cluster(m, one_job);
+  };
+  auto expect = [&](const json& doc, const std::string& path, const std::string& words) {
+    const std::string e = error(doc);
+    EXPECT_NE(e.find(path), std::string::npos) << e;
+    EXPECT_NE(e.find(words), std::string::npos) << e;
+  };
+  const std::string at = "workload.training.models[0].megatron";
+  expect(with("bogus", 1), at, "bogus");
+  expect(with("communication", "closed_form"), at + ".communication", "network");
+  expect(with("iterations", 3), at + ".iterations", "iterations");
+  expect(with("tp", 3), at + ".tp", "divide");
+  expect(with("tp", 4), at + ".tp", "no host has 4 GPUs");
+  expect(with("pp", 3), at + ".pp", "stages");
+  expect(with("global_batch", 7), at + ".global_batch", "micro-batches");
+  expect(with("dp_sync", "bogus"), at + ".dp_sync", "bogus");
+  {
+    json m = mg;
+    m["model"]["heads"] = 7;
+    expect(megatron_cluster(m, one_job), at + ".model.heads", "heads");
+  }
+  {  // A profiled model's keys beside megatron are unknown keys.
+    json doc = megatron_cluster(mg, one_job);
+    doc["workload"]["training"]["models"][0]["sync"] = "ring";
+    expect(doc, "workload.training.models[0]", "sync");
+  }
+  const std::string job = "workload.jobs.list[0]";
+  expect(
+      megatron_cluster(
+          mg, json::array({{{"submit", "0s"}, {"gpus", 4}, {"model", "gpt"}, {"iterations", 1}}})),
+      job + ".gpus", "tp x pp x dp = 8");
+  expect(megatron_cluster(mg, json::array({{{"submit", "0s"},
+                                            {"gpus", 8},
+                                            {"model", "gpt"},
+                                            {"iterations", 1},
+                                            {"stages", 2}}})),
+         job + ".stages", "megatron.pp");
+  {  // Operators no provider prices (the default compute section has no roofline).
+    json doc = megatron_cluster(mg, one_job);
+    doc.erase("compute");
+    expect(doc, "compute", "");
+  }
+}
+
+}  // namespace
