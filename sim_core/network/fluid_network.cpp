@@ -30,6 +30,7 @@ FluidNetwork::FluidNetwork(Engine& engine, const Topology& topology, Sharing sha
       local_index_(topology.links().size()) {
   for (LinkId l = 0; l < links_.size(); ++l)
     links_[l].capacity = topology.links()[l].bandwidth.bytes_per_s;
+  link_saved_.assign(links_.size(), kNoSlot);
 }
 
 FluidNetwork::~FluidNetwork() {
@@ -357,6 +358,7 @@ bool FluidNetwork::attach(std::uint32_t f, std::span<const LinkId> route) {
   for (std::uint32_t i = 0; i < route.size(); ++i) {
     const LinkId l = route[i];
     if (sharing_ == Sharing::kMaxMin) evict_finished(l);
+    if (link_in_saved(l)) drop_saved_fill();  // the saved filling has no transfer of its own
     LinkState& ls = links_[l];
     if (!ls.flows.empty() || !ls.classes.empty()) alone = false;
     fl.pos[i] = static_cast<std::uint32_t>(ls.flows.size());
@@ -624,12 +626,15 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
   for (LinkId l : seeds) near += links_[l].classes.size() + links_[l].flows.size();
   if (near < kPartialSolveMin || !(floor < std::numeric_limits<double>::infinity())) floor = 0;
   const double keep_below = floor * (1 - 1e-9);  // rates within rounding of the floor are redone
-  solve_full_ = floor == 0;
   if (fill_.size() != links_.size()) fill_.resize(links_.size());
+  if (restart_fill(seeds, floor, keep_below)) return;
+  drop_saved_fill();
+  solve_full_ = floor == 0;
   // The component, and in the same pass each of its links' capacity left by what is kept and
   // its count of what is solved: route classes, and transfers on the links' own lists (lazy
   // ones, ones below kClassMinLoad, or ones just rerouted or started).
   begin_component(seeds);
+  bool lists_flows = false;  // a transfer of its own on a link of the component
   while (!stack_.empty()) {
     const LinkId l = stack_.back();
     stack_.pop_back();
@@ -637,6 +642,7 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     const LinkState& ls = links_[l];
     double left = ls.capacity;
     std::uint32_t unfrozen = 0;
+    lists_flows = lists_flows || !ls.flows.empty();
     for (const Entry& e : ls.flows) {
       Flow& g = slot(e.flow);
       if (!still_sending(g)) continue;
@@ -659,9 +665,11 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
         if (const double rate = cs.group == kNoSlot ? 0.0 : groups_[cs.group].rate;
             rate > 0 && rate < keep_below) {
           left -= rate * static_cast<double>(cs.weight);
+          cs.order_pos = kNoSlot;  // not in a filling saved from this solve
           continue;
         }
         cs.stamp = stamp_;
+        cs.order_pos = kNoSlot;
         cs.new_rate = -1;
         component_classes_.push_back(e.route_class);
         for (LinkId m : solve_route(e.route_class, cs)) visit_link(m);
@@ -672,11 +680,106 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     fill_[l].left = left;
     fill_[l].unfrozen = unfrozen;
   }
+  // A component of route classes alone, large enough for a restart to pay: its filling is saved.
+  if (fill_restart_ && !lists_flows && component_classes_.size() >= kPartialSolveMin) {
+    ++saved_gen_;
+    for (LinkId l : component_links_) link_saved_[l] = saved_gen_;
+    saved_links_.assign(component_links_.begin(), component_links_.end());
+    steps_.clear();
+    undo_.clear();
+    frozen_order_.clear();
+    for (std::uint32_t c : new_classes_)
+      if (class_solve_[c].order_pos == kFresh) class_solve_[c].order_pos = kNoSlot;
+    new_classes_.clear();
+    pending_order_cut_ = kNoSlot;
+    saved_base_ = keep_below;
+    fill_saved_ = true;
+    logging_ = true;
+  }
   fill_in_place();
+  logging_ = false;
   ++solve_stats_.solves;
   solve_stats_.partial += floor > 0 ? 1 : 0;
   solve_stats_.solved += component_flows_.size() + component_classes_.size();
   apply_rates();
+}
+
+bool FluidNetwork::route_touches_saved(std::span<const LinkId> route) const {
+  for (LinkId l : route)
+    if (link_in_saved(l)) return true;
+  return false;
+}
+
+void FluidNetwork::note_class_change(std::uint32_t c) {
+  if (!fill_saved_) return;
+  const std::uint32_t p = class_solve_[c].order_pos;
+  if (p == kFresh) return;  // unfrozen from the start of the restart anyway
+  if (p < frozen_order_.size() && frozen_order_[p] == c) {
+    pending_order_cut_ = std::min(pending_order_cut_, p);
+    return;
+  }
+  // A class the saved filling kept at its rate (below its base), or of another component.
+  const RouteClass& rc = route_class(c);
+  if (route_touches_saved(std::span<const LinkId>(rc.links.begin(), rc.links.size())))
+    drop_saved_fill();
+}
+
+bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, double keep_below) {
+  if (!fill_saved_ || keep_below < saved_base_) return false;
+  for (LinkId l : seeds)
+    if (!link_in_saved(l)) return false;
+  // The first step at or above the floor, and at or before every changed class's step: the
+  // filling is the same before it (the argument of solve_in_place's floor).
+  std::size_t k = 0;
+  while (k < steps_.size() && steps_[k].level < keep_below) ++k;
+  auto order_begin = [this](std::size_t j) {
+    return j < steps_.size() ? steps_[j].order_begin
+                             : static_cast<std::uint32_t>(frozen_order_.size());
+  };
+  while (k > 0 && order_begin(k) > pending_order_cut_) --k;
+  const std::uint32_t from = order_begin(k);
+  const std::size_t undo_from = k < steps_.size() ? steps_[k].undo_begin : undo_.size();
+  for (std::size_t i = undo_.size(); i-- > undo_from;) fill_[undo_[i].link].left = undo_[i].left;
+  undo_.resize(undo_from);
+  // What is solved again: the classes frozen from step k on, and the classes made since.
+  ++stamp_;
+  component_links_.assign(saved_links_.begin(), saved_links_.end());
+  component_flows_.clear();
+  component_classes_.clear();
+  for (LinkId l : saved_links_) fill_[l].unfrozen = 0;
+  auto take = [this](std::uint32_t c) {
+    ClassSolve& cs = class_solve_[c];
+    cs.stamp = stamp_;
+    cs.new_rate = -1;
+    cs.order_pos = kNoSlot;
+    component_classes_.push_back(c);
+    for (LinkId m : solve_route(c, cs)) fill_[m].unfrozen += cs.weight;
+  };
+  for (std::size_t i = from; i < frozen_order_.size(); ++i) {
+    const std::uint32_t c = frozen_order_[i];
+    if (class_solve_[c].order_pos == i) take(c);
+  }
+  for (std::uint32_t c : new_classes_) {
+    const ClassSolve& cs = class_solve_[c];
+    if (cs.order_pos == kFresh && cs.weight > 0 && cs.stamp != stamp_) take(c);
+  }
+  frozen_order_.resize(from);
+  steps_.resize(k);
+  new_classes_.clear();
+  pending_order_cut_ = kNoSlot;
+  if (floor > 0)  // as the gathering's: rounding, never below 0
+    for (LinkId l : saved_links_)
+      fill_[l].left = std::max(fill_[l].left, links_[l].capacity * 1e-12);
+  solve_full_ = false;  // apply_class_rates counts the classes of each group solved again
+  logging_ = true;
+  fill_in_place();
+  logging_ = false;
+  ++solve_stats_.solves;
+  ++solve_stats_.restarted;
+  solve_stats_.partial += k > 0 || saved_base_ > 0 ? 1 : 0;
+  solve_stats_.solved += component_classes_.size();
+  apply_rates();
+  return true;
 }
 
 template <bool kTouch>
@@ -686,6 +789,9 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
   // kTouch (the heap filling), the links whose share moved are listed in `touched_`.
   ++fill_round_;
   touched_.clear();
+  if (logging_)
+    steps_.push_back(FillStep{share, static_cast<std::uint32_t>(undo_.size()),
+                              static_cast<std::uint32_t>(frozen_order_.size())});
   auto touch = [this](LinkId m) {
     if (fill_[m].round == fill_round_) return;
     fill_[m].round = fill_round_;
@@ -709,6 +815,11 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
     cs.bottleneck = l;
     const std::uint32_t weight = cs.weight;
     const double taken = share * static_cast<double>(weight);
+    if (logging_) {
+      cs.order_pos = static_cast<std::uint32_t>(frozen_order_.size());
+      frozen_order_.push_back(e.route_class);
+      for (LinkId m : solve_route(e.route_class, cs)) undo_.push_back(FillUndo{fill_[m].left, m});
+    }
     for (LinkId m : solve_route(e.route_class, cs)) {
       fill_[m].left -= taken;
       fill_[m].unfrozen -= weight;
@@ -957,6 +1068,19 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
   class_solve_[c].group = kNoSlot;
   class_solve_[c].weight = 0;
   class_solve_[c].hops = static_cast<std::uint32_t>(route.size());
+  class_solve_[c].order_pos = kNoSlot;
+  if (route_touches_saved(route)) {
+    // New on the saved filling's links: unfrozen from the start of any restart. A route that
+    // leaves those links joins another component to them: the saved filling no longer applies.
+    bool inside = true;
+    for (LinkId l : route) inside = inside && link_in_saved(l);
+    if (inside) {
+      class_solve_[c].order_pos = kFresh;
+      new_classes_.push_back(c);
+    } else {
+      drop_saved_fill();
+    }
+  }
   if (route.size() <= kRouteStride) {
     if (class_route_.size() < (std::size_t{c} + 1) * kRouteStride)
       class_route_.resize((std::size_t{c} + 1) * kRouteStride);
@@ -983,6 +1107,7 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
 
 void FluidNetwork::free_class(std::uint32_t c) {
   leave_group(c);
+  class_solve_[c].order_pos = kNoSlot;
   RouteClass& rc = route_class(c);
   for (std::uint32_t i = 0; i < rc.links.size(); ++i) {
     auto& list = links_[rc.links[i]].classes;
@@ -1225,6 +1350,7 @@ void FluidNetwork::join_class(std::uint32_t f, double remaining) {
   fl.send_end = Time::max();
   rc.members.push_back(Member{class_sent(rc) + remaining, f});
   member_sift_up(rc, rc.members.size() - 1);
+  note_class_change(c);
   ++class_solve_[c].weight;
   for (LinkId l : rc.links) ++links_[l].members;
   if (fl.member_pos == 0) group_head_changed(c);
@@ -1238,6 +1364,7 @@ double FluidNetwork::leave_class(std::uint32_t f) {
   const double remaining = member_remaining(rc, rc.members[fl.member_pos]);
   const bool head = fl.member_pos == 0;
   member_erase(rc, fl.member_pos);
+  note_class_change(c);
   --class_solve_[c].weight;
   for (LinkId l : rc.links) --links_[l].members;
   fl.route_class = kNoSlot;
@@ -1275,6 +1402,7 @@ void FluidNetwork::on_group_event(std::uint32_t g) {
       const double correction = m.key - sent;
       for (LinkId l : rc.links) links_[l].bytes += correction;
       member_erase(rc, 0);
+      note_class_change(c);
       --class_solve_[c].weight;
       for (LinkId l : rc.links) --links_[l].members;
       slot(m.flow).route_class = kNoSlot;
@@ -1312,6 +1440,7 @@ void FluidNetwork::set_link_bandwidth(LinkId link, Bandwidth bw) {
   if (!(bw.bytes_per_s > 0) || !std::isfinite(bw.bytes_per_s))
     throw InputError("network", "link bandwidth must be positive (fail the link instead)");
   links_[link].capacity = bw.bytes_per_s;
+  drop_saved_fill();  // its levels were of the old capacity
   if (sharing_ == Sharing::kMaxMin) evict_finished(link);
   const LinkId seed[] = {link};
   rebalance(seed);
@@ -1326,6 +1455,7 @@ void FluidNetwork::set_link_up(LinkId link, bool up) {
   MLSIM_CHECK(link < links_.size(), "link id out of range");
   router_.set_link_up(link, up);
   if (up) return;
+  drop_saved_fill();
   if (sharing_ == Sharing::kMaxMin) evict_finished(link);
   victims_.clear();
   for (const Entry& e : links_[link].flows)
