@@ -686,8 +686,8 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     for (LinkId l : component_links_) link_saved_[l] = saved_gen_;
     saved_links_.assign(component_links_.begin(), component_links_.end());
     steps_.clear();
-    undo_.clear();
-    frozen_order_.clear();
+    undo_top_ = 0;
+    order_top_ = 0;
     for (std::uint32_t c : new_classes_)
       if (class_solve_[c].order_pos == kFresh) class_solve_[c].order_pos = kNoSlot;
     new_classes_.clear();
@@ -695,6 +695,7 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     saved_base_ = keep_below;
     fill_saved_ = true;
     logging_ = true;
+    reserve_log();
   }
   fill_in_place();
   logging_ = false;
@@ -714,7 +715,7 @@ void FluidNetwork::note_class_change(std::uint32_t c) {
   if (!fill_saved_) return;
   const std::uint32_t p = class_solve_[c].order_pos;
   if (p == kFresh) return;  // unfrozen from the start of the restart anyway
-  if (p < frozen_order_.size() && frozen_order_[p] == c) {
+  if (p < order_top_ && frozen_order_[p] == c) {
     pending_order_cut_ = std::min(pending_order_cut_, p);
     return;
   }
@@ -733,43 +734,51 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
   std::size_t k = 0;
   while (k < steps_.size() && steps_[k].level < keep_below) ++k;
   auto order_begin = [this](std::size_t j) {
-    return j < steps_.size() ? steps_[j].order_begin
-                             : static_cast<std::uint32_t>(frozen_order_.size());
+    return j < steps_.size() ? steps_[j].order_begin : order_top_;
   };
   while (k > 0 && order_begin(k) > pending_order_cut_) --k;
   const std::uint32_t from = order_begin(k);
-  const std::size_t undo_from = k < steps_.size() ? steps_[k].undo_begin : undo_.size();
-  for (std::size_t i = undo_.size(); i-- > undo_from;) fill_[undo_[i].link].left = undo_[i].left;
-  undo_.resize(undo_from);
+  const std::uint32_t undo_from = k < steps_.size() ? steps_[k].undo_begin : undo_top_;
+  // Local pointers: the stores below would otherwise make the compiler reload the vectors.
+  FillLink* const fill = fill_.data();
+  for (const FillUndo* u = undo_.data() + undo_top_; u-- != undo_.data() + undo_from;)
+    fill[u->link].left = u->left;
+  undo_top_ = undo_from;
   // What is solved again: the classes frozen from step k on, and the classes made since.
   ++stamp_;
   component_links_.assign(saved_links_.begin(), saved_links_.end());
   component_flows_.clear();
-  component_classes_.clear();
-  for (LinkId l : saved_links_) fill_[l].unfrozen = 0;
-  auto take = [this](std::uint32_t c) {
-    ClassSolve& cs = class_solve_[c];
-    cs.stamp = stamp_;
+  component_classes_.resize(order_top_ - from + new_classes_.size());
+  for (LinkId l : saved_links_) fill[l].unfrozen = 0;
+  ClassSolve* const solve = class_solve_.data();
+  std::uint32_t* const taken = component_classes_.data();
+  std::size_t n = 0, entries = 0;
+  const std::uint32_t stamp = stamp_;
+  auto take = [&](std::uint32_t c) {
+    ClassSolve& cs = solve[c];
+    cs.stamp = stamp;
     cs.new_rate = -1;
     cs.order_pos = kNoSlot;
-    component_classes_.push_back(c);
-    for (LinkId m : solve_route(c, cs)) fill_[m].unfrozen += cs.weight;
+    taken[n++] = c;
+    entries += cs.hops;
+    for (LinkId m : solve_route(c, cs)) fill[m].unfrozen += cs.weight;
   };
-  for (std::size_t i = from; i < frozen_order_.size(); ++i) {
-    const std::uint32_t c = frozen_order_[i];
-    if (class_solve_[c].order_pos == i) take(c);
-  }
-  for (std::uint32_t c : new_classes_) {
-    const ClassSolve& cs = class_solve_[c];
-    if (cs.order_pos == kFresh && cs.weight > 0 && cs.stamp != stamp_) take(c);
-  }
-  frozen_order_.resize(from);
+  const std::uint32_t* const order = frozen_order_.data();
+  for (std::uint32_t i = from; i < order_top_; ++i)
+    if (const std::uint32_t c = order[i]; solve[c].order_pos == i) take(c);
+  for (std::uint32_t c : new_classes_)
+    if (const ClassSolve& cs = solve[c];
+        cs.order_pos == kFresh && cs.weight > 0 && cs.stamp != stamp)
+      take(c);
+  component_classes_.resize(n);
+  order_top_ = from;
   steps_.resize(k);
   new_classes_.clear();
   pending_order_cut_ = kNoSlot;
   if (floor > 0)  // as the gathering's: rounding, never below 0
-    for (LinkId l : saved_links_)
-      fill_[l].left = std::max(fill_[l].left, links_[l].capacity * 1e-12);
+    for (LinkId l : saved_links_) fill[l].left = std::max(fill[l].left, links_[l].capacity * 1e-12);
+  if (undo_.size() < undo_top_ + entries) undo_.resize(undo_top_ + entries);
+  if (frozen_order_.size() < order_top_ + n) frozen_order_.resize(order_top_ + n);
   solve_full_ = false;  // apply_class_rates counts the classes of each group solved again
   logging_ = true;
   fill_in_place();
@@ -782,16 +791,16 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
   return true;
 }
 
-template <bool kTouch>
+template <bool kTouch, bool kLog>
 void FluidNetwork::freeze_at(LinkId l, double share) {
   // Freezes the transfers and classes of this solve still unfrozen on l at `share`: each gives
   // its rate to the links of its route (their capacity left and unfrozen count drop). With
-  // kTouch (the heap filling), the links whose share moved are listed in `touched_`.
+  // kTouch (the heap filling), the links whose share moved are listed in `touched_`. With kLog,
+  // the step, the classes it froze and the capacity left it overwrote are recorded (restart_fill;
+  // the buffers were sized for the solve by reserve_log, so they are written through pointers).
   ++fill_round_;
   touched_.clear();
-  if (logging_)
-    steps_.push_back(FillStep{share, static_cast<std::uint32_t>(undo_.size()),
-                              static_cast<std::uint32_t>(frozen_order_.size())});
+  if constexpr (kLog) steps_.push_back(FillStep{share, undo_top_, order_top_});
   auto touch = [this](LinkId m) {
     if (fill_[m].round == fill_round_) return;
     fill_[m].round = fill_round_;
@@ -808,6 +817,9 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
       if constexpr (kTouch) touch(m);
     }
   }
+  FillUndo* undo = kLog ? undo_.data() + undo_top_ : nullptr;
+  std::uint32_t* const order = frozen_order_.data();
+  std::uint32_t top = order_top_;
   for (const ClassEntry& e : links_[l].classes) {
     ClassSolve& cs = class_solve_[e.route_class];
     if (cs.stamp != stamp_ || cs.new_rate >= 0) continue;
@@ -815,17 +827,30 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
     cs.bottleneck = l;
     const std::uint32_t weight = cs.weight;
     const double taken = share * static_cast<double>(weight);
-    if (logging_) {
-      cs.order_pos = static_cast<std::uint32_t>(frozen_order_.size());
-      frozen_order_.push_back(e.route_class);
-      for (LinkId m : solve_route(e.route_class, cs)) undo_.push_back(FillUndo{fill_[m].left, m});
+    if constexpr (kLog) {
+      cs.order_pos = top;
+      order[top++] = e.route_class;
     }
     for (LinkId m : solve_route(e.route_class, cs)) {
+      if constexpr (kLog) *undo++ = FillUndo{fill_[m].left, m};
       fill_[m].left -= taken;
       fill_[m].unfrozen -= weight;
       if constexpr (kTouch) touch(m);
     }
   }
+  if constexpr (kLog) {
+    undo_top_ = static_cast<std::uint32_t>(undo - undo_.data());
+    order_top_ = top;
+  }
+}
+
+void FluidNetwork::reserve_log() {
+  // Room for every class of the solve to be frozen once, with an entry per link of its route.
+  std::size_t entries = 0;
+  for (std::uint32_t c : component_classes_) entries += class_solve_[c].hops;
+  if (undo_.size() < undo_top_ + entries) undo_.resize(undo_top_ + entries);
+  if (frozen_order_.size() < order_top_ + component_classes_.size())
+    frozen_order_.resize(order_top_ + component_classes_.size());
 }
 
 void FluidNetwork::fill_by_scan() {
@@ -867,7 +892,11 @@ void FluidNetwork::fill_by_scan() {
     }
     if (n == 0) break;
     scan[best] = scan[--n];
-    freeze_at<false>(best_link, std::max(0.0, best_key));
+    if (logging_) {
+      freeze_at<false, true>(best_link, std::max(0.0, best_key));
+    } else {
+      freeze_at<false, false>(best_link, std::max(0.0, best_key));
+    }
   }
 }
 
@@ -918,7 +947,11 @@ void FluidNetwork::fill_in_place() {
       continue;
     }
     heap::erase_at<kFillArity>(fill_heap_, 0, less, place);
-    freeze_at<true>(l, std::max(0.0, fl.left / fl.unfrozen));
+    if (logging_) {
+      freeze_at<true, true>(l, std::max(0.0, fl.left / fl.unfrozen));
+    } else {
+      freeze_at<true, false>(l, std::max(0.0, fl.left / fl.unfrozen));
+    }
     for (LinkId m : touched_) {
       FillLink& fm = fill_[m];
       if (m == l || fm.unfrozen == 0) continue;

@@ -375,8 +375,9 @@ class FluidNetwork final : public Network {
   void fill_in_place();
   // fill_in_place's freezing of link l's unfrozen transfers and classes at `share`, and its
   // filling by a scan instead of a heap for components of at most kScanFillMax links.
-  template <bool kTouch>
+  template <bool kTouch, bool kLog>
   void freeze_at(LinkId l, double share);
+  void reserve_log();
   void fill_by_scan();
   // 96: the benchmark's star (64 links) is scanned, fabrics of hundreds of links use the heap.
   static constexpr std::size_t kScanFillMax = 96;
@@ -403,6 +404,9 @@ class FluidNetwork final : public Network {
   double saved_base_ = 0;    // the filling kept every class below this rate (its first solve's)
   std::uint32_t saved_gen_ = 0;
   std::uint32_t pending_order_cut_ = ~0u;  // least place in frozen_order_ of a class changed
+  // undo_ and frozen_order_ hold undo_top_ and order_top_ entries (they only grow: the filling
+  // writes through pointers into room made by reserve_log or restart_fill).
+  std::uint32_t undo_top_ = 0, order_top_ = 0;
   std::vector<FillStep> steps_;
   std::vector<FillUndo> undo_;
   std::vector<std::uint32_t> frozen_order_, new_classes_, link_saved_;
