@@ -627,14 +627,15 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
   if (near < kPartialSolveMin || !(floor < std::numeric_limits<double>::infinity())) floor = 0;
   const double keep_below = floor * (1 - 1e-9);  // rates within rounding of the floor are redone
   if (fill_.size() != links_.size()) fill_.resize(links_.size());
-  if (restart_fill(seeds, floor, keep_below)) return;
-  drop_saved_fill();
+  if (fill_saved_) {
+    if (restart_fill(seeds, floor, keep_below)) return;
+    drop_saved_fill();
+  }
   solve_full_ = floor == 0;
   // The component, and in the same pass each of its links' capacity left by what is kept and
   // its count of what is solved: route classes, and transfers on the links' own lists (lazy
   // ones, ones below kClassMinLoad, or ones just rerouted or started).
   begin_component(seeds);
-  bool lists_flows = false;  // a transfer of its own on a link of the component
   while (!stack_.empty()) {
     const LinkId l = stack_.back();
     stack_.pop_back();
@@ -642,7 +643,6 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     const LinkState& ls = links_[l];
     double left = ls.capacity;
     std::uint32_t unfrozen = 0;
-    lists_flows = lists_flows || !ls.flows.empty();
     for (const Entry& e : ls.flows) {
       Flow& g = slot(e.flow);
       if (!still_sending(g)) continue;
@@ -665,11 +665,9 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
         if (const double rate = cs.group == kNoSlot ? 0.0 : groups_[cs.group].rate;
             rate > 0 && rate < keep_below) {
           left -= rate * static_cast<double>(cs.weight);
-          cs.order_pos = kNoSlot;  // not in a filling saved from this solve
           continue;
         }
         cs.stamp = stamp_;
-        cs.order_pos = kNoSlot;
         cs.new_rate = -1;
         component_classes_.push_back(e.route_class);
         for (LinkId m : solve_route(e.route_class, cs)) visit_link(m);
@@ -681,7 +679,12 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     fill_[l].unfrozen = unfrozen;
   }
   // A component of route classes alone, large enough for a restart to pay: its filling is saved.
-  if (fill_restart_ && !lists_flows && component_classes_.size() >= kPartialSolveMin) {
+  auto classes_alone = [this] {  // no transfer of its own on a link of the component
+    for (LinkId l : component_links_)
+      if (!links_[l].flows.empty()) return false;
+    return true;
+  };
+  if (fill_restart_ && component_classes_.size() >= kPartialSolveMin && classes_alone()) {
     ++saved_gen_;
     for (LinkId l : component_links_) link_saved_[l] = saved_gen_;
     saved_links_.assign(component_links_.begin(), component_links_.end());
@@ -706,13 +709,13 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
 }
 
 bool FluidNetwork::route_touches_saved(std::span<const LinkId> route) const {
+  if (!fill_saved_) return false;
   for (LinkId l : route)
     if (link_in_saved(l)) return true;
   return false;
 }
 
-void FluidNetwork::note_class_change(std::uint32_t c) {
-  if (!fill_saved_) return;
+void FluidNetwork::note_saved_class_change(std::uint32_t c) {
   const std::uint32_t p = class_solve_[c].order_pos;
   if (p == kFresh) return;  // unfrozen from the start of the restart anyway
   if (p < order_top_ && frozen_order_[p] == c) {
@@ -853,6 +856,7 @@ void FluidNetwork::reserve_log() {
     frozen_order_.resize(order_top_ + component_classes_.size());
 }
 
+template <bool kLog>
 void FluidNetwork::fill_by_scan() {
   // The filling of fill_in_place for a component of few links: the next link to freeze is found
   // by scanning the links still unfrozen for the least (left / unfrozen, link id), computed
@@ -892,11 +896,7 @@ void FluidNetwork::fill_by_scan() {
     }
     if (n == 0) break;
     scan[best] = scan[--n];
-    if (logging_) {
-      freeze_at<false, true>(best_link, std::max(0.0, best_key));
-    } else {
-      freeze_at<false, false>(best_link, std::max(0.0, best_key));
-    }
+    freeze_at<false, kLog>(best_link, std::max(0.0, best_key));
   }
 }
 
@@ -911,7 +911,11 @@ void FluidNetwork::fill_in_place() {
   // every change of the link's share after that either recomputed it (lowered) or marked it
   // stale (risen, the key a lower bound); a stale top is refreshed before it is taken.
   if (component_links_.size() <= scan_fill_max_) {
-    fill_by_scan();
+    if (logging_) {
+      fill_by_scan<true>();
+    } else {
+      fill_by_scan<false>();
+    }
     return;
   }
   auto less = [](const FillItem& a, const FillItem& b) {
@@ -1102,7 +1106,7 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
   class_solve_[c].weight = 0;
   class_solve_[c].hops = static_cast<std::uint32_t>(route.size());
   class_solve_[c].order_pos = kNoSlot;
-  if (route_touches_saved(route)) {
+  if (fill_saved_ && route_touches_saved(route)) {
     // New on the saved filling's links: unfrozen from the start of any restart. A route that
     // leaves those links joins another component to them: the saved filling no longer applies.
     bool inside = true;

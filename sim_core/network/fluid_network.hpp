@@ -378,6 +378,7 @@ class FluidNetwork final : public Network {
   template <bool kTouch, bool kLog>
   void freeze_at(LinkId l, double share);
   void reserve_log();
+  template <bool kLog>
   void fill_by_scan();
   // 96: the benchmark's star (64 links) is scanned, fabrics of hundreds of links use the heap.
   static constexpr std::size_t kScanFillMax = 96;
@@ -414,7 +415,11 @@ class FluidNetwork final : public Network {
   bool link_in_saved(LinkId l) const { return fill_saved_ && link_saved_[l] == saved_gen_; }
   bool route_touches_saved(std::span<const LinkId> route) const;
   // A class gained or lost members: the saved filling must restart at or before its place.
-  void note_class_change(std::uint32_t c);
+  // Inline: called at every join and leave (the groups case has no saved filling).
+  void note_class_change(std::uint32_t c) {
+    if (fill_saved_) note_saved_class_change(c);
+  }
+  void note_saved_class_change(std::uint32_t c);
   void drop_saved_fill() { fill_saved_ = false; }
   // The restarted solve: true if it ran (the saved filling applies to these seeds and floor).
   bool restart_fill(std::span<const LinkId> seeds, double floor, double keep_below);
