@@ -175,6 +175,10 @@ void run_closed_loop(benchmark::State& state, const Topology& topo, Pattern patt
         state.counters["solved_per_solve"] =
             static_cast<double>(st.solved) /
             static_cast<double>(std::max<std::uint64_t>(1, st.solves));
+        // Solves that restarted the last one's filling instead of gathering the component.
+        state.counters["restart_share"] =
+            static_cast<double>(st.restarted) /
+            static_cast<double>(std::max<std::uint64_t>(1, st.solves));
         state.counters["partial_share"] =
             static_cast<double>(st.partial) /
             static_cast<double>(std::max<std::uint64_t>(1, st.solves));

@@ -30,6 +30,7 @@ FluidNetwork::FluidNetwork(Engine& engine, const Topology& topology, Sharing sha
       local_index_(topology.links().size()) {
   for (LinkId l = 0; l < links_.size(); ++l)
     links_[l].capacity = topology.links()[l].bandwidth.bytes_per_s;
+  link_saved_.assign(links_.size(), kNoSlot);
 }
 
 FluidNetwork::~FluidNetwork() {
@@ -357,6 +358,7 @@ bool FluidNetwork::attach(std::uint32_t f, std::span<const LinkId> route) {
   for (std::uint32_t i = 0; i < route.size(); ++i) {
     const LinkId l = route[i];
     if (sharing_ == Sharing::kMaxMin) evict_finished(l);
+    if (link_in_saved(l)) drop_saved_fill();  // the saved filling has no transfer of its own
     LinkState& ls = links_[l];
     if (!ls.flows.empty() || !ls.classes.empty()) alone = false;
     fl.pos[i] = static_cast<std::uint32_t>(ls.flows.size());
@@ -624,8 +626,12 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
   for (LinkId l : seeds) near += links_[l].classes.size() + links_[l].flows.size();
   if (near < kPartialSolveMin || !(floor < std::numeric_limits<double>::infinity())) floor = 0;
   const double keep_below = floor * (1 - 1e-9);  // rates within rounding of the floor are redone
-  solve_full_ = floor == 0;
   if (fill_.size() != links_.size()) fill_.resize(links_.size());
+  if (fill_saved_) {
+    if (restart_fill(seeds, floor, keep_below)) return;
+    drop_saved_fill();
+  }
+  solve_full_ = floor == 0;
   // The component, and in the same pass each of its links' capacity left by what is kept and
   // its count of what is solved: route classes, and transfers on the links' own lists (lazy
   // ones, ones below kClassMinLoad, or ones just rerouted or started).
@@ -672,20 +678,132 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     fill_[l].left = left;
     fill_[l].unfrozen = unfrozen;
   }
+  // A component of route classes alone, large enough for a restart to pay: its filling is saved.
+  auto classes_alone = [this] {  // no transfer of its own on a link of the component
+    for (LinkId l : component_links_)
+      if (!links_[l].flows.empty()) return false;
+    return true;
+  };
+  if (fill_restart_ && component_classes_.size() >= kPartialSolveMin && classes_alone()) {
+    ++saved_gen_;
+    for (LinkId l : component_links_) link_saved_[l] = saved_gen_;
+    saved_links_.assign(component_links_.begin(), component_links_.end());
+    steps_.clear();
+    undo_top_ = 0;
+    order_top_ = 0;
+    for (std::uint32_t c : new_classes_)
+      if (class_solve_[c].order_pos == kFresh) class_solve_[c].order_pos = kNoSlot;
+    new_classes_.clear();
+    pending_order_cut_ = kNoSlot;
+    saved_base_ = keep_below;
+    fill_saved_ = true;
+    logging_ = true;
+    reserve_log();
+  }
   fill_in_place();
+  logging_ = false;
   ++solve_stats_.solves;
   solve_stats_.partial += floor > 0 ? 1 : 0;
   solve_stats_.solved += component_flows_.size() + component_classes_.size();
   apply_rates();
 }
 
-template <bool kTouch>
+bool FluidNetwork::route_touches_saved(std::span<const LinkId> route) const {
+  if (!fill_saved_) return false;
+  for (LinkId l : route)
+    if (link_in_saved(l)) return true;
+  return false;
+}
+
+void FluidNetwork::note_saved_class_change(std::uint32_t c) {
+  const std::uint32_t p = class_solve_[c].order_pos;
+  if (p == kFresh) return;  // unfrozen from the start of the restart anyway
+  if (p < order_top_ && frozen_order_[p] == c) {
+    pending_order_cut_ = std::min(pending_order_cut_, p);
+    return;
+  }
+  // A class the saved filling kept at its rate (below its base), or of another component.
+  const RouteClass& rc = route_class(c);
+  if (route_touches_saved(std::span<const LinkId>(rc.links.begin(), rc.links.size())))
+    drop_saved_fill();
+}
+
+bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, double keep_below) {
+  if (!fill_saved_ || keep_below < saved_base_) return false;
+  for (LinkId l : seeds)
+    if (!link_in_saved(l)) return false;
+  // The first step at or above the floor, and at or before every changed class's step: the
+  // filling is the same before it (the argument of solve_in_place's floor).
+  std::size_t k = 0;
+  while (k < steps_.size() && steps_[k].level < keep_below) ++k;
+  auto order_begin = [this](std::size_t j) {
+    return j < steps_.size() ? steps_[j].order_begin : order_top_;
+  };
+  while (k > 0 && order_begin(k) > pending_order_cut_) --k;
+  const std::uint32_t from = order_begin(k);
+  const std::uint32_t undo_from = k < steps_.size() ? steps_[k].undo_begin : undo_top_;
+  // Local pointers: the stores below would otherwise make the compiler reload the vectors.
+  FillLink* const fill = fill_.data();
+  for (const FillUndo* u = undo_.data() + undo_top_; u-- != undo_.data() + undo_from;)
+    fill[u->link].left = u->left;
+  undo_top_ = undo_from;
+  // What is solved again: the classes frozen from step k on, and the classes made since.
+  ++stamp_;
+  component_links_.assign(saved_links_.begin(), saved_links_.end());
+  component_flows_.clear();
+  component_classes_.resize(order_top_ - from + new_classes_.size());
+  for (LinkId l : saved_links_) fill[l].unfrozen = 0;
+  ClassSolve* const solve = class_solve_.data();
+  std::uint32_t* const taken = component_classes_.data();
+  std::size_t n = 0, entries = 0;
+  const std::uint32_t stamp = stamp_;
+  auto take = [&](std::uint32_t c) {
+    ClassSolve& cs = solve[c];
+    cs.stamp = stamp;
+    cs.new_rate = -1;
+    cs.order_pos = kNoSlot;
+    taken[n++] = c;
+    entries += cs.hops;
+    for (LinkId m : solve_route(c, cs)) fill[m].unfrozen += cs.weight;
+  };
+  const std::uint32_t* const order = frozen_order_.data();
+  for (std::uint32_t i = from; i < order_top_; ++i)
+    if (const std::uint32_t c = order[i]; solve[c].order_pos == i) take(c);
+  for (std::uint32_t c : new_classes_)
+    if (const ClassSolve& cs = solve[c];
+        cs.order_pos == kFresh && cs.weight > 0 && cs.stamp != stamp)
+      take(c);
+  component_classes_.resize(n);
+  order_top_ = from;
+  steps_.resize(k);
+  new_classes_.clear();
+  pending_order_cut_ = kNoSlot;
+  if (floor > 0)  // as the gathering's: rounding, never below 0
+    for (LinkId l : saved_links_) fill[l].left = std::max(fill[l].left, links_[l].capacity * 1e-12);
+  if (undo_.size() < undo_top_ + entries) undo_.resize(undo_top_ + entries);
+  if (frozen_order_.size() < order_top_ + n) frozen_order_.resize(order_top_ + n);
+  solve_full_ = false;  // apply_class_rates counts the classes of each group solved again
+  logging_ = true;
+  fill_in_place();
+  logging_ = false;
+  ++solve_stats_.solves;
+  ++solve_stats_.restarted;
+  solve_stats_.partial += k > 0 || saved_base_ > 0 ? 1 : 0;
+  solve_stats_.solved += component_classes_.size();
+  apply_rates();
+  return true;
+}
+
+template <bool kTouch, bool kLog>
 void FluidNetwork::freeze_at(LinkId l, double share) {
   // Freezes the transfers and classes of this solve still unfrozen on l at `share`: each gives
   // its rate to the links of its route (their capacity left and unfrozen count drop). With
-  // kTouch (the heap filling), the links whose share moved are listed in `touched_`.
+  // kTouch (the heap filling), the links whose share moved are listed in `touched_`. With kLog,
+  // the step, the classes it froze and the capacity left it overwrote are recorded (restart_fill;
+  // the buffers were sized for the solve by reserve_log, so they are written through pointers).
   ++fill_round_;
   touched_.clear();
+  if constexpr (kLog) steps_.push_back(FillStep{share, undo_top_, order_top_});
   auto touch = [this](LinkId m) {
     if (fill_[m].round == fill_round_) return;
     fill_[m].round = fill_round_;
@@ -702,6 +820,9 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
       if constexpr (kTouch) touch(m);
     }
   }
+  FillUndo* undo = kLog ? undo_.data() + undo_top_ : nullptr;
+  std::uint32_t* const order = frozen_order_.data();
+  std::uint32_t top = order_top_;
   for (const ClassEntry& e : links_[l].classes) {
     ClassSolve& cs = class_solve_[e.route_class];
     if (cs.stamp != stamp_ || cs.new_rate >= 0) continue;
@@ -709,14 +830,33 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
     cs.bottleneck = l;
     const std::uint32_t weight = cs.weight;
     const double taken = share * static_cast<double>(weight);
+    if constexpr (kLog) {
+      cs.order_pos = top;
+      order[top++] = e.route_class;
+    }
     for (LinkId m : solve_route(e.route_class, cs)) {
+      if constexpr (kLog) *undo++ = FillUndo{fill_[m].left, m};
       fill_[m].left -= taken;
       fill_[m].unfrozen -= weight;
       if constexpr (kTouch) touch(m);
     }
   }
+  if constexpr (kLog) {
+    undo_top_ = static_cast<std::uint32_t>(undo - undo_.data());
+    order_top_ = top;
+  }
 }
 
+void FluidNetwork::reserve_log() {
+  // Room for every class of the solve to be frozen once, with an entry per link of its route.
+  std::size_t entries = 0;
+  for (std::uint32_t c : component_classes_) entries += class_solve_[c].hops;
+  if (undo_.size() < undo_top_ + entries) undo_.resize(undo_top_ + entries);
+  if (frozen_order_.size() < order_top_ + component_classes_.size())
+    frozen_order_.resize(order_top_ + component_classes_.size());
+}
+
+template <bool kLog>
 void FluidNetwork::fill_by_scan() {
   // The filling of fill_in_place for a component of few links: the next link to freeze is found
   // by scanning the links still unfrozen for the least (left / unfrozen, link id), computed
@@ -756,7 +896,7 @@ void FluidNetwork::fill_by_scan() {
     }
     if (n == 0) break;
     scan[best] = scan[--n];
-    freeze_at<false>(best_link, std::max(0.0, best_key));
+    freeze_at<false, kLog>(best_link, std::max(0.0, best_key));
   }
 }
 
@@ -771,7 +911,11 @@ void FluidNetwork::fill_in_place() {
   // every change of the link's share after that either recomputed it (lowered) or marked it
   // stale (risen, the key a lower bound); a stale top is refreshed before it is taken.
   if (component_links_.size() <= scan_fill_max_) {
-    fill_by_scan();
+    if (logging_) {
+      fill_by_scan<true>();
+    } else {
+      fill_by_scan<false>();
+    }
     return;
   }
   auto less = [](const FillItem& a, const FillItem& b) {
@@ -807,7 +951,11 @@ void FluidNetwork::fill_in_place() {
       continue;
     }
     heap::erase_at<kFillArity>(fill_heap_, 0, less, place);
-    freeze_at<true>(l, std::max(0.0, fl.left / fl.unfrozen));
+    if (logging_) {
+      freeze_at<true, true>(l, std::max(0.0, fl.left / fl.unfrozen));
+    } else {
+      freeze_at<true, false>(l, std::max(0.0, fl.left / fl.unfrozen));
+    }
     for (LinkId m : touched_) {
       FillLink& fm = fill_[m];
       if (m == l || fm.unfrozen == 0) continue;
@@ -957,6 +1105,19 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
   class_solve_[c].group = kNoSlot;
   class_solve_[c].weight = 0;
   class_solve_[c].hops = static_cast<std::uint32_t>(route.size());
+  class_solve_[c].order_pos = kNoSlot;
+  if (fill_saved_ && route_touches_saved(route)) {
+    // New on the saved filling's links: unfrozen from the start of any restart. A route that
+    // leaves those links joins another component to them: the saved filling no longer applies.
+    bool inside = true;
+    for (LinkId l : route) inside = inside && link_in_saved(l);
+    if (inside) {
+      class_solve_[c].order_pos = kFresh;
+      new_classes_.push_back(c);
+    } else {
+      drop_saved_fill();
+    }
+  }
   if (route.size() <= kRouteStride) {
     if (class_route_.size() < (std::size_t{c} + 1) * kRouteStride)
       class_route_.resize((std::size_t{c} + 1) * kRouteStride);
@@ -983,6 +1144,7 @@ std::uint32_t FluidNetwork::find_or_add_class(std::span<const LinkId> route) {
 
 void FluidNetwork::free_class(std::uint32_t c) {
   leave_group(c);
+  class_solve_[c].order_pos = kNoSlot;
   RouteClass& rc = route_class(c);
   for (std::uint32_t i = 0; i < rc.links.size(); ++i) {
     auto& list = links_[rc.links[i]].classes;
@@ -1225,6 +1387,7 @@ void FluidNetwork::join_class(std::uint32_t f, double remaining) {
   fl.send_end = Time::max();
   rc.members.push_back(Member{class_sent(rc) + remaining, f});
   member_sift_up(rc, rc.members.size() - 1);
+  note_class_change(c);
   ++class_solve_[c].weight;
   for (LinkId l : rc.links) ++links_[l].members;
   if (fl.member_pos == 0) group_head_changed(c);
@@ -1238,6 +1401,7 @@ double FluidNetwork::leave_class(std::uint32_t f) {
   const double remaining = member_remaining(rc, rc.members[fl.member_pos]);
   const bool head = fl.member_pos == 0;
   member_erase(rc, fl.member_pos);
+  note_class_change(c);
   --class_solve_[c].weight;
   for (LinkId l : rc.links) --links_[l].members;
   fl.route_class = kNoSlot;
@@ -1275,6 +1439,7 @@ void FluidNetwork::on_group_event(std::uint32_t g) {
       const double correction = m.key - sent;
       for (LinkId l : rc.links) links_[l].bytes += correction;
       member_erase(rc, 0);
+      note_class_change(c);
       --class_solve_[c].weight;
       for (LinkId l : rc.links) --links_[l].members;
       slot(m.flow).route_class = kNoSlot;
@@ -1312,6 +1477,7 @@ void FluidNetwork::set_link_bandwidth(LinkId link, Bandwidth bw) {
   if (!(bw.bytes_per_s > 0) || !std::isfinite(bw.bytes_per_s))
     throw InputError("network", "link bandwidth must be positive (fail the link instead)");
   links_[link].capacity = bw.bytes_per_s;
+  drop_saved_fill();  // its levels were of the old capacity
   if (sharing_ == Sharing::kMaxMin) evict_finished(link);
   const LinkId seed[] = {link};
   rebalance(seed);
@@ -1326,6 +1492,7 @@ void FluidNetwork::set_link_up(LinkId link, bool up) {
   MLSIM_CHECK(link < links_.size(), "link id out of range");
   router_.set_link_up(link, up);
   if (up) return;
+  drop_saved_fill();
   if (sharing_ == Sharing::kMaxMin) evict_finished(link);
   victims_.clear();
   for (const Entry& e : links_[link].flows)

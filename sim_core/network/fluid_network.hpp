@@ -113,11 +113,18 @@ class FluidNetwork final : public Network {
   struct SolveStats {
     std::uint64_t solves = 0, partial = 0, solved = 0;
     std::uint64_t group_rate_changes = 0, group_entries = 0;
+    std::uint64_t restarted = 0;  // solves that restarted the last filling (fill_restart_)
   };
   const SolveStats& solve_stats() const { return solve_stats_; }
   // Route classes: components of at most this many links are filled by a scan, larger ones with
   // a heap (both give the same allocation; tests force one or the other: 0 is always the heap).
   void set_scan_fill_max(std::size_t links) { scan_fill_max_ = links; }
+  // Route classes: a solve may restart the last solve's filling from the first link it changes
+  // instead of gathering the component again (on by default; tests compare both).
+  void set_fill_restart(bool on) {
+    fill_restart_ = on;
+    fill_saved_ = false;
+  }
 
  private:
   enum class State : std::uint8_t { kFree, kSending, kArriving, kFailing };
@@ -223,6 +230,9 @@ class FluidNetwork final : public Network {
     LinkId bottleneck = 0;      // the link that froze it in that solve
     std::uint32_t group = ~0u;  // its rate group, or ~0u
     std::uint32_t hops = 0;     // its route's length (the route is in class_route_ up to 6)
+    // Its place in `frozen_order_` when that holds it (the saved filling froze it), kFresh for a
+    // class made since the saved filling on its links, else anything (checked against the list).
+    std::uint32_t order_pos = ~0u;
   };
   // A class's route for the solve's walks: a copy in the flat `class_route_` (kRouteStride
   // slots per class) for routes of up to kRouteStride links, else the class record's. Reading
@@ -365,12 +375,54 @@ class FluidNetwork final : public Network {
   void fill_in_place();
   // fill_in_place's freezing of link l's unfrozen transfers and classes at `share`, and its
   // filling by a scan instead of a heap for components of at most kScanFillMax links.
-  template <bool kTouch>
+  template <bool kTouch, bool kLog>
   void freeze_at(LinkId l, double share);
+  void reserve_log();
+  template <bool kLog>
   void fill_by_scan();
   // 96: the benchmark's star (64 links) is scanned, fabrics of hundreds of links use the heap.
   static constexpr std::size_t kScanFillMax = 96;
   std::size_t scan_fill_max_ = kScanFillMax;
+  // Restarting the filling (fill_restart_). A filling freezes links in order of level; a change
+  // whose floor is x changes nothing frozen below x, so a solve can start from the state the last
+  // filling had when it reached x: each link's capacity left then (restored from `undo_`, the
+  // value each freeze overwrote) and its unfrozen count (the weights of the classes frozen from
+  // that step on, and of the classes made since). That replaces the walk that gathers the
+  // component. Kept only for a component of route classes alone (no transfer on its links' own
+  // lists) and dropped at any other change on its links (attach, bandwidth, link down).
+  struct FillStep {
+    double level;
+    std::uint32_t undo_begin, order_begin;
+  };
+  struct FillUndo {
+    double left;
+    LinkId link;
+  };
+  static constexpr std::uint32_t kFresh = ~1u;
+  bool fill_restart_ = true;
+  bool fill_saved_ = false;  // steps_, undo_ and frozen_order_ describe the saved links' filling
+  bool logging_ = false;     // the filling under way records them
+  double saved_base_ = 0;    // the filling kept every class below this rate (its first solve's)
+  std::uint32_t saved_gen_ = 0;
+  std::uint32_t pending_order_cut_ = ~0u;  // least place in frozen_order_ of a class changed
+  // undo_ and frozen_order_ hold undo_top_ and order_top_ entries (they only grow: the filling
+  // writes through pointers into room made by reserve_log or restart_fill).
+  std::uint32_t undo_top_ = 0, order_top_ = 0;
+  std::vector<FillStep> steps_;
+  std::vector<FillUndo> undo_;
+  std::vector<std::uint32_t> frozen_order_, new_classes_, link_saved_;
+  std::vector<LinkId> saved_links_;
+  bool link_in_saved(LinkId l) const { return fill_saved_ && link_saved_[l] == saved_gen_; }
+  bool route_touches_saved(std::span<const LinkId> route) const;
+  // A class gained or lost members: the saved filling must restart at or before its place.
+  // Inline: called at every join and leave (the groups case has no saved filling).
+  void note_class_change(std::uint32_t c) {
+    if (fill_saved_) note_saved_class_change(c);
+  }
+  void note_saved_class_change(std::uint32_t c);
+  void drop_saved_fill() { fill_saved_ = false; }
+  // The restarted solve: true if it ran (the saved filling applies to these seeds and floor).
+  bool restart_fill(std::span<const LinkId> seeds, double floor, double keep_below);
   // Gives the solved classes and transfers their new rates and events (apply_class_rates), then
   // refreshes the links' busy periods.
   void apply_rates();

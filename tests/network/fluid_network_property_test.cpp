@@ -553,3 +553,116 @@ TEST(FlowProperty, ScanAndHeapFillingsGiveTheSameAllocation) {
     }
   }
 }
+
+TEST(FlowProperty, RestartedFillingsEqualAFromScratchSolveAndTheGatheredOnes) {
+  // A solve may restart the last solve's filling from the first link the change moves
+  // (FluidNetwork::set_fill_restart) instead of gathering the component. Two traffics on a star
+  // of 24 senders and 24 receivers, each run with restarts on and off:
+  //   - open loop: 2,000 transfers arriving at random instants over 6 ms (about 25 per link:
+  //     route classes, partial solves), random cancellations and bandwidth changes (which drop
+  //     the saved filling; the next large solve saves one again). Every transfer must end within
+  //     1e-9 relative plus 2 ns of the run without restarts (the two sum the capacity left in
+  //     another order: the last bits differ), and every link carry the same bytes;
+  //   - closed loop (each delivery starts the next transfer, so the traffic depends on the end
+  //     times, which differ in the last bit: compared with a from-scratch solve only).
+  // In both, at 40 instants the rates must equal a from-scratch MaxMinSolver solve (1e-9), and
+  // with restarts on most solves must have restarted.
+  const Topology topo = build_topology(StarSpec{48, LinkSpec{Bandwidth{1e9}, Time::ns(500)}});
+  for (std::uint64_t seed = 1; seed <= 2; ++seed) {
+    std::vector<std::int64_t> ends[2];
+    std::vector<std::int64_t> carried[2];
+    for (int mode = 0; mode < 2; ++mode) {
+      const bool restart = mode == 1;
+      Harness h(topo, Sharing::kMaxMin, /*route_classes=*/true, seed, "fluid-restart-open");
+      h.net.set_fill_restart(restart);
+      RandomStream& rng = h.rng;
+      ends[mode].assign(2000, -1);
+      for (int i = 0; i < 2000; ++i) {
+        const auto src = static_cast<NodeId>(topo.hosts()[rng.below(24)]);
+        const auto dst = static_cast<NodeId>(topo.hosts()[24 + rng.below(24)]);
+        const Bytes bytes{static_cast<std::int64_t>(50'000 + rng.below(300'000))};
+        // The first 500 at once (the loaded state), the rest spread over 6 ms.
+        const Time at =
+            i < 500 ? Time::zero() : Time::ns(static_cast<std::int64_t>(rng.below(6'000'000)));
+        h.engine.schedule_at(at, [&h, &ends, mode, i, src, dst, bytes] {
+          h.ids.push_back(
+              h.net.start_transfer(src, dst, bytes, [&ends, mode, i](const TransferResult& r) {
+                ends[mode][static_cast<std::size_t>(i)] = r.failed ? -2 : r.finished.count_ns();
+              }));
+        });
+      }
+      for (int i = 0; i < 4; ++i) {
+        const auto l = static_cast<LinkId>(rng.below(h.links()));
+        const double bw = 4e8 + 1.2e9 * rng.uniform();
+        h.change_bandwidth_at(Time::ns(static_cast<std::int64_t>(rng.below(6'000'000))), l, bw);
+      }
+      for (int i = 0; i < 20; ++i) {
+        const double p = rng.uniform();
+        h.cancel_at(Time::ns(static_cast<std::int64_t>(rng.below(6'000'000))), p);
+      }
+      int shared = 0;
+      for (int step = 1; step <= 40; ++step) {
+        h.engine.run_until(Time::us(150 * step));
+        ASSERT_TRUE(h.rates_from_scratch(shared))
+            << "open loop, seed " << seed << " restart " << restart << " step " << step;
+      }
+      h.engine.run();
+      EXPECT_GT(shared, 10'000);
+      for (LinkId l = 0; l < h.links(); ++l)
+        carried[mode].push_back(h.net.link_stats(l).bytes_carried.count);
+      const auto& st = h.net.solve_stats();
+      if (restart) {
+        EXPECT_GT(st.restarted, st.solves / 2) << "seed " << seed;
+      } else {
+        EXPECT_EQ(st.restarted, 0u);
+      }
+    }
+    for (std::size_t i = 0; i < ends[0].size(); ++i) {
+      ASSERT_NE(ends[0][i], -1) << "transfer " << i << " never reported";
+      if (ends[0][i] < 0 || ends[1][i] < 0) {
+        EXPECT_EQ(ends[0][i], ends[1][i]) << "seed " << seed << " transfer " << i;
+        continue;
+      }
+      EXPECT_NEAR(static_cast<double>(ends[1][i]), static_cast<double>(ends[0][i]),
+                  1e-9 * static_cast<double>(ends[0][i]) + 2)
+          << "seed " << seed << " transfer " << i;
+    }
+    for (std::size_t l = 0; l < carried[0].size(); ++l)
+      EXPECT_NEAR(static_cast<double>(carried[1][l]), static_cast<double>(carried[0][l]),
+                  1 + 1e-9 * static_cast<double>(carried[0][l]))
+          << "seed " << seed << " link " << l;
+
+    for (int mode = 0; mode < 2; ++mode) {
+      const bool restart = mode == 1;
+      Harness h(topo, Sharing::kMaxMin, /*route_classes=*/true, seed, "fluid-restart-closed");
+      h.net.set_fill_restart(restart);
+      RandomStream& rng = h.rng;
+      int started = 0;
+      std::function<void()> start = [&] {
+        if (started == 2500) return;
+        ++started;
+        const auto src = static_cast<NodeId>(topo.hosts()[rng.below(24)]);
+        const auto dst = static_cast<NodeId>(topo.hosts()[24 + rng.below(24)]);
+        const Bytes bytes{static_cast<std::int64_t>(50'000 + rng.below(300'000))};
+        h.ids.push_back(
+            h.net.start_transfer(src, dst, bytes, [&](const TransferResult&) { start(); }));
+      };
+      for (int i = 0; i < 600; ++i) start();
+      for (int i = 0; i < 20; ++i) {
+        const double p = rng.uniform();
+        h.cancel_at(Time::ns(static_cast<std::int64_t>(rng.below(4'000'000))), p);
+      }
+      int shared = 0;
+      for (int step = 1; step <= 40; ++step) {
+        h.engine.run_until(Time::us(100 * step));
+        ASSERT_TRUE(h.rates_from_scratch(shared))
+            << "closed loop, seed " << seed << " restart " << restart << " step " << step;
+      }
+      h.engine.run();
+      EXPECT_GT(shared, 10'000);
+      if (restart) {
+        EXPECT_GT(h.net.solve_stats().restarted, h.net.solve_stats().solves / 2);
+      }
+    }
+  }
+}
