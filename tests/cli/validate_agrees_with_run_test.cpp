@@ -107,6 +107,10 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          // Who orders ByteScheduler's chunks: a known name (the bytescheduler variants), and
          // only under ByteScheduler (the fifo ones).
          {{"system.scheduling=\"sometimes\""}, "system.scheduling"},
+         // Two-level aggregation: a known value, ATP and DSA only, on the network path.
+         {{"system.levels=three"}, "system.levels"},
+         {{"system.levels=two_level", "system.policy=switchml"}, "system.levels"},
+         {{"system.levels=two_level", "system.data_path=packet"}, "system.levels"},
      }},
     {"llm_training",
      {
