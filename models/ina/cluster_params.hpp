@@ -90,8 +90,10 @@ struct ClusterParams {
   // (the rest is the shared pool); 0 = the SwitchML jobs' equal share per job [inferred].
   Bytes switchml_memory{0};
   bool selective_retransmission = true;  // DSA
-  // Cluster fabric only (ina_fabric.hpp): ATP/DSA jobs spanning racks aggregate first at each
-  // rack's ToR, then at the job's root switch (ATP's two-level aggregation).
+  // ATP's two-level aggregation (aggregation_levels.hpp): ATP/DSA jobs spanning racks aggregate
+  // first at each rack's ToR, then at the job's root switch: the PS's ToR in the cluster
+  // model's fabric (system.ina.levels), `switch_node` on the ina model's network path
+  // (system.levels).
   bool two_level = false;
   // DSA's control-plane priority (dsa_priority.hpp): per tensor (job intensity, then layers
   // nearer the input) or per job.

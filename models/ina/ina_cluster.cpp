@@ -32,6 +32,64 @@ double JobOutcome::mean_iteration_s() const {
          static_cast<double>(iteration_marks.size() - 1);
 }
 
+namespace {
+
+// The switch node hosting the program on the network path: system.switch_node, or the
+// topology's only switch (the scenario reader has checked either).
+NodeId program_switch(const ClusterParams& p, const Topology& topology) {
+  if (p.switch_node.empty()) {
+    NodeId switch_node = 0;
+    std::size_t switches = 0;
+    for (NodeId n = 0; n < topology.nodes().size(); ++n)
+      if (topology.node(n).kind == NodeKind::kSwitch) {
+        switch_node = n;
+        ++switches;
+      }
+    MLSIM_CHECK(switches == 1, "ina: no switch_node and not exactly one switch");
+    return switch_node;
+  }
+  const auto found = topology.find(p.switch_node);
+  MLSIM_CHECK(found.has_value(), "ina: unknown switch_node");
+  return *found;
+}
+
+}  // namespace
+
+// One switch of the two-level hierarchy (aggregation_levels.hpp) on the network path: the root
+// (the program's switch node, its policy in programs_) or a rack's switch with its own policy.
+class InaCluster::LevelSwitch final : public LevelPorts {
+ public:
+  LevelSwitch(InaCluster& cluster, NodeId node) : LevelPorts(node), cluster_(cluster) {}
+  std::unique_ptr<AggregationPolicy> policy;  // a rack's own (null at the root)
+
+  Time now() const override { return cluster_.engine_.now(); }
+  int workers_of(std::uint16_t job) const override { return cluster_.jobs_[job]->workers(); }
+  InaCounters& counters() override { return cluster_.counters_; }
+
+ protected:
+  const JobLevels* levels_of(std::uint16_t job) const override {
+    const JobLevels& l = cluster_.levels_[job];
+    return l.two_level() ? &l : nullptr;
+  }
+  std::int64_t packet_bytes_of(std::uint16_t job) const override {
+    return cluster_.format_[job].packet_bytes.count;
+  }
+  void to_switch(NodeId sw, const Packet& p, bool down) override {
+    cluster_.network_path_->between_switches(node(), sw, cluster_.ps_host(p.job), p, down);
+  }
+  void to_ps_host(const Packet& p) override {
+    cluster_.network_path_->from_switch_at(node(), cluster_.ps_host(p.job), p,
+                                           cluster_.lost(Hop::kSwitchToPs, p, 0));
+  }
+  void to_worker_host(const Packet& p, std::uint16_t w) override {
+    cluster_.network_path_->from_switch_at(node(), cluster_.worker_host(p.job, w), p,
+                                           cluster_.lost(Hop::kSwitchToWorker, p, w));
+  }
+
+ private:
+  InaCluster& cluster_;
+};
+
 struct InaCluster::OwnCompute {
   explicit OwnCompute(Engine& engine, std::size_t nodes)
       : speeds(nodes), hardware(nodes), compute(engine, hardware, speeds, costs) {}
@@ -92,6 +150,37 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
                      "only for a workload with both SwitchML and ATP/DSA jobs (the SwitchML "
                      "share of the aggregator memory)");
   }
+  // Two-level aggregation (aggregation_levels.hpp; the scenario reader refuses it on the packet
+  // path, with loss and with SwitchML, and names the paths): each job's hierarchy under the
+  // program's switch node as root, as the network path places the job's hosts.
+  if (p.two_level) {
+    if (p.data_path != DataPathKind::kNetwork || !network || !topology)
+      throw InputError("system.levels", "two_level needs system.data_path \"network\"");
+    if (switchml_jobs > 0)
+      throw InputError("system.levels",
+                       "two_level is for ATP and DSA jobs: SwitchML aggregates at one switch "
+                       "(static slots per job, no PS to send a rack's partial on to)");
+    if (loss_.enabled())
+      throw InputError("system.loss_rate", "loss is not modelled with two_level aggregation");
+    const NodeId root = program_switch(p, *topology);
+    std::size_t host = 0;
+    bool spans = false;
+    for (const JobSpec& spec : p.jobs) {
+      std::vector<NodeId> tors;
+      for (int w = 0; w < spec.workers; ++w)
+        tors.push_back(tor_of(*topology, topology->hosts().at(host + static_cast<std::size_t>(w))));
+      host += static_cast<std::size_t>(spec.workers) + 1;
+      levels_.emplace_back(root, tors);
+      spans |= levels_.back().two_level();
+    }
+    if (!spans)
+      throw InputError("system.levels",
+                       "two_level needs racks: no job has a worker under a ToR other than '" +
+                           topology->node(root).name + "', the program's switch");
+    root_ = std::make_unique<LevelSwitch>(*this, root);
+  } else {
+    levels_.resize(p.jobs.size());
+  }
   policy_of_job_.assign(p.jobs.size(), nullptr);
   if (switchml_jobs > 0) {
     const Format& f = *std::find_if(format_.begin(), format_.end(), [](const Format& x) {
@@ -123,12 +212,23 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
         (p.aggregator_memory.count - switchml_memory) / aggregator_bytes / f.burst_packets;
     if (units < 1)
       throw InputError("system.aggregator_memory", "too little memory for one aggregator");
-    std::unique_ptr<AggregationPolicy> policy;
-    if (f.policy == PolicyKind::kDsa)
-      policy = std::make_unique<DsaPolicy>(*this, static_cast<std::size_t>(units));
-    else
-      policy = std::make_unique<AtpPolicy>(*this, static_cast<std::size_t>(units));
-    programs_.push_back({std::move(policy), f.burst_packets, aggregator_bytes});
+    const auto make = [&](SwitchPorts& ports) -> std::unique_ptr<AggregationPolicy> {
+      if (f.policy == PolicyKind::kDsa)
+        return std::make_unique<DsaPolicy>(ports, static_cast<std::size_t>(units));
+      return std::make_unique<AtpPolicy>(ports, static_cast<std::size_t>(units));
+    };
+    programs_.push_back({make(root_ ? static_cast<SwitchPorts&>(*root_) : *this), f.burst_packets,
+                         aggregator_bytes});
+    // Each rack's switch: the same register memory, its own pool [assumed, as the cluster
+    // model's fabric: every ToR has its aggregators].
+    for (const JobLevels& l : levels_)
+      for (const NodeId rack : l.lower) {
+        auto& s = racks_[rack];
+        if (s) continue;
+        s = std::make_unique<LevelSwitch>(*this, rack);
+        s->policy = make(*s);
+        s->policy->set_pipeline_latency(p.switch_latency);
+      }
   }
   for (Program& prog : programs_) {
     prog.policy->set_pipeline_latency(p.switch_latency);
@@ -265,25 +365,16 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
   } else {
     MLSIM_CHECK(network && topology, "the ina network path without a network");
     MLSIM_CHECK(topology->hosts().size() >= hosts, "ina: fewer topology hosts than placed");
-    NodeId switch_node = 0;
-    if (p.switch_node.empty()) {
-      std::size_t switches = 0;
-      for (NodeId n = 0; n < topology->nodes().size(); ++n)
-        if (topology->node(n).kind == NodeKind::kSwitch) {
-          switch_node = n;
-          ++switches;
-        }
-      MLSIM_CHECK(switches == 1, "ina: no switch_node and not exactly one switch");
-    } else {
-      const auto found = topology->find(p.switch_node);
-      MLSIM_CHECK(found.has_value(), "ina: unknown switch_node");
-      switch_node = *found;
-    }
+    const NodeId switch_node = program_switch(p, *topology);
     std::vector<NodeId> host_nodes(topology->hosts().begin(),
                                    topology->hosts().begin() + static_cast<std::ptrdiff_t>(hosts));
-    path_ = std::make_unique<NetworkPath>(engine_, *network, *topology, switch_node,
-                                          std::move(host_nodes), *this, *program,
-                                          std::move(host_packet_bytes), p.ecn_threshold_bytes);
+    auto path = std::make_unique<NetworkPath>(engine_, *network, *topology, switch_node,
+                                              std::move(host_nodes), *this, *program,
+                                              std::move(host_packet_bytes), p.ecn_threshold_bytes);
+    for (auto& [node, rack] : racks_) path->host_program(node, *rack->policy);
+    if (root_) path->keep_order();
+    network_path_ = path.get();
+    path_ = std::move(path);
   }
 }
 
@@ -293,7 +384,7 @@ void InaCluster::start() {
   for (auto& job : jobs_) {
     InaJob* j = job.get();
     engine_.schedule_at(params_.jobs[j->id()].arrival, [this, j] {
-      policy_of_job_[j->id()]->job_started(j->id());
+      for_each_policy_of(j->id(), [&](AggregationPolicy& a) { a.job_started(j->id()); });
       j->start();
     });
   }
@@ -324,18 +415,34 @@ bool InaCluster::lost(Hop hop, const Packet& p, std::uint16_t to) {
 }
 
 void InaCluster::send_from_worker(const Packet& p) {
-  path_->to_switch(worker_host(p.job, p.worker), p, /*forwarded=*/false,
-                   lost(Hop::kWorkerToSwitch, p, 0));
+  const bool dropped = lost(Hop::kWorkerToSwitch, p, 0);
+  const JobLevels& l = levels_[p.job];
+  if (l.two_level())  // to the worker's own ToR first
+    network_path_->to_switch_at(worker_host(p.job, p.worker), l.first_switch(p.worker), p, dropped);
+  else
+    path_->to_switch(worker_host(p.job, p.worker), p, /*forwarded=*/false, dropped);
+}
+
+template <typename F>
+void InaCluster::for_each_policy_of(std::uint16_t job, F f) {
+  f(*policy_of_job_[job]);
+  for (const NodeId rack : levels_[job].lower) f(*racks_.at(rack)->policy);
+}
+
+AggregationPolicy& InaCluster::rack_program(std::size_t i) {
+  MLSIM_CHECK(i < racks_.size(), "no such rack program");
+  return *std::next(racks_.begin(), static_cast<std::ptrdiff_t>(i))->second->policy;
+}
+
+NodeId InaCluster::rack_node(std::size_t i) const {
+  MLSIM_CHECK(i < racks_.size(), "no such rack program");
+  return std::next(racks_.begin(), static_cast<std::ptrdiff_t>(i))->first;
 }
 
 void InaCluster::to_ps(const Packet& p) {
   MLSIM_CHECK(policy_of_job_[p.job]->uses_parameter_server(), "a policy without PS sent to the PS");
   // Fallback traffic: everything but the aggregates the switch completed itself.
-  const bool complete_aggregate =
-      p.kind == PacketKind::kPartial && p.bitmap == full_bitmap(jobs_[p.job]->workers());
-  if (!complete_aggregate)
-    counters_.ps_fallback_bytes +=
-        static_cast<std::uint64_t>(p.packets) * format_[p.job].packet_bytes.count;
+  count_ps_fallback(counters_, p, jobs_[p.job]->workers(), format_[p.job].packet_bytes.count);
   path_->from_switch(ps_host(p.job), p, lost(Hop::kSwitchToPs, p, 0));
 }
 
@@ -378,10 +485,12 @@ void InaCluster::at_host(std::size_t host, const Packet& p) {
 }
 
 void InaCluster::job_finished(InaJob& job) {
-  if (job.failed())
-    policy_of_job_[job.id()]->job_aborted(job.id());
-  else
-    policy_of_job_[job.id()]->job_finished(job.id());
+  for_each_policy_of(job.id(), [&](AggregationPolicy& a) {
+    if (job.failed())
+      a.job_aborted(job.id());
+    else
+      a.job_finished(job.id());
+  });
   JobOutcome o;
   const JobSpec& spec = params_.jobs[job.id()];
   o.model = spec.model;
@@ -484,6 +593,20 @@ void InaCluster::report(Results& out) const {
   out.set_metric("late_retransmissions", static_cast<double>(c.late_retransmissions));
   out.set_metric("result_reanswers", static_cast<double>(c.result_reanswers));
   out.set_metric("burst_packets", burst_packets());
+  if (root_) {
+    // Two levels: the figures above are the root's pool; the racks' switches' own.
+    double occupancy = 0, idle = 0;
+    for (const auto& [node, rack] : racks_) {
+      occupancy += rack->policy->pool().mean_occupancy(end);
+      idle += rack->policy->pool().mean_idle_reserved(end);
+    }
+    const auto racks = static_cast<double>(racks_.size());
+    out.set_metric("rack_switches", racks);
+    out.set_metric("rack_aggregator_occupancy_mean", occupancy / racks);
+    out.set_metric("rack_aggregator_idle_reserved_mean", idle / racks);
+    out.set_metric("upward_packets", static_cast<double>(c.upward_packets));
+    out.details()["levels"] = "two_level";
+  }
   out.details()["jobs"] = std::move(table);
   if (const auto iv = programs_.size() == 1 ? pool.intervals(end) : std::nullopt) {
     // One row per interval, stamped with its start.

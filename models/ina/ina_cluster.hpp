@@ -7,10 +7,17 @@
 // default, because INA's per-packet timing is the mechanism under study), or transfers of the
 // scenario's network backend to the switch node that hosts the program (network_path.hpp).
 // Packets may be lost (packet_loss.hpp); every policy recovers through its timeouts.
+//
+// Two-level aggregation (params.two_level, network path, ATP and DSA; aggregation_levels.hpp,
+// the cluster model's implementation): the program on the switch node stays every job's root,
+// and every other ToR holding workers of a job runs a program with its own pool too (the same
+// aggregator memory per switch), completing its rack's partial and sending it up to the root.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
+#include "models/ina/aggregation_levels.hpp"
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/data_path.hpp"
 #include "models/ina/ina_job.hpp"
@@ -23,6 +30,8 @@
 #include "sim_core/run/results.hpp"
 
 namespace mlsim::ina {
+
+class NetworkPath;
 
 struct JobOutcome {
   std::string model;
@@ -69,6 +78,12 @@ class InaCluster : public SwitchPorts, public HostEnds {
   AggregationPolicy& program(std::size_t i) { return *programs_.at(i).policy; }
   std::size_t programs() const { return programs_.size(); }
   AggregationPolicy& policy_of(std::uint16_t job) { return *policy_of_job_.at(job); }
+  // Two-level aggregation: the rack switches' programs (every ToR but the root that holds a
+  // worker of a job spanning racks), by switch node; and a job's hierarchy.
+  std::size_t rack_programs() const { return racks_.size(); }
+  AggregationPolicy& rack_program(std::size_t i);
+  NodeId rack_node(std::size_t i) const;
+  const JobLevels& levels(std::uint16_t job) const { return levels_.at(job); }
   const std::vector<JobOutcome>& outcomes() const { return outcomes_; }
   // DSA's communication intensity of job j (dsa_priority.hpp): ideal comm / compute per iteration.
   double communication_intensity(std::size_t j) const { return intensity_.at(j); }
@@ -99,6 +114,9 @@ class InaCluster : public SwitchPorts, public HostEnds {
   // Draws the loss of a packet on `hop` (counting it); `to` is the receiving worker.
   bool lost(Hop hop, const Packet& p, std::uint16_t to);
   void send_from_worker(const Packet& p);
+  // Every policy that holds aggregators of `job`: the root's and its racks' switches'.
+  template <typename F>
+  void for_each_policy_of(std::uint16_t job, F f);
   void send_from_ps(const Packet& p);
   void job_finished(InaJob& job);
 
@@ -136,6 +154,13 @@ class InaCluster : public SwitchPorts, public HostEnds {
   };
   std::vector<HostRole> host_role_;
   std::unique_ptr<DataPath> path_;
+  // Two-level aggregation: per job its hierarchy (one switch when it spans no rack), the root's
+  // and each rack's switch as SwitchPorts with the rack's own program, and the network path.
+  class LevelSwitch;
+  std::vector<JobLevels> levels_;
+  std::unique_ptr<LevelSwitch> root_;
+  std::map<NodeId, std::unique_ptr<LevelSwitch>> racks_;
+  NetworkPath* network_path_ = nullptr;
   std::vector<JobOutcome> outcomes_;
   std::size_t finished_jobs_ = 0, failed_jobs_ = 0;
   Time last_finish_;

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <deque>
 
+#include "models/ina/aggregation_levels.hpp"
 #include "models/ina/atp_policy.hpp"
 #include "models/ina/dsa_policy.hpp"
 #include "models/ina/parameter_server.hpp"
 #include "models/ina/switchml_policy.hpp"
 #include "sim_core/base/error.hpp"
-#include "sim_core/network/host_access_links.hpp"
 
 namespace mlsim::ina {
 
@@ -17,12 +17,10 @@ struct InaFabric::Job {
   PolicyKind policy = PolicyKind::kAtp;
   NodeId sw = 0;  // the aggregation switch (the root under two-level aggregation)
   std::vector<NodeId> workers;
-  // Two-level aggregation: each worker's ToR, and per ToR the bitmap of the job's workers under
-  // it; `lower` are the ToRs other than `sw` that hold workers of the job.
-  bool two_level = false;
-  std::vector<NodeId> tor;
-  std::map<NodeId, std::uint32_t> rack_bitmap;
-  std::vector<NodeId> lower;
+  // Two-level aggregation (aggregation_levels.hpp): the ToRs other than `sw` that hold workers
+  // of the job; empty (one switch) otherwise.
+  JobLevels levels;
+  const JobLevels* two_level() const { return levels.two_level() ? &levels : nullptr; }
   NodeId ps_host = 0;
   Bytes packet_bytes;
   std::unique_ptr<InaSync> sync;
@@ -33,11 +31,11 @@ struct InaFabric::Job {
 };
 
 // One switch's program: SwitchML's partitions and/or the shared ATP or DSA pool, each packet to
-// its job's policy (as job_dispatch.hpp, with jobs that come and go).
-struct InaFabric::Switch final : SwitchPorts, SwitchProgram<Packet> {
-  Switch(InaFabric& f, NodeId n) : fabric(f), node(n) {}
+// its job's policy (as job_dispatch.hpp, with jobs that come and go), routed by the job's
+// aggregation levels (aggregation_levels.hpp).
+struct InaFabric::Switch final : LevelPorts, SwitchProgram<Packet> {
+  Switch(InaFabric& f, NodeId n) : LevelPorts(n), fabric(f) {}
   InaFabric& fabric;
-  NodeId node;
   std::unique_ptr<SwitchMlPolicy> switchml;
   std::unique_ptr<AtpPolicy> shared;
   std::deque<std::uint16_t> waiting;  // SwitchML jobs waiting for a partition, in arrival order
@@ -56,41 +54,21 @@ struct InaFabric::Switch final : SwitchPorts, SwitchProgram<Packet> {
   int workers_of(std::uint16_t id) const override {
     return static_cast<int>(job(id).workers.size());
   }
-  std::uint32_t full_of(std::uint16_t id) const override {
-    const Job& j = job(id);
-    if (j.two_level && node != j.sw) return j.rack_bitmap.at(node);
-    return full_bitmap(static_cast<int>(j.workers.size()));
-  }
-  // Under two-level aggregation a rack's switch sends everything bound for the PS (its rack's
-  // complete partial, a partial it flushes or evicts, a gradient it could not aggregate, a
-  // retransmission) to the job's root switch instead, which may still aggregate it.
-  void to_ps(const Packet& p) override {
-    const Job& j = job(p.job);
-    if (j.two_level && node != j.sw) {
-      fabric.counters_.upward_packets += p.packets;
-      fabric.send(node, j.sw, p, /*ecn_check=*/false);
-      return;
-    }
-    const bool complete_aggregate = p.kind == PacketKind::kPartial &&
-                                    p.bitmap == full_bitmap(static_cast<int>(j.workers.size()));
-    if (!complete_aggregate)
-      fabric.counters_.ps_fallback_bytes +=
-          static_cast<std::uint64_t>(p.packets) * static_cast<std::uint64_t>(j.packet_bytes.count);
-    fabric.send(node, j.ps_host, p, /*ecn_check=*/false);
-  }
-  // A result goes to the workers under this switch and, from the root of a two-level job, one
-  // copy down to each other rack's switch, which releases its aggregator and multicasts it on.
-  void multicast(const Packet& p) override {
-    const Job& j = job(p.job);
-    for (std::size_t w = 0; w < j.workers.size(); ++w)
-      if (!j.two_level || j.tor[w] == node) to_worker(p, static_cast<std::uint16_t>(w));
-    if (j.two_level && node == j.sw)
-      for (const NodeId l : j.lower) fabric.send(node, l, p, /*ecn_check=*/true);
-  }
-  void to_worker(const Packet& p, std::uint16_t w) override {
-    fabric.send(node, job(p.job).workers.at(w), p, /*ecn_check=*/true);
-  }
   InaCounters& counters() override { return fabric.counters_; }
+  // LevelPorts
+  const JobLevels* levels_of(std::uint16_t id) const override { return job(id).two_level(); }
+  std::int64_t packet_bytes_of(std::uint16_t id) const override {
+    return job(id).packet_bytes.count;
+  }
+  void to_switch(NodeId sw, const Packet& p, bool down) override {
+    fabric.send(node(), sw, p, /*ecn_check=*/down);
+  }
+  void to_ps_host(const Packet& p) override {
+    fabric.send(node(), job(p.job).ps_host, p, /*ecn_check=*/false);
+  }
+  void to_worker_host(const Packet& p, std::uint16_t w) override {
+    fabric.send(node(), job(p.job).workers.at(w), p, /*ecn_check=*/true);
+  }
   // SwitchProgram
   void on_message(const Packet& p, NodeId from) override {
     Job* j = fabric.find(p.job);
@@ -216,7 +194,7 @@ NodeId InaFabric::rack_of(NodeId node) const {
 }
 
 NodeId InaFabric::switch_of(NodeId host) const {
-  return topology_.link(host_access_links(topology_, host, "an INA worker").up).dst;
+  return tor_of(topology_, host);
 }
 
 InaFabric::Switch& InaFabric::switch_at(NodeId node) {
@@ -268,14 +246,10 @@ std::unique_ptr<training::GradientSync> InaFabric::attach(std::size_t model,
   job->workers = std::move(workers);
   if (params_.two_level && m.policy != PolicyKind::kSwitchMl) {
     // Rack-local first level (ATP, docs/cluster.md): every ToR that holds workers of the job.
-    for (std::size_t w = 0; w < job->workers.size(); ++w) {
-      const NodeId t = switch_of(job->workers[w]);
-      job->tor.push_back(t);
-      if (!job->rack_bitmap.count(t) && t != job->sw) job->lower.push_back(t);
-      job->rack_bitmap[t] |= 1u << w;
-    }
-    job->two_level = !job->lower.empty();
-    for (const NodeId l : job->lower) switch_at(l);
+    std::vector<NodeId> tors;
+    for (const NodeId w : job->workers) tors.push_back(switch_of(w));
+    job->levels = JobLevels(job->sw, tors);
+    for (const NodeId l : job->levels.lower) switch_at(l);
   }
   job->ps_host = job->workers.front();  // colocated with the first worker [assumed]
   job->packet_bytes = packet_bytes_[static_cast<std::size_t>(m.policy)];
@@ -296,13 +270,13 @@ std::unique_ptr<training::GradientSync> InaFabric::attach(std::size_t model,
   sender.retransmission_timeout = switchml ? params_.switchml_timeout : params_.atp_timeout;
   sender.slot_window = switchml ? switchml_slots_per_job() : 0;
   const std::uint16_t id = job->id;
-  job->sync =
-      std::make_unique<InaSync>(engine_, events, id, m.plan, static_cast<int>(job->workers.size()),
-                                m.priority, sender, counters_, [this, id](const Packet& q) {
-                                  Job& j = *find(id);
-                                  send(j.workers[q.worker], j.two_level ? j.tor[q.worker] : j.sw, q,
-                                       /*ecn_check=*/false);
-                                });
+  job->sync = std::make_unique<InaSync>(
+      engine_, events, id, m.plan, static_cast<int>(job->workers.size()), m.priority, sender,
+      counters_, [this, id](const Packet& q) {
+        Job& j = *find(id);
+        send(j.workers[q.worker], j.two_level() ? j.levels.first_switch(q.worker) : j.sw, q,
+             /*ecn_check=*/false);
+      });
   if (!switchml)
     job->ps = std::make_unique<ParameterServer>(
         id, static_cast<int>(job->workers.size()),
@@ -339,7 +313,7 @@ void InaFabric::detach(std::uint16_t id) {
     // Frees whatever it still holds (every aggregator, its SwitchML partition); later packets
     // of the job are dropped where they arrive.
     s.policy_of(j).job_aborted(id);
-    for (const NodeId l : j.lower) switches_.at(l)->policy_of(j).job_aborted(id);
+    for (const NodeId l : j.levels.lower) switches_.at(l)->policy_of(j).job_aborted(id);
   } else {
     s.waiting.erase(std::find(s.waiting.begin(), s.waiting.end(), id));
   }

@@ -93,6 +93,23 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   }
   const SwitchSpec& sw = hardware.switch_spec(system.string("switch"), system.path_of("switch"));
   p.data_path = ina_policies().data_paths.choose_or(system, "data_path", "packet").value;
+  // ATP's two-level aggregation (aggregation_levels.hpp, docs/ina.md "Two-level aggregation"):
+  // a first level at every other ToR holding a job's workers, under the program's switch.
+  const std::string levels = system.string_or("levels", "one_switch");
+  if (levels != "one_switch" && levels != "two_level")
+    throw InputError(system.path_of("levels"),
+                     "must be \"one_switch\" (the default) or "
+                     "\"two_level\", not \"" +
+                         levels + "\"");
+  p.two_level = levels == "two_level";
+  if (p.two_level && p.data_path != DataPathKind::kNetwork)
+    throw InputError(system.path_of("levels"),
+                     "two_level runs on the network data path (system.data_path \"network\" on "
+                     "a topology with racks); the packet path is one switch");
+  if (p.two_level && p.policy == PolicyKind::kSwitchMl)
+    throw InputError(system.path_of("levels"),
+                     "two_level is for ATP and DSA: SwitchML aggregates at one switch (static "
+                     "slots per job, no PS to send a rack's partial on to)");
   Link host_link;
   if (p.data_path == DataPathKind::kPacket) {
     // The packet path's links are the model's own: a backend the scenario names would be
@@ -139,6 +156,9 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   p.include_input_layers = system.boolean_or("include_input_layers", false);
   // Per wire packet per hop; loss draws come from the "ina.loss" stream of the scenario seed.
   p.loss_rate = system.number_or("loss_rate", 0.0, 0.0, 0.5);
+  if (p.two_level && p.loss_rate > 0)
+    throw InputError(system.path_of("loss_rate"),
+                     "loss is not modelled with system.levels \"two_level\"");
   p.seed = seed;
   p.occupancy_interval = system.duration_or("occupancy_interval", "0s");
 
@@ -208,6 +228,10 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     spec.model = j.string("model");
     // A job's own aggregation policy (SwitchML beside ATP or DSA on one switch).
     if (j.has("policy")) spec.policy = ina_policies().policies.choose(j, "policy").value;
+    if (p.two_level && spec.policy == PolicyKind::kSwitchMl)
+      throw InputError(j.path_of("policy"),
+                       "a SwitchML job with system.levels \"two_level\" (SwitchML aggregates "
+                       "at one switch)");
     std::filesystem::path file = j.string("profile");
     if (file.is_relative()) file = scenario_dir / file;
     auto& profile = profiles[file];

@@ -77,8 +77,11 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.aggregator_memory=0B"}, "system.aggregator_memory"},
          {{"system.aggregator_memory=-1KiB"}, "system.aggregator_memory"},
          {{"system.aggregator_memory=1000000TB"}, "system.aggregator_memory"},
-         {{"system.policy=switchml", "system.aggregator_memory=1KiB"}, "system.aggregator_memory"},
-         {{"system.policy=switchml", "system.switchml.partitions=1"}, "system.switchml.partitions"},
+         // (SwitchML's cases on one switch: the two_level variants refuse SwitchML first.)
+         {{"system.policy=switchml", "system.levels=one_switch", "system.aggregator_memory=1KiB"},
+          "system.aggregator_memory"},
+         {{"system.policy=switchml", "system.levels=one_switch", "system.switchml.partitions=1"},
+          "system.switchml.partitions"},
          {{"system.burst_values=1000000"}, "system.aggregator_memory"},
          {{"system.burst_values=0"}, "system.burst_values"},
          {{"system.policy=sharp"}, "system.policy"},
@@ -97,16 +100,21 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
            "system.credit=1000"},
           "system.partition"},
          {{"system.scheduler=fifo", "system.partition=1000000"}, "system.partition"},
-         {{"system.policy=switchml", "system.scheduler=bytescheduler", "system.partition=1000000",
-           "system.credit=1000000"},
+         {{"system.policy=switchml", "system.levels=one_switch", "system.scheduler=bytescheduler",
+           "system.partition=1000000", "system.credit=1000000"},
           "system.scheduler"},
          {{"workload.jobs[0].policy=atp", "workload.jobs[1].policy=dsa"}, "workload.jobs"},
-         {{"workload.jobs[1].policy=switchml", "system.switchml.memory=1MiB"},
+         {{"workload.jobs[1].policy=switchml", "system.levels=one_switch",
+           "system.switchml.memory=1MiB"},
           "system.switchml.memory"},
          {{"system.switchml.memory=1KiB"}, "system.switchml.memory"},
          // Who orders ByteScheduler's chunks: a known name (the bytescheduler variants), and
          // only under ByteScheduler (the fifo ones).
          {{"system.scheduling=\"sometimes\""}, "system.scheduling"},
+         // Two-level aggregation: a known value, ATP and DSA only, on the network path.
+         {{"system.levels=three"}, "system.levels"},
+         {{"system.levels=two_level", "system.policy=switchml"}, "system.levels"},
+         {{"system.levels=two_level", "system.data_path=packet"}, "system.levels"},
      }},
     {"llm_training",
      {

@@ -44,22 +44,7 @@ Workload random_workload(std::uint64_t seed, PolicyKind policy, int burst_values
   p.atp_timeout = Time::us(200 + 200 * static_cast<std::int64_t>(rng.below(5)));
   // DSA: both readings of its priority (dsa_priority.hpp), per tensor on odd seeds.
   p.dsa_priority = seed % 2 ? DsaPriorityKind::kTensor : DsaPriorityKind::kJob;
-  const int jobs = 2 + static_cast<int>(rng.below(3));
-  std::size_t host = 0;  // the job's first worker's host
-  for (int j = 0; j < jobs; ++j) {
-    const long values = 2000 + static_cast<long>(rng.below(20000));
-    auto profile = rng.uniform() < 0.5
-                       ? two_layers(values)
-                       : one_layer(0.05 + rng.uniform() * 0.5, 0.05 + rng.uniform() * 0.5, values);
-    JobSpec spec =
-        job(profile, 2 + static_cast<int>(rng.below(4)), 2 + static_cast<int>(rng.below(3)),
-            Time::us(static_cast<std::int64_t>(rng.below(300))));
-    for (int k = 0; k < spec.workers; ++k)
-      w.speeds.set_speed(static_cast<NodeId>(host + static_cast<std::size_t>(k)),
-                         1 / (1.0 + rng.uniform() * 0.3));
-    host += static_cast<std::size_t>(spec.workers) + 1;  // and the job's PS
-    p.jobs.push_back(spec);
-  }
+  const int jobs = add_random_jobs(rng, p, w.speeds);
   // Scarce: room for a few dozen ATP aggregators (SwitchML gets the same bytes).
   p.aggregator_memory = Bytes{(16 + static_cast<std::int64_t>(rng.below(64))) * 2048 * jobs};
   w.label =

@@ -8,9 +8,11 @@
 #include <map>
 
 #include "models/ina/arrival_trace.hpp"
+#include "models/ina/ina_cluster.hpp"
 #include "models/ina/ina_model.hpp"
 #include "models/ina/register.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/network/topology_spec.hpp"
 #include "tests/support/host_gpus.hpp"
@@ -53,6 +55,18 @@ ClusterParams parse(json doc, const Topology& topology,
   system.finish();
   workload.finish();
   return p;
+}
+
+// Parsing `doc` on `t` over `n` is refused at `path` with a message containing `words`.
+void expect_parse_error(json doc, const Topology& t, const NetworkSpec& n, const std::string& path,
+                        const std::string& words) {
+  try {
+    parse(std::move(doc), t, n);
+    ADD_FAILURE() << "no error for " << path;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.path(), path) << e.what();
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+  }
 }
 
 json minimal() {
@@ -322,16 +336,7 @@ TEST(InaScenario, ShippedStudyScenarioParses) {
 // that can end transfers at a switch node, and on a topology with several switches the name of
 // the one hosting the program.
 TEST(InaScenario, DataPathAndBackendAgreeOrTheScenarioIsRefused) {
-  auto expect_error = [](json doc, const Topology& t, const NetworkSpec& n, const std::string& path,
-                         const std::string& words) {
-    try {
-      parse(std::move(doc), t, n);
-      ADD_FAILURE() << "no error for " << path;
-    } catch (const InputError& e) {
-      EXPECT_EQ(e.path(), path) << e.what();
-      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
-    }
-  };
+  const auto expect_error = expect_parse_error;
   NetworkSpec named_flow;
   named_flow.backend = "flow";
   named_flow.backend_explicit = true;
@@ -362,6 +367,59 @@ TEST(InaScenario, DataPathAndBackendAgreeOrTheScenarioIsRefused) {
   d = minimal();
   d["system"]["switch_node"] = "leaf0";  // only the network path reads it
   expect_error(d, star(9), NetworkSpec{}, "system.switch_node", "");
+}
+
+// Two-level aggregation (system.levels): a known value, only on the network path, only for ATP
+// and DSA (SwitchML aggregates at one switch), without loss, and only where some job has
+// workers under another ToR than the program's switch; each refusal names its path.
+TEST(InaScenario, TwoLevelAggregationIsCheckedByPath) {
+  const auto expect_error = expect_parse_error;
+  NetworkSpec flow;
+  flow.backend = "flow";
+  flow.backend_explicit = true;
+  flow.hosts_switch_programs = true;
+  const Topology racks = build_topology(LeafSpineSpec{
+      2, 5, 1, 1.0, LinkSpec{parse_bandwidth("100Gbps"), Time::ns(500)}, Time::ns(500)});
+  json d = minimal();
+  EXPECT_FALSE(parse(d, star(9)).two_level);  // one switch by default
+  d["system"]["levels"] = "three";
+  expect_error(d, star(9), NetworkSpec{}, "system.levels", "\"one_switch\" (the default) or");
+  d["system"]["levels"] = "two_level";  // on the packet path
+  expect_error(d, star(9), NetworkSpec{}, "system.levels", "network data path");
+  d["system"]["data_path"] = "network";
+  d["system"]["switch_node"] = "leaf0";
+  EXPECT_TRUE(parse(d, racks, flow).two_level);
+  json sml = d;
+  sml["system"]["policy"] = "switchml";
+  expect_error(sml, racks, flow, "system.levels", "SwitchML aggregates at one switch");
+  sml = d;
+  sml["workload"]["jobs"][0]["policy"] = "switchml";
+  expect_error(sml, racks, flow, "workload.jobs[0].policy", "SwitchML aggregates at one switch");
+  json lossy = d;
+  lossy["system"]["loss_rate"] = 0.01;
+  expect_error(lossy, racks, flow, "system.loss_rate", "not modelled");
+
+  // No racks: the built cluster finds that no job has a worker outside the root's rack (all 9
+  // hosts under leaf0 of racks of 10; the one switch of a star).
+  const auto build_error = [&](const Topology& t, json doc) -> std::string {
+    const ClusterParams p = parse(std::move(doc), t, flow);
+    Engine engine;
+    FluidNetwork network(engine, t, Sharing::kMaxMin);
+    try {
+      InaCluster cluster(engine, p, &network, &t);
+      return "no error";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.path(), "system.levels") << e.what();
+      return e.what();
+    }
+  };
+  const Topology wide_racks = build_topology(LeafSpineSpec{
+      2, 10, 1, 1.0, LinkSpec{parse_bandwidth("100Gbps"), Time::ns(500)}, Time::ns(500)});
+  EXPECT_NE(build_error(wide_racks, d).find("two_level needs racks"), std::string::npos);
+  json on_star = d;
+  on_star["system"].erase("switch_node");
+  EXPECT_NE(build_error(star(9), on_star).find("two_level needs racks"), std::string::npos);
+  EXPECT_EQ(build_error(racks, d), "no error");
 }
 
 // Host costs are read as the collective layer reads them; only the PS summing rate applies.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "models/ina/cluster_params.hpp"
+#include "sim_core/engine/random.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/network/aggregator_slots.hpp"
@@ -78,6 +79,30 @@ inline JobSpec job(std::shared_ptr<const DnnProfile> profile, int workers, int i
   j.iterations = iterations;
   j.arrival = arrival;
   return j;
+}
+
+// 2-4 jobs of 2-5 workers, one or two layers of 2,000-22,000 values each, 2-4 iterations,
+// arriving within 300 us, each worker 0-30% slow; placed as the cluster places them (each job's
+// workers, then its PS): appended to `p.jobs`, the workers' speeds set in `speeds`. Returns the
+// number of jobs. The random workloads of the property tests.
+inline int add_random_jobs(RandomStream& rng, ClusterParams& p, HostSpeeds& speeds) {
+  const int jobs = 2 + static_cast<int>(rng.below(3));
+  std::size_t host = 0;  // the job's first worker's host
+  for (int j = 0; j < jobs; ++j) {
+    const long values = 2000 + static_cast<long>(rng.below(20000));
+    auto profile = rng.uniform() < 0.5
+                       ? two_layers(values)
+                       : one_layer(0.05 + rng.uniform() * 0.5, 0.05 + rng.uniform() * 0.5, values);
+    JobSpec spec =
+        job(profile, 2 + static_cast<int>(rng.below(4)), 2 + static_cast<int>(rng.below(3)),
+            Time::us(static_cast<std::int64_t>(rng.below(300))));
+    for (int k = 0; k < spec.workers; ++k)
+      speeds.set_speed(static_cast<NodeId>(host + static_cast<std::size_t>(k)),
+                       1 / (1.0 + rng.uniform() * 0.3));
+    host += static_cast<std::size_t>(spec.workers) + 1;  // and the job's PS
+    p.jobs.push_back(spec);
+  }
+  return jobs;
 }
 
 // Switch memory for exactly one ATP/DSA aggregator (62 fp32 values): the base case of the
