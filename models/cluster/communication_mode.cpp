@@ -396,13 +396,8 @@ void CommunicationMode::on_watchdog(std::uint64_t id, std::uint64_t serial) {
     arm_watchdog(id, live);
     return;
   }
-  ++stalled_;
-  stalled_jobs_.push_back({{"job", id},
-                           {"model", params_.models[static_cast<std::size_t>(live.model)].name},
-                           {"hosts", live.core.spec().workers.size()},
-                           {"stalled_at_s", engine_.now().seconds()},
-                           {"last_progress_s", last.seconds()},
-                           {"retransmission_timeouts", live.sync ? live.sync->timeouts() : 0}});
+  record_stall(id, live.model, live.core.spec().workers.size(), last,
+               {{"retransmission_timeouts", live.sync ? live.sync->timeouts() : 0}});
   fail(id, serial, Failure::kStalled);
 }
 
@@ -413,16 +408,8 @@ void CommunicationMode::finish(std::uint64_t id, std::uint64_t serial) {
   std::unique_ptr<Live> live = std::move(it->second);
   live_.erase(it);
   engine_.cancel(live->watchdog);
-  const double useful_s = (live->core.finish_time() - live->start).seconds();
-  ++simulated_;
-  PerModel& pm = per_model_[static_cast<std::size_t>(live->model)];
-  ++pm.jobs;
-  pm.useful_s += useful_s;
-  pm.compute_only_s += live->compute_only_s;
-  iterations_ += live->core.spec().iterations;
-  useful_s_ += useful_s;
-  compute_only_s_ += live->compute_only_s;
-  if (live->compute_only_s > 0) slowdown_.add(useful_s / live->compute_only_s);
+  count_finished(live->model, live->core.spec().iterations,
+                 (live->core.finish_time() - live->start).seconds(), live->compute_only_s);
   bytes_sent_ += live->bytes_sent();
   bytes_delivered_ += live->bytes_delivered();
   messages_ += live->messages();
@@ -435,6 +422,31 @@ void CommunicationMode::finish(std::uint64_t id, std::uint64_t serial) {
   std::function<void()> done = std::move(live->done);
   live.reset();
   done();
+}
+
+void CommunicationMode::count_finished(int model, std::uint64_t iterations, double useful_s,
+                                       double compute_only_s) {
+  ++simulated_;
+  PerModel& pm = per_model_[static_cast<std::size_t>(model)];
+  ++pm.jobs;
+  pm.useful_s += useful_s;
+  pm.compute_only_s += compute_only_s;
+  iterations_ += iterations;
+  useful_s_ += useful_s;
+  compute_only_s_ += compute_only_s;
+  if (compute_only_s > 0) slowdown_.add(useful_s / compute_only_s);
+}
+
+void CommunicationMode::record_stall(std::uint64_t id, int model, std::size_t hosts,
+                                     Time last_progress, nlohmann::json::object_t extra) {
+  ++stalled_;
+  nlohmann::json entry = {{"job", id},
+                          {"model", params_.models[static_cast<std::size_t>(model)].name},
+                          {"hosts", hosts},
+                          {"stalled_at_s", engine_.now().seconds()},
+                          {"last_progress_s", last_progress.seconds()}};
+  for (auto& [key, value] : extra) entry[key] = std::move(value);
+  stalled_jobs_.push_back(std::move(entry));
 }
 
 void CommunicationMode::fail(std::uint64_t id, std::uint64_t serial, Failure why) {
@@ -599,13 +611,7 @@ void CommunicationMode::on_graph_watchdog(std::uint64_t id, std::uint64_t serial
     arm_graph_watchdog(id, live);
     return;
   }
-  ++stalled_;
-  stalled_jobs_.push_back({{"job", id},
-                           {"model", params_.models[static_cast<std::size_t>(live.model)].name},
-                           {"hosts", live.hosts.size()},
-                           {"stalled_at_s", engine_.now().seconds()},
-                           {"last_progress_s", last.seconds()},
-                           {"ranks", live.executor->stalled()}});
+  record_stall(id, live.model, live.hosts.size(), last, {{"ranks", live.executor->stalled()}});
   fail_graph(id, serial, Failure::kStalled);
 }
 
@@ -622,19 +628,9 @@ void CommunicationMode::finish_graph(std::uint64_t id, std::uint64_t serial) {
   engine_.cancel(live->watchdog);
   Time end;
   for (const workload::RankReport& r : live->executor->reports()) end = std::max(end, r.finished);
-  const double useful_s = (end - live->start).seconds();
-  const double compute_s = live->compute_s();
-  ++simulated_;
+  count_finished(live->model, live->iterations, (end - live->start).seconds(), live->compute_s());
   ++(params_.models[static_cast<std::size_t>(live->model)].megatron ? megatron_jobs_
                                                                     : chakra_jobs_);
-  PerModel& pm = per_model_[static_cast<std::size_t>(live->model)];
-  ++pm.jobs;
-  pm.useful_s += useful_s;
-  pm.compute_only_s += compute_s;
-  iterations_ += live->iterations;
-  useful_s_ += useful_s;
-  compute_only_s_ += compute_s;
-  if (compute_s > 0) slowdown_.add(useful_s / compute_s);
   graph_network_collectives_ += live->counts().network_collectives;
   graph_bytes_delivered_ += live->bytes_delivered();
   observe_graph(id, *live, TrainingRecord::Outcome::kFinished, end);

@@ -277,6 +277,11 @@ class CommunicationMode final : public JobRunner {
   // Frees a job that did not finish, keeping its traffic in the totals.
   void end_unfinished(std::uint64_t id, TrainingRecord::Outcome outcome);
   void observe(std::uint64_t id, const Live& live, TrainingRecord::Outcome outcome, Time end) const;
+  // What every kind of job adds to the statistics when it finishes (finish, finish_graph).
+  void count_finished(int model, std::uint64_t iterations, double useful_s, double compute_only_s);
+  // The stall_details entry of a job that stalled: the fields every kind has, then `extra`.
+  void record_stall(std::uint64_t id, int model, std::size_t hosts, Time last_progress,
+                    nlohmann::json::object_t extra);
 
   Engine& engine_;
   Network& network_;
