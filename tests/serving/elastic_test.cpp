@@ -135,6 +135,33 @@ struct Deployment {
   double metric(const std::string& name) const { return results.metrics().at(name); }
 };
 
+// An autoscaler on stage 1 checking every 100 ms, at least one worker, with the given cool-down;
+// each test then sets its signal and thresholds.
+AutoscalerConfig stage_one_autoscaler(Time cooldown) {
+  AutoscalerConfig a;
+  a.enabled = true;
+  a.stage = 1;
+  a.interval = Time::ms(100);
+  a.min_replicas = 1;
+  a.cooldown = cooldown;
+  return a;
+}
+
+// 50 one-token requests of 100 prompt tokens, one every 100 ms from `start_ms`, ids from
+// `first_id` on (after a burst's ids).
+std::vector<RequestSpec> trickle_after_burst(std::uint64_t first_id, std::int64_t start_ms) {
+  std::vector<RequestSpec> trickle;
+  for (int i = 0; i < 50; ++i)
+    trickle.push_back({first_id + static_cast<std::uint64_t>(i),
+                       Time::ms(start_ms + 100 * i),
+                       100,
+                       1,
+                       0,
+                       -1,
+                       {}});
+  return trickle;
+}
+
 }  // namespace
 
 // Both stage-1 workers: 500 requests/s. Requests at one per 4 ms per worker: in 0.4 s, 200 (the
@@ -237,18 +264,10 @@ TEST(Elastic, AScaleOutJoinsAfterLoadingAndWorldCreation) {
 // the first check with an empty queue removes the last live stage-1 worker (two live, min 1):
 // one scale-in; every request still completes on the other.
 TEST(Elastic, AutoscalerAddsTheSpareUnderLoadAndRemovesItWhenTheQueueDrains) {
-  AutoscalerConfig a;
-  a.enabled = true;
-  a.stage = 1;
-  a.interval = Time::ms(100);
+  AutoscalerConfig a = stage_one_autoscaler(Time::s(1));
   a.scale_out_above = 50;
   a.scale_in_below = 1;
-  a.min_replicas = 1;
-  a.cooldown = Time::s(1);
-  std::vector<RequestSpec> trickle;
-  for (int i = 0; i < 50; ++i)
-    trickle.push_back(
-        {static_cast<std::uint64_t>(3000 + i), Time::ms(8000 + 100 * i), 100, 1, 0, -1, {}});
+  const auto trickle = trickle_after_burst(3000, 8000);
   Deployment dep("multiworld", 3000, 1, 2, {}, a, trickle);
   dep.run();
   EXPECT_EQ(dep.at(0.09, 4), 2);
@@ -272,18 +291,10 @@ TEST(Elastic, AutoscalerAddsTheSpareUnderLoadAndRemovesItWhenTheQueueDrains) {
 // the burst is admitted (about 1.2-1.3 s) scales in, so by 2 s one stage-1 worker is live (the
 // timeline's live workers count stage 0's too: 3 at the start, 2 after the scale-in).
 TEST(Elastic, AScaleOutBlockedForLackOfASpareDoesNotStartTheCooldown) {
-  AutoscalerConfig a;
-  a.enabled = true;
-  a.stage = 1;
-  a.interval = Time::ms(100);
+  AutoscalerConfig a = stage_one_autoscaler(Time::s(5));
   a.scale_out_above = 50;
   a.scale_in_below = 1;
-  a.min_replicas = 1;
-  a.cooldown = Time::s(5);
-  std::vector<RequestSpec> trickle;
-  for (int i = 0; i < 50; ++i)
-    trickle.push_back(
-        {static_cast<std::uint64_t>(600 + i), Time::ms(2000 + 100 * i), 100, 1, 0, -1, {}});
+  const auto trickle = trickle_after_burst(600, 2000);
   Deployment dep("multiworld", 600, 2, 2, {}, a, trickle);
   dep.run();
   EXPECT_EQ(dep.at(0.09, 4), 3);
@@ -317,19 +328,11 @@ TEST(Elastic, AScaleOutBlockedForLackOfASpareDoesNotStartTheCooldown) {
 TEST(Elastic, AnSloAutoscalerScalesOutWhenAttainmentFallsAndInWhenItRecoversAfterItsCooldown) {
   for (const Time cooldown : {Time::s(1), Time::zero()}) {
     SCOPED_TRACE(cooldown.seconds());
-    AutoscalerConfig a;
-    a.enabled = true;
-    a.stage = 1;
-    a.interval = Time::ms(100);
+    AutoscalerConfig a = stage_one_autoscaler(cooldown);
     a.slo_signal = true;
     a.scale_out_below = 0.5;
     a.scale_in_above = 0.9;
-    a.min_replicas = 1;
-    a.cooldown = cooldown;
-    std::vector<RequestSpec> trickle;
-    for (int i = 0; i < 50; ++i)
-      trickle.push_back(
-          {static_cast<std::uint64_t>(1500 + i), Time::ms(6050 + 100 * i), 100, 1, 0, -1, {}});
+    const auto trickle = trickle_after_burst(1500, 6050);
     Deployment dep("multiworld", 1500, 1, 3, {}, a, trickle);
     dep.run();
     EXPECT_DOUBLE_EQ(dep.at(2.0, 8), 1.0);  // the timeline's attainment over (1.99, 2.0] s

@@ -96,6 +96,39 @@ struct PrefixLog : ReplicaObserver {
   }
 };
 
+// One toy replica (one layer, 100 KV blocks of 2 tokens) serving the two requests of the tests
+// below: A (prompt 10 = content blocks 1, 2, 3; 2 output tokens) at 0 and B (prompt 9 = blocks
+// 1, 2, 9; 1 output token) at 1 s. `prefix_block_tokens` 0 turns prefix caching off.
+struct TwoRequestsOnOneReplica {
+  Engine engine;
+  PrefixLog log;
+  fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
+  OperatorTimer timer{platform.costs, platform.gpu, Dtype::kFp16};
+  Replica replica;
+  Request a, b;
+
+  explicit TwoRequestsOnOneReplica(std::int32_t prefix_block_tokens)
+      : replica(engine, *platform.compute, config(prefix_block_tokens),
+                std::make_unique<IterationCostModel>(fixtures::toy_transformer(1, "toy"), 1, timer,
+                                                     std::vector<std::int32_t>{1}),
+                KvBlockPool(100, 2), std::vector<std::int32_t>{1}, 0, BatchLimits{},
+                make_scheduler("continuous", "test"), log) {
+    a.spec = {0, Time::zero(), 10, 2, 0, -1, {1, 2, 3}};
+    b.spec = {1, Time::s(1), 9, 1, 0, -1, {1, 2, 9}};
+    engine.schedule_at(Time::zero(), [this] { replica.submit(a); });
+    engine.schedule_at(Time::s(1), [this] { replica.submit(b); });
+    engine.run();
+  }
+
+  static ReplicaConfig config(std::int32_t prefix_block_tokens) {
+    ReplicaConfig cfg;
+    cfg.name = "r";
+    cfg.gpus = {0};
+    cfg.prefix_block_tokens = prefix_block_tokens;
+    return cfg;
+  }
+};
+
 }  // namespace
 
 // Prefix blocks of 4 tokens, KV blocks of 2 tokens, one layer (a cached block is 2 layer-blocks).
@@ -106,25 +139,9 @@ struct PrefixLog : ReplicaObserver {
 // 9 - 8 = 1 token attending to 8 cached ones (shorter by exactly the shared 8 tokens). At the end
 // the cache holds blocks 1 and 2 (4 layer-blocks), unreferenced, and nothing else is in the pool.
 TEST(PrefixCaching, SecondRequestReusesTheSharedPrefix) {
-  Engine engine;
-  PrefixLog log;
-  fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
-  OperatorTimer timer{platform.costs, platform.gpu, Dtype::kFp16};
-  const auto m = fixtures::toy_transformer(1, "toy");
-  ReplicaConfig cfg;
-  cfg.name = "r";
-  cfg.gpus = {0};
-  cfg.prefix_block_tokens = 4;
-  Replica replica(engine, *platform.compute, cfg,
-                  std::make_unique<IterationCostModel>(m, 1, timer, std::vector<std::int32_t>{1}),
-                  KvBlockPool(100, 2), std::vector<std::int32_t>{1}, 0, BatchLimits{},
-                  make_scheduler("continuous", "test"), log);
-  Request a, b;
-  a.spec = {0, Time::zero(), 10, 2, 0, -1, {1, 2, 3}};
-  b.spec = {1, Time::s(1), 9, 1, 0, -1, {1, 2, 9}};
-  engine.schedule_at(Time::zero(), [&] { replica.submit(a); });
-  engine.schedule_at(Time::s(1), [&] { replica.submit(b); });
-  engine.run();
+  TwoRequestsOnOneReplica run(4);
+  const auto& log = run.log;
+  const auto& replica = run.replica;
   ASSERT_EQ(log.batches.size(), 3u);  // prefill A, decode A, prefill B
   ASSERT_EQ(log.batches[0].size(), 1u);
   EXPECT_EQ(log.batches[0][0].tokens, 10);
@@ -139,32 +156,16 @@ TEST(PrefixCaching, SecondRequestReusesTheSharedPrefix) {
   EXPECT_EQ(st.prefix_cache()->blocks(), 2u);
   EXPECT_EQ(st.prefix_cache()->total_references(), 0);
   EXPECT_EQ(replica.kv().used(), 4);
-  EXPECT_EQ(a.kv_blocks + b.kv_blocks, 0);
+  EXPECT_EQ(run.a.kv_blocks + run.b.kv_blocks, 0);
 }
 
 // Without prefix caching the same two requests prefill 10 and 9 tokens.
 TEST(PrefixCaching, OffPrefillsEverything) {
-  Engine engine;
-  PrefixLog log;
-  fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
-  OperatorTimer timer{platform.costs, platform.gpu, Dtype::kFp16};
-  const auto m = fixtures::toy_transformer(1, "toy");
-  ReplicaConfig cfg;
-  cfg.name = "r";
-  cfg.gpus = {0};
-  Replica replica(engine, *platform.compute, cfg,
-                  std::make_unique<IterationCostModel>(m, 1, timer, std::vector<std::int32_t>{1}),
-                  KvBlockPool(100, 2), std::vector<std::int32_t>{1}, 0, BatchLimits{},
-                  make_scheduler("continuous", "test"), log);
-  Request a, b;
-  a.spec = {0, Time::zero(), 10, 2, 0, -1, {1, 2, 3}};
-  b.spec = {1, Time::s(1), 9, 1, 0, -1, {1, 2, 9}};
-  engine.schedule_at(Time::zero(), [&] { replica.submit(a); });
-  engine.schedule_at(Time::s(1), [&] { replica.submit(b); });
-  engine.run();
+  TwoRequestsOnOneReplica run(0);
+  const auto& log = run.log;
   ASSERT_EQ(log.batches.size(), 3u);
   EXPECT_EQ(log.batches[2][0].tokens, 9);
-  EXPECT_EQ(replica.kv().used(), 0);
+  EXPECT_EQ(run.replica.kv().used(), 0);
 }
 
 TEST(MooncakeTrace, ReadsLinesWithTheirBlockIds) {

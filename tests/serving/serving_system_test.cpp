@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "models/serving/policies.hpp"
 #include "models/serving/serving_system.hpp"
@@ -19,19 +20,22 @@ namespace {
 
 using fixtures::ListSource;
 
-// One replica of a one-layer toy transformer (tp 1) on the toy GPU, continuous batching.
+// One replica of a one-layer toy transformer (tp 1) on the toy GPU, continuous batching;
+// `adjust` changes the configuration before the system is built.
 struct System {
   Engine engine;
   fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
   std::unique_ptr<ServingSystem> sys;
 
-  explicit System(std::unique_ptr<RequestSource> source) {
+  explicit System(std::unique_ptr<RequestSource> source,
+                  const std::function<void(ServingConfig&, DeploymentConfig&)>& adjust = {}) {
     ServingConfig c;
     c.gpu = platform.gpu;
     DeploymentConfig d;
     d.name = "toy";
     d.model = fixtures::toy_transformer(1, "toy");
     d.exit_layers = {1};
+    if (adjust) adjust(c, d);
     c.deployments.push_back(d);
     sys = std::make_unique<ServingSystem>(engine, *platform.compute, std::vector<NodeId>{0}, c,
                                           std::move(source), RandomStream(1, "t"),
@@ -45,6 +49,18 @@ struct System {
 
 RequestSpec system_spec(std::uint64_t id, Time at, int prompt, int output) {
   return {id, at, prompt, output, 0, -1, {}};
+}
+
+// The toy model with a 100-token context serving three requests (prompt, output): (100, 5) at 0,
+// (90, 20) at 1 ms and (50, 5) at `third_at`.
+System context_limited(Time third_at, bool request_log) {
+  return System(std::make_unique<ListSource>(std::vector<RequestSpec>{
+                    system_spec(0, Time::zero(), 100, 5), system_spec(1, Time::ms(1), 90, 20),
+                    system_spec(2, third_at, 50, 5)}),
+                [&](ServingConfig& c, DeploymentConfig& d) {
+                  c.request_log = request_log;
+                  d.model.context = 100;
+                });
 }
 
 }  // namespace
@@ -209,24 +225,9 @@ TEST(Metrics, SloAttainmentAndGoodputPerClass) {
 //   c: prompt 50, 5 tokens   -> served as asked
 // completed 2, dropped 1 (rejected for context 1), tokens generated 10 + 5 = 15.
 TEST(ContextLimit, PromptsAtTheLimitAreRefusedLongOutputsStopThere) {
-  Engine engine;
-  fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
-  ServingConfig c;
-  c.gpu = platform.gpu;
-  DeploymentConfig d;
-  d.name = "toy";
-  d.model = fixtures::toy_transformer(1, "toy");
-  d.model.context = 100;
-  d.exit_layers = {1};
-  c.deployments.push_back(d);
-  ServingSystem sys(engine, *platform.compute, {0}, c,
-                    std::make_unique<ListSource>(std::vector<RequestSpec>{
-                        system_spec(0, Time::zero(), 100, 5), system_spec(1, Time::ms(1), 90, 20),
-                        system_spec(2, Time::ms(2), 50, 5)}),
-                    RandomStream(1, "t"), RandomStream(1, "e"));
-  sys.start();
-  engine.run();
-  const auto& m = sys.metrics();
+  auto run = context_limited(Time::ms(2), false);
+  run.run();
+  const auto& m = run.sys->metrics();
   EXPECT_EQ(m.completed(), 2u);
   EXPECT_EQ(m.dropped(), 1u);
   EXPECT_EQ(m.rejected_context(), 1u);
@@ -251,26 +252,10 @@ TEST(ContextLimit, CatalogEntriesCarryTheirContext) {
 // the refused one marked dropped with no times; the served ones start at once on the idle replica
 // (queue 0) and the capped one shows its 10 output tokens.
 TEST(RequestLog, OneRowPerRequest) {
-  Engine engine;
-  fixtures::Platform platform{engine, fixtures::toy_gpu(), 1, {0}};
-  ServingConfig c;
-  c.gpu = platform.gpu;
-  c.request_log = true;
-  DeploymentConfig d;
-  d.name = "toy";
-  d.model = fixtures::toy_transformer(1, "toy");
-  d.model.context = 100;
-  d.exit_layers = {1};
-  c.deployments.push_back(d);
-  ServingSystem sys(engine, *platform.compute, {0}, c,
-                    std::make_unique<ListSource>(std::vector<RequestSpec>{
-                        system_spec(0, Time::zero(), 100, 5), system_spec(1, Time::ms(1), 90, 20),
-                        system_spec(2, Time::s(2), 50, 5)}),
-                    RandomStream(1, "t"), RandomStream(1, "e"));
-  sys.start();
-  engine.run();
+  auto run = context_limited(Time::s(2), true);
+  run.run();
   Results out;
-  sys.finish(out);
+  run.sys->finish(out);
   const TimeSeries* log = nullptr;
   for (const auto& s : out.series())
     if (s.name == "serving_requests") log = &s;
