@@ -32,8 +32,34 @@ StageKernels fixed(double f_attn_ms, double f_mlp_ms, double b_attn_ms, double b
   return k;
 }
 
-// `hosts` hosts of `gpus` GPUs on a star of `link` per host (no latency), GPUs joined by
-// `intra` inside a host; the graph runs to the end.
+// A star of `hosts` hosts (no latency) with `gpus` test GPUs each (they run FixedWork only),
+// joined by `intra` inside a host when it is given: the platform a graph executor runs on.
+struct StarPlatform {
+  Topology topo;
+  Engine engine;
+  FluidNetwork net{engine, topo, Sharing::kMaxMin};
+  LinkConditions links{topo, net};
+  HostSpeeds speeds{topo.nodes().size()};
+  NodeHardware hardware{topo.nodes().size()};
+  CostModel cost_model;
+  Compute compute{engine, hardware, speeds, cost_model};
+
+  StarPlatform(int hosts, int gpus, Bandwidth link = Bandwidth{1e9}, IntraNodeLink intra = {})
+      : topo(build_topology(StarSpec{hosts, LinkSpec{link, Time::zero()}})) {
+    static const GpuSpec test_gpu = [] {
+      GpuSpec g;
+      g.name = "test-gpu";
+      return g;
+    }();
+    for (NodeId h : topo.hosts()) {
+      HostHardware hw{.gpu = &test_gpu, .gpus = gpus, .nic = nullptr, .intra_node = {}};
+      if (intra.bandwidth.bytes_per_s > 0) hw.intra_node = intra;
+      hardware.set_host(h, hw);
+    }
+  }
+};
+
+// The graph of `layout` on a StarPlatform, run to the end.
 struct Outcome {
   std::vector<workload::RankReport> reports;
   workload::ExecutorCounts counts;
@@ -44,32 +70,15 @@ struct Outcome {
 Outcome run(const ParallelLayout& layout, StageKernels kernels, int hosts, int gpus,
             CommunicationMode mode, collectives::CostModel costs = {},
             Bandwidth link = Bandwidth{1e9}, IntraNodeLink intra = {}) {
-  const Topology topo = build_topology(StarSpec{hosts, LinkSpec{link, Time::zero()}});
-  Engine engine;
-  FluidNetwork net(engine, topo, Sharing::kMaxMin);
-  LinkConditions links(topo, net);
-  HostSpeeds speeds(topo.nodes().size());
-  NodeHardware hardware(topo.nodes().size());
-  static const GpuSpec test_gpu = [] {
-    GpuSpec g;
-    g.name = "test-gpu";  // runs FixedWork only
-    return g;
-  }();
-  for (NodeId h : topo.hosts()) {
-    HostHardware hw{.gpu = &test_gpu, .gpus = gpus, .nic = nullptr, .intra_node = {}};
-    if (intra.bandwidth.bytes_per_s > 0) hw.intra_node = intra;
-    hardware.set_host(h, hw);
-  }
-  CostModel cost_model;
-  Compute compute(engine, hardware, speeds, cost_model);
+  StarPlatform p(hosts, gpus, link, intra);
   MegatronSource source(layout, std::move(kernels));
   workload::ExecutorOptions options;
   options.mode = mode;
   options.costs = costs;
   options.low_water = 4;  // small, so that pulling more nodes happens many times
-  workload::GraphExecutor executor(engine, net, compute, links, source, options, "test");
+  workload::GraphExecutor executor(p.engine, p.net, p.compute, p.links, source, options, "test");
   executor.start();
-  engine.run();
+  p.engine.run();
   Outcome r;
   r.reports = executor.reports();
   r.counts = executor.counts();
@@ -93,22 +102,13 @@ TEST(GraphExecutor, PlacedOnGivenHostsItRunsThereSaysWhenDoneAndCancelsWhenDestr
   ASSERT_TRUE(reference.done);
   ASSERT_GT(reference.end, Time::ms(6));  // messages take time: 1 ms each at 1e9 B/s
 
-  const Topology topo = build_topology(StarSpec{4, LinkSpec{Bandwidth{1e9}, Time::zero()}});
-  static const GpuSpec gpu = [] {
-    GpuSpec g;
-    g.name = "test-gpu";
-    return g;
-  }();
   auto one_run = [&](std::optional<Time> destroy_at) {
-    Engine engine;
-    FluidNetwork net(engine, topo, Sharing::kMaxMin);
-    LinkConditions links(topo, net);
-    HostSpeeds speeds(topo.nodes().size());
-    NodeHardware hardware(topo.nodes().size());
-    for (NodeId h : topo.hosts())
-      hardware.set_host(h, HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
-    CostModel cost_model;
-    Compute compute(engine, hardware, speeds, cost_model);
+    StarPlatform p(4, 1);
+    const Topology& topo = p.topo;
+    Engine& engine = p.engine;
+    FluidNetwork& net = p.net;
+    Compute& compute = p.compute;
+    LinkConditions& links = p.links;
     MegatronSource source(layout, fixed(1, 0, 2, 0));
     workload::ExecutorOptions options;
     options.mode = CommunicationMode::kNetwork;
@@ -147,15 +147,12 @@ TEST(GraphExecutor, PlacedOnGivenHostsItRunsThereSaysWhenDoneAndCancelsWhenDestr
   one_run(Time::from_seconds(1.5e-3));  // stage 0's second forward in progress, a message too
   // More GPUs than the placement gives: an error at the caller's path.
   {
-    Engine engine;
-    FluidNetwork net(engine, topo, Sharing::kMaxMin);
-    LinkConditions links(topo, net);
-    HostSpeeds speeds(topo.nodes().size());
-    NodeHardware hardware(topo.nodes().size());
-    for (NodeId h : topo.hosts())
-      hardware.set_host(h, HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
-    CostModel cost_model;
-    Compute compute(engine, hardware, speeds, cost_model);
+    StarPlatform p(4, 1);
+    const Topology& topo = p.topo;
+    Engine& engine = p.engine;
+    FluidNetwork& net = p.net;
+    Compute& compute = p.compute;
+    LinkConditions& links = p.links;
     MegatronSource source(layout, fixed(1, 0, 2, 0));
     workload::ExecutorOptions options;
     options.hosts = {{topo.hosts()[0], 1}};
