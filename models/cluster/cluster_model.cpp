@@ -114,10 +114,10 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
             throw InputError(e.path_of(key), "model '" + tm.name +
                                                  "' is a Megatron model: its pipeline stages "
                                                  "are its megatron.pp");
-        if (j.gpus != tm.megatron->gpus())
-          throw InputError(e.path_of("gpus"),
-                           fmt::format("model '{}' is a Megatron model of tp x pp x dp = {} GPUs",
-                                       tm.name, tm.megatron->gpus()));
+        // Any whole number of tp x pp replicas that splits the global batch: dp from the
+        // job's GPUs (MegatronModel::misfit).
+        if (const std::string why = tm.megatron->misfit(j.gpus); !why.empty())
+          throw InputError(e.path_of("gpus"), "model '" + tm.name + "' " + why);
       }
       if (tm.chakra) {
         for (const char* key : {"planner", "stages"})
@@ -172,7 +172,7 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
       // The runtime the schedulers estimate from: the iterations' compute on the reference GPU.
       j.work = Time::from_seconds_ceil(
           static_cast<double>(j.iterations) *
-          training->models[static_cast<std::size_t>(j.model)].reference_iteration_s);
+          training->models[static_cast<std::size_t>(j.model)].reference_iteration_for(j.gpus));
     } else {
       j.work = e.duration("duration");
       if (j.work <= Time::zero()) throw InputError(e.path_of("duration"), "must be positive");
@@ -396,11 +396,12 @@ void read_megatron(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
     double stage = l.layers_per_stage * layer;
     if (s == 0) stage += price(k.embedding_forward) + price(k.embedding_backward);
     if (s == l.pp - 1) stage += price(k.head_forward) + price(k.head_backward);
-    t.reference_iteration_s = std::max(t.reference_iteration_s, stage * l.micro_batches);
+    model->stage_s_per_micro_batch = std::max(model->stage_s_per_micro_batch, stage);
   }
-  if (t.reference_iteration_s <= 0)
+  if (model->stage_s_per_micro_batch <= 0)
     throw InputError(mg.path_of("model"), "the model's kernels take no time");
-  model->nodes_per_iteration = llm_training::MegatronSource(l, k).expected_nodes();
+  // At its configured dp (a job's own: TrainingModel::reference_iteration_for).
+  t.reference_iteration_s = model->stage_s_per_micro_batch * l.micro_batches;
   t.scheduler = "megatron";
   t.sync =
       l.dp_sync == llm_training::DpSync::kAllReduce ? "all_reduce" : "reduce_scatter_all_gather";
@@ -805,13 +806,15 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
       const double iterations =
           job->iterations > 0
               ? static_cast<double>(job->iterations)
-              : std::max(1.0, std::round(job->work.seconds() / models[m].reference_iteration_s));
+              : std::max(1.0, std::round(job->work.seconds() /
+                                         models[m].reference_iteration_for(job->gpus)));
       if (models[m].megatron || models[m].chakra) {
         // Its graph's nodes, each ending once (its messages and collectives may carry
         // nothing across the network: all its hosts may be one).
-        least_e = std::min(
-            least_e, iterations * (models[m].megatron ? models[m].megatron->nodes_per_iteration
-                                                      : models[m].chakra->nodes_per_iteration));
+        least_e =
+            std::min(least_e, iterations * (models[m].megatron
+                                                ? models[m].megatron->nodes_per_iteration(job->gpus)
+                                                : models[m].chakra->nodes_per_iteration));
         least_t = std::min(least_t, 0.0);
         continue;
       }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "models/cluster/pipeline_job.hpp"
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/dp_planner.hpp"
@@ -106,6 +108,39 @@ struct CommunicationMode::GraphLive {
   std::int64_t bytes_delivered() const { return bytes_done + executor->network_bytes_delivered(); }
 };
 
+std::string MegatronModel::misfit(int gpus) const {
+  const llm_training::ParallelLayout& l = params.layout;
+  const int replica = l.tp * l.pp;
+  if (gpus < replica || gpus % replica != 0)
+    return fmt::format(
+        "is a Megatron model of tp x pp = {} GPUs a replica: {} GPUs are not a "
+        "whole number of replicas",
+        replica, gpus);
+  const std::int64_t dp = gpus / replica;
+  const std::int64_t per_step = static_cast<std::int64_t>(params.micro_batch) * dp;
+  if (params.global_batch % per_step != 0)
+    return fmt::format(
+        "is a Megatron model whose global batch of {} sequences does not split "
+        "into micro-batches of {} over the {} data-parallel replicas of {} GPUs "
+        "(the global batch is kept, as Megatron-LM's --global-batch-size)",
+        params.global_batch, params.micro_batch, dp, gpus);
+  return {};
+}
+
+llm_training::ParallelLayout MegatronModel::layout_for(int gpus) const {
+  MLSIM_CHECK(misfit(gpus).empty(), "a Megatron job of GPUs its model does not fit");
+  llm_training::ParallelLayout l = params.layout;
+  l.dp = gpus / (l.tp * l.pp);
+  l.micro_batches = params.global_batch / (params.micro_batch * l.dp);
+  return l;
+}
+
+double MegatronModel::nodes_per_iteration(int gpus) const {
+  llm_training::ParallelLayout l = layout_for(gpus);
+  l.iterations = 1;
+  return llm_training::MegatronSource(l, kernels).expected_nodes();
+}
+
 CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& compute,
                                      const CommunicationParams& params, RandomStream draws)
     : engine_(engine),
@@ -126,8 +161,9 @@ CommunicationMode::~CommunicationMode() = default;
 void CommunicationMode::admit(JobSpec& job) {
   if (job.model < 0) {
     // In proportion to the weights of the models the job's GPU count fits (every profiled
-    // model; a Megatron model when it asks for exactly tp x pp x dp); one draw per job, in
-    // submit order. Without Megatron models every model fits and the draw is as before.
+    // model; a Megatron model when it asks for whole replicas that split its global batch,
+    // MegatronModel::misfit); one draw per job, in submit order. Without Megatron models every
+    // model fits and the draw is as before.
     double sum = weight_sum_;
     int last = static_cast<int>(params_.models.size()) - 1;
     if (has_megatron_) {
@@ -156,7 +192,7 @@ void CommunicationMode::admit(JobSpec& job) {
   if (chosen.megatron) job.gpus_per_node = chosen.megatron->params.layout.tp;  // a TP group a host
   if (chosen.chakra) job.gpus_per_node = 1;  // a trace rank a host
   if (job.iterations == 0) {
-    const double it = params_.models[static_cast<std::size_t>(job.model)].reference_iteration_s;
+    const double it = chosen.reference_iteration_for(job.gpus);
     job.iterations = static_cast<std::uint64_t>(std::max(1.0, std::round(job.work.seconds() / it)));
   }
 }
@@ -535,10 +571,11 @@ bool CommunicationMode::start_megatron(const JobSpec& job, std::span<const NodeI
   const int per_host = m.megatron ? m.megatron->params.layout.tp : 1;
   if (m.megatron) {
     std::shared_ptr<const MegatronModel> mg = m.megatron;
-    const int iterations = static_cast<int>(job.iterations);
-    live->make_source = [mg, iterations] {
-      llm_training::ParallelLayout layout = mg->params.layout;
-      layout.iterations = iterations;
+    llm_training::ParallelLayout layout = mg->layout_for(job.gpus);  // dp from the job's GPUs
+    layout.iterations = static_cast<int>(job.iterations);
+    MLSIM_CHECK(hosts.size() == static_cast<std::size_t>(layout.pp * layout.dp),
+                "a Megatron job placed on pp x dp hosts");
+    live->make_source = [mg, layout] {
       return std::make_unique<llm_training::MegatronSource>(layout, mg->kernels);
     };
     live->options = mg->params.executor;

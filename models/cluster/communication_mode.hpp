@@ -75,12 +75,24 @@ const char* stage_planner_name(StagePlanner p);
 StagePlanner parse_stage_planner(const std::string& name, const std::string& where);
 
 // A Megatron-LM model (workload.training.models[i].megatron): its shape, layout and kernels;
-// layout.iterations is set per job.
+// layout.iterations is set per job. params.layout is the configuration as read (its dp
+// checked against its global batch by llm_training's reader); a job of g GPUs runs it with
+// dp = g / (tp pp) and the global batch kept, as Megatron-LM derives both from the world size
+// and --global-batch-size (docs/cluster.md, "Megatron jobs").
 struct MegatronModel {
   llm_training::TrainingParams params;
   llm_training::StageKernels kernels;
-  double nodes_per_iteration = 0;  // graph nodes of one iteration (the work estimate)
-  int gpus() const { return params.layout.tp * params.layout.pp * params.layout.dp; }
+  // The busiest stage's compute for one micro-batch on the reference GPU (an iteration is M of
+  // them: the pipeline's micro-batches go through every stage).
+  double stage_s_per_micro_batch = 0;
+  // Why a job of `gpus` GPUs cannot run this model (empty when it can): a whole number of
+  // model replicas (tp x pp GPUs each) whose micro-batches split the global batch evenly.
+  std::string misfit(int gpus) const;
+  // The layout a job of `gpus` GPUs runs (misfit(gpus) must be empty): dp = gpus / (tp pp),
+  // M = global_batch / (micro_batch dp) micro-batches per replica and iteration.
+  llm_training::ParallelLayout layout_for(int gpus) const;
+  // Graph nodes of one iteration of a job of `gpus` GPUs (the work estimate).
+  double nodes_per_iteration(int gpus) const;
 };
 
 // A Chakra trace model (workload.training.models[i].chakra): a fresh source of one pass of the
@@ -124,12 +136,19 @@ struct TrainingModel {
   // A Chakra trace model (null otherwise): its jobs run the trace's graph once per iteration,
   // one rank per host; reference_iteration_s is its busiest rank's compute per pass.
   std::shared_ptr<const ChakraModel> chakra;
-  // Whether a job asking for `gpus` GPUs may run this model (a Megatron model: exactly
-  // tp x pp x dp; a Chakra model: exactly its ranks).
+  // Whether a job asking for `gpus` GPUs may run this model (a Megatron model: a whole number
+  // of tp x pp replicas that splits its global batch, MegatronModel::misfit; a Chakra model:
+  // exactly its ranks).
   bool fits(int gpus) const {
-    if (megatron) return megatron->gpus() == gpus;
+    if (megatron) return megatron->misfit(gpus).empty();
     if (chakra) return chakra->ranks == gpus;
     return true;
+  }
+  // Its compute per iteration on the reference GPU for a job of `gpus` GPUs (a Megatron
+  // model's depends on the job's dp through its micro-batches per replica).
+  double reference_iteration_for(int gpus) const {
+    return megatron ? megatron->stage_s_per_micro_batch * megatron->layout_for(gpus).micro_batches
+                    : reference_iteration_s;
   }
   // The GPUs it takes on each host of a placement (0: any split).
   int gpus_per_node() const { return megatron ? megatron->params.layout.tp : chakra ? 1 : 0; }

@@ -4,6 +4,8 @@
 // fabric.
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include <cmath>
 #include <random>
 #include <set>
@@ -416,18 +418,21 @@ TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOn
         // network, which delivered exactly their bytes.
         ++megatron_finished;
         ASSERT_NE(m.megatron, nullptr);
-        const llm_training::ParallelLayout& l = m.megatron->params.layout;
+        // dp from the job's GPUs (tp on each host): MegatronModel::layout_for.
+        const int job_gpus = std::accumulate(t.gpus.begin(), t.gpus.end(), 0);
+        const llm_training::ParallelLayout l = m.megatron->layout_for(job_gpus);
         EXPECT_TRUE(t.graph_done);
         ASSERT_EQ(t.hosts.size(), static_cast<std::size_t>(l.pp * l.dp));
         EXPECT_EQ(std::set<NodeId>(t.hosts.begin(), t.hosts.end()).size(), t.hosts.size());
         for (int g : t.gpus) EXPECT_EQ(g, l.tp);
-        const auto per = mlsim::cluster::testing::megatron_test_counts(*m.megatron);
+        const auto per = mlsim::cluster::testing::megatron_test_counts(*m.megatron, job_gpus);
         EXPECT_EQ(t.graph_messages, per.messages * t.iterations);
         EXPECT_EQ(t.graph_collectives, per.collectives * t.iterations);
         EXPECT_EQ(t.graph_network_collectives, per.network * t.iterations);
         EXPECT_EQ(
             t.graph_bytes_delivered,
-            mlsim::cluster::testing::megatron_test_bytes_per_iteration(*m.megatron) * iterations);
+            mlsim::cluster::testing::megatron_test_bytes_per_iteration(*m.megatron, job_gpus) *
+                iterations);
         delivered += t.graph_bytes_delivered;
         EXPECT_GE((t.end - t.start).seconds(), t.compute_only_s - 1e-9);
         continue;
