@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "models/cluster/policies.hpp"
 #include "models/ina/dsa_priority.hpp"
@@ -135,6 +136,11 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
       if (j.model < 0) throw InputError(e.path_of("planner"), "needs the job's model (\"model\")");
       const TrainingModel& tm = training->models[static_cast<std::size_t>(j.model)];
       j.planner = static_cast<int>(parse_stage_planner(e.string("planner"), e.path_of("planner")));
+      if (tm.pipeline.memory.constraint && j.planner == static_cast<int>(StagePlanner::kEven))
+        throw InputError(e.path_of("planner"),
+                         "model '" + tm.name +
+                             "' plans under a memory limit (its pipeline.memory), which the even "
+                             "split does not look at: give a planner (pipedream, dp, exact)");
       if (!tm.has_pipeline())
         throw InputError(e.path_of("planner"),
                          "model '" + tm.name +
@@ -468,6 +474,51 @@ void read_chakra(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
 #endif
 }
 
+// A planned pipeline model's memory limit (`pipeline.memory` with constraint true): each host's
+// GPU memory (memory.capacity, else its GPU's hbm_capacity from the catalog), and an error at
+// `where` when its stages fit in no configuration on any number of hosts, from 2 to all the
+// pool's hosts of one GPU type (a job runs on one type; a job on one host runs data parallel).
+void check_pipeline_memory(TrainingModel& t, const Topology& topology,
+                           const NodeHardware& node_hardware, NodeId max_host,
+                           const std::string& where) {
+  const pipeline::MemorySettings& memory = t.pipeline.memory;
+  t.pipeline.memory_capacity.assign(static_cast<std::size_t>(max_host) + 1, 0);
+  // The pool's hosts of each GPU, by name (a deterministic order for the message).
+  std::map<std::string, std::pair<const GpuSpec*, std::size_t>> hosts_of;
+  for (NodeId h : topology.hosts()) {
+    const HostHardware* hw = node_hardware.host(h);
+    if (hw == nullptr || hw->gpu == nullptr) continue;
+    auto& [gpu_of, count] = hosts_of[hw->gpu->name];
+    gpu_of = hw->gpu;
+    ++count;
+    t.pipeline.memory_capacity[h] =
+        memory.capacity ? *memory.capacity : static_cast<double>(hw->gpu->hbm_capacity.count);
+  }
+  const std::vector<pipeline::LayerCost> layers = planner_layer_sizes(t);
+  std::string gpus;
+  for (const auto& [name, of] : hosts_of) {
+    const auto& [gpu, n] = of;
+    const double capacity =
+        memory.capacity ? *memory.capacity : static_cast<double>(gpu->hbm_capacity.count);
+    // A straight pipeline plans over at most one host per layer (plan_stages).
+    const std::size_t most = t.pipeline.straight ? std::min(n, layers.size()) : n;
+    for (std::size_t hosts = 2; hosts <= most; ++hosts)
+      if (pipeline_memory_fits(t, t.pipeline.planner, layers, std::vector<double>(hosts, capacity)))
+        return;
+    gpus += fmt::format("{}{} hosts of {} with {} each", gpus.empty() ? "" : ", ", n, gpu->name,
+                        to_string(Bytes{static_cast<std::int64_t>(capacity)}));
+  }
+  throw InputError(
+      where + (memory.capacity ? ".capacity" : ".constraint"),
+      fmt::format("no configuration of the model's {} layers has every stage fit in its GPUs' "
+                  "memory on any number of hosts of one GPU type ({}; {}, docs/pipeline.md "
+                  "\"GPU memory\"): give GPUs with more memory or a smaller model",
+                  layers.size(), gpus.empty() ? "no host with a GPU" : gpus,
+                  t.pipeline.planner == StagePlanner::kPipeDream
+                      ? "PipeDream's --use_memory_constraint check"
+                      : "mlsim's accounting"));
+}
+
 // workload.training (detailed mode): the training models jobs run, each a DNN profile with its
 // communication scheduler and gradient-synchronisation strategy, chosen by name from the
 // training core's registries (models/training/policies.cpp), so a strategy registered there
@@ -600,6 +651,15 @@ std::shared_ptr<CommunicationParams> read_training(
                                 ? training::PipelineSchedule::Kind::kGPipe
                                 : training::PipelineSchedule::Kind::kOneFOneB;
       t.pipeline.micro_batches = static_cast<std::size_t>(pl.integer("micro_batches", 1, 4096));
+      // GPU memory as the planners' constraint: models/pipeline's own reader (its system.memory
+      // keys, stage_memory.hpp).
+      t.pipeline.memory = pipeline::read_memory_settings(pl);
+      if (t.pipeline.memory.constraint && t.pipeline.planner == StagePlanner::kEven)
+        throw InputError(pl.path_of("memory"),
+                         "only with a planner (pipedream, dp, exact): the even split does not "
+                         "choose its stages by memory");
+      if (t.pipeline.memory.constraint)
+        check_pipeline_memory(t, topology, node_hardware, max_host, pl.path_of("memory"));
       pl.finish();
     }
     if (t.reference_iteration_s <= 0)

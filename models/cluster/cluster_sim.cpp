@@ -357,7 +357,12 @@ void ClusterSimulation::on_job_failed(std::uint64_t id, JobRunner::Failure why) 
   auto it = running_.find(id);
   MLSIM_CHECK(it != running_.end() && it->second.simulated, "a failure of a job not simulated");
   it->second.simulated = false;  // nothing left to kill
-  if (why == JobRunner::Failure::kStalled) {
+  if (why == JobRunner::Failure::kNoMemory) {
+    interrupt(id,
+              "no configuration of its pipeline's stages fits the GPU memory of the hosts it was "
+              "placed on (workload.training.models[].pipeline.memory)",
+              false, /*drop=*/true);
+  } else if (why == JobRunner::Failure::kStalled) {
     interrupt(id,
               "stalled: nothing happened in its training for system.stall_timeout (no compute "
               "op ended, no chunk came back): a livelock or deadlock of its communication",

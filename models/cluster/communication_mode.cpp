@@ -141,6 +141,26 @@ double MegatronModel::nodes_per_iteration(int gpus) const {
   return llm_training::MegatronSource(l, kernels).expected_nodes();
 }
 
+std::vector<pipeline::LayerCost> planner_layer_sizes(const TrainingModel& m) {
+  std::vector<pipeline::LayerCost> layers;
+  for (std::size_t l = 0; l < m.parameters.size(); ++l)
+    layers.push_back({0, 0, static_cast<double>(m.activation_bytes[l]),
+                      static_cast<double>(m.parameters[l] * m.bytes_per_parameter)});
+  return layers;
+}
+
+bool pipeline_memory_fits(const TrainingModel& m, StagePlanner planner,
+                          const std::vector<pipeline::LayerCost>& layers,
+                          const std::vector<double>& capacity) {
+  if (!m.pipeline.memory.constraint) return true;
+  pipeline::StageMemory check(layers, {capacity, m.pipeline.memory.optimizer_state_factor},
+                              {m.pipeline.schedule, m.pipeline.micro_batches}, capacity.size(),
+                              planner == StagePlanner::kPipeDream ? pipeline::MemoryRule::kPipeDream
+                                                                  : pipeline::MemoryRule::kMlsim);
+  check.set_straight(m.pipeline.straight);
+  return check.any_fits();
+}
+
 CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& compute,
                                      const CommunicationParams& params, RandomStream draws)
     : engine_(engine),
@@ -153,6 +173,7 @@ CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& 
   for (const TrainingModel& m : params_.models) {
     weight_sum_ += m.weight;
     has_megatron_ |= m.megatron != nullptr || m.chakra != nullptr;
+    has_memory_limit_ |= m.pipeline.memory.constraint;
   }
 }
 
@@ -311,11 +332,18 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
   // activations alike but not the all-reduce of a replicated stage [assumed: the plan for a
   // profiled batch is kept].
   MLSIM_CHECK(links_ != nullptr, "a planned pipeline job needs the run's link conditions");
-  std::vector<pipeline::LayerCost> layers;
-  for (std::size_t l = 0; l < m.parameters.size(); ++l)
-    layers.push_back({0, 0,  // the planners read each host's own layer times (below)
-                      static_cast<double>(m.activation_bytes[l]),
-                      static_cast<double>(m.parameters[l] * m.bytes_per_parameter)});
+  const std::vector<pipeline::LayerCost> layers = planner_layer_sizes(m);
+  // Under a memory limit (`pipeline.memory`), each host's GPU memory; nothing that fits: an
+  // empty layout (start_pipeline reports the job failed, Failure::kNoMemory).
+  std::vector<double> capacity;
+  if (m.pipeline.memory.constraint) {
+    for (NodeId h : hosts) {
+      MLSIM_CHECK(h < m.pipeline.memory_capacity.size() && m.pipeline.memory_capacity[h] > 0,
+                  "no GPU memory for a pipeline host");
+      capacity.push_back(m.pipeline.memory_capacity[h]);
+    }
+    if (!pipeline_memory_fits(m, planner, layers, capacity)) return {};
+  }
   pipeline::Conditions c;
   for (NodeId h : hosts) {
     MLSIM_CHECK(h < m.times.size() && m.times[h], "no layer times for a worker host");
@@ -334,12 +362,15 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
   // GPipe is timed with a flush every M micro-batches of a replica, where the run flushes once
   // per iteration (N / r of them): N depends on the replicas the planner is choosing [assumed:
   // the planner's group is M, not measured against the run's].
+  // The memory limit as the pipeline model passes it: PipeDream's --use_memory_constraint
+  // check for its optimizer, mlsim's accounting for the DP and the branch and bound.
   const pipeline::PlannerOptions o{m.pipeline.straight,
-                                   {m.pipeline.schedule, m.pipeline.micro_batches}};
+                                   {m.pipeline.schedule, m.pipeline.micro_batches},
+                                   {capacity, m.pipeline.memory.optimizer_state_factor}};
   pipeline::Partition p;
   switch (planner) {
     case StagePlanner::kPipeDream:
-      p = pipeline::pipedream_partition(layers, c, {m.pipeline.straight, std::nullopt});
+      p = pipeline::pipedream_partition(layers, c, {m.pipeline.straight, std::nullopt, capacity});
       break;
     case StagePlanner::kDp:
       p = pipeline::dp_plan(layers, c, o).partition;
@@ -363,6 +394,16 @@ bool CommunicationMode::start_pipeline(const JobSpec& job, std::span<const NodeI
                                        std::function<void(Failure)> failed) {
   const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
   StageLayout layout = plan_stages(job, m, hosts);
+  if (layout.replicas.empty()) {
+    // No configuration fits these hosts' memory: reported from an event, as every failure.
+    const std::uint64_t id = job.id;
+    no_memory_[id] = engine_.schedule_in(Time::zero(), [this, id, failed = std::move(failed)] {
+      no_memory_.erase(id);
+      ++no_memory_jobs_;
+      failed(Failure::kNoMemory);
+    });
+    return true;
+  }
   const std::size_t micro_batches = m.pipeline.micro_batches;
   const double scale = static_cast<double>(layout.workers()) /
                        static_cast<double>(micro_batches * layout.rounds_multiple());
@@ -494,6 +535,11 @@ void CommunicationMode::fail(std::uint64_t id, std::uint64_t serial, Failure why
 }
 
 void CommunicationMode::kill(std::uint64_t id) {
+  if (auto it = no_memory_.find(id); it != no_memory_.end()) {
+    engine_.cancel(it->second);
+    no_memory_.erase(it);
+    return;
+  }
   if (graphs_.count(id) != 0) {
     end_graph_unfinished(id, TrainingRecord::Outcome::kKilled);
     return;
@@ -746,6 +792,9 @@ void CommunicationMode::report(Results& out) const {
   out.set_metric("detailed_pipeline_jobs", static_cast<double>(pipeline_jobs_));
   out.set_metric("activation_bytes_sent", static_cast<double>(activation_bytes_sent_));
   out.set_metric("activation_bytes_delivered", static_cast<double>(activation_bytes_delivered_));
+  // Only with a model planned under a memory limit, so that other runs' results keep their keys.
+  if (has_memory_limit_)
+    out.set_metric("detailed_jobs_no_memory_fit", static_cast<double>(no_memory_jobs_));
   // Megatron jobs (only with a Megatron model, so that other runs' results keep their keys).
   if (has_megatron_) {
     out.set_metric("detailed_megatron_jobs", static_cast<double>(megatron_jobs_));

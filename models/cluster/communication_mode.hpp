@@ -52,6 +52,8 @@
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/ina_fabric.hpp"
 #include "models/llm_training/llm_training_model.hpp"
+#include "models/pipeline/pipeline_costs.hpp"
+#include "models/pipeline/stage_memory.hpp"
 #include "models/training/gradient_path.hpp"
 #include "models/training/pipeline_schedule.hpp"
 #include "models/training/policies.hpp"
@@ -165,6 +167,12 @@ struct TrainingModel {
     std::size_t micro_batches = 1;
     StagePlanner planner = StagePlanner::kEven;
     bool straight = false;  // the planners: one host per stage (PipeDream's --straight_pipeline)
+    // GPU memory as the planners' constraint (`pipeline.memory`, models/pipeline's reader and
+    // accounting, stage_memory.hpp): with it on, a planner never returns stages that do not fit.
+    pipeline::MemorySettings memory;
+    // Indexed by topology NodeId: each host's GPU memory in bytes (memory.capacity, else its
+    // GPU's hbm_capacity from the catalog); empty without the constraint.
+    std::vector<double> memory_capacity;
   } pipeline;
   // Whether the model has a pipeline (its op schedule and micro-batches) at all.
   bool has_pipeline() const {
@@ -187,6 +195,17 @@ struct TrainingModel {
     return planner_for(job_planner) != StagePlanner::kEven || stages_for(job_stages) > 1;
   }
 };
+
+// A profiled model's layers as models/pipeline's planners see them (sizes only: the planners
+// read each host's own layer times from their conditions).
+std::vector<pipeline::LayerCost> planner_layer_sizes(const TrainingModel& m);
+// Whether some configuration of a planned pipeline model's stages fits hosts of `capacity`
+// bytes each (in the job's host order) under the memory rule of `planner` (the job's: PipeDream's
+// check for "pipedream", mlsim's accounting for "dp" and "exact"; stage_memory.hpp); true
+// without the constraint.
+bool pipeline_memory_fits(const TrainingModel& m, StagePlanner planner,
+                          const std::vector<pipeline::LayerCost>& layers,
+                          const std::vector<double>& capacity);
 
 struct CommunicationParams {
   std::vector<TrainingModel> models;
@@ -261,7 +280,7 @@ class CommunicationMode final : public JobRunner {
   // The run's link conditions, for strategies that plan over the links as they are (rat); must
   // outlive the mode.
   void set_links(const LinkConditions* links) { links_ = links; }
-  std::size_t running() const { return live_.size() + graphs_.size(); }
+  std::size_t running() const { return live_.size() + graphs_.size() + no_memory_.size(); }
 
  private:
   struct Live;
@@ -314,6 +333,11 @@ class CommunicationMode final : public JobRunner {
   SyncBuilder sync_builder_;
   std::map<std::uint64_t, std::unique_ptr<Live>> live_;
   std::map<std::uint64_t, std::unique_ptr<GraphLive>> graphs_;  // Megatron jobs
+  // Pipeline jobs whose stages fit their hosts' memory in no configuration: the event that
+  // reports them failed (Failure::kNoMemory), cancelled if the job is killed first.
+  std::map<std::uint64_t, EventHandle> no_memory_;
+  bool has_memory_limit_ = false;     // some model plans under a memory limit
+  std::uint64_t no_memory_jobs_ = 0;  // attempts that found no configuration that fits
   // Statistics.
   std::uint64_t serial_ = 0;  // attempts started
   std::uint64_t simulated_ = 0, one_host_ = 0, iterations_ = 0, killed_ = 0, failed_ = 0;

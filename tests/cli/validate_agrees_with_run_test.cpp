@@ -611,6 +611,11 @@ TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadPlannerKey) {
       {" --set '" + kDpPipeline + "' --set 'workload.jobs={\"source\": \"list\", \"list\": [" +
            kListedJob + ", \"planner\": \"greedy\"}]}'",
        "error: --set: workload.jobs.list[0].planner: unknown planner \"greedy\""},
+      // A memory limit no configuration of VGG16's stages fits (docs/cluster.md).
+      {" --set '" + kDpPipeline +
+           "' --set 'workload.training.models[0].pipeline.memory={\"constraint\": true, "
+           "\"capacity\": \"1MB\"}'",
+       "error: --set: workload.training.models[0].pipeline.memory.capacity: no configuration"},
   };
   for (const auto& [sets, expected] : cases) {
     const auto validated = run_mlsim(dir, "validate " + file + sets);

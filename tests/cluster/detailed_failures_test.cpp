@@ -63,8 +63,10 @@ TrainingModel failures_pipeline_model(
     m.activation_bytes.push_back(a);
   }
   m.name += std::string("_") + stage_planner_name(planner);
-  m.pipeline = {planner == StagePlanner::kEven ? stages : 0, schedule, micro_batches, planner,
-                false};
+  m.pipeline.stages = planner == StagePlanner::kEven ? stages : 0;
+  m.pipeline.schedule = schedule;
+  m.pipeline.micro_batches = micro_batches;
+  m.pipeline.planner = planner;
   return m;
 }
 
