@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "models/cluster/policies.hpp"
 #include "models/ina/dsa_priority.hpp"
@@ -114,10 +115,10 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
             throw InputError(e.path_of(key), "model '" + tm.name +
                                                  "' is a Megatron model: its pipeline stages "
                                                  "are its megatron.pp");
-        if (j.gpus != tm.megatron->gpus())
-          throw InputError(e.path_of("gpus"),
-                           fmt::format("model '{}' is a Megatron model of tp x pp x dp = {} GPUs",
-                                       tm.name, tm.megatron->gpus()));
+        // Any whole number of tp x pp replicas that splits the global batch: dp from the
+        // job's GPUs (MegatronModel::misfit).
+        if (const std::string why = tm.megatron->misfit(j.gpus); !why.empty())
+          throw InputError(e.path_of("gpus"), "model '" + tm.name + "' " + why);
       }
       if (tm.chakra) {
         for (const char* key : {"planner", "stages"})
@@ -135,6 +136,11 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
       if (j.model < 0) throw InputError(e.path_of("planner"), "needs the job's model (\"model\")");
       const TrainingModel& tm = training->models[static_cast<std::size_t>(j.model)];
       j.planner = static_cast<int>(parse_stage_planner(e.string("planner"), e.path_of("planner")));
+      if (tm.pipeline.memory.constraint && j.planner == static_cast<int>(StagePlanner::kEven))
+        throw InputError(e.path_of("planner"),
+                         "model '" + tm.name +
+                             "' plans under a memory limit (its pipeline.memory), which the even "
+                             "split does not look at: give a planner (pipedream, dp, exact)");
       if (!tm.has_pipeline())
         throw InputError(e.path_of("planner"),
                          "model '" + tm.name +
@@ -172,7 +178,7 @@ std::function<std::unique_ptr<JobSource>(std::uint64_t)> read_job_list(
       // The runtime the schedulers estimate from: the iterations' compute on the reference GPU.
       j.work = Time::from_seconds_ceil(
           static_cast<double>(j.iterations) *
-          training->models[static_cast<std::size_t>(j.model)].reference_iteration_s);
+          training->models[static_cast<std::size_t>(j.model)].reference_iteration_for(j.gpus));
     } else {
       j.work = e.duration("duration");
       if (j.work <= Time::zero()) throw InputError(e.path_of("duration"), "must be positive");
@@ -396,11 +402,12 @@ void read_megatron(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
     double stage = l.layers_per_stage * layer;
     if (s == 0) stage += price(k.embedding_forward) + price(k.embedding_backward);
     if (s == l.pp - 1) stage += price(k.head_forward) + price(k.head_backward);
-    t.reference_iteration_s = std::max(t.reference_iteration_s, stage * l.micro_batches);
+    model->stage_s_per_micro_batch = std::max(model->stage_s_per_micro_batch, stage);
   }
-  if (t.reference_iteration_s <= 0)
+  if (model->stage_s_per_micro_batch <= 0)
     throw InputError(mg.path_of("model"), "the model's kernels take no time");
-  model->nodes_per_iteration = llm_training::MegatronSource(l, k).expected_nodes();
+  // At its configured dp (a job's own: TrainingModel::reference_iteration_for).
+  t.reference_iteration_s = model->stage_s_per_micro_batch * l.micro_batches;
   t.scheduler = "megatron";
   t.sync =
       l.dp_sync == llm_training::DpSync::kAllReduce ? "all_reduce" : "reduce_scatter_all_gather";
@@ -465,6 +472,51 @@ void read_chakra(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
                    "this mlsim was built without protobuf, so without Chakra "
                    "traces (tools/setup.sh installs it)");
 #endif
+}
+
+// A planned pipeline model's memory limit (`pipeline.memory` with constraint true): each host's
+// GPU memory (memory.capacity, else its GPU's hbm_capacity from the catalog), and an error at
+// `where` when its stages fit in no configuration on any number of hosts, from 2 to all the
+// pool's hosts of one GPU type (a job runs on one type; a job on one host runs data parallel).
+void check_pipeline_memory(TrainingModel& t, const Topology& topology,
+                           const NodeHardware& node_hardware, NodeId max_host,
+                           const std::string& where) {
+  const pipeline::MemorySettings& memory = t.pipeline.memory;
+  t.pipeline.memory_capacity.assign(static_cast<std::size_t>(max_host) + 1, 0);
+  // The pool's hosts of each GPU, by name (a deterministic order for the message).
+  std::map<std::string, std::pair<const GpuSpec*, std::size_t>> hosts_of;
+  for (NodeId h : topology.hosts()) {
+    const HostHardware* hw = node_hardware.host(h);
+    if (hw == nullptr || hw->gpu == nullptr) continue;
+    auto& [gpu_of, count] = hosts_of[hw->gpu->name];
+    gpu_of = hw->gpu;
+    ++count;
+    t.pipeline.memory_capacity[h] =
+        memory.capacity ? *memory.capacity : static_cast<double>(hw->gpu->hbm_capacity.count);
+  }
+  const std::vector<pipeline::LayerCost> layers = planner_layer_sizes(t);
+  std::string gpus;
+  for (const auto& [name, of] : hosts_of) {
+    const auto& [gpu, n] = of;
+    const double capacity =
+        memory.capacity ? *memory.capacity : static_cast<double>(gpu->hbm_capacity.count);
+    // A straight pipeline plans over at most one host per layer (plan_stages).
+    const std::size_t most = t.pipeline.straight ? std::min(n, layers.size()) : n;
+    for (std::size_t hosts = 2; hosts <= most; ++hosts)
+      if (pipeline_memory_fits(t, t.pipeline.planner, layers, std::vector<double>(hosts, capacity)))
+        return;
+    gpus += fmt::format("{}{} hosts of {} with {} each", gpus.empty() ? "" : ", ", n, gpu->name,
+                        to_string(Bytes{static_cast<std::int64_t>(capacity)}));
+  }
+  throw InputError(
+      where + (memory.capacity ? ".capacity" : ".constraint"),
+      fmt::format("no configuration of the model's {} layers has every stage fit in its GPUs' "
+                  "memory on any number of hosts of one GPU type ({}; {}, docs/pipeline.md "
+                  "\"GPU memory\"): give GPUs with more memory or a smaller model",
+                  layers.size(), gpus.empty() ? "no host with a GPU" : gpus,
+                  t.pipeline.planner == StagePlanner::kPipeDream
+                      ? "PipeDream's --use_memory_constraint check"
+                      : "mlsim's accounting"));
 }
 
 // workload.training (detailed mode): the training models jobs run, each a DNN profile with its
@@ -599,6 +651,15 @@ std::shared_ptr<CommunicationParams> read_training(
                                 ? training::PipelineSchedule::Kind::kGPipe
                                 : training::PipelineSchedule::Kind::kOneFOneB;
       t.pipeline.micro_batches = static_cast<std::size_t>(pl.integer("micro_batches", 1, 4096));
+      // GPU memory as the planners' constraint: models/pipeline's own reader (its system.memory
+      // keys, stage_memory.hpp).
+      t.pipeline.memory = pipeline::read_memory_settings(pl);
+      if (t.pipeline.memory.constraint && t.pipeline.planner == StagePlanner::kEven)
+        throw InputError(pl.path_of("memory"),
+                         "only with a planner (pipedream, dp, exact): the even split does not "
+                         "choose its stages by memory");
+      if (t.pipeline.memory.constraint)
+        check_pipeline_memory(t, topology, node_hardware, max_host, pl.path_of("memory"));
       pl.finish();
     }
     if (t.reference_iteration_s <= 0)
@@ -805,13 +866,15 @@ void estimate_work(const ModelParams& p, int max_gpus_per_host, int pool_hosts,
       const double iterations =
           job->iterations > 0
               ? static_cast<double>(job->iterations)
-              : std::max(1.0, std::round(job->work.seconds() / models[m].reference_iteration_s));
+              : std::max(1.0, std::round(job->work.seconds() /
+                                         models[m].reference_iteration_for(job->gpus)));
       if (models[m].megatron || models[m].chakra) {
         // Its graph's nodes, each ending once (its messages and collectives may carry
         // nothing across the network: all its hosts may be one).
-        least_e = std::min(
-            least_e, iterations * (models[m].megatron ? models[m].megatron->nodes_per_iteration
-                                                      : models[m].chakra->nodes_per_iteration));
+        least_e =
+            std::min(least_e, iterations * (models[m].megatron
+                                                ? models[m].megatron->nodes_per_iteration(job->gpus)
+                                                : models[m].chakra->nodes_per_iteration));
         least_t = std::min(least_t, 0.0);
         continue;
       }

@@ -147,12 +147,13 @@ void ClusterSimulation::pass() {
   std::vector<std::uint64_t> started;
   const Queued* head = nullptr;  // the blocked job holding the reservation
   std::optional<Time> shadow;    // its reservation
-  std::vector<int> spare;        // per type: GPUs free at the shadow time beyond the running jobs
+  // Per node: GPUs free at the shadow time beyond the running and backfilled jobs. Per node,
+  // not per type, so that the head fits at its reservation by placement's own rules (a job
+  // taking tp GPUs from each host needs whole hosts' worth free, NodePool::fits).
+  std::vector<int> spare;
   int tested = 0;
   auto head_fits = [&](const std::vector<int>& free) {
-    for (std::size_t t = 0; t < free.size(); ++t)
-      if ((head->spec.types & (TypeMask{1} << t)) && free[t] >= head->spec.gpus) return true;
-    return false;
+    return pool_.fits(free, head->spec.gpus, head->spec.types, head->spec.gpus_per_node);
   };
 
   // Returns false to end the pass.
@@ -168,9 +169,7 @@ void ClusterSimulation::pass() {
       if (params_.policy == Policy::kFcfs) return false;
       // Reservation: release the running jobs in order of estimated end until the job fits.
       head = &q;
-      spare.assign(pool_.types().size(), 0);
-      for (std::size_t t = 0; t < spare.size(); ++t)
-        spare[t] = pool_.free_gpus_of(static_cast<int>(t));
+      spare = pool_.free_per_node();
       std::vector<const Running*> by_end;
       for (const auto& [id, r] : running_) by_end.push_back(&r);
       std::stable_sort(by_end.begin(), by_end.end(), [](const Running* a, const Running* b) {
@@ -179,7 +178,7 @@ void ClusterSimulation::pass() {
       for (const Running* r : by_end) {
         if (shadow && r->estimated_end > *shadow) break;
         for (const Slice& s : r->placement.slices)
-          if (pool_.node_up(s.node)) spare[static_cast<std::size_t>(r->placement.type)] += s.gpus;
+          if (pool_.node_up(s.node)) spare[static_cast<std::size_t>(s.node)] += s.gpus;
         if (!shadow && head_fits(spare)) shadow = r->estimated_end;
       }
       if (shadow && !q.first_reservation) q.first_reservation = *shadow;
@@ -190,9 +189,10 @@ void ClusterSimulation::pass() {
     const Placement p = pool_.place(q.spec.gpus, q.spec.types, q.spec.gpus_per_node);
     if (!p.ok()) return true;
     if (shadow && now + estimate_on(q.spec, p.type) > *shadow) {
-      // Still running at the reservation: only if the reserved job fits beside it.
+      // Still running at the reservation: only if the reserved job fits beside it, on the
+      // nodes this placement leaves (the placement it gets now; another one is not searched).
       std::vector<int> after = spare;
-      after[static_cast<std::size_t>(p.type)] -= q.spec.gpus;
+      NodePool::take_out(after, p);
       if (!head_fits(after)) return true;
       spare = std::move(after);
     }
@@ -357,7 +357,12 @@ void ClusterSimulation::on_job_failed(std::uint64_t id, JobRunner::Failure why) 
   auto it = running_.find(id);
   MLSIM_CHECK(it != running_.end() && it->second.simulated, "a failure of a job not simulated");
   it->second.simulated = false;  // nothing left to kill
-  if (why == JobRunner::Failure::kStalled) {
+  if (why == JobRunner::Failure::kNoMemory) {
+    interrupt(id,
+              "no configuration of its pipeline's stages fits the GPU memory of the hosts it was "
+              "placed on (workload.training.models[].pipeline.memory)",
+              false, /*drop=*/true);
+  } else if (why == JobRunner::Failure::kStalled) {
     interrupt(id,
               "stalled: nothing happened in its training for system.stall_timeout (no compute "
               "op ended, no chunk came back): a livelock or deadlock of its communication",

@@ -5,8 +5,9 @@
 //   fcfs           strict order: the first job that does not fit blocks everything behind it.
 //   easy_backfill  EASY: the first blocked job gets a reservation (the earliest time it fits,
 //                  from the running jobs' estimated ends); later jobs start now only if they do
-//                  not delay it (they end, by estimate, before the reservation, or leave enough
-//                  GPUs of a type the reserved job accepts).
+//                  not delay it (they end, by estimate, before the reservation, or leave it
+//                  room beside them). "Fits" counts free GPUs per node, by placement's own rules
+//                  (NodePool::fits: a job taking tp GPUs from each host needs whole hosts).
 // SING-like options (docs/cluster.md, [inferred]): fair-share ordering (decayed per-user usage),
 // per-user GPU quotas, flexible GPU types (a job accepts every type of the pool), start-up cost
 // with or without pre-initialised environments. Nodes fail and are repaired through the platform

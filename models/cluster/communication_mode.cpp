@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "models/cluster/pipeline_job.hpp"
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/dp_planner.hpp"
@@ -106,6 +108,59 @@ struct CommunicationMode::GraphLive {
   std::int64_t bytes_delivered() const { return bytes_done + executor->network_bytes_delivered(); }
 };
 
+std::string MegatronModel::misfit(int gpus) const {
+  const llm_training::ParallelLayout& l = params.layout;
+  const int replica = l.tp * l.pp;
+  if (gpus < replica || gpus % replica != 0)
+    return fmt::format(
+        "is a Megatron model of tp x pp = {} GPUs a replica: {} GPUs are not a "
+        "whole number of replicas",
+        replica, gpus);
+  const std::int64_t dp = gpus / replica;
+  const std::int64_t per_step = static_cast<std::int64_t>(params.micro_batch) * dp;
+  if (params.global_batch % per_step != 0)
+    return fmt::format(
+        "is a Megatron model whose global batch of {} sequences does not split "
+        "into micro-batches of {} over the {} data-parallel replicas of {} GPUs "
+        "(the global batch is kept, as Megatron-LM's --global-batch-size)",
+        params.global_batch, params.micro_batch, dp, gpus);
+  return {};
+}
+
+llm_training::ParallelLayout MegatronModel::layout_for(int gpus) const {
+  MLSIM_CHECK(misfit(gpus).empty(), "a Megatron job of GPUs its model does not fit");
+  llm_training::ParallelLayout l = params.layout;
+  l.dp = gpus / (l.tp * l.pp);
+  l.micro_batches = params.global_batch / (params.micro_batch * l.dp);
+  return l;
+}
+
+double MegatronModel::nodes_per_iteration(int gpus) const {
+  llm_training::ParallelLayout l = layout_for(gpus);
+  l.iterations = 1;
+  return llm_training::MegatronSource(l, kernels).expected_nodes();
+}
+
+std::vector<pipeline::LayerCost> planner_layer_sizes(const TrainingModel& m) {
+  std::vector<pipeline::LayerCost> layers;
+  for (std::size_t l = 0; l < m.parameters.size(); ++l)
+    layers.push_back({0, 0, static_cast<double>(m.activation_bytes[l]),
+                      static_cast<double>(m.parameters[l] * m.bytes_per_parameter)});
+  return layers;
+}
+
+bool pipeline_memory_fits(const TrainingModel& m, StagePlanner planner,
+                          const std::vector<pipeline::LayerCost>& layers,
+                          const std::vector<double>& capacity) {
+  if (!m.pipeline.memory.constraint) return true;
+  pipeline::StageMemory check(layers, {capacity, m.pipeline.memory.optimizer_state_factor},
+                              {m.pipeline.schedule, m.pipeline.micro_batches}, capacity.size(),
+                              planner == StagePlanner::kPipeDream ? pipeline::MemoryRule::kPipeDream
+                                                                  : pipeline::MemoryRule::kMlsim);
+  check.set_straight(m.pipeline.straight);
+  return check.any_fits();
+}
+
 CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& compute,
                                      const CommunicationParams& params, RandomStream draws)
     : engine_(engine),
@@ -118,6 +173,7 @@ CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& 
   for (const TrainingModel& m : params_.models) {
     weight_sum_ += m.weight;
     has_megatron_ |= m.megatron != nullptr || m.chakra != nullptr;
+    has_memory_limit_ |= m.pipeline.memory.constraint;
   }
 }
 
@@ -126,8 +182,9 @@ CommunicationMode::~CommunicationMode() = default;
 void CommunicationMode::admit(JobSpec& job) {
   if (job.model < 0) {
     // In proportion to the weights of the models the job's GPU count fits (every profiled
-    // model; a Megatron model when it asks for exactly tp x pp x dp); one draw per job, in
-    // submit order. Without Megatron models every model fits and the draw is as before.
+    // model; a Megatron model when it asks for whole replicas that split its global batch,
+    // MegatronModel::misfit); one draw per job, in submit order. Without Megatron models every
+    // model fits and the draw is as before.
     double sum = weight_sum_;
     int last = static_cast<int>(params_.models.size()) - 1;
     if (has_megatron_) {
@@ -156,7 +213,7 @@ void CommunicationMode::admit(JobSpec& job) {
   if (chosen.megatron) job.gpus_per_node = chosen.megatron->params.layout.tp;  // a TP group a host
   if (chosen.chakra) job.gpus_per_node = 1;  // a trace rank a host
   if (job.iterations == 0) {
-    const double it = params_.models[static_cast<std::size_t>(job.model)].reference_iteration_s;
+    const double it = chosen.reference_iteration_for(job.gpus);
     job.iterations = static_cast<std::uint64_t>(std::max(1.0, std::round(job.work.seconds() / it)));
   }
 }
@@ -275,11 +332,18 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
   // activations alike but not the all-reduce of a replicated stage [assumed: the plan for a
   // profiled batch is kept].
   MLSIM_CHECK(links_ != nullptr, "a planned pipeline job needs the run's link conditions");
-  std::vector<pipeline::LayerCost> layers;
-  for (std::size_t l = 0; l < m.parameters.size(); ++l)
-    layers.push_back({0, 0,  // the planners read each host's own layer times (below)
-                      static_cast<double>(m.activation_bytes[l]),
-                      static_cast<double>(m.parameters[l] * m.bytes_per_parameter)});
+  const std::vector<pipeline::LayerCost> layers = planner_layer_sizes(m);
+  // Under a memory limit (`pipeline.memory`), each host's GPU memory; nothing that fits: an
+  // empty layout (start_pipeline reports the job failed, Failure::kNoMemory).
+  std::vector<double> capacity;
+  if (m.pipeline.memory.constraint) {
+    for (NodeId h : hosts) {
+      MLSIM_CHECK(h < m.pipeline.memory_capacity.size() && m.pipeline.memory_capacity[h] > 0,
+                  "no GPU memory for a pipeline host");
+      capacity.push_back(m.pipeline.memory_capacity[h]);
+    }
+    if (!pipeline_memory_fits(m, planner, layers, capacity)) return {};
+  }
   pipeline::Conditions c;
   for (NodeId h : hosts) {
     MLSIM_CHECK(h < m.times.size() && m.times[h], "no layer times for a worker host");
@@ -298,12 +362,15 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
   // GPipe is timed with a flush every M micro-batches of a replica, where the run flushes once
   // per iteration (N / r of them): N depends on the replicas the planner is choosing [assumed:
   // the planner's group is M, not measured against the run's].
+  // The memory limit as the pipeline model passes it: PipeDream's --use_memory_constraint
+  // check for its optimizer, mlsim's accounting for the DP and the branch and bound.
   const pipeline::PlannerOptions o{m.pipeline.straight,
-                                   {m.pipeline.schedule, m.pipeline.micro_batches}};
+                                   {m.pipeline.schedule, m.pipeline.micro_batches},
+                                   {capacity, m.pipeline.memory.optimizer_state_factor}};
   pipeline::Partition p;
   switch (planner) {
     case StagePlanner::kPipeDream:
-      p = pipeline::pipedream_partition(layers, c, {m.pipeline.straight, std::nullopt});
+      p = pipeline::pipedream_partition(layers, c, {m.pipeline.straight, std::nullopt, capacity});
       break;
     case StagePlanner::kDp:
       p = pipeline::dp_plan(layers, c, o).partition;
@@ -327,6 +394,16 @@ bool CommunicationMode::start_pipeline(const JobSpec& job, std::span<const NodeI
                                        std::function<void(Failure)> failed) {
   const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
   StageLayout layout = plan_stages(job, m, hosts);
+  if (layout.replicas.empty()) {
+    // No configuration fits these hosts' memory: reported from an event, as every failure.
+    const std::uint64_t id = job.id;
+    no_memory_[id] = engine_.schedule_in(Time::zero(), [this, id, failed = std::move(failed)] {
+      no_memory_.erase(id);
+      ++no_memory_jobs_;
+      failed(Failure::kNoMemory);
+    });
+    return true;
+  }
   const std::size_t micro_batches = m.pipeline.micro_batches;
   const double scale = static_cast<double>(layout.workers()) /
                        static_cast<double>(micro_batches * layout.rounds_multiple());
@@ -458,6 +535,11 @@ void CommunicationMode::fail(std::uint64_t id, std::uint64_t serial, Failure why
 }
 
 void CommunicationMode::kill(std::uint64_t id) {
+  if (auto it = no_memory_.find(id); it != no_memory_.end()) {
+    engine_.cancel(it->second);
+    no_memory_.erase(it);
+    return;
+  }
   if (graphs_.count(id) != 0) {
     end_graph_unfinished(id, TrainingRecord::Outcome::kKilled);
     return;
@@ -535,10 +617,11 @@ bool CommunicationMode::start_megatron(const JobSpec& job, std::span<const NodeI
   const int per_host = m.megatron ? m.megatron->params.layout.tp : 1;
   if (m.megatron) {
     std::shared_ptr<const MegatronModel> mg = m.megatron;
-    const int iterations = static_cast<int>(job.iterations);
-    live->make_source = [mg, iterations] {
-      llm_training::ParallelLayout layout = mg->params.layout;
-      layout.iterations = iterations;
+    llm_training::ParallelLayout layout = mg->layout_for(job.gpus);  // dp from the job's GPUs
+    layout.iterations = static_cast<int>(job.iterations);
+    MLSIM_CHECK(hosts.size() == static_cast<std::size_t>(layout.pp * layout.dp),
+                "a Megatron job placed on pp x dp hosts");
+    live->make_source = [mg, layout] {
       return std::make_unique<llm_training::MegatronSource>(layout, mg->kernels);
     };
     live->options = mg->params.executor;
@@ -709,6 +792,9 @@ void CommunicationMode::report(Results& out) const {
   out.set_metric("detailed_pipeline_jobs", static_cast<double>(pipeline_jobs_));
   out.set_metric("activation_bytes_sent", static_cast<double>(activation_bytes_sent_));
   out.set_metric("activation_bytes_delivered", static_cast<double>(activation_bytes_delivered_));
+  // Only with a model planned under a memory limit, so that other runs' results keep their keys.
+  if (has_memory_limit_)
+    out.set_metric("detailed_jobs_no_memory_fit", static_cast<double>(no_memory_jobs_));
   // Megatron jobs (only with a Megatron model, so that other runs' results keep their keys).
   if (has_megatron_) {
     out.set_metric("detailed_megatron_jobs", static_cast<double>(megatron_jobs_));

@@ -52,6 +52,8 @@
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/ina_fabric.hpp"
 #include "models/llm_training/llm_training_model.hpp"
+#include "models/pipeline/pipeline_costs.hpp"
+#include "models/pipeline/stage_memory.hpp"
 #include "models/training/gradient_path.hpp"
 #include "models/training/pipeline_schedule.hpp"
 #include "models/training/policies.hpp"
@@ -75,12 +77,24 @@ const char* stage_planner_name(StagePlanner p);
 StagePlanner parse_stage_planner(const std::string& name, const std::string& where);
 
 // A Megatron-LM model (workload.training.models[i].megatron): its shape, layout and kernels;
-// layout.iterations is set per job.
+// layout.iterations is set per job. params.layout is the configuration as read (its dp
+// checked against its global batch by llm_training's reader); a job of g GPUs runs it with
+// dp = g / (tp pp) and the global batch kept, as Megatron-LM derives both from the world size
+// and --global-batch-size (docs/cluster.md, "Megatron jobs").
 struct MegatronModel {
   llm_training::TrainingParams params;
   llm_training::StageKernels kernels;
-  double nodes_per_iteration = 0;  // graph nodes of one iteration (the work estimate)
-  int gpus() const { return params.layout.tp * params.layout.pp * params.layout.dp; }
+  // The busiest stage's compute for one micro-batch on the reference GPU (an iteration is M of
+  // them: the pipeline's micro-batches go through every stage).
+  double stage_s_per_micro_batch = 0;
+  // Why a job of `gpus` GPUs cannot run this model (empty when it can): a whole number of
+  // model replicas (tp x pp GPUs each) whose micro-batches split the global batch evenly.
+  std::string misfit(int gpus) const;
+  // The layout a job of `gpus` GPUs runs (misfit(gpus) must be empty): dp = gpus / (tp pp),
+  // M = global_batch / (micro_batch dp) micro-batches per replica and iteration.
+  llm_training::ParallelLayout layout_for(int gpus) const;
+  // Graph nodes of one iteration of a job of `gpus` GPUs (the work estimate).
+  double nodes_per_iteration(int gpus) const;
 };
 
 // A Chakra trace model (workload.training.models[i].chakra): a fresh source of one pass of the
@@ -124,12 +138,19 @@ struct TrainingModel {
   // A Chakra trace model (null otherwise): its jobs run the trace's graph once per iteration,
   // one rank per host; reference_iteration_s is its busiest rank's compute per pass.
   std::shared_ptr<const ChakraModel> chakra;
-  // Whether a job asking for `gpus` GPUs may run this model (a Megatron model: exactly
-  // tp x pp x dp; a Chakra model: exactly its ranks).
+  // Whether a job asking for `gpus` GPUs may run this model (a Megatron model: a whole number
+  // of tp x pp replicas that splits its global batch, MegatronModel::misfit; a Chakra model:
+  // exactly its ranks).
   bool fits(int gpus) const {
-    if (megatron) return megatron->gpus() == gpus;
+    if (megatron) return megatron->misfit(gpus).empty();
     if (chakra) return chakra->ranks == gpus;
     return true;
+  }
+  // Its compute per iteration on the reference GPU for a job of `gpus` GPUs (a Megatron
+  // model's depends on the job's dp through its micro-batches per replica).
+  double reference_iteration_for(int gpus) const {
+    return megatron ? megatron->stage_s_per_micro_batch * megatron->layout_for(gpus).micro_batches
+                    : reference_iteration_s;
   }
   // The GPUs it takes on each host of a placement (0: any split).
   int gpus_per_node() const { return megatron ? megatron->params.layout.tp : chakra ? 1 : 0; }
@@ -146,6 +167,12 @@ struct TrainingModel {
     std::size_t micro_batches = 1;
     StagePlanner planner = StagePlanner::kEven;
     bool straight = false;  // the planners: one host per stage (PipeDream's --straight_pipeline)
+    // GPU memory as the planners' constraint (`pipeline.memory`, models/pipeline's reader and
+    // accounting, stage_memory.hpp): with it on, a planner never returns stages that do not fit.
+    pipeline::MemorySettings memory;
+    // Indexed by topology NodeId: each host's GPU memory in bytes (memory.capacity, else its
+    // GPU's hbm_capacity from the catalog); empty without the constraint.
+    std::vector<double> memory_capacity;
   } pipeline;
   // Whether the model has a pipeline (its op schedule and micro-batches) at all.
   bool has_pipeline() const {
@@ -168,6 +195,17 @@ struct TrainingModel {
     return planner_for(job_planner) != StagePlanner::kEven || stages_for(job_stages) > 1;
   }
 };
+
+// A profiled model's layers as models/pipeline's planners see them (sizes only: the planners
+// read each host's own layer times from their conditions).
+std::vector<pipeline::LayerCost> planner_layer_sizes(const TrainingModel& m);
+// Whether some configuration of a planned pipeline model's stages fits hosts of `capacity`
+// bytes each (in the job's host order) under the memory rule of `planner` (the job's: PipeDream's
+// check for "pipedream", mlsim's accounting for "dp" and "exact"; stage_memory.hpp); true
+// without the constraint.
+bool pipeline_memory_fits(const TrainingModel& m, StagePlanner planner,
+                          const std::vector<pipeline::LayerCost>& layers,
+                          const std::vector<double>& capacity);
 
 struct CommunicationParams {
   std::vector<TrainingModel> models;
@@ -242,7 +280,7 @@ class CommunicationMode final : public JobRunner {
   // The run's link conditions, for strategies that plan over the links as they are (rat); must
   // outlive the mode.
   void set_links(const LinkConditions* links) { links_ = links; }
-  std::size_t running() const { return live_.size() + graphs_.size(); }
+  std::size_t running() const { return live_.size() + graphs_.size() + no_memory_.size(); }
 
  private:
   struct Live;
@@ -295,6 +333,11 @@ class CommunicationMode final : public JobRunner {
   SyncBuilder sync_builder_;
   std::map<std::uint64_t, std::unique_ptr<Live>> live_;
   std::map<std::uint64_t, std::unique_ptr<GraphLive>> graphs_;  // Megatron jobs
+  // Pipeline jobs whose stages fit their hosts' memory in no configuration: the event that
+  // reports them failed (Failure::kNoMemory), cancelled if the job is killed first.
+  std::map<std::uint64_t, EventHandle> no_memory_;
+  bool has_memory_limit_ = false;     // some model plans under a memory limit
+  std::uint64_t no_memory_jobs_ = 0;  // attempts that found no configuration that fits
   // Statistics.
   std::uint64_t serial_ = 0;  // attempts started
   std::uint64_t simulated_ = 0, one_host_ = 0, iterations_ = 0, killed_ = 0, failed_ = 0;

@@ -39,6 +39,33 @@ int NodePool::capacity_of(int type, int per_node) const {
   return total;
 }
 
+std::vector<int> NodePool::free_per_node() const {
+  std::vector<int> free(nodes_.size(), 0);
+  for (std::size_t n = 0; n < nodes_.size(); ++n)
+    if (nodes_[n].up) free[n] = nodes_[n].free;
+  return free;
+}
+
+bool NodePool::fits(const std::vector<int>& free, int gpus, TypeMask accepted, int per_node) const {
+  MLSIM_CHECK(free.size() == nodes_.size(), "one free count per node");
+  // place_on_type takes every usable node of the type in some order until the job is placed,
+  // so it succeeds exactly when the usable GPUs (all free ones with per_node 0, per_node from
+  // each node with that many otherwise) reach the job's.
+  std::vector<int> usable_of(types_.size(), 0);
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    const int f = free[n];
+    usable_of[static_cast<std::size_t>(nodes_[n].type)] +=
+        per_node <= 0 ? f : (f >= per_node ? per_node : 0);
+  }
+  for (std::size_t t = 0; t < types_.size(); ++t)
+    if ((accepted & (TypeMask{1} << t)) && usable_of[t] >= gpus) return true;
+  return false;
+}
+
+void NodePool::take_out(std::vector<int>& free, const Placement& p) {
+  for (const Slice& s : p.slices) free[static_cast<std::size_t>(s.node)] -= s.gpus;
+}
+
 Placement NodePool::place_on_type(int gpus, int type, int per_node) const {
   Placement p;
   if (free_gpus_of(type) < gpus) return p;

@@ -66,6 +66,16 @@ class NodePool {
   // GPUs of type `type` a job taking `per_node` from each node could ever get (every node up
   // and free); total_gpus_of(type) for per_node 0.
   int capacity_of(int type, int per_node) const;
+  // Per node: its free GPUs if it is up, else 0 (what place() may use now).
+  std::vector<int> free_per_node() const;
+  // Whether `gpus` GPUs of an accepted type would fit on nodes with `free[n]` free GPUs (one
+  // entry per node; down nodes' entries must be 0) by the rules of place(): with per_node 0 any
+  // split of the type's free GPUs, else `per_node` from each of distinct nodes with that many.
+  // place(gpus, accepted, per_node).ok() == fits(free_per_node(), ...) (NodePool tests); EASY's
+  // reservations use it on the GPUs free at a future time (cluster_sim.cpp).
+  bool fits(const std::vector<int>& free, int gpus, TypeMask accepted, int per_node) const;
+  // Takes the GPUs of placement `p` out of `free` (as allocate() does for the pool).
+  static void take_out(std::vector<int>& free, const Placement& p);
 
   // Rack-local placement: `racks[i]` is node i's rack (the switch its host hangs off). A job that
   // fits no single node then goes into one rack when one has room: the rack with the fewest free

@@ -68,23 +68,11 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
     p.activation_compression_ratio = system.number("activation_compression_ratio", 1e-6, 1e9);
   // GPU memory as a constraint (stage_memory.hpp): off by default, as PipeDream's
   // --use_memory_constraint.
-  if (system.has("memory")) {
-    JsonReader memory = system.object("memory");
-    memory.only_keys({"constraint", "capacity", "optimizer_state_factor"});
-    p.memory_constraint = memory.boolean("constraint");
-    if (p.memory_constraint) {
-      if (memory.has("capacity"))
-        p.memory_capacity_override = static_cast<double>(memory.bytes("capacity").count);
-      // [assumed] one weight-sized optimizer buffer: SGD momentum, as PipeDream trains its image
-      // models (runtime/image_classification/main_with_runtime.py, SGDWithWeightStashing).
-      p.optimizer_state_factor = memory.number_or("optimizer_state_factor", 1, 0, 100);
-    } else {
-      for (const char* key : {"capacity", "optimizer_state_factor"})
-        if (memory.has(key))
-          throw InputError(memory.path_of(key),
-                           "used only with system.memory.constraint true (it is false)");
-    }
-    memory.finish();
+  {
+    const MemorySettings memory = read_memory_settings(system);
+    p.memory_constraint = memory.constraint;
+    p.memory_capacity_override = memory.capacity;
+    p.optimizer_state_factor = memory.optimizer_state_factor;
   }
   // The collective layer's costs for every message and all-reduce (docs/collectives.md).
   p.collective_costs =

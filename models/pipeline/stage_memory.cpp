@@ -13,6 +13,27 @@ InputError nothing_fits(std::size_t layers, std::size_t hosts) {
                                          " hosts has every stage fit in its GPUs' memory");
 }
 
+MemorySettings read_memory_settings(JsonReader& parent) {
+  MemorySettings m;
+  if (!parent.has("memory")) return m;
+  JsonReader memory = parent.object("memory");
+  memory.only_keys({"constraint", "capacity", "optimizer_state_factor"});
+  m.constraint = memory.boolean("constraint");
+  if (m.constraint) {
+    if (memory.has("capacity")) m.capacity = static_cast<double>(memory.bytes("capacity").count);
+    // [assumed] one weight-sized optimizer buffer: SGD momentum, as PipeDream trains its image
+    // models (runtime/image_classification/main_with_runtime.py, SGDWithWeightStashing).
+    m.optimizer_state_factor = memory.number_or("optimizer_state_factor", 1, 0, 100);
+  } else {
+    for (const char* key : {"capacity", "optimizer_state_factor"})
+      if (memory.has(key))
+        throw InputError(memory.path_of(key),
+                         "used only with " + memory.path_of("constraint") + " true (it is false)");
+  }
+  memory.finish();
+  return m;
+}
+
 StageMemory::StageMemory(const std::vector<LayerCost>& layers, MemoryLimit limit,
                          ScheduleTiming schedule, std::size_t hosts, MemoryRule rule)
     : layers_(layers), limit_(std::move(limit)), schedule_(schedule), hosts_(hosts), rule_(rule) {

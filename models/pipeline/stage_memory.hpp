@@ -31,11 +31,13 @@
 // their gradient and optimizer state, nor the input activation, so a configuration it accepts can
 // exceed mlsim's accounting above (docs/pipeline.md shows by how much).
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "models/pipeline/one_f_one_b.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/scenario/json_reader.hpp"
 
 namespace mlsim::pipeline {
 
@@ -46,6 +48,20 @@ struct MemoryLimit {
   double optimizer_state_factor = 1;  // f above [assumed]
   bool active() const { return !capacity.empty(); }
 };
+
+// The memory settings of a pipeline, as the scenario gives them: `system.memory` of the pipeline
+// model, or `workload.training.models[i].pipeline.memory` of the cluster model's pipeline jobs
+// (docs/cluster.md), read by the same reader: {"constraint": bool (required), "capacity": bytes
+// for every host (absent: each host's GPU's hbm_capacity from the catalog),
+// "optimizer_state_factor": f above (default 1)}, the last two only with the constraint on; unknown
+// keys are errors.
+struct MemorySettings {
+  bool constraint = false;
+  std::optional<double> capacity;
+  double optimizer_state_factor = 1;
+};
+// `parent`'s "memory" object when it has one (else the defaults: no constraint).
+MemorySettings read_memory_settings(JsonReader& parent);
 
 // The error a planner throws when no configuration of `layers` layers on `hosts` hosts has every
 // stage fit (at "system.memory"; the model's set-up refuses such a job first, with a fuller

@@ -314,8 +314,14 @@ const std::map<std::string, std::vector<BadInput>> kByFile = {
           "workload.training.models[0].megatron.tp: no host has 8 GPUs"},
          {{megatron_model(", \"tp\": 4"), kRoofline,
            "workload.jobs={\"source\": \"list\", \"list\": [{\"submit\": \"0s\", \"gpus\": "
-           "4, \"model\": \"gpt\", \"iterations\": 1}]}"},
-          "workload.jobs.list[0].gpus: model 'gpt' is a Megatron model of tp x pp x dp = 8 GPUs"},
+           "6, \"model\": \"gpt\", \"iterations\": 1}]}"},
+          "workload.jobs.list[0].gpus: model 'gpt' is a Megatron model of tp x pp = 4 GPUs a "
+          "replica: 6 GPUs"},
+         {{megatron_model(", \"tp\": 4"), kRoofline,
+           "workload.jobs={\"source\": \"list\", \"list\": [{\"submit\": \"0s\", \"gpus\": "
+           "12, \"model\": \"gpt\", \"iterations\": 1}]}"},
+          "workload.jobs.list[0].gpus: model 'gpt' is a Megatron model whose global batch of 4 "
+          "sequences does not split"},
      }},
     {"elastic_multiworld.json",
      {
@@ -605,6 +611,11 @@ TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadPlannerKey) {
       {" --set '" + kDpPipeline + "' --set 'workload.jobs={\"source\": \"list\", \"list\": [" +
            kListedJob + ", \"planner\": \"greedy\"}]}'",
        "error: --set: workload.jobs.list[0].planner: unknown planner \"greedy\""},
+      // A memory limit no configuration of VGG16's stages fits (docs/cluster.md).
+      {" --set '" + kDpPipeline +
+           "' --set 'workload.training.models[0].pipeline.memory={\"constraint\": true, "
+           "\"capacity\": \"1MB\"}'",
+       "error: --set: workload.training.models[0].pipeline.memory.capacity: no configuration"},
   };
   for (const auto& [sets, expected] : cases) {
     const auto validated = run_mlsim(dir, "validate " + file + sets);

@@ -63,8 +63,10 @@ TrainingModel failures_pipeline_model(
     m.activation_bytes.push_back(a);
   }
   m.name += std::string("_") + stage_planner_name(planner);
-  m.pipeline = {planner == StagePlanner::kEven ? stages : 0, schedule, micro_batches, planner,
-                false};
+  m.pipeline.stages = planner == StagePlanner::kEven ? stages : 0;
+  m.pipeline.schedule = schedule;
+  m.pipeline.micro_batches = micro_batches;
+  m.pipeline.planner = planner;
   return m;
 }
 
@@ -414,14 +416,17 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
         // layout implies, exactly their bytes through the network.
         ++megatron_finished;
         ASSERT_NE(m.megatron, nullptr);
-        const llm_training::ParallelLayout& l = m.megatron->params.layout;
+        // dp from the job's GPUs (tp on each host): MegatronModel::layout_for.
+        const int job_gpus = std::accumulate(t.gpus.begin(), t.gpus.end(), 0);
+        const llm_training::ParallelLayout l = m.megatron->layout_for(job_gpus);
         EXPECT_TRUE(t.graph_done);
         ASSERT_EQ(t.hosts.size(), static_cast<std::size_t>(l.pp * l.dp));
-        const MegatronTestCounts per = megatron_test_counts(*m.megatron);
+        const MegatronTestCounts per = megatron_test_counts(*m.megatron, job_gpus);
         EXPECT_EQ(t.graph_messages, per.messages * t.iterations);
         EXPECT_EQ(t.graph_network_collectives, per.network * t.iterations);
-        EXPECT_EQ(t.graph_bytes_delivered, megatron_test_bytes_per_iteration(*m.megatron) *
-                                               static_cast<std::int64_t>(t.iterations));
+        EXPECT_EQ(t.graph_bytes_delivered,
+                  megatron_test_bytes_per_iteration(*m.megatron, job_gpus) *
+                      static_cast<std::int64_t>(t.iterations));
         continue;
       }
       // Bytes a strategy moves per round among `n` workers (colocated servers for ps).

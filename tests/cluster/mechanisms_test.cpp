@@ -1,6 +1,8 @@
 // The scheduler, placement, fair share and failures against cases computed by hand.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "models/cluster/fair_share.hpp"
 #include "models/cluster/interval_series.hpp"
 #include "models/cluster/job_queue.hpp"
@@ -190,6 +192,74 @@ TEST(ClusterScheduling, APerNodeJobLargerThanThePoolCanHoldIsDropped) {
   ASSERT_TRUE(r.of(1).finished);
   ASSERT_EQ(r.of(1).slices.size(), 2u);
   for (const Slice& s : r.of(1).slices) EXPECT_EQ(s.gpus, 2);
+}
+
+TEST(ClusterScheduling, EasyReservesWholeHostsForAPerNodeHead) {
+  // Nodes 0-2 of 4 GPUs and node 3 of 2, one type; exact estimates, no start-up.
+  //   A: 4 GPUs, 100 s at 0: best fit on one node, node 0 (free 0, 4, 4, 2).
+  //   B: 4 GPUs, 2 per node (a TP 2 job), 50 s at 0: the emptiest nodes with 2 free, 1 and 2
+  //      (free 0, 2, 2, 2).
+  //   H: 8 GPUs, 4 per node (TP 4 on two hosts), 10 s at 1: blocked (no node has 4 free).
+  //   X: 2 GPUs, 100 s at 1: it would go on node 1 now (best fit: the first of the three
+  //      nodes with 2 free), and run to 101.
+  // Per host (what placement needs): at B's end, 50, nodes 1 and 2 have 4 free: H's
+  //   reservation is 50. X runs past 50 on node 1, leaving (0, 2, 4, 2) at 50, where H no
+  //   longer fits: no backfill. At 50 H starts on nodes 1 and 2 (to 60) and X on node 3, the
+  //   only one left with 2 free (to 150).
+  // Per type (before 2026-12-07): 6 free at 1, 10 at 50, so H's reservation was 50 and X,
+  //   leaving 8 >= 8 GPUs of the type at 50, backfilled at 1 on node 1; at 50 H did not fit
+  //   (0, 2, 4, 2) and waited for A's end: H 100-110, 50 s late, a reservation missed.
+  ClusterParams p = one_type(3, 4, Policy::kEasyBackfill);
+  p.groups.push_back({0, 1, 2});
+  JobSpec a = job(0, 4, 100), b = job(0, 4, 50), h = job(1, 8, 10), x = job(1, 2, 100);
+  b.gpus_per_node = 2;
+  h.gpus_per_node = 4;
+  const RunResult r = run(p, {a, b, h, x});
+  EXPECT_DOUBLE_EQ(start_s(r, 0), 0);
+  EXPECT_DOUBLE_EQ(start_s(r, 1), 0);
+  ASSERT_TRUE(r.of(2).first_reservation);
+  EXPECT_DOUBLE_EQ(r.of(2).first_reservation->seconds(), 50);
+  EXPECT_DOUBLE_EQ(start_s(r, 2), 50);
+  EXPECT_DOUBLE_EQ(r.of(2).end.seconds(), 60);
+  ASSERT_EQ(r.of(2).slices.size(), 2u);
+  EXPECT_EQ(r.of(2).slices[0].node, 1);
+  EXPECT_EQ(r.of(2).slices[1].node, 2);
+  EXPECT_DOUBLE_EQ(start_s(r, 3), 50);
+  ASSERT_EQ(r.of(3).slices.size(), 1u);
+  EXPECT_EQ(r.of(3).slices[0].node, 3);
+  EXPECT_EQ(r.metrics().at("reservations_missed"), 0);
+  // Waits: H 49 s, X 49 s, A and B none.
+  EXPECT_DOUBLE_EQ(r.metrics().at("queue_delay_mean_s"), (0 + 0 + 49 + 49) / 4.0);
+}
+
+TEST(ClusterPlacement, FitsOnFreeCountsAgreesWithPlace) {
+  // Property: NodePool::fits on the pool's own free counts says what place() does, over random
+  // pools of two types (nodes of 1-8 GPUs), allocations, down nodes and jobs of any split or
+  // whole per-node groups.
+  std::mt19937_64 rng(7);
+  auto below = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+  int placed = 0, refused = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<NodeGroup> groups;
+    for (int g = below(4) + 1; g > 0; --g) groups.push_back({below(2), below(3) + 1, below(8) + 1});
+    NodePool pool({{"a", 1.0}, {"b", 0.5}}, groups);
+    for (int n = 0; n < pool.node_count(); ++n) {
+      const int used = below(pool.node_gpus(n) + 1);
+      if (used > 0) pool.allocate({pool.node_type(n), {{n, used}}});
+      if (below(5) == 0) pool.set_up(n, false);
+    }
+    for (int k = 0; k < 20; ++k) {
+      const int per_node = below(3) == 0 ? 0 : below(4) + 1;
+      const int gpus = per_node > 0 ? per_node * (below(4) + 1) : below(16) + 1;
+      const TypeMask types = static_cast<TypeMask>(below(3) + 1);
+      const bool ok = pool.place(gpus, types, per_node).ok();
+      EXPECT_EQ(pool.fits(pool.free_per_node(), gpus, types, per_node), ok)
+          << "trial " << trial << ": " << gpus << " GPUs, per node " << per_node;
+      (ok ? placed : refused) += 1;
+    }
+  }
+  EXPECT_GT(placed, 100);
+  EXPECT_GT(refused, 100);
 }
 
 TEST(ClusterPlacement, FlexibleJobsTakeTheFastestTypeThatFits) {

@@ -6,6 +6,8 @@
 // scenario keys' errors at their JSON paths.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "models/cluster/cluster_model.hpp"
 #include "models/cluster/communication_mode.hpp"
 #include "models/cluster/register.hpp"
@@ -186,19 +188,20 @@ TEST(MegatronJobs, AStalledJobIsReportedFailedAsStalledAndAKilledOneEndsSilently
 
 TEST(MegatronJobs, TheWorkEstimateCountsTheirGraphNodesAndSkipsJobsNoModelFits) {
   // Only a Megatron model of 4 GPUs (TP 1, PP 2, DP 2; its iteration 2 x 3 s of compute): a
-  // 4-GPU job of 12 s runs 2 iterations of its graph; a 2-GPU job spanning hosts has no model
-  // (timed as in the job-level mode) and adds nothing, rather than an unbounded term.
+  // 4-GPU job of 12 s runs 2 iterations of its graph; a 3-GPU job spanning hosts (not a whole
+  // number of 2-GPU replicas) has no model (timed as in the job-level mode) and adds nothing,
+  // rather than an unbounded term.
   ModelParams p;
   auto comm = std::make_shared<CommunicationParams>();
   comm->models.push_back(megatron_test_model(1, 2, 2, 2, 1.0, 2.0, 6'000, 1'000));
-  const double nodes = comm->models[0].megatron->nodes_per_iteration;
+  const double nodes = comm->models[0].megatron->nodes_per_iteration(4);
   // Per rank and iteration: 2 forwards, 2 backwards, 4 message ends (stage 0 sends 2
   // activations and receives 2 gradients, stage 1 the reverse), 1 DP all-reduce; 4 ranks.
   EXPECT_EQ(nodes, 4 * 9);
   p.communication = comm;
   p.make_source = [](std::uint64_t) {
     return mlsim::cluster::testing::list_source(
-        {mlsim::cluster::testing::job(0, 4, 12), mlsim::cluster::testing::job(0, 2, 5)});
+        {mlsim::cluster::testing::job(0, 4, 12), mlsim::cluster::testing::job(0, 3, 5)});
   };
   WorkEstimate estimate;
   estimate_work(p, 1, 4, estimate);
@@ -290,6 +293,130 @@ TEST(MegatronJobs, AloneItTakesTheLlmTrainingModelsIterationTime) {
               1e-9 * slow);
 }
 
+TEST(MegatronJobs, AJobOfAnotherSizeRescalesDpAndKeepsTheGlobalBatch) {
+  // TP 2, PP 2, configured DP 2, micro-batches of 1 sequence, global batch 16 (Megatron-LM's
+  // --global-batch-size; num micro-batches = global / (micro_batch x dp)). A job of g GPUs runs
+  // dp = g / 4: g = 8 gives dp 2 and 16 / 2 = 8 micro-batches a replica; 16 gives dp 4 and 4;
+  // 4 gives dp 1 and 16; 64 gives dp 16 and 1. 6 is not whole replicas; 12 (dp 3) and 128
+  // (dp 32) do not split 16 sequences.
+  auto mg = std::make_shared<MegatronModel>();
+  mg->params.layout.tp = 2;
+  mg->params.layout.pp = 2;
+  mg->params.layout.dp = 2;
+  mg->params.micro_batch = 1;
+  mg->params.global_batch = 16;
+  for (const auto& [g, dp, m] :
+       std::vector<std::tuple<int, int, int>>{{8, 2, 8}, {16, 4, 4}, {4, 1, 16}, {64, 16, 1}}) {
+    SCOPED_TRACE(g);
+    EXPECT_EQ(mg->misfit(g), "");
+    EXPECT_EQ(mg->layout_for(g).dp, dp);
+    EXPECT_EQ(mg->layout_for(g).micro_batches, m);
+    EXPECT_EQ(mg->layout_for(g).tp, 2);
+    EXPECT_EQ(mg->layout_for(g).pp, 2);
+  }
+  for (int g : {2, 6, 10}) EXPECT_NE(mg->misfit(g).find("not a whole number"), std::string::npos);
+  for (int g : {12, 128}) EXPECT_NE(mg->misfit(g).find("does not split"), std::string::npos);
+  // Micro-batches of 2 sequences: 16 GPUs (dp 4) take 16 / 8 = 2; 32 (dp 8) take 1; 64 (dp 16)
+  // would need 32 sequences.
+  mg->params.micro_batch = 2;
+  EXPECT_EQ(mg->layout_for(16).micro_batches, 2);
+  EXPECT_EQ(mg->layout_for(32).micro_batches, 1);
+  EXPECT_NE(mg->misfit(64).find("does not split"), std::string::npos);
+}
+
+TEST(MegatronJobs, TraceJobsOfOtherSizesDrawItWithTheirOwnDpAndIterations) {
+  // TP 1, PP 1, configured DP 2 with 2 micro-batches: global batch 4 (test_support). Forward
+  // 1 s, backward 2 s a micro-batch; 4 MB of gradients. Trace jobs of 12 s (work on the
+  // reference GPU) naming no model:
+  //  - 2 GPUs: dp 2, M 2, 6 s of compute an iteration: 12 / 6 = 2 iterations;
+  //  - 4 GPUs: dp 4, M 1, 3 s: 4 iterations;
+  //  - 3 GPUs: whole replicas (tp pp = 1), but dp 3 does not split 4 sequences: no model,
+  //    timed as in the job-level mode (model stays -1).
+  MegatronBench b;
+  CommunicationParams params;
+  params.models.push_back(megatron_test_model(1, 1, 2, 2, 1.0, 2.0, 4'000'000));
+  CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                         RandomStream(1, "test.models"));
+  mode.set_links(&b.links);
+  auto admitted = [&](int gpus) {
+    JobSpec job = mlsim::cluster::testing::job(0, gpus, 12);
+    mode.admit(job);
+    return job;
+  };
+  const JobSpec two = admitted(2), four = admitted(4), three = admitted(3);
+  EXPECT_EQ(two.model, 0);
+  EXPECT_EQ(two.iterations, 2u);
+  EXPECT_EQ(four.model, 0);
+  EXPECT_EQ(four.iterations, 4u);
+  EXPECT_EQ(four.gpus_per_node, 1);
+  EXPECT_EQ(three.model, -1);
+  // The 4-GPU job, one iteration, on the four hosts {0, 1, 2, 3}: 1 micro-batch, 3 s of
+  // compute, then the ring all-reduce of 4 MB over 4 hosts: 2 (4 - 1) = 6 steps of 1 MB from
+  // each host; the ring 0 -> 1 -> 2 -> 3 -> 0 sends one flow over each leaf's uplink (1 -> 2,
+  // 3 -> 0) and one over each host link each way, 4e6 B/s each: 0.25 s a step, 1.5 s. 4.5 s in
+  // all; the network delivers 6 x 4 x 1 MB = 24 MB.
+  JobSpec job = four;
+  job.id = 7;
+  job.iterations = 1;
+  std::vector<NodeId> hosts(b.p.topology.hosts().begin(), b.p.topology.hosts().end());
+  const std::vector<int> gpus(4, 1);
+  double ended = -1;
+  std::vector<TrainingRecord> records;
+  mode.set_observer([&records](const TrainingRecord& r) { records.push_back(r); });
+  ASSERT_TRUE(mode.start(
+      job, hosts, gpus, 0, [&] { ended = b.p.engine.now().seconds(); },
+      [](JobRunner::Failure) { ADD_FAILURE() << "failed"; }));
+  b.p.engine.run();
+  EXPECT_NEAR(ended, 4.5, 1e-9);
+  EXPECT_EQ(b.p.network.totals().bytes_delivered.count, 24'000'000);
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_DOUBLE_EQ(records[0].compute_only_s, 3.0);
+  EXPECT_EQ(records[0].graph_network_collectives, 1u);
+}
+
+TEST(MegatronJobs, OnAnotherSizeAloneItTakesTheLlmTrainingModelsIterationTimeAtThatDp) {
+  // The model of AloneItTakesTheLlmTrainingModelsIterationTime (TP 2, PP 2, configured DP 2)
+  // with a global batch of 16 sequences, on two leaves of four 2-A100 hosts. A job of 8 GPUs
+  // runs dp 2 with 16 / 2 = 8 micro-batches a replica, one of 16 GPUs dp 4 with 4: each the
+  // llm_training model's iteration at that dp and global batch (its reader derives the same
+  // micro-batches), on the same hosts (the cluster places every host equally free in order).
+  const json layout = json::parse(
+      R"({"tp": 2, "pp": 2, "dp": 2, "micro_batch": 1, "global_batch": 16, "recompute": true})");
+  json mg = layout;
+  mg["model"] = small_gpt();
+  const Registries r = both_models();
+  auto eight_hosts = [](json doc) {
+    doc["topology"]["hosts_per_leaf"] = 4;
+    return doc;
+  };
+  for (const int g : {8, 16}) {
+    SCOPED_TRACE(g);
+    const RunOutput cluster = test::run_json(
+        eight_hosts(megatron_cluster(
+            mg,
+            json::array({{{"submit", "0s"}, {"gpus", g}, {"model", "gpt"}, {"iterations", 2}}}))),
+        r);
+    json llm = eight_hosts(megatron_platform({{"name", "megatron_alone"}}));
+    llm["system"] = layout;
+    llm["system"]["dp"] = g / 4;
+    llm["system"]["model"] = "llm_training";
+    llm["system"]["communication"] = "network";
+    llm["system"]["iterations"] = 2;
+    llm["workload"]["model"] = small_gpt();
+    const RunOutput alone = test::run_json(llm, r);
+    const auto& c = cluster.results.metrics();
+    const auto& a = alone.results.metrics();
+    ASSERT_EQ(c.at("jobs_finished"), 1);
+    EXPECT_EQ(c.at("detailed_megatron_jobs"), 1);
+    const double iteration = a.at("iteration_time_s");
+    EXPECT_GT(iteration, 0);
+    EXPECT_NEAR(c.at("makespan_s") / 2, iteration, 1e-9 * iteration);
+    EXPECT_EQ(c.at("megatron_network_collectives"), a.at("network_collectives"));
+    // llm_training's own count of micro-batches: 16 / (1 x dp).
+    EXPECT_EQ(alone.results.details().at("layout").at("micro_batches_per_pipeline"), 64 / g);
+  }
+}
+
 #ifdef MLSIM_HAVE_CHAKRA
 TEST(MegatronJobs, AChakraTraceJobTakesTheHandDerivedTimePerIteration) {
   // The shipped example trace (workloads/traces/chakra_example: 2 stages x 2 replicas, one
@@ -377,10 +504,17 @@ TEST(MegatronJobs, ScenarioKeysAreCheckedAtTheirPaths) {
     expect(doc, "workload.training.models[0]", "sync");
   }
   const std::string job = "workload.jobs.list[0]";
-  expect(
-      megatron_cluster(
-          mg, json::array({{{"submit", "0s"}, {"gpus", 4}, {"model", "gpt"}, {"iterations", 1}}})),
-      job + ".gpus", "tp x pp x dp = 8");
+  // Another size runs dp = gpus / (tp pp) with the global batch kept: 4 GPUs (dp 1, 8
+  // micro-batches) and 16 (dp 4, 2) are fine; 6 is not whole replicas of 4 GPUs, and 12
+  // (dp 3) does not split 8 sequences.
+  auto of_gpus = [&](int gpus) {
+    return megatron_cluster(
+        mg, json::array({{{"submit", "0s"}, {"gpus", gpus}, {"model", "gpt"}, {"iterations", 1}}}));
+  };
+  EXPECT_EQ(error(of_gpus(4)), "no error");
+  EXPECT_EQ(error(of_gpus(16)), "no error");
+  expect(of_gpus(6), job + ".gpus", "tp x pp = 4 GPUs a replica: 6 GPUs");
+  expect(of_gpus(12), job + ".gpus", "global batch of 8 sequences does not split");
   expect(megatron_cluster(mg, json::array({{{"submit", "0s"},
                                             {"gpus", 8},
                                             {"model", "gpt"},

@@ -4,6 +4,8 @@
 // fabric.
 #include <gtest/gtest.h>
 
+#include <numeric>
+
 #include <cmath>
 #include <random>
 #include <set>
@@ -51,7 +53,9 @@ TrainingModel model(const Topology& topology, const std::string& scheduler, cons
   }
   m.times.assign(topology.nodes().size(), nullptr);
   for (NodeId h : topology.hosts()) m.times[h] = times;
-  m.pipeline = {stages, schedule, micro_batches};
+  m.pipeline.stages = stages;
+  m.pipeline.schedule = schedule;
+  m.pipeline.micro_batches = micro_batches;
   return m;
 }
 
@@ -247,7 +251,8 @@ struct PlannedJobRun {
   TrainingRecord record;
   double ended = -1;
 };
-PlannedJobRun run_planned_two_layer_job(int hosts, StagePlanner planner, bool straight) {
+PlannedJobRun run_planned_two_layer_job(int hosts, StagePlanner planner, bool straight,
+                                        double memory_per_host = 0) {
   test::PlatformBench p(
       build_topology(StarSpec{hosts, LinkSpec{Bandwidth{kHostBandwidth}, Time::zero()}}));
   LinkConditions links(p.topology, p.network);
@@ -257,6 +262,11 @@ PlannedJobRun run_planned_two_layer_job(int hosts, StagePlanner planner, bool st
   m.pipeline.stages = 0;
   m.pipeline.planner = planner;
   m.pipeline.straight = straight;
+  if (memory_per_host > 0) {  // pipeline.memory: every host's GPU with this much
+    m.pipeline.memory.constraint = true;
+    m.pipeline.memory_capacity.assign(p.topology.nodes().size(), 0);
+    for (NodeId h : p.topology.hosts()) m.pipeline.memory_capacity[h] = memory_per_host;
+  }
   params.models.push_back(m);
   CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
   mode.set_links(&links);
@@ -294,6 +304,106 @@ TEST(PipelineJobs, StraightKeepsOneHostPerStageWherePipeDreamWouldReplicate) {
     EXPECT_EQ(r.bytes_delivered, c.gradient_bytes);
     EXPECT_DOUBLE_EQ(run.ended, c.end);
   }
+}
+
+// `pipeline.memory` reaches the planners (stage_memory.hpp, mlsim's accounting under 1F1B with
+// one optimizer buffer, f = 1): the two-layer job above (layer 0: P = 4 MB of weights, A = 8 MB
+// of activation; layer 1: 4 MB and 4 MB) on two hosts.
+//   - Both layers on 2 replicas (data parallel, what dp and exact choose unconstrained, as
+//     PipeDream does above: 20 s): k = (2 - 1 - 0) / 2 + 1 = 1 in flight, P (k + 1 + f) +
+//     k (A + a_in) = 8 MB x 3 + 12 MB = 36 MB a host.
+//   - Straight: layer 0 on host 0, k = 2: 4 MB x 4 + 2 x 8 MB = 32 MB; layer 1 on host 1, k = 1:
+//     4 MB x 3 + (4 + 8 MB in) = 24 MB. Peak 32 MB.
+// At 34 MB a host only the straight configuration fits: both planners return it and the job
+// takes the straight case's 44 s with 32 MB of activations. At 30 MB none fits: the runner
+// reports the job failed (Failure::kNoMemory) from an event at 0, runs nothing and counts it.
+TEST(PipelineJobs, PlannersRespectTheGpuMemoryOfTheHostsPlaced) {
+  for (StagePlanner planner : {StagePlanner::kDp, StagePlanner::kExact}) {
+    SCOPED_TRACE(stage_planner_name(planner));
+    const PlannedJobRun free = run_planned_two_layer_job(2, planner, false);
+    EXPECT_EQ(free.record.replicas, (std::vector<std::size_t>{2}));
+    EXPECT_DOUBLE_EQ(free.ended, 20);
+    const PlannedJobRun roomy = run_planned_two_layer_job(2, planner, false, 36e6);
+    EXPECT_EQ(roomy.record.replicas, (std::vector<std::size_t>{2}));  // 36 MB fits 36 MB
+    const PlannedJobRun tight = run_planned_two_layer_job(2, planner, false, 34e6);
+    EXPECT_EQ(tight.record.stage_first_layer, (std::vector<std::size_t>{0, 1, 2}));
+    EXPECT_EQ(tight.record.replicas, (std::vector<std::size_t>{1, 1}));
+    EXPECT_EQ(tight.record.activation_bytes_delivered, 32 * M);
+    EXPECT_DOUBLE_EQ(tight.ended, 44);
+  }
+  // 30 MB: nothing fits.
+  test::PlatformBench p(build_topology(StarSpec{2, LinkSpec{Bandwidth{kHostBandwidth}, {}}}));
+  LinkConditions links(p.topology, p.network);
+  CommunicationParams params;
+  TrainingModel m = model(p.topology, "fifo", "ring", {{4, 8, M, 8 * M}, {2, 4, M, 4 * M}}, 1,
+                          Kind::kOneFOneB, 1);
+  m.pipeline.stages = 0;
+  m.pipeline.planner = StagePlanner::kDp;
+  m.pipeline.memory.constraint = true;
+  m.pipeline.memory_capacity.assign(p.topology.nodes().size(), 30e6);
+  params.models.push_back(m);
+  EXPECT_TRUE(pipeline_memory_fits(params.models[0], StagePlanner::kDp,
+                                   planner_layer_sizes(params.models[0]), {32e6, 32e6}));
+  EXPECT_FALSE(pipeline_memory_fits(params.models[0], StagePlanner::kDp,
+                                    planner_layer_sizes(params.models[0]), {30e6, 30e6}));
+  CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+  mode.set_links(&links);
+  std::vector<TrainingRecord> records;
+  mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
+  JobSpec job;
+  job.work = Time::s(18);
+  mode.admit(job);
+  int failures = 0;
+  EXPECT_TRUE(mode.start(
+      job, p.topology.hosts(), 0, [] { ADD_FAILURE() << "it cannot finish"; },
+      [&](JobRunner::Failure why) {
+        ++failures;
+        EXPECT_EQ(why, JobRunner::Failure::kNoMemory);
+        EXPECT_EQ(p.engine.now(), Time::zero());
+      }));
+  EXPECT_EQ(mode.running(), 1u);
+  p.engine.run();
+  EXPECT_EQ(failures, 1);
+  EXPECT_EQ(mode.running(), 0u);
+  EXPECT_TRUE(records.empty());
+  EXPECT_EQ(p.network.totals().bytes_delivered.count, 0);
+  Results out;
+  mode.report(out);
+  EXPECT_EQ(out.metrics().at("detailed_jobs_no_memory_fit"), 1);
+  // Killed before its failure is reported (its host failed at the same instant): nothing after.
+  JobSpec second = job;
+  second.id = 1;
+  EXPECT_TRUE(mode.start(
+      second, p.topology.hosts(), 0, [] { ADD_FAILURE() << "killed"; },
+      [](JobRunner::Failure) { ADD_FAILURE() << "killed"; }));
+  mode.kill(1);
+  p.engine.run();
+  EXPECT_EQ(mode.running(), 0u);
+
+  // Through the cluster: a 2-GPU job placed on both one-GPU hosts is dropped at its start (0)
+  // with the reason, its GPUs freed; a 1-GPU job after it runs on one host (job-level timing,
+  // no planner), from 0 to its 18 s.
+  test::PlatformBench q(build_topology(StarSpec{2, LinkSpec{Bandwidth{kHostBandwidth}, {}}}));
+  LinkConditions q_links(q.topology, q.network);
+  CommunicationMode q_mode(q.engine, q.network, q.compute, params, RandomStream(1, "test"));
+  q_mode.set_links(&q_links);
+  ClusterSimulation sim(
+      q.engine, one_type(2, 1, Policy::kFcfs),
+      list_source({mlsim::cluster::testing::job(0, 2, 18), mlsim::cluster::testing::job(0, 1, 18)}),
+      1, nullptr, q.topology.hosts());
+  sim.set_runner(&q_mode);
+  std::vector<JobRecord> ended;
+  sim.set_observer([&](const JobRecord& r) { ended.push_back(r); });
+  sim.start();
+  q.engine.run();
+  ASSERT_EQ(ended.size(), 2u);
+  EXPECT_EQ(ended[0].spec.id, 0u);
+  EXPECT_FALSE(ended[0].finished);
+  EXPECT_NE(ended[0].drop_reason.find("pipeline.memory"), std::string::npos)
+      << ended[0].drop_reason;
+  EXPECT_TRUE(ended[1].finished);
+  EXPECT_DOUBLE_EQ(ended[1].end.seconds(), 18);
+  EXPECT_EQ(q_mode.running(), 0u);
 }
 
 // A straight job placed on more hosts than its model has layers (three hosts, two layers) plans
@@ -416,18 +526,21 @@ TEST(PipelineJobs, MixedDataAndPipelineJobsFinishAndAggregateEveryGradientByteOn
         // network, which delivered exactly their bytes.
         ++megatron_finished;
         ASSERT_NE(m.megatron, nullptr);
-        const llm_training::ParallelLayout& l = m.megatron->params.layout;
+        // dp from the job's GPUs (tp on each host): MegatronModel::layout_for.
+        const int job_gpus = std::accumulate(t.gpus.begin(), t.gpus.end(), 0);
+        const llm_training::ParallelLayout l = m.megatron->layout_for(job_gpus);
         EXPECT_TRUE(t.graph_done);
         ASSERT_EQ(t.hosts.size(), static_cast<std::size_t>(l.pp * l.dp));
         EXPECT_EQ(std::set<NodeId>(t.hosts.begin(), t.hosts.end()).size(), t.hosts.size());
         for (int g : t.gpus) EXPECT_EQ(g, l.tp);
-        const auto per = mlsim::cluster::testing::megatron_test_counts(*m.megatron);
+        const auto per = mlsim::cluster::testing::megatron_test_counts(*m.megatron, job_gpus);
         EXPECT_EQ(t.graph_messages, per.messages * t.iterations);
         EXPECT_EQ(t.graph_collectives, per.collectives * t.iterations);
         EXPECT_EQ(t.graph_network_collectives, per.network * t.iterations);
         EXPECT_EQ(
             t.graph_bytes_delivered,
-            mlsim::cluster::testing::megatron_test_bytes_per_iteration(*m.megatron) * iterations);
+            mlsim::cluster::testing::megatron_test_bytes_per_iteration(*m.megatron, job_gpus) *
+                iterations);
         delivered += t.graph_bytes_delivered;
         EXPECT_GE((t.end - t.start).seconds(), t.compute_only_s - 1e-9);
         continue;

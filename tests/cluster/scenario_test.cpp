@@ -721,4 +721,40 @@ TEST(ClusterScenario, PipelinePlannersComeFromTheModelOrTheJobAndAreCheckedByPat
   e["workload"]["jobs"]["list"][0]["model"] = "resnet50_ring_bytescheduler";  // no pipeline
   e["workload"]["jobs"]["list"][0]["planner"] = "dp";
   expect_error(e, "workload.jobs.list[0].planner");
+
+  // pipeline.memory: models/pipeline's keys and checks, at their path under the model.
+  const std::string at = "workload.training.models[0].pipeline.memory";
+  // Without the listed job that asks for the even split (an error under a limit, below).
+  auto with_memory = [&](const json& memory) {
+    json doc = d;
+    doc["workload"]["training"]["models"][0]["pipeline"]["memory"] = memory;
+    doc["workload"]["jobs"]["list"].erase(3);
+    return doc;
+  };
+  // The catalog's GPU memory (the pool's V100s: 32 GiB) holds VGG16's stages: the four jobs
+  // finish.
+  EXPECT_EQ(mlsim::test::prepare_error(with_memory({{"constraint", true}}), registries, file),
+            "no error");
+  const auto fit = mlsim::test::run_json(with_memory({{"constraint", true}}), registries, file)
+                       .results.metrics();
+  EXPECT_EQ(fit.at("jobs_finished"), 4);
+  EXPECT_EQ(fit.at("detailed_pipeline_jobs"), 3);
+  EXPECT_EQ(fit.at("detailed_jobs_no_memory_fit"), 0);
+  expect_error(with_memory({{"constraint", true}, {"capacity", "1MB"}}),
+               at + ".capacity: no configuration of the model's 40 layers has every stage fit");
+  expect_error(with_memory({{"constraint", true}, {"colour", 1}}), at + ".colour");
+  expect_error(with_memory({{"capacity", "1GB"}}), at + ".constraint");
+  expect_error(with_memory({{"constraint", false}, {"capacity", "1GB"}}),
+               at + ".capacity: used only with " + at + ".constraint true");
+  expect_error(with_memory({{"constraint", true}, {"optimizer_state_factor", -1}}),
+               at + ".optimizer_state_factor");
+  e = with_memory({{"constraint", true}});
+  e["workload"]["training"]["models"][0]["pipeline"] =
+      json::parse(R"({"stages": 2, "schedule": "1f1b", "micro_batches": 2,
+                      "memory": {"constraint": true}})");
+  expect_error(e, at + ": only with a planner");
+  e = with_memory({{"constraint", true}});  // a listed job's even split would ignore the limit
+  e["workload"]["jobs"]["list"][0]["planner"] = "even";
+  e["workload"]["jobs"]["list"][0]["stages"] = 2;
+  expect_error(e, "workload.jobs.list[0].planner: model 'vgg16_ring_fifo' plans under a memory");
 }

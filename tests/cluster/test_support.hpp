@@ -120,7 +120,11 @@ inline TrainingModel megatron_test_model(int tp, int pp, int dp, int micro_batch
   mg->params.executor.mode = workload::CommunicationMode::kNetwork;  // no launch, no latency
   mg->kernels.attention_forward = {FixedWork{Time::from_seconds(forward_s)}};
   mg->kernels.attention_backward = {FixedWork{Time::from_seconds(backward_s)}};
-  mg->nodes_per_iteration = llm_training::MegatronSource(l, mg->kernels).expected_nodes();
+  // One sequence a micro-batch, the global batch M x dp: a job of tp pp dp GPUs runs M
+  // micro-batches a replica (MegatronModel::layout_for), others as many as split it.
+  mg->params.micro_batch = 1;
+  mg->params.global_batch = micro_batches * dp;
+  mg->stage_s_per_micro_batch = forward_s + backward_s;
   TrainingModel t;
   t.name =
       "megatron_tp" + std::to_string(tp) + "_pp" + std::to_string(pp) + "_dp" + std::to_string(dp);
@@ -150,12 +154,13 @@ inline void set_megatron_test_hosts(NodeHardware& hardware, const Topology& topo
                                                                .source = "test"}});
 }
 
-// What the network delivers for one finished iteration of a Megatron test model on its own
-// hosts (one rank of tp GPUs per host): every pipeline message (2 per micro-batch and boundary
-// and replica, tp copies of the activation) and each stage's ring all-reduce over dp hosts
-// (2 (dp - 1) steps of S / dp from each of dp hosts, S = tp x the gradient bytes).
-inline std::int64_t megatron_test_bytes_per_iteration(const MegatronModel& m) {
-  const llm_training::ParallelLayout& l = m.params.layout;
+// What the network delivers for one finished iteration of a Megatron test model's job of
+// `gpus` GPUs on its own hosts (one rank of tp GPUs per host): every pipeline message (2 per
+// micro-batch and boundary and replica, tp copies of the activation) and each stage's ring
+// all-reduce over dp hosts (2 (dp - 1) steps of S / dp from each of dp hosts, S = tp x the gradient
+// bytes).
+inline std::int64_t megatron_test_bytes_per_iteration(const MegatronModel& m, int gpus) {
+  const llm_training::ParallelLayout l = m.layout_for(gpus);
   const std::int64_t messages = 2 * (l.pp - 1) * l.micro_batches * l.dp;
   const std::int64_t ring = l.dp > 1 ? 2 * (l.dp - 1) * l.tp * l.first_stage_grads.count : 0;
   return messages * l.tp * l.activation.count + l.pp * ring;
@@ -167,8 +172,8 @@ inline std::int64_t megatron_test_bytes_per_iteration(const MegatronModel& m) {
 struct MegatronTestCounts {
   std::uint64_t messages = 0, collectives = 0, network = 0;
 };
-inline MegatronTestCounts megatron_test_counts(const MegatronModel& m) {
-  const llm_training::ParallelLayout& l = m.params.layout;
+inline MegatronTestCounts megatron_test_counts(const MegatronModel& m, int gpus) {
+  const llm_training::ParallelLayout l = m.layout_for(gpus);
   MegatronTestCounts c;
   c.messages = static_cast<std::uint64_t>(2 * (l.pp - 1) * l.micro_batches * l.dp);
   const std::uint64_t dp = l.dp > 1 ? static_cast<std::uint64_t>(l.pp) : 0;
