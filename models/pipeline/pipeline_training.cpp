@@ -64,10 +64,14 @@ double PipelineTraining::host_bandwidth(std::size_t h) const {
 }
 
 Partition PipelineTraining::plan(const Conditions& c) {
-  if (params_.policy == Policy::kPipeDream)
-    return pipedream_partition(
-        params_.layers, c,
-        {params_.straight, params_.activation_compression_ratio, params_.memory.capacity});
+  if (params_.policy == Policy::kPipeDream) {
+    std::vector<PipeDreamOptions::Level> levels = params_.pipedream_levels;
+    if (!levels.empty() && levels.back().bandwidth == 0)
+      levels.back().bandwidth = *std::min_element(c.bandwidth.begin(), c.bandwidth.end());
+    return pipedream_partition(params_.layers, c,
+                               {params_.straight, params_.activation_compression_ratio,
+                                params_.memory.capacity, std::move(levels)});
+  }
   return autopipe_search(c).partition;
 }
 
