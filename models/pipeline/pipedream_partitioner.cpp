@@ -152,8 +152,8 @@ LevelTable solve_level(const std::vector<LayerCost>& layers, const std::vector<d
 
 // The hierarchical solve and its reading back (optimizer_graph_hierarchical.py, main and
 // analyze_partitioning), flattened into one configuration of the job's hosts.
-Partition hierarchical_partition(const std::vector<LayerCost>& layers, const Conditions& c,
-                                 const PipeDreamOptions& o) {
+PipeDreamPlan hierarchical_partition(const std::vector<LayerCost>& layers, const Conditions& c,
+                                     const PipeDreamOptions& o) {
   const std::size_t n = layers.size(), H = c.host_count();
   std::size_t product = 1;
   for (const PipeDreamOptions::Level& l : o.levels) {
@@ -215,12 +215,12 @@ Partition hierarchical_partition(const std::vector<LayerCost>& layers, const Con
     }
     ranges = std::move(next);
   }
-  Partition p{{0}, {}};
+  PipeDreamPlan plan{{{0}, {}}, tables.back().time(0, n, tables.back().machines())};
   for (const Range& r : ranges) {
-    p.first.push_back(r.end);
-    p.replicas.push_back(r.replicas);
+    plan.partition.first.push_back(r.end);
+    plan.partition.replicas.push_back(r.replicas);
   }
-  return p;
+  return plan;
 }
 
 }  // namespace
@@ -239,6 +239,11 @@ double pipedream_objective(const std::vector<LayerCost>& layers, const Partition
 
 Partition pipedream_partition(const std::vector<LayerCost>& layers, const Conditions& c,
                               const PipeDreamOptions& options) {
+  return pipedream_plan(layers, c, options).partition;
+}
+
+PipeDreamPlan pipedream_plan(const std::vector<LayerCost>& layers, const Conditions& c,
+                             const PipeDreamOptions& options) {
   const std::size_t n = layers.size(), H = c.host_count();
   MLSIM_CHECK(n >= 1 && H >= 1, "PipeDream's partitioner needs a layer and a host");
   MLSIM_CHECK(!options.straight || n >= H, "a straight pipeline needs a layer per host");
@@ -291,7 +296,7 @@ Partition pipedream_partition(const std::vector<LayerCost>& layers, const Condit
   }
   std::reverse(first.begin(), first.end());
   std::reverse(replicas.begin(), replicas.end());
-  return Partition{first, replicas};
+  return {Partition{first, replicas}, best[n][H]};
 }
 
 }  // namespace mlsim::pipeline

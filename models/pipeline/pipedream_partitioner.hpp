@@ -91,4 +91,13 @@ double pipedream_objective(const std::vector<LayerCost>& layers, const Partition
 Partition pipedream_partition(const std::vector<LayerCost>& layers, const Conditions& c,
                               const PipeDreamOptions& options = {});
 
+// The same with the program's value of it (A[0][n][all machines]; with levels, the top level's,
+// which pipedream_objective, a one-level objective, does not give).
+struct PipeDreamPlan {
+  Partition partition;
+  double objective_s = 0;
+};
+PipeDreamPlan pipedream_plan(const std::vector<LayerCost>& layers, const Conditions& c,
+                             const PipeDreamOptions& options = {});
+
 }  // namespace mlsim::pipeline

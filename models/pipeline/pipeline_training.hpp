@@ -210,6 +210,7 @@ class PipelineTraining final : private training::OpObserver, private training::G
                 allreduce_count_ = 0;
   std::uint64_t configurations_timed_ = 0;
   double initial_estimate_s_ = 0, initial_pipedream_objective_s_ = 0;
+  double pipedream_value_s_ = 0;  // the PipeDream policy's last plan's own value
   std::vector<std::pair<Time, Partition>> history_;
   TimeSeries progress_series_{"progress", {"minibatches_completed"}, {}};
 };

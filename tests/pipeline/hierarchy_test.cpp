@@ -60,6 +60,7 @@ TEST(PipeDreamHierarchy, TwoServersOfTwoGpusByHand) {
   const Partition p = pipedream_partition(l, c, two_levels);
   EXPECT_EQ(p.first, (std::vector<std::size_t>{0, 3, 4}));
   EXPECT_EQ(p.replicas, (std::vector<std::size_t>{2, 2}));
+  EXPECT_DOUBLE_EQ(pipedream_plan(l, c, two_levels).objective_s, 1.5);
   // One level over the cluster's 1 B/s (today's program): layer 3 replicated r times costs
   // (2 + 8 (r - 1) / r) / r >= 2.44 for r >= 2 (3 at r = 2, 2.75 as data parallelism on 4), so it
   // stays on one GPU at 2 s and the first three layers take the other three: [0,3) x3, [3,4) x1.
@@ -67,6 +68,7 @@ TEST(PipeDreamHierarchy, TwoServersOfTwoGpusByHand) {
   EXPECT_EQ(flat.first, (std::vector<std::size_t>{0, 3, 4}));
   EXPECT_EQ(flat.replicas, (std::vector<std::size_t>{3, 1}));
   EXPECT_DOUBLE_EQ(pipedream_objective(l, flat, c), 2.0);
+  EXPECT_DOUBLE_EQ(pipedream_plan(l, c).objective_s, 2.0);
 }
 
 TEST(PipeDreamHierarchy, TiesKeepDataParallelismAndStraightSplitsEveryServer) {
@@ -117,6 +119,10 @@ TEST(PipeDreamHierarchy, OneLevelIsTheOneLevelProgram) {
         EXPECT_EQ(a.first, b.first) << trial;
         EXPECT_EQ(a.replicas, b.replicas) << trial;
         EXPECT_DOUBLE_EQ(pipedream_objective(l, a, c, flat), pipedream_objective(l, b, c, flat));
+        // Both programs' own values are the configuration's objective.
+        EXPECT_DOUBLE_EQ(pipedream_plan(l, c, one).objective_s, pipedream_objective(l, a, c, flat));
+        EXPECT_DOUBLE_EQ(pipedream_plan(l, c, flat).objective_s,
+                         pipedream_objective(l, a, c, flat));
       }
     }
   }
