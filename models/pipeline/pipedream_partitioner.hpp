@@ -21,9 +21,12 @@
 // default). `straight` (`--straight_pipeline`) forbids replication.
 //
 // Where mlsim departs from the released code:
-//   - The profile is a chain of layers in topological order, not PipeDream's antichain DAG: a
-//     stage boundary carries the last layer's activation (skip connections across it are not
-//     counted).
+//   - The profile is a chain of layers in topological order, not PipeDream's antichain DAG
+//     (graph/graph.py, antichain_dag): a stage boundary carries the last layer's activation
+//     (skip connections across it are not counted). On a chain the DAG is the chain (no node is
+//     added by augment_antichain, each antichain has one successor), and VGG-16's is one; on
+//     ResNet-50 the residual inputs crossing a cut are missed (docs/pipeline.md, "The antichain
+//     DAG").
 //   - Hosts may differ (GPU type, speed, bandwidth; PipeDream assumes one GPU and one bandwidth).
 //     The last stage of A[j][m] runs on hosts [m - m', m), so T is the slowest of those hosts'
 //     times for the layers, B for the synchronisation is the narrowest of their links, and B for
