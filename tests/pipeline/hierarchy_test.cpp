@@ -154,3 +154,26 @@ TEST(PipeDreamHierarchy, EveryHostUsedOnEveryShape) {
     }
   }
 }
+
+TEST(PipeDreamHierarchy, OptionChargesTheFirstStagesOutputOnlyAsTheSecondsInput) {
+  // --activation_compression_ratio 1. Layer 0: 1 s, 1 GB of parameters, a 1.2 GB output; layer
+  // 1: 2 s, nothing else; 3 hosts at 1 GB/s. compute_partitioning's single-stage cells carry no
+  // transfer; a split's last stage takes its input 2 x 1.2 / (1 x m'):
+  //   [0,1) x1 | [1,2) x2: max(1, 2 / 2, 2.4 / 2) = 1.2   <- the best
+  //   [0,1) x2 | [1,2) x1: max((1 + 4 x 1 / 2) / 2 = 1.5, 2, 2.4) = 2.4
+  //   [0,2) x3: (3 + 4 x 2 x 1 / 3) / 3 = 17 / 9
+  // Charging the first stage's output over its own one host too (mlsim before 2026-12-07) made
+  // the first 2.4 and picked [0,2) x3.
+  const std::vector<LayerCost> l{{0.5, 0.5, 1.2e9, 1e9}, {1, 1, 0, 0}};
+  const Conditions c = hier_conditions(l, 3, 1e9);
+  PipeDreamOptions o{.straight = false, .activation_compression_ratio = 1.0};
+  const Partition p = pipedream_partition(l, c, o);
+  EXPECT_EQ(p.first, (std::vector<std::size_t>{0, 1, 2}));
+  EXPECT_EQ(p.replicas, (std::vector<std::size_t>{1, 2}));
+  EXPECT_DOUBLE_EQ(pipedream_objective(l, p, c, o), 1.2);
+  EXPECT_DOUBLE_EQ(pipedream_plan(l, c, o).objective_s, 1.2);
+  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 2}, {3}}, c, o), 17.0 / 9);
+  EXPECT_DOUBLE_EQ(pipedream_objective(l, Partition{{0, 1, 2}, {2, 1}}, c, o), 2.4);
+  o.levels = {{3, 1e9}};  // the hierarchical program, one level: the same
+  EXPECT_EQ(pipedream_partition(l, c, o), p);
+}
