@@ -13,13 +13,20 @@
 // and dividing by m counts that its replicas take turns (round-robin). Every host is used
 // (`--use_fewer_machines` off by default). With `activation_compression_ratio` given (the
 // optimizer's option; absent by default) the split also takes the max with the input and output
-// transfers of the last stage, 2 x activation / (B m' ratio); without it, activations cost
-// nothing in the objective (the default). `straight` (`--straight_pipeline`) forbids replication.
+// transfers of the last stage, 2 x activation / (B m' ratio) (no output at the model's last
+// layer); the single-stage cells carry none, so the first stage's output counts only as the
+// second stage's input, over the second stage's replicas (before 2026-12-07 mlsim also charged it
+// over the first stage's own: a departure that mattered only when the first stage had fewer
+// replicas than the second). Without the option, activations cost nothing in the objective (the
+// default). `straight` (`--straight_pipeline`) forbids replication.
 //
 // Where mlsim departs from the released code:
-//   - The profile is a chain of layers in topological order, not PipeDream's antichain DAG: a
-//     stage boundary carries the last layer's activation (skip connections across it are not
-//     counted).
+//   - The profile is a chain of layers in topological order, not PipeDream's antichain DAG
+//     (graph/graph.py, antichain_dag): a stage boundary carries the last layer's activation
+//     (skip connections across it are not counted). On a chain the DAG is the chain (no node is
+//     added by augment_antichain, each antichain has one successor), and VGG-16's is one; on
+//     ResNet-50 the residual inputs crossing a cut are missed (docs/pipeline.md, "The antichain
+//     DAG").
 //   - Hosts may differ (GPU type, speed, bandwidth; PipeDream assumes one GPU and one bandwidth).
 //     The last stage of A[j][m] runs on hosts [m - m', m), so T is the slowest of those hosts'
 //     times for the layers, B for the synchronisation is the narrowest of their links, and B for
@@ -35,6 +42,26 @@
 //     stage fits stays empty, as the code's (None, None, None). With different GPUs each host is
 //     checked against its own memory (PipeDream has one --memory_size). Where the code would
 //     fail on an empty answer, this throws an InputError at "system.memory".
+//
+// The hierarchical solve (`levels`, the code's `--all_num_machines` and `--network_bandwidths`,
+// innermost level first; `main` calls compute_partitioning once per level): level 1 runs the
+// program above within one "machine" of the next level (a server of M1 GPUs over its bandwidth
+// B1), for every start layer i (final_level false: A[i][j][m] for all i), and the time of layers
+// [i, j) on one such server, A1[i][j][M1], becomes the compute time of the next level, whose
+// machines are servers over B2; and so on. At level l > 1 the single-stage start divides its
+// synchronisation by the machines of the level below (`num_machines_within_machine`):
+//   A[i][j][m] = (T_l(i, j) + 4 (m - 1) P(i, j) / (B_l m) / M_{l-1}) / m,
+// the split's last stage does not: (T_l(s, j) + 4 (m' - 1) P(s, j) / (B_l m')) / m' (as the code).
+// Activations (with the option) cost 2 x activation / (B_l m') at the level's bandwidth; the
+// output term is dropped only at the model's last layer (`j < len(output_activation_sizes) - 1`),
+// so a sub-range's last stage pays its output inside a server too. The configuration is read back
+// as analyze_partitioning does, top level first: each top stage's layer range is split again on
+// all M_{l-1} machines of the level below. mlsim runs the flattened configuration: a bottom-level
+// stage replicated r_1 times inside a server whose stage is replicated r_2 times is one stage of
+// r_1 r_2 hosts (hosts in order, round-robin, as every configuration here). One level with B the
+// hosts' bandwidth is the program above. With levels, T of a machine of level 1 is the slowest
+// job host's time for the layers (PipeDream profiles once, one GPU type; identical hosts: exact)
+// and the memory constraint is not modelled (the scenario refuses the combination).
 #include <optional>
 #include <vector>
 
@@ -48,6 +75,13 @@ struct PipeDreamOptions {
   // --use_memory_constraint with --memory_size per host, bytes (the job's hosts in order);
   // empty: the option off (the default).
   std::vector<double> memory_size = {};
+  // --all_num_machines / --network_bandwidths, innermost level first; empty: one level over the
+  // hosts' own bandwidths (the program above). The machines' product must be the host count.
+  struct Level {
+    std::size_t machines = 1;
+    double bandwidth = 0;  // bytes/s
+  };
+  std::vector<Level> levels = {};
 };
 
 // PipeDream's objective for a configuration (seconds per minibatch): the largest stage time
@@ -59,5 +93,14 @@ double pipedream_objective(const std::vector<LayerCost>& layers, const Partition
 // layer and one host.
 Partition pipedream_partition(const std::vector<LayerCost>& layers, const Conditions& c,
                               const PipeDreamOptions& options = {});
+
+// The same with the program's value of it (A[0][n][all machines]; with levels, the top level's,
+// which pipedream_objective, a one-level objective, does not give).
+struct PipeDreamPlan {
+  Partition partition;
+  double objective_s = 0;
+};
+PipeDreamPlan pipedream_plan(const std::vector<LayerCost>& layers, const Conditions& c,
+                             const PipeDreamOptions& options = {});
 
 }  // namespace mlsim::pipeline

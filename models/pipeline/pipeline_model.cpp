@@ -74,6 +74,40 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload,
     p.memory_capacity_override = memory.capacity;
     p.optimizer_state_factor = memory.optimizer_state_factor;
   }
+  // PipeDream's hierarchical solve (pipedream_partitioner.hpp): the optimizer's
+  // --all_num_machines and --network_bandwidths, innermost level first. The star's one link per
+  // host has no servers, so the levels are the optimizer's input (its user's view of the
+  // cluster), not the run's network; the outermost level's bandwidth defaults to the job's
+  // narrowest host link, the topology's.
+  if (system.has("pipedream_levels")) {
+    const std::string where = system.path_of("pipedream_levels");
+    if (p.policy != Policy::kPipeDream)
+      throw InputError(where, "only the \"pipedream\" policy runs PipeDream's optimizer");
+    if (p.memory_constraint)
+      throw InputError(where,
+                       "PipeDream's memory check (system.memory) is not modelled with levels");
+    std::vector<JsonReader> levels = system.objects("pipedream_levels");
+    if (levels.empty()) throw InputError(where, "expected at least one level");
+    std::size_t product = 1;
+    for (std::size_t l = 0; l < levels.size(); ++l) {
+      JsonReader& level = levels[l];
+      PipeDreamOptions::Level v;
+      v.machines = static_cast<std::size_t>(level.integer("machines", 1, 1'000'000));
+      product *= v.machines;
+      if (level.has("bandwidth"))
+        v.bandwidth = level.bandwidth("bandwidth").bytes_per_s;
+      else if (l + 1 < levels.size())
+        throw InputError(level.path_of("bandwidth"),
+                         "required below the outermost level (only that one defaults to the "
+                         "hosts' links)");
+      level.finish();
+      p.pipedream_levels.push_back(v);
+      if (product > job_hosts) break;
+    }
+    if (product != job_hosts)
+      throw InputError(where, "the levels' machines multiply to " + std::to_string(product) +
+                                  ", not the job's " + std::to_string(job_hosts) + " hosts");
+  }
   // The collective layer's costs for every message and all-reduce (docs/collectives.md).
   p.collective_costs =
       collectives::read_message_costs(system, "the pipeline model has no parameter server");

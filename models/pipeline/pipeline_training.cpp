@@ -64,10 +64,16 @@ double PipelineTraining::host_bandwidth(std::size_t h) const {
 }
 
 Partition PipelineTraining::plan(const Conditions& c) {
-  if (params_.policy == Policy::kPipeDream)
-    return pipedream_partition(
-        params_.layers, c,
-        {params_.straight, params_.activation_compression_ratio, params_.memory.capacity});
+  if (params_.policy == Policy::kPipeDream) {
+    std::vector<PipeDreamOptions::Level> levels = params_.pipedream_levels;
+    if (!levels.empty() && levels.back().bandwidth == 0)
+      levels.back().bandwidth = *std::min_element(c.bandwidth.begin(), c.bandwidth.end());
+    PipeDreamPlan pd = pipedream_plan(params_.layers, c,
+                                      {params_.straight, params_.activation_compression_ratio,
+                                       params_.memory.capacity, std::move(levels)});
+    pipedream_value_s_ = pd.objective_s;
+    return std::move(pd.partition);
+  }
   return autopipe_search(c).partition;
 }
 
@@ -97,8 +103,13 @@ void PipelineTraining::start() {
       "this configuration deadlocks under GPipe (a stage has more replicas than the one "
       "before it, and the flush groups are each worker's own); use system.straight_pipeline "
       "or the 1f1b schedule");
-  initial_pipedream_objective_s_ = pipedream_objective(
-      params_.layers, p, now_, {params_.straight, params_.activation_compression_ratio});
+  // With levels, the hierarchical program's own value (the one-level objective does not know
+  // the servers).
+  initial_pipedream_objective_s_ =
+      params_.pipedream_levels.empty()
+          ? pipedream_objective(params_.layers, p, now_,
+                                {params_.straight, params_.activation_compression_ratio})
+          : pipedream_value_s_;
   begin_segment(p);
 }
 

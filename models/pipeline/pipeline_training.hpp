@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "models/pipeline/one_f_one_b.hpp"
+#include "models/pipeline/pipedream_partitioner.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
 #include "models/pipeline/rl_planner.hpp"
 #include "models/pipeline/stage_allreduce.hpp"
@@ -103,6 +104,11 @@ struct TrainingParams {
   // search to one host per stage.
   bool straight = false;
   std::optional<double> activation_compression_ratio;
+  // PipeDream's hierarchical solve (system.pipedream_levels: --all_num_machines,
+  // --network_bandwidths), innermost first; empty: one level over the hosts' links. A bandwidth
+  // of 0 (the outermost level's, when the scenario leaves it out) is the narrowest job host
+  // link when PipeDream plans.
+  std::vector<PipeDreamOptions::Level> pipedream_levels;
   // GPU memory (system.memory, stage_memory.hpp): off by default, as PipeDream's
   // --use_memory_constraint. On, the PipeDream policy runs its optimizer's check against each
   // host's memory and AutoPipe's planners (exact, DP, RL) never return a configuration that does
@@ -204,6 +210,7 @@ class PipelineTraining final : private training::OpObserver, private training::G
                 allreduce_count_ = 0;
   std::uint64_t configurations_timed_ = 0;
   double initial_estimate_s_ = 0, initial_pipedream_objective_s_ = 0;
+  double pipedream_value_s_ = 0;  // the PipeDream policy's last plan's own value
   std::vector<std::pair<Time, Partition>> history_;
   TimeSeries progress_series_{"progress", {"minibatches_completed"}, {}};
 };

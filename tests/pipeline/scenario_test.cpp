@@ -232,3 +232,44 @@ TEST(PipelineScenario, MemoryKeys) {
   d["system"]["memory"] = 16;
   EXPECT_NE(error_of(d).find("system.memory"), std::string::npos) << error_of(d);
 }
+
+TEST(PipelineScenario, PipeDreamLevelsKey) {
+  json d = base_scenario();
+  d["system"]["policy"] = "pipedream";
+  EXPECT_TRUE(parse(d).pipedream_levels.empty());  // one level over the hosts' links, the default
+  d["system"]["pipedream_levels"] =
+      json::parse(R"([{"machines": 2, "bandwidth": "80Gbps"}, {"machines": 2}])");
+  const TrainingParams p = parse(d);
+  ASSERT_EQ(p.pipedream_levels.size(), 2u);
+  EXPECT_EQ(p.pipedream_levels[0].machines, 2u);
+  EXPECT_DOUBLE_EQ(p.pipedream_levels[0].bandwidth, 10e9);
+  EXPECT_DOUBLE_EQ(p.pipedream_levels[1].bandwidth, 0);  // the hosts' links when PipeDream plans
+  // Errors name the path.
+  d["system"]["pipedream_levels"] = json::parse(R"([{"machines": 3}, {"machines": 2}])");
+  EXPECT_NE(error_of(d).find("system.pipedream_levels[0].bandwidth: required"), std::string::npos)
+      << error_of(d);
+  d["system"]["pipedream_levels"] = json::parse(R"([{"machines": 3, "bandwidth": "1Gbps"}])");
+  EXPECT_NE(error_of(d).find("system.pipedream_levels: the levels' machines multiply to 3"),
+            std::string::npos)
+      << error_of(d);
+  d["system"]["pipedream_levels"] = json::parse(R"([{"machines": 0}])");
+  EXPECT_NE(error_of(d).find("system.pipedream_levels[0].machines"), std::string::npos)
+      << error_of(d);
+  d["system"]["pipedream_levels"] = json::parse(R"([{"machines": 4, "bandwith": "1Gbps"}])");
+  EXPECT_NE(error_of(d).find("system.pipedream_levels[0].bandwith"), std::string::npos)
+      << error_of(d);
+  d["system"]["pipedream_levels"] = json::array();
+  EXPECT_NE(error_of(d).find("system.pipedream_levels: expected at least one level"),
+            std::string::npos)
+      << error_of(d);
+  d["system"]["pipedream_levels"] = json::parse(R"([{"machines": 4}])");
+  d["system"]["memory"] = {{"constraint", true}};
+  EXPECT_NE(error_of(d).find("system.pipedream_levels: PipeDream's memory check"),
+            std::string::npos)
+      << error_of(d);
+  d = base_scenario();  // AutoPipe plans with its own timing model, not PipeDream's levels
+  d["system"]["pipedream_levels"] = json::parse(R"([{"machines": 4}])");
+  EXPECT_NE(error_of(d).find("system.pipedream_levels: only the \"pipedream\" policy"),
+            std::string::npos)
+      << error_of(d);
+}
