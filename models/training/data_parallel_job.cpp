@@ -37,7 +37,7 @@ DataParallelJob::DataParallelJob(Engine& engine, Compute& compute, JobSpec spec)
 DataParallelJob::~DataParallelJob() {
   // A job killed mid-iteration (its host failed): the ops in progress must not call back.
   for (Worker& wk : workers_)
-    if (wk.busy) compute_.cancel(wk.op);
+    if (wk.busy && !wk.sending) compute_.cancel(wk.op);
 }
 
 void DataParallelJob::start() {
@@ -133,11 +133,32 @@ void DataParallelJob::op_done(std::size_t w) {
   if (aborted_) return;
   last_compute_end_ = engine_.now();
   Worker& wk = workers_[w];
-  wk.busy = false;
   wk.actual_s += (engine_.now() - wk.op_started).seconds();
+  if (wk.running.ends_after_send) {
+    // The worker stays busy until output_sent(); the observer starts the send (and may report
+    // it delivered at once).
+    wk.sending = true;
+    if (observer_) observer_->op_done(w, wk.running);
+    return;
+  }
+  end_op(w, true);
+}
+
+void DataParallelJob::output_sent(std::size_t w) {
+  Worker& wk = workers_[w];
+  MLSIM_CHECK(wk.busy && wk.sending,
+              "an output was sent by a worker whose op does not wait for it");
+  if (aborted_) return;
+  wk.sending = false;
+  end_op(w, false);
+}
+
+void DataParallelJob::end_op(std::size_t w, bool notify) {
+  Worker& wk = workers_[w];
+  wk.busy = false;
   const ScheduledOp op = wk.running;
   (op.forward ? wk.forwards : wk.backwards)++;
-  if (observer_) observer_->op_done(w, op);
+  if (notify && observer_) observer_->op_done(w, op);
   const bool last = !schedule_->next(w, wk.forwards, wk.backwards);
   if (last) count_iteration(w);
   if (!op.forward && op.hands_gradients) {

@@ -12,9 +12,10 @@
 // handed over before is back (parameters_back(); for data parallelism: the next iteration's
 // forward of layer l waits for layer l's update), and, when the schedule says it needs one, for
 // its input message (input_arrived(): an activation or a gradient between pipeline stages, sent
-// by the model from its OpObserver). A worker finishes its iteration when its schedule names no
-// more op; the job is finished when every worker computed every iteration and every gradient is
-// back.
+// by the model from its OpObserver); an op that ends_after_send keeps its worker until the model
+// reports the send delivered (output_sent(), Megatron's blocking sends). A worker finishes its
+// iteration when its schedule names no more op; the job is finished when every worker computed
+// every iteration and every gradient is back.
 //
 // Hooks for what a model adds: an IterationHook hears each worker's iteration end (commsched's
 // tuners change the scheduler there), an OpObserver each op's end (a pipeline sends its
@@ -82,7 +83,8 @@ class IterationHook {
 class OpObserver {
  public:
   virtual ~OpObserver() = default;
-  // `worker` finished `op` (before its gradients are handed over).
+  // `worker` finished `op` (before its gradients are handed over); for an op that
+  // ends_after_send, its compute (the op ends when the model calls output_sent()).
   virtual void op_done(std::size_t worker, const ScheduledOp& op) = 0;
 };
 
@@ -118,6 +120,8 @@ class DataParallelJob final : public GradientOwner {
   // The input of `worker`'s micro-batch `micro_batch` for its forward (an activation) or its
   // backward (a gradient) is there (ScheduledOp::needs_input).
   void input_arrived(std::size_t worker, std::size_t micro_batch, bool forward);
+  // The output `worker`'s op in progress sent is delivered: an op that ends_after_send ends now.
+  void output_sent(std::size_t worker);
   // Forwards `worker` has started in the current iteration (its op in progress included).
   std::size_t forwards_started(std::size_t worker) const;
   // Re-checks the hold and the end of the job; the gradient path calls it after every chunk.
@@ -163,6 +167,7 @@ class DataParallelJob final : public GradientOwner {
   struct Worker {
     std::size_t iteration = 0;
     bool busy = false, computing_done = false;
+    bool sending = false;  // busy: the op's compute is over, its send not yet delivered
     std::size_t forwards = 0, backwards = 0;  // ops done in the current iteration
     ScheduledOp running;                      // the op in progress while busy
     std::vector<std::size_t> handed;   // per layer: gradients handed over (or up to date at once)
@@ -175,7 +180,10 @@ class DataParallelJob final : public GradientOwner {
   };
 
   void try_start(std::size_t w);
-  void op_done(std::size_t w);
+  void op_done(std::size_t w);  // the op's compute is over
+  // The op is over: counted, the observer told (`notify`: not yet, at its compute's end), its
+  // gradients handed over, the worker's next op tried.
+  void end_op(std::size_t w, bool notify);
   // The end of w's iteration: counted (before its gradients go out), then reported (the hook and
   // the end of the job, after).
   void count_iteration(std::size_t w);
