@@ -6,10 +6,12 @@
 // a range of layers, on the platform's Compute on its host: the range's time on the worker's GPU
 // (JobSpec::times or layer_seconds, already moved to that GPU) divided by the host's speed
 // (HostSpeeds, changed by the scenario's `events` section), a speed change stretching or
-// shrinking what remains of the op in progress. A backward that hands its gradients over gives
-// each layer of its range to the GradientSink (the gradient path: scheduler, then
-// synchronisation strategy), from the output side. An op waits until every gradient of its layers
-// handed over before is back (parameters_back(); for data parallelism: the next iteration's
+// shrinking what remains of the op in progress; or, with an OpPricer (op_pricer.hpp), the
+// model's own steps for the op, compute and collectives inside the host, run one after another
+// (a Megatron job's layers with their tensor-parallel all-reduces). A backward that hands its
+// gradients over gives each layer of its range to the GradientSink (the gradient path: scheduler,
+// then synchronisation strategy), from the output side. An op waits until every gradient of its
+// layers handed over before is back (parameters_back(); for data parallelism: the next iteration's
 // forward of layer l waits for layer l's update), and, when the schedule says it needs one, for
 // its input message (input_arrived(): an activation or a gradient between pipeline stages, sent
 // by the model from its OpObserver); an op that ends_after_send keeps its worker until the model
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include "models/training/gradient_owner.hpp"
+#include "models/training/op_pricer.hpp"
 #include "models/training/op_schedule.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
@@ -56,7 +59,7 @@ struct JobSpec {
   std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
   std::vector<NodeId> workers;           // hosts
   // Per worker (as `workers`), each layer's times on the GPU of the worker's host at speed 1;
-  // either `times` or `layer_seconds`.
+  // either `times` or `layer_seconds` (or neither, for ops priced by DataParallelJob's pricer).
   std::vector<std::vector<LayerTimes>> times;
   std::vector<std::vector<LayerSeconds>> layer_seconds;
   std::size_t iterations = 1;
@@ -104,6 +107,10 @@ class DataParallelJob final : public GradientOwner {
   // The order of every worker's ops (must outlive the job; LayerByLayer when never set). Set it
   // before start(); later only through resume().
   void set_schedule(const OpSchedule* schedule) { schedule_ = schedule; }
+  // Ops priced by the model as steps (op_pricer.hpp) instead of from the spec's layer times
+  // (which may then be left empty; given, they are not used). Must outlive the job; set it
+  // before start().
+  void set_op_pricer(const OpPricer* pricer) { pricer_ = pricer; }
   // Called once, when the job finishes (a model running several jobs frees it then; the
   // callback must not destroy the job from inside itself: it runs inside the job's own call).
   void set_on_finished(std::function<void()> on_finished) { on_finished_ = std::move(on_finished); }
@@ -177,10 +184,15 @@ class DataParallelJob final : public GradientOwner {
     double nominal_s = 0, actual_s = 0;
     Time op_started;
     ComputeHandle op;  // the op in progress while busy (cancelled when the job is destroyed)
+    // A priced op's steps and the one in progress; a collective step's end event.
+    std::vector<OpStep> steps;
+    std::size_t step = 0;
+    EventHandle collective;
   };
 
   void try_start(std::size_t w);
-  void op_done(std::size_t w);  // the op's compute is over
+  void run_step(std::size_t w);  // a priced op's next step, or its end
+  void op_done(std::size_t w);   // the op's compute is over
   // The op is over: counted, the observer told (`notify`: not yet, at its compute's end), its
   // gradients handed over, the worker's next op tried.
   void end_op(std::size_t w, bool notify);
@@ -199,6 +211,7 @@ class DataParallelJob final : public GradientOwner {
   OpObserver* observer_ = nullptr;
   LayerByLayer layer_by_layer_;
   const OpSchedule* schedule_ = &layer_by_layer_;
+  const OpPricer* pricer_ = nullptr;
   std::function<void()> on_finished_;
   std::vector<Worker> workers_;
   std::size_t pending_updates_ = 0;  // (worker, layer) gradients handed over, not back yet

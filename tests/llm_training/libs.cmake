@@ -1,1 +1,1 @@
-set(MLSIM_TEST_LIBS mlsim_llm_training mlsim_training)
+set(MLSIM_TEST_LIBS mlsim_llm_training)
