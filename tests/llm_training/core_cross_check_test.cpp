@@ -7,6 +7,9 @@
 // model). Both runs use the same kernels, the same closed form for the TP all-reduces inside a
 // host and the same network for everything else, so their iteration times must be equal.
 //
+// The kernels are fixed times, and, in one configuration, transformer_kernels.hpp's operators of a
+// small GPT priced by a roofline provider through the platform's Compute.
+//
 // Tolerance: none, equal to the nanosecond. Every duration is computed by the same function on
 // both sides (Compute::nominal_seconds per kernel, run by Compute::run_for; collective_cost for a
 // TP all-reduce; the same Collective algorithms over the same network for messages and DP
@@ -21,10 +24,13 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
+#include <variant>
 #include <vector>
 
 #include "models/llm_training/megatron_op_pricer.hpp"
 #include "models/llm_training/megatron_source.hpp"
+#include "models/llm_training/transformer_kernels.hpp"
 #include "models/training/data_parallel_job.hpp"
 #include "models/training/pipeline_schedule.hpp"
 #include "models/training/policies.hpp"
@@ -45,7 +51,7 @@ Time cross_ms(double v) {
 }
 
 // Kernels of fixed times (ms): every one of the eight, so embedding and head steps are priced.
-StageKernels cross_kernels() {
+StageKernels fixed_kernels() {
   StageKernels k;
   k.attention_forward = {FixedWork{cross_ms(1)}};
   k.mlp_forward = {FixedWork{cross_ms(1.5)}};
@@ -61,8 +67,25 @@ StageKernels cross_kernels() {
 // One host per collapsed rank (pp x dp hosts of tp GPUs) on a star of 1 GB/s links, GPUs of a
 // host joined by a 100 GB/s, 1 us link; every collective and message pays a 5 us launch and the
 // Simple protocol (2 us per hop), as the graph's ExecutorOptions::costs apply to all of them.
+// A small GPT (2 decoder layers, hidden 256, 4 heads, FFN 1024, vocabulary 1000, 128 tokens)
+// as transformer_kernels.hpp gives its operators: micro-batch 1 on a TP group of `tp`.
+TransformerShape tiny_gpt() {
+  TransformerShape m;
+  m.name = "tiny-gpt";
+  m.layers = 2;
+  m.hidden = 256;
+  m.heads = m.kv_heads = 4;
+  m.ffn = 1024;
+  m.vocab = 1000;
+  m.sequence = 128;
+  return m;
+}
+
 struct CrossBench {
-  explicit CrossBench(const ParallelLayout& l)
+  // `operators`: the GPU prices OperatorWork by a roofline (100 TFLOP/s fp16, 2 TB/s HBM, every
+  // operator of tiny_gpt at 0.6 of peak FLOPs and 0.8 of the bandwidth, 2 us overhead) [assumed:
+  // any provider will do, both sides call the same one].
+  explicit CrossBench(const ParallelLayout& l, bool operators = false)
       : topo(build_topology(StarSpec{l.pp * l.dp, LinkSpec{Bandwidth{1e9}, Time::zero()}})),
         net(engine, topo, Sharing::kMaxMin),
         links(topo, net),
@@ -71,9 +94,23 @@ struct CrossBench {
         compute(engine, hardware, speeds, cost_model) {
     static const GpuSpec gpu = [] {
       GpuSpec g;
-      g.name = "cross-check-gpu";  // runs FixedWork only
+      g.name = "cross-check-gpu";
+      g.peak[Dtype::kFp16] = FlopRate{100e12};
+      g.hbm_bandwidth = Bandwidth{2e12};
       return g;
     }();
+    if (operators) {
+      auto roofline = std::make_unique<RooflineProvider>();
+      const StageKernels k = transformer_kernels(tiny_gpt(), 1, l.tp);
+      for (const auto* group :
+           {&k.attention_forward, &k.mlp_forward, &k.attention_backward, &k.mlp_backward,
+            &k.embedding_forward, &k.embedding_backward, &k.head_forward, &k.head_backward})
+        for (const Work& w : *group)
+          if (const auto* op = std::get_if<OperatorWork>(&w))
+            roofline->add(gpu.name, std::string(op->op),
+                          {RooflineRegime{0, true, 0.6, 0.8, 2e-6, 1}});
+      cost_model.add(std::move(roofline));
+    }
     const IntraNodeLink nvlink{IntraNodeFabric::kNvSwitch, Bandwidth{1e11},
                                Time::from_seconds(1e-6), "test"};
     for (NodeId h : topo.hosts())
@@ -94,9 +131,13 @@ struct CrossBench {
   collectives::CostModel costs;  // the TP all-reduces' (closed form, inside a host)
 };
 
-Time on_the_graph(const ParallelLayout& l) {
-  CrossBench b(l);
-  MegatronSource source(l, cross_kernels());
+StageKernels kernels_for(const ParallelLayout& l, bool operators) {
+  return operators ? transformer_kernels(tiny_gpt(), 1, l.tp) : fixed_kernels();
+}
+
+Time on_the_graph(const ParallelLayout& l, bool operators) {
+  CrossBench b(l, operators);
+  MegatronSource source(l, kernels_for(l, operators));
   workload::ExecutorOptions options;
   options.mode = workload::CommunicationMode::kNetwork;
   options.costs = b.costs;
@@ -111,9 +152,9 @@ Time on_the_graph(const ParallelLayout& l) {
 
 // The core's side: worker r = DP index + dp x stage, on host r (the graph's rank order).
 struct CoreMegatron final : training::OpObserver {
-  explicit CoreMegatron(const ParallelLayout& l)
+  CoreMegatron(const ParallelLayout& l, bool operators)
       : layout(l),
-        bench(l),
+        bench(l, operators),
         schedule(training::PipelineSchedule::Kind::kOneFOneB, first_layers(l),
                  std::vector<std::size_t>(static_cast<std::size_t>(l.pp),
                                           static_cast<std::size_t>(l.dp)),
@@ -134,7 +175,7 @@ struct CoreMegatron final : training::OpObserver {
       spec.parameters.push_back(l.pp == 1 ? l.first_stage_grads.count : grads.count);
     }
     job = std::make_unique<training::DataParallelJob>(bench.engine, bench.compute, spec);
-    pricer = std::make_unique<MegatronOpPricer>(l, cross_kernels(), bench.compute,
+    pricer = std::make_unique<MegatronOpPricer>(l, kernels_for(l, operators), bench.compute,
                                                 bench.topo.hosts(), bench.costs);
     const training::TrainingPolicies& p = training::training_policies();
     training::StageGradients::Setup setup{p.schedulers.get("fifo", "").value,
@@ -208,7 +249,7 @@ TEST(MegatronOnTheCore, PricerGivesTheGraphsStepsForAnOp) {
   l.activation = Bytes{1000};
   l.recompute = true;
   CrossBench b(l);
-  const MegatronOpPricer pricer(l, cross_kernels(), b.compute, b.topo.hosts(), b.costs);
+  const MegatronOpPricer pricer(l, fixed_kernels(), b.compute, b.topo.hosts(), b.costs);
   training::ScheduledOp op;
   op.forward = false;
   op.first_layer = 1;
@@ -244,6 +285,7 @@ TEST(MegatronOnTheCore, SmallConfigurationsTakeTheGraphsIterationTime) {
     int tp, pp, dp, micro_batches;
     std::int64_t activation, grads;
     bool recompute;
+    bool operators = false;  // transformer_kernels' operators priced by a roofline
   };
   const std::vector<Config> configs = {
       {1, 2, 1, 4, 1'000'000, 0, false},        // the graph's hand case: 20 ms plus emb/head
@@ -252,7 +294,9 @@ TEST(MegatronOnTheCore, SmallConfigurationsTakeTheGraphsIterationTime) {
       {2, 2, 2, 3, 250'000, 2'000'000, true},   // TP x PP x DP, recomputation
       {4, 2, 3, 5, 100'000, 3'000'000, false},  // three DP copies, more micro-batches
       {1, 3, 1, 4, 1'000'000, 0, false},        // three stages: a middle stage
-      {2, 4, 2, 6, 500'000, 1'000'000, true}};  // four stages, everything
+      {2, 4, 2, 6, 500'000, 1'000'000, true},   // four stages, everything
+      // tiny_gpt's operators (2 layers: one per stage), its activation mb x seq x hidden x 2
+      {2, 2, 2, 3, 65'536, 1'000'000, true, true}};
   for (const Config& c : configs) {
     ParallelLayout l;
     l.tp = c.tp;
@@ -263,8 +307,8 @@ TEST(MegatronOnTheCore, SmallConfigurationsTakeTheGraphsIterationTime) {
     l.activation = Bytes{c.activation};
     l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{c.grads};
     l.recompute = c.recompute;
-    const Time graph = on_the_graph(l);
-    CoreMegatron core(l);
+    const Time graph = on_the_graph(l, c.operators);
+    CoreMegatron core(l, c.operators);
     const Time on_core = core.run();
     EXPECT_EQ(on_core, graph) << "TP " << c.tp << " PP " << c.pp << " DP " << c.dp << " M "
                               << c.micro_batches;
