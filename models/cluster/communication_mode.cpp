@@ -436,17 +436,17 @@ bool CommunicationMode::start_pipeline(const JobSpec& job, std::span<const NodeI
   for (std::size_t s = 0; s + 1 < layout.stages(); ++s)
     o.boundary_bytes.push_back(std::llround(
         static_cast<double>(m.activation_bytes[layout.first_layer[s + 1] - 1]) * scale));
-  o.make_scheduler = m.make_scheduler;
-  o.config = m.config;
-  o.make_sync = m.make_sync;
-  o.sync.bytes_per_parameter = m.bytes_per_parameter;
-  o.sync.links = links_;
-  MLSIM_CHECK(o.make_sync != nullptr, "a pipeline job needs a registered strategy");
+  o.gradients.make_scheduler = m.make_scheduler;
+  o.gradients.config = m.config;
+  o.gradients.make_sync = m.make_sync;
+  o.gradients.sync.bytes_per_parameter = m.bytes_per_parameter;
+  o.gradients.sync.links = links_;
+  MLSIM_CHECK(o.gradients.make_sync != nullptr, "a pipeline job needs a registered strategy");
   live->pipeline =
       std::make_unique<PipelineJob>(engine_, network_, live->core, std::move(layout), std::move(o),
                                     failure_callback(job.id, live->serial));
   live->core.set_schedule(&live->pipeline->schedule());
-  live->core.set_gradient_sink(live->pipeline.get());
+  live->core.set_gradient_sink(&live->pipeline->gradients());
   live->core.set_op_observer(live->pipeline.get());
   launch(job, std::move(live), slowest * static_cast<double>(job.iterations), std::move(done),
          std::move(failed));

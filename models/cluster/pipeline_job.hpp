@@ -10,7 +10,8 @@
 //     contends with every other job's traffic;
 //   - each stage's weight gradients are synchronised among the stage's replicas by the model's
 //     own scheduler and strategy (ps, ring, tree, rat), one gradient path per stage over the
-//     stage's replicas and layers; a stage of one replica updates locally (nothing to send).
+//     stage's replicas and layers (models/training/stage_gradients.hpp, the core's gradient sink,
+//     gradients()); a stage of one replica updates locally (nothing to send).
 // The same division of work as models/pipeline's PipelineTraining (its op_done and
 // gradient_ready), without its re-planning: the stages (the even split, or one of the pipeline
 // model's planners, CommunicationMode::plan_stages) are fixed when the job starts.
@@ -23,6 +24,7 @@
 #include "models/training/gradient_path.hpp"
 #include "models/training/pipeline_schedule.hpp"
 #include "models/training/policies.hpp"
+#include "models/training/stage_gradients.hpp"
 #include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/network/network.hpp"
 
@@ -51,7 +53,7 @@ struct StageLayout {
 // layer for every stage.
 StageLayout split_stages(const std::vector<double>& layer_s, std::size_t stages, std::size_t hosts);
 
-class PipelineJob final : public training::GradientSink, public training::OpObserver {
+class PipelineJob final : public training::OpObserver {
  public:
   struct Options {
     training::PipelineSchedule::Kind schedule = training::PipelineSchedule::Kind::kOneFOneB;
@@ -61,10 +63,9 @@ class PipelineJob final : public training::GradientSink, public training::OpObse
     // Per boundary s (between stage s and s + 1): bytes of one micro-batch's activation (and of
     // its gradient, the same size).
     std::vector<std::int64_t> boundary_bytes;
-    training::SchedulerFactory make_scheduler;
-    training::SchedulerConfig config;
-    training::SyncFactory make_sync;
-    training::SyncOptions sync;  // bytes_per_parameter, links; workers and layers set per stage
+    // Each stage's scheduler and strategy; its sync options' costs and links are also the
+    // activation messages'.
+    training::StageGradients::Setup gradients;
   };
   // `core` (whose workers are the layout's, in stage order) must outlive this; `on_failed` runs
   // once, from inside the network's delivery, at the first transfer that found no route.
@@ -78,30 +79,28 @@ class PipelineJob final : public training::GradientSink, public training::OpObse
   const training::PipelineSchedule& schedule() const { return schedule_; }
   const StageLayout& layout() const { return layout_; }
 
-  void gradient_ready(std::size_t worker, std::size_t layer) override;
+  // The core's gradient sink: every stage's gradient path.
+  training::StageGradients& gradients() { return *gradients_; }
   void op_done(std::size_t worker, const training::ScheduledOp& op) override;
 
   // Over every stage's strategy: gradient traffic; and the activation messages'.
-  std::int64_t gradient_bytes_sent() const;
-  std::int64_t gradient_bytes_delivered() const;
-  std::uint64_t gradient_messages() const;
+  std::int64_t gradient_bytes_sent() const { return gradients_->bytes_sent(); }
+  std::int64_t gradient_bytes_delivered() const { return gradients_->bytes_delivered(); }
+  std::uint64_t gradient_messages() const { return gradients_->messages(); }
   std::int64_t activation_bytes_sent() const { return messages_.bytes_sent(); }
   std::int64_t activation_bytes_delivered() const { return messages_.bytes_delivered(); }
   std::uint64_t activation_messages() const { return messages_.calls(); }
   // When a stage's strategy last reported a chunk (a watchdog's sign of progress).
-  Time last_event() const;
+  Time last_event() const { return gradients_->last_event(); }
 
  private:
-  // One stage's replicas and layers as the gradient owner of its path.
-  class Stage;
-
   Engine& engine_;
   training::DataParallelJob& core_;
   StageLayout layout_;
   Options options_;
   training::PipelineSchedule schedule_;
   collectives::PointToPoint messages_;
-  std::vector<std::unique_ptr<Stage>> stages_;  // null for a stage of one replica
+  std::unique_ptr<training::StageGradients> gradients_;
   std::function<void()> on_failed_;
   bool failed_ = false;
 };

@@ -20,8 +20,9 @@ DataParallelJob::DataParallelJob(Engine& engine, Compute& compute, JobSpec spec)
     return t.size() == spec_.workers.size() &&
            std::all_of(t.begin(), t.end(), [&](const auto& w) { return w.size() == layers; });
   };
+  // Neither: a job whose ops a model prices (set_op_pricer, checked at start()).
   MLSIM_CHECK(spec_.layer_seconds.empty()
-                  ? per_worker_and_layer(spec_.times)
+                  ? spec_.times.empty() || per_worker_and_layer(spec_.times)
                   : spec_.times.empty() && per_worker_and_layer(spec_.layer_seconds),
               "layer times need one entry per worker and layer");
   MLSIM_CHECK(spec_.fetched_each_iteration.empty() || spec_.fetched_each_iteration.size() == layers,
@@ -36,12 +37,17 @@ DataParallelJob::DataParallelJob(Engine& engine, Compute& compute, JobSpec spec)
 
 DataParallelJob::~DataParallelJob() {
   // A job killed mid-iteration (its host failed): the ops in progress must not call back.
-  for (Worker& wk : workers_)
-    if (wk.busy) compute_.cancel(wk.op);
+  for (Worker& wk : workers_) {
+    if (!wk.busy || wk.sending) continue;
+    if (wk.op.valid()) compute_.cancel(wk.op);
+    engine_.cancel(wk.collective);
+  }
 }
 
 void DataParallelJob::start() {
   MLSIM_CHECK(sink_ != nullptr, "a training job needs a gradient sink");
+  MLSIM_CHECK(pricer_ != nullptr || !spec_.times.empty() || !spec_.layer_seconds.empty(),
+              "a training job needs layer times or an op pricer");
   last_compute_end_ = engine_.now();
   for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
 }
@@ -107,13 +113,39 @@ void DataParallelJob::try_start(std::size_t w) {
   }
   if (op.needs_input && !wk.inputs.erase({op.micro_batch, op.forward})) return;  // no input yet
   if (w == 0 && wk.forwards == 0 && wk.backwards == 0) iteration_starts_.push_back(engine_.now());
-  const double nominal = op_seconds(w, op);
-  wk.nominal_s += nominal;
   wk.op_started = engine_.now();
   wk.busy = true;
   wk.running = op;
+  if (pricer_) {
+    pricer_->steps(w, op, wk.steps);
+    wk.step = 0;
+    for (const OpStep& step : wk.steps)
+      wk.nominal_s += step.kind == OpStep::Kind::kCompute ? step.seconds : step.duration.seconds();
+    run_step(w);
+    return;
+  }
+  const double nominal = op_seconds(w, op);
+  wk.nominal_s += nominal;
   wk.op = compute_.run_for(std::span<const NodeId>(&spec_.workers[w], 1),
                            std::span<const double>(&nominal, 1), [this, w] { op_done(w); });
+}
+
+void DataParallelJob::run_step(std::size_t w) {
+  Worker& wk = workers_[w];
+  wk.op = {};
+  wk.collective = {};
+  if (wk.step == wk.steps.size()) {
+    op_done(w);
+    return;
+  }
+  const OpStep& step = wk.steps[wk.step++];
+  auto next = [this, w] { run_step(w); };
+  if (step.kind == OpStep::Kind::kCollective) {
+    wk.collective = engine_.schedule_in(step.duration, next);
+  } else {
+    wk.op = compute_.run_for(std::span<const NodeId>(&spec_.workers[w], 1),
+                             std::span<const double>(&step.seconds, 1), next);
+  }
 }
 
 void DataParallelJob::count_iteration(std::size_t w) {
@@ -133,11 +165,32 @@ void DataParallelJob::op_done(std::size_t w) {
   if (aborted_) return;
   last_compute_end_ = engine_.now();
   Worker& wk = workers_[w];
-  wk.busy = false;
   wk.actual_s += (engine_.now() - wk.op_started).seconds();
+  if (wk.running.ends_after_send) {
+    // The worker stays busy until output_sent(); the observer starts the send (and may report
+    // it delivered at once).
+    wk.sending = true;
+    if (observer_) observer_->op_done(w, wk.running);
+    return;
+  }
+  end_op(w, true);
+}
+
+void DataParallelJob::output_sent(std::size_t w) {
+  Worker& wk = workers_[w];
+  MLSIM_CHECK(wk.busy && wk.sending,
+              "an output was sent by a worker whose op does not wait for it");
+  if (aborted_) return;
+  wk.sending = false;
+  end_op(w, false);
+}
+
+void DataParallelJob::end_op(std::size_t w, bool notify) {
+  Worker& wk = workers_[w];
+  wk.busy = false;
   const ScheduledOp op = wk.running;
   (op.forward ? wk.forwards : wk.backwards)++;
-  if (observer_) observer_->op_done(w, op);
+  if (notify && observer_) observer_->op_done(w, op);
   const bool last = !schedule_->next(w, wk.forwards, wk.backwards);
   if (last) count_iteration(w);
   if (!op.forward && op.hands_gradients) {

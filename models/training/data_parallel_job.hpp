@@ -6,15 +6,18 @@
 // a range of layers, on the platform's Compute on its host: the range's time on the worker's GPU
 // (JobSpec::times or layer_seconds, already moved to that GPU) divided by the host's speed
 // (HostSpeeds, changed by the scenario's `events` section), a speed change stretching or
-// shrinking what remains of the op in progress. A backward that hands its gradients over gives
-// each layer of its range to the GradientSink (the gradient path: scheduler, then
-// synchronisation strategy), from the output side. An op waits until every gradient of its layers
-// handed over before is back (parameters_back(); for data parallelism: the next iteration's
+// shrinking what remains of the op in progress; or, with an OpPricer (op_pricer.hpp), the
+// model's own steps for the op, compute and collectives inside the host, run one after another
+// (a Megatron job's layers with their tensor-parallel all-reduces). A backward that hands its
+// gradients over gives each layer of its range to the GradientSink (the gradient path: scheduler,
+// then synchronisation strategy), from the output side. An op waits until every gradient of its
+// layers handed over before is back (parameters_back(); for data parallelism: the next iteration's
 // forward of layer l waits for layer l's update), and, when the schedule says it needs one, for
 // its input message (input_arrived(): an activation or a gradient between pipeline stages, sent
-// by the model from its OpObserver). A worker finishes its iteration when its schedule names no
-// more op; the job is finished when every worker computed every iteration and every gradient is
-// back.
+// by the model from its OpObserver); an op that ends_after_send keeps its worker until the model
+// reports the send delivered (output_sent(), Megatron's blocking sends). A worker finishes its
+// iteration when its schedule names no more op; the job is finished when every worker computed
+// every iteration and every gradient is back.
 //
 // Hooks for what a model adds: an IterationHook hears each worker's iteration end (commsched's
 // tuners change the scheduler there), an OpObserver each op's end (a pipeline sends its
@@ -34,6 +37,7 @@
 #include <vector>
 
 #include "models/training/gradient_owner.hpp"
+#include "models/training/op_pricer.hpp"
 #include "models/training/op_schedule.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
@@ -55,7 +59,7 @@ struct JobSpec {
   std::vector<std::int64_t> parameters;  // per layer, forward order: gradient values
   std::vector<NodeId> workers;           // hosts
   // Per worker (as `workers`), each layer's times on the GPU of the worker's host at speed 1;
-  // either `times` or `layer_seconds`.
+  // either `times` or `layer_seconds` (or neither, for ops priced by DataParallelJob's pricer).
   std::vector<std::vector<LayerTimes>> times;
   std::vector<std::vector<LayerSeconds>> layer_seconds;
   std::size_t iterations = 1;
@@ -82,7 +86,8 @@ class IterationHook {
 class OpObserver {
  public:
   virtual ~OpObserver() = default;
-  // `worker` finished `op` (before its gradients are handed over).
+  // `worker` finished `op` (before its gradients are handed over); for an op that
+  // ends_after_send, its compute (the op ends when the model calls output_sent()).
   virtual void op_done(std::size_t worker, const ScheduledOp& op) = 0;
 };
 
@@ -102,6 +107,10 @@ class DataParallelJob final : public GradientOwner {
   // The order of every worker's ops (must outlive the job; LayerByLayer when never set). Set it
   // before start(); later only through resume().
   void set_schedule(const OpSchedule* schedule) { schedule_ = schedule; }
+  // Ops priced by the model as steps (op_pricer.hpp) instead of from the spec's layer times
+  // (which may then be left empty; given, they are not used). Must outlive the job; set it
+  // before start().
+  void set_op_pricer(const OpPricer* pricer) { pricer_ = pricer; }
   // Called once, when the job finishes (a model running several jobs frees it then; the
   // callback must not destroy the job from inside itself: it runs inside the job's own call).
   void set_on_finished(std::function<void()> on_finished) { on_finished_ = std::move(on_finished); }
@@ -118,6 +127,8 @@ class DataParallelJob final : public GradientOwner {
   // The input of `worker`'s micro-batch `micro_batch` for its forward (an activation) or its
   // backward (a gradient) is there (ScheduledOp::needs_input).
   void input_arrived(std::size_t worker, std::size_t micro_batch, bool forward);
+  // The output `worker`'s op in progress sent is delivered: an op that ends_after_send ends now.
+  void output_sent(std::size_t worker);
   // Forwards `worker` has started in the current iteration (its op in progress included).
   std::size_t forwards_started(std::size_t worker) const;
   // Re-checks the hold and the end of the job; the gradient path calls it after every chunk.
@@ -163,6 +174,7 @@ class DataParallelJob final : public GradientOwner {
   struct Worker {
     std::size_t iteration = 0;
     bool busy = false, computing_done = false;
+    bool sending = false;  // busy: the op's compute is over, its send not yet delivered
     std::size_t forwards = 0, backwards = 0;  // ops done in the current iteration
     ScheduledOp running;                      // the op in progress while busy
     std::vector<std::size_t> handed;   // per layer: gradients handed over (or up to date at once)
@@ -172,10 +184,18 @@ class DataParallelJob final : public GradientOwner {
     double nominal_s = 0, actual_s = 0;
     Time op_started;
     ComputeHandle op;  // the op in progress while busy (cancelled when the job is destroyed)
+    // A priced op's steps and the one in progress; a collective step's end event.
+    std::vector<OpStep> steps;
+    std::size_t step = 0;
+    EventHandle collective;
   };
 
   void try_start(std::size_t w);
-  void op_done(std::size_t w);
+  void run_step(std::size_t w);  // a priced op's next step, or its end
+  void op_done(std::size_t w);   // the op's compute is over
+  // The op is over: counted, the observer told (`notify`: not yet, at its compute's end), its
+  // gradients handed over, the worker's next op tried.
+  void end_op(std::size_t w, bool notify);
   // The end of w's iteration: counted (before its gradients go out), then reported (the hook and
   // the end of the job, after).
   void count_iteration(std::size_t w);
@@ -191,6 +211,7 @@ class DataParallelJob final : public GradientOwner {
   OpObserver* observer_ = nullptr;
   LayerByLayer layer_by_layer_;
   const OpSchedule* schedule_ = &layer_by_layer_;
+  const OpPricer* pricer_ = nullptr;
   std::function<void()> on_finished_;
   std::vector<Worker> workers_;
   std::size_t pending_updates_ = 0;  // (worker, layer) gradients handed over, not back yet

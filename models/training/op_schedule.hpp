@@ -20,6 +20,11 @@ struct ScheduledOp {
   // A backward hands its layers' gradients to the gradient sink when it ends (false: they are
   // accumulated into a later backward's, GPipe's flush).
   bool hands_gradients = true;
+  // The op ends only once the output it sends (its activation or gradient) is delivered
+  // (DataParallelJob::output_sent): the worker starts nothing else meanwhile, as Megatron's
+  // blocking send_forward / send_forward_recv_backward hold the stage until the transfer is done.
+  // Its gradients, if it hands them over, go out then.
+  bool ends_after_send = false;
   friend bool operator==(const ScheduledOp&, const ScheduledOp&) = default;
 };
 
@@ -40,10 +45,11 @@ class LayerByLayer final : public OpSchedule {
   explicit LayerByLayer(std::size_t layers) : layers_(layers) {}
   std::optional<ScheduledOp> next(std::size_t, std::size_t forwards,
                                   std::size_t backwards) const override {
-    if (forwards < layers_) return ScheduledOp{true, 0, forwards, forwards + 1, false, false};
+    if (forwards < layers_)
+      return ScheduledOp{true, 0, forwards, forwards + 1, false, false, false};
     if (backwards < layers_) {
       const std::size_t l = layers_ - 1 - backwards;
-      return ScheduledOp{false, 0, l, l + 1, false, true};
+      return ScheduledOp{false, 0, l, l + 1, false, true, false};
     }
     return std::nullopt;
   }

@@ -59,6 +59,7 @@ std::optional<ScheduledOp> PipelineSchedule::next(std::size_t w, std::size_t for
   bool hands = true;
   if (kind_ == Kind::kOneFOneB) {
     op = next_op_limited(wk.limit, forwards, backwards, n);
+    hands = !sync_after_last_backward_ || backwards + 1 == n;
   } else {
     // The group's last backward hands the accumulated gradients over.
     op = next_op_grouped(group_, forwards, backwards, n);
@@ -73,6 +74,7 @@ std::optional<ScheduledOp> PipelineSchedule::next(std::size_t w, std::size_t for
   out.end_layer = wk.end_layer;
   out.needs_input = forward ? wk.stage > 0 : wk.stage + 1 < stages();
   out.hands_gradients = !forward && hands;
+  out.ends_after_send = blocking_sends_ && (forward ? wk.stage + 1 < stages() : wk.stage > 0);
   return out;
 }
 
@@ -84,7 +86,8 @@ std::pair<std::size_t, std::size_t> PipelineSchedule::worker_of(std::size_t stag
 
 std::size_t PipelineSchedule::updates(std::size_t w) const {
   const std::size_t n = workers_[w].micro_batches;
-  return kind_ == Kind::kOneFOneB ? n : (n + group_ - 1) / group_;
+  if (kind_ == Kind::kGPipe) return (n + group_ - 1) / group_;
+  return sync_after_last_backward_ ? std::min<std::size_t>(n, 1) : n;
 }
 
 }  // namespace mlsim::training

@@ -21,6 +21,22 @@
 //
 // A worker waits for the input of the op the order names even when the other kind is ready.
 // set_micro_batches() cuts the schedule (a segment ends early: the first stage stops admitting).
+//
+// Two flags for Megatron-LM's non-interleaved 1F1B (megatron/core/pipeline_parallel/schedules.py,
+// forward_backward_pipelining_without_interleaving), whose op order is 1F1B's with one replica
+// per stage: its warm-up of min(PP - s - 1, M) forwards followed by a forward before the first
+// backward is the in-flight limit PP - s (Megatron's data-parallel copies are replicas taking
+// micro-batches round-robin: limit (r (PP - s) - 1) / r + 1 = PP - s, and micro-batch m stays on
+// replica m mod r through every stage, one pipeline per DP index).
+//   - set_sync_after_last_backward(): a worker hands its gradients over only with its last
+//     backward of the iteration (they accumulate over the micro-batches before), as Megatron
+//     synchronises data-parallel gradients once after the last backward (finalize_model_grads),
+//     overlapping nothing; the next iteration's forwards wait for them (the core's parameter
+//     gate). GPipe always flushes by groups and ignores it.
+//   - set_blocking_sends(): an op that sends its output (a forward of a stage before the last, a
+//     backward of a stage after the first) ends only once the send is delivered
+//     (ScheduledOp::ends_after_send), as Megatron's send_forward / send_forward_recv_backward /
+//     send_backward_recv_forward wait for their batched isend before the stage goes on.
 #include <algorithm>
 #include <cstddef>
 #include <utility>
@@ -89,6 +105,12 @@ class PipelineSchedule final : public OpSchedule {
   std::optional<ScheduledOp> next(std::size_t worker, std::size_t forwards,
                                   std::size_t backwards) const override;
 
+  // Megatron's two flags (above); both off by default (PipeDream's and GPipe's behaviour).
+  void set_sync_after_last_backward(bool on) { sync_after_last_backward_ = on; }
+  void set_blocking_sends(bool on) { blocking_sends_ = on; }
+  bool sync_after_last_backward() const { return sync_after_last_backward_; }
+  bool blocking_sends() const { return blocking_sends_; }
+
   // The schedule's micro-batches become `m` (the first m; a segment cut short).
   void set_micro_batches(std::size_t m);
   std::size_t micro_batches() const { return micro_batches_; }
@@ -109,6 +131,7 @@ class PipelineSchedule final : public OpSchedule {
   Kind kind_;
   std::vector<std::size_t> first_layer_, replicas_, first_worker_;
   std::size_t micro_batches_, group_;
+  bool sync_after_last_backward_ = false, blocking_sends_ = false;
   std::vector<Worker> workers_;
 };
 

@@ -1,7 +1,8 @@
 // The core's op schedules by hand (models/training/op_schedule.hpp, pipeline_schedule.hpp): a
 // pipeline of two stages, one worker each, three micro-batches, on the training core. The test's
 // observer plays the model: after a forward of stage 0 its activation reaches stage 1 0.5 s
-// later, after a backward of stage 1 its gradient reaches stage 0 0.5 s later.
+// later, after a backward of stage 1 its gradient reaches stage 0 0.5 s later (and, for an op that
+// ends_after_send, the op ends then).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -62,10 +63,18 @@ struct Pipe final : OpObserver, GradientSink {
         {w, (op.forward ? "F" : "B") + std::to_string(op.micro_batch), end - seconds(op), end});
     const auto& wk = schedule_->worker(w);
     const std::size_t k = op.micro_batch;
+    // An op that ends_after_send ends when its message arrives.
+    const bool blocking = op.ends_after_send;
     if (op.forward && wk.stage + 1 < schedule_->stages())
-      engine.schedule_in(kMessage, [this, k] { job->input_arrived(1, k, true); });
+      engine.schedule_in(kMessage, [this, w, k, blocking] {
+        job->input_arrived(1, k, true);
+        if (blocking) job->output_sent(w);
+      });
     if (!op.forward && wk.stage > 0)
-      engine.schedule_in(kMessage, [this, k] { job->input_arrived(0, k, false); });
+      engine.schedule_in(kMessage, [this, w, k, blocking] {
+        job->input_arrived(0, k, false);
+        if (blocking) job->output_sent(w);
+      });
   }
   // Gradients come back 0.25 s after they are handed over.
   void gradient_ready(std::size_t w, std::size_t layer) override {
@@ -206,4 +215,60 @@ TEST(PipelineSchedules, WorkersWithoutOpsEndTheirIteration) {
   EXPECT_EQ(s.next(1, 0, 0)->needs_input, true);
   EXPECT_EQ(s.next(0, 0, 0)->needs_input, false);
   EXPECT_EQ(s.next(1, 1, 0)->needs_input, false);  // the last stage's backward: its own loss
+}
+
+// Megatron's flush on the 1F1B order (set_sync_after_last_backward), four micro-batches, no
+// blocking sends. The op order is 1F1B's; only each worker's last backward hands its gradients
+// over (back 0.25 s later), so no forward waits for parameters inside the iteration.
+//   w0: F0 [0,1] F1 [1,2] -> activations at 1.5, 2.5; B0 waits for gradient 0
+//   w1: F0 [1.5,2.5] B0 [2.5,4.5] -> gradient 0 at 5; F1 [4.5,5.5] B1 [5.5,7.5] -> at 8
+//   w0: B0 [5,7] F2 [7,8] -> at 8.5; B1 [8,10] F3 [10,11] -> at 11.5
+//   w1: F2 [8.5,9.5] B2 [9.5,11.5] -> at 12; F3 [11.5,12.5] B3 [12.5,14.5] (hands, back 14.75)
+//   w0: B2 [12,14] B3 [15,17] (hands at 17, back at 17.25): the job ends at 17.25 s.
+// Without the flag w0's B0 would hand layer 0 over at 7 and F2 wait for it until 7.25.
+TEST(PipelineSchedules, MegatronFlushHandsGradientsOverAfterTheLastBackward) {
+  auto p = pipe({{1, 2}, {1, 2}}, {10, 10});
+  PipelineSchedule s(PipelineSchedule::Kind::kOneFOneB, {0, 1, 2}, {1, 1}, 2, 4);
+  s.set_sync_after_last_backward(true);
+  EXPECT_EQ(s.updates(0), 1u);
+  EXPECT_EQ(s.updates(1), 1u);
+  p->run(s);
+  const std::vector<Interval> want = {
+      {0, "F0", 0, 1},       {0, "F1", 1, 2},   {1, "F0", 1.5, 2.5},   {1, "B0", 2.5, 4.5},
+      {1, "F1", 4.5, 5.5},   {0, "B0", 5, 7},   {1, "B1", 5.5, 7.5},   {0, "F2", 7, 8},
+      {1, "F2", 8.5, 9.5},   {0, "B1", 8, 10},  {0, "F3", 10, 11},     {1, "B2", 9.5, 11.5},
+      {1, "F3", 11.5, 12.5}, {0, "B2", 12, 14}, {1, "B3", 12.5, 14.5}, {0, "B3", 15, 17}};
+  EXPECT_EQ(p->ops, want);
+  EXPECT_EQ(p->handed, (std::vector<std::pair<std::size_t, std::size_t>>{{1, 1}, {0, 0}}));
+  EXPECT_EQ(p->job->updates(0, 0), 1u);
+  EXPECT_EQ(p->job->updates(1, 1), 1u);
+  EXPECT_EQ(p->job->finish_time(), Time::ms(17250));
+}
+
+// Both of Megatron's flags: the flush as above and blocking sends. Stage 0's forwards and stage
+// 1's backwards end only when their 0.5 s message arrives, so the worker starts nothing before.
+// (Ops are listed by the end of their compute; at equal ends, the one started first.)
+//   w0: F0 [0,1] (ends 1.5) F1 [1.5,2.5] (ends 3); B0 waits for gradient 0
+//   w1: F0 [1.5,2.5] B0 [2.5,4.5] (ends 5, gradient 0 at 5) F1 [5,6] B1 [6,8] (ends 8.5)
+//   w0: B0 [5,7] F2 [7,8] (ends 8.5) B1 [8.5,10.5] F3 [10.5,11.5] (ends 12)
+//   w1: F2 [8.5,9.5] B2 [9.5,11.5] (ends 12) F3 [12,13] B3 [13,15] (ends 15.5, hands, back 15.75)
+//   w0: B2 [12,14] B3 [15.5,17.5] (hands, back at 17.75): the job ends at 17.75 s.
+TEST(PipelineSchedules, MegatronBlockingSendsHoldTheStageUntilDelivered) {
+  auto p = pipe({{1, 2}, {1, 2}}, {10, 10});
+  PipelineSchedule s(PipelineSchedule::Kind::kOneFOneB, {0, 1, 2}, {1, 1}, 2, 4);
+  s.set_sync_after_last_backward(true);
+  s.set_blocking_sends(true);
+  EXPECT_TRUE(s.next(0, 0, 0)->ends_after_send);   // stage 0's forward sends an activation
+  EXPECT_FALSE(s.next(0, 2, 0)->ends_after_send);  // its backward sends nothing
+  EXPECT_FALSE(s.next(1, 0, 0)->ends_after_send);  // nor does the last stage's forward
+  EXPECT_TRUE(s.next(1, 1, 0)->ends_after_send);   // its backward sends a gradient
+  p->run(s);
+  const std::vector<Interval> want = {
+      {0, "F0", 0, 1},     {1, "F0", 1.5, 2.5},  {0, "F1", 1.5, 2.5},  {1, "B0", 2.5, 4.5},
+      {1, "F1", 5, 6},     {0, "B0", 5, 7},      {1, "B1", 6, 8},      {0, "F2", 7, 8},
+      {1, "F2", 8.5, 9.5}, {0, "B1", 8.5, 10.5}, {1, "B2", 9.5, 11.5}, {0, "F3", 10.5, 11.5},
+      {1, "F3", 12, 13},   {0, "B2", 12, 14},    {1, "B3", 13, 15},    {0, "B3", 15.5, 17.5}};
+  EXPECT_EQ(p->ops, want);
+  EXPECT_EQ(p->handed, (std::vector<std::pair<std::size_t, std::size_t>>{{1, 1}, {0, 0}}));
+  EXPECT_EQ(p->job->finish_time(), Time::ms(17750));
 }

@@ -1,0 +1,46 @@
+#pragma once
+// The training core's ops of a Megatron-LM job priced as the execution graph runs them
+// (megatron_source.hpp: emit_step, layer_pass), for Megatron jobs on the core (plan step 3 in
+// docs/training.md). A core worker stands for one tensor-parallel group of `tp` GPUs on one
+// host (the graph's collapsed rank); its ops cover a range of the model's decoder layers,
+// stage s holding layers [s x layers_per_stage, (s + 1) x layers_per_stage). Per layer, a
+// forward is attention, TP all-reduce, MLP, TP all-reduce; a backward is MLP backward,
+// all-reduce, attention backward, all-reduce, after the layer's forward again under
+// recomputation. The first layer's forward starts with the embedding (its backward ends with
+// it), the last layer's forward ends with the head and loss (its backward starts with them).
+// Each kernel is its Work summed by the platform's Compute on the worker's host at speed 1
+// (Compute::nominal_seconds, as GraphExecutor::kernel_seconds), an empty kernel is skipped, and
+// each TP all-reduce is collective_cost's closed form over the host's intra-node link (as the
+// graph prices a collective inside one host), no step when tp is 1.
+#include <cstddef>
+#include <vector>
+
+#include "models/llm_training/megatron_source.hpp"
+#include "models/training/op_pricer.hpp"
+#include "sim_core/collectives/costs.hpp"
+#include "sim_core/hardware/compute.hpp"
+
+namespace mlsim::llm_training {
+
+class MegatronOpPricer final : public training::OpPricer {
+ public:
+  // `hosts`: per core worker, its host; `compute` must outlive this. `costs`: the collective
+  // layer's (the graph's ExecutorOptions::costs).
+  MegatronOpPricer(const ParallelLayout& layout, StageKernels kernels, const Compute& compute,
+                   std::vector<NodeId> hosts, const collectives::CostModel& costs);
+
+  void steps(std::size_t worker, const training::ScheduledOp& op,
+             std::vector<training::OpStep>& out) const override;
+
+ private:
+  void kernel(NodeId host, const std::vector<Work>& work, std::vector<training::OpStep>& out) const;
+  void all_reduce(NodeId host, std::vector<training::OpStep>& out) const;
+
+  ParallelLayout layout_;
+  StageKernels kernels_;
+  const Compute& compute_;
+  std::vector<NodeId> hosts_;
+  collectives::CostModel costs_;
+};
+
+}  // namespace mlsim::llm_training

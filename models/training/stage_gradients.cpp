@@ -1,0 +1,120 @@
+#include "models/training/stage_gradients.hpp"
+
+#include <algorithm>
+
+#include "sim_core/base/error.hpp"
+
+namespace mlsim::training {
+
+// The replicas of stage s (the core's workers first .. first + replicas) and its layers, as one
+// GradientOwner whose gradient path and strategy synchronise them.
+class StageGradients::Stage final : public GradientOwner {
+ public:
+  Stage(Engine& engine, DataParallelJob& core, std::size_t first_worker, std::size_t replicas,
+        std::size_t first_layer, std::size_t end_layer, const Setup& setup)
+      : core_(core),
+        first_worker_(first_worker),
+        replicas_(replicas),
+        first_layer_(first_layer),
+        end_layer_(end_layer),
+        path_(engine, *this, setup.make_scheduler, setup.config) {}
+
+  std::size_t gradient_workers() const override { return replicas_; }
+  std::size_t gradient_layers() const override { return end_layer_ - first_layer_; }
+  std::int64_t layer_parameters(std::size_t l) const override {
+    return core_.spec().parameters[first_layer_ + l];
+  }
+  void parameters_back(std::size_t w, std::size_t l) override {
+    core_.parameters_back(first_worker_ + w, first_layer_ + l);
+  }
+  void parameters_fetched(std::size_t, std::size_t) override {
+    MLSIM_CHECK(false, "a pipeline stage fetches no layer");
+  }
+  void check_progress() override { core_.check_progress(); }
+  std::size_t updates(std::size_t w, std::size_t l) const override {
+    return core_.updates(first_worker_ + w, first_layer_ + l);
+  }
+
+  std::size_t first_worker() const { return first_worker_; }
+  std::size_t first_layer() const { return first_layer_; }
+  GradientPath& path() { return path_; }
+  const GradientPath& path() const { return path_; }
+  std::unique_ptr<GradientSync> sync;
+
+ private:
+  DataParallelJob& core_;
+  std::size_t first_worker_, replicas_, first_layer_, end_layer_;
+  GradientPath path_;
+};
+
+StageGradients::StageGradients(Engine& engine, Network& network, DataParallelJob& core,
+                               const PipelineSchedule& schedule, const Setup& setup,
+                               std::function<void()> on_failed)
+    : core_(core), schedule_(schedule) {
+  const std::vector<NodeId>& hosts = core.spec().workers;
+  const std::vector<std::int64_t>& parameters = core.spec().parameters;
+  for (std::size_t s = 0; s < schedule.stages(); ++s) {
+    const std::size_t replicas = schedule.replication(s);
+    if (replicas < 2) {
+      stages_.push_back(nullptr);
+      continue;
+    }
+    const std::size_t first = schedule.first_worker(s);
+    const PipelineSchedule::Worker& wk = schedule.worker(first);
+    auto stage =
+        std::make_unique<Stage>(engine, core, first, replicas, wk.first_layer, wk.end_layer, setup);
+    SyncOptions o = setup.sync;
+    const auto at = [](const auto& v, std::size_t i) {
+      return v.begin() + static_cast<std::ptrdiff_t>(i);
+    };
+    o.workers.assign(at(hosts, first), at(hosts, first + replicas));
+    o.servers = o.workers;  // colocated parameter servers (ps only), as a data-parallel job's
+    o.layer_parameters.assign(at(parameters, wk.first_layer), at(parameters, wk.end_layer));
+    stage->sync = setup.make_sync(SyncSetup{engine, network, stage->path(), o});
+    stage->path().set_sync(stage->sync.get());
+    stage->sync->set_on_failed(on_failed);
+    stages_.push_back(std::move(stage));
+  }
+}
+
+StageGradients::~StageGradients() = default;
+
+void StageGradients::gradient_ready(std::size_t w, std::size_t layer) {
+  const std::size_t s = schedule_.worker(w).stage;
+  if (!stages_[s]) {
+    core_.parameters_back(w, layer);  // one replica: the update is local, nothing to send
+    return;
+  }
+  Stage& stage = *stages_[s];
+  stage.path().gradient_ready(w - stage.first_worker(), layer - stage.first_layer());
+}
+
+std::int64_t StageGradients::bytes_sent() const {
+  std::int64_t n = 0;
+  for (const auto& s : stages_)
+    if (s) n += s->sync->bytes_sent();
+  return n;
+}
+
+std::int64_t StageGradients::bytes_delivered() const {
+  std::int64_t n = 0;
+  for (const auto& s : stages_)
+    if (s) n += s->sync->bytes_delivered();
+  return n;
+}
+
+std::uint64_t StageGradients::messages() const {
+  std::uint64_t n = 0;
+  for (const auto& s : stages_)
+    if (s) n += s->sync->messages();
+  return n;
+}
+
+Time StageGradients::last_event() const {
+  Time t;
+  for (const auto& s : stages_)
+    if (s) t = std::max(t, s->path().last_event());
+  return t;
+}
+
+}  // namespace mlsim::training

@@ -1,0 +1,67 @@
+#pragma once
+// The weight-gradient synchronisation of a pipeline on the training core: one gradient path
+// (scheduler, then strategy) per stage, over that stage's replicas (the core's workers
+// first_worker(s) .. + replication(s) of its PipelineSchedule) and its layers, so the replicas of
+// a stage synchronise among themselves and never with another stage's (PipeDream's hybrid
+// stages; Megatron's data-parallel groups, one per stage, plan step 4 in docs/training.md). A
+// stage of one replica has nothing to send: its gradients are applied at once (the core's
+// parameters_back from inside gradient_ready).
+//
+// It is the core's GradientSink for the whole job: the schedule decides when gradients are
+// handed over (every backward, GPipe's flush, or Megatron's last backward), this decides where
+// they go. Used by the cluster's pipeline jobs (models/cluster/pipeline_job.hpp). The pipeline
+// model keeps its own StageAllReduce (models/pipeline/stage_allreduce.hpp), whose rounds are
+// joined by the replicas that take part in each (AutoPipe's switches change them), with the
+// whole stage as one tensor.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "models/training/data_parallel_job.hpp"
+#include "models/training/gradient_path.hpp"
+#include "models/training/pipeline_schedule.hpp"
+#include "models/training/policies.hpp"
+#include "sim_core/network/network.hpp"
+
+namespace mlsim::training {
+
+class StageGradients final : public GradientSink {
+ public:
+  struct Setup {
+    SchedulerFactory make_scheduler;
+    SchedulerConfig config;
+    SyncFactory make_sync;
+    // bytes_per_parameter, host and collective costs, links; the workers, servers (colocated
+    // with the workers, for ps) and layer sizes are set per stage.
+    SyncOptions sync;
+  };
+  // `core` and `schedule` (the one the core runs) must outlive this; every stage's strategy runs
+  // `on_failed` once, from inside the network's delivery, at its first transfer that found no
+  // route (an owner that tears the job down guards against the second stage's call).
+  StageGradients(Engine& engine, Network& network, DataParallelJob& core,
+                 const PipelineSchedule& schedule, const Setup& setup,
+                 std::function<void()> on_failed);
+  ~StageGradients() override;
+  StageGradients(const StageGradients&) = delete;
+  StageGradients& operator=(const StageGradients&) = delete;
+
+  void gradient_ready(std::size_t worker, std::size_t layer) override;
+
+  // Over every stage's strategy.
+  std::int64_t bytes_sent() const;
+  std::int64_t bytes_delivered() const;
+  std::uint64_t messages() const;
+  // When a stage's strategy last reported a chunk (a watchdog's sign of progress).
+  Time last_event() const;
+
+ private:
+  // One stage's replicas and layers as the gradient owner of its path.
+  class Stage;
+
+  DataParallelJob& core_;
+  const PipelineSchedule& schedule_;
+  std::vector<std::unique_ptr<Stage>> stages_;  // null for a stage of one replica
+};
+
+}  // namespace mlsim::training
