@@ -2,6 +2,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/intra_host.hpp"
 
 namespace mlsim::llm_training {
 
@@ -29,14 +30,9 @@ void MegatronOpPricer::kernel(NodeId host, const std::vector<Work>& work,
 
 void MegatronOpPricer::all_reduce(NodeId host, std::vector<OpStep>& out) const {
   if (layout_.tp <= 1) return;
-  const HostHardware* hw = compute_.hardware().host(host);
-  MLSIM_CHECK(hw != nullptr && hw->intra_node && hw->intra_node->bandwidth.bytes_per_s > 0,
-              "GPUs of one host communicate, but the host has no intra_node link");
-  const collectives::Operation op = collectives::Operation::kAllReduce;
-  const Time t = collectives::collective_cost(costs_, op, collectives::algorithms_for(op).front(),
-                                              layout_.tp, 2, layout_.activation,
-                                              hw->intra_node->bandwidth, hw->intra_node->latency)
-                     .time;
+  const Time t = collectives::intra_host_collective_time(costs_, collectives::Operation::kAllReduce,
+                                                         layout_.tp, layout_.activation,
+                                                         compute_.hardware().host(host));
   out.push_back({OpStep::Kind::kCollective, 0, t});
 }
 

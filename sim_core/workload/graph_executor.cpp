@@ -5,6 +5,7 @@
 #include <array>
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/intra_host.hpp"
 #include "sim_core/collectives/ring_bottleneck.hpp"
 
 namespace mlsim::workload {
@@ -393,12 +394,6 @@ std::uint32_t GraphExecutor::new_active() {
   return static_cast<std::uint32_t>(active_.size() - 1);
 }
 
-GraphExecutor::Route GraphExecutor::intra(NodeId host) const {
-  const HostHardware* hw = compute_.hardware().host(host);
-  if (hw == nullptr || !hw->intra_node) return {};
-  return {hw->intra_node->bandwidth, hw->intra_node->latency};
-}
-
 GraphExecutor::Route GraphExecutor::route_between(std::span<const NodeId> hosts) {
   std::vector<NodeId> distinct;
   for (NodeId h : hosts)
@@ -435,12 +430,9 @@ void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gp
   if (participants <= 1) {
     duration = Time::zero();
   } else if (one_host) {
-    const Route route = intra(hosts.front());
-    MLSIM_CHECK(route.bandwidth.bytes_per_s > 0,
-                "GPUs of one host communicate, but the host has no intra_node link");
-    duration = collectives::collective_cost(options_.costs, op.operation, algorithm, participants,
-                                            2, op.bytes, route.bandwidth, route.latency)
-                   .time;
+    duration =
+        collectives::intra_host_collective_time(options_.costs, op.operation, participants,
+                                                op.bytes, compute_.hardware().host(hosts.front()));
   } else if (options_.mode == CommunicationMode::kNetwork && distinct) {
     collectives::CollectiveSpec spec;
     spec.operation = op.operation;

@@ -189,7 +189,6 @@ class GraphExecutor {
   std::uint32_t new_active();
   double kernel_seconds(const Rank& rank, KernelId k);
   Route route_between(std::span<const NodeId> hosts);
-  Route intra(NodeId host) const;
 
   Engine& engine_;
   Network& network_;
