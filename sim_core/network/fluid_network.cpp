@@ -1016,19 +1016,21 @@ void FluidNetwork::apply_class_rates() {
   // again can change its rate in place.
   // Both passes read the class's compact record and its group; the class record itself only
   // where a class of one member may be alone, or moves between groups.
-  const bool counted = counted_at_freeze_;
-  counted_at_freeze_ = false;
-  solve_stats_.counted_at_freeze += counted ? 1 : 0;
-  if (counted && lone_seen_) {
-    ++solve_stats_.lone_recounts;
-    // A lone class: the first pass runs as before, on counts reset (stamp 0 is no solve's).
-    for (const std::uint32_t c : component_classes_)
-      if (const std::uint32_t g = class_solve_[c].group; g != kNoSlot) groups_[g].stamp = 0;
-  }
-  if (!counted || lone_seen_) {
+  // A restarted solve counted them at the freeze: the pass runs only for a lone class.
+  const bool recount = counted_at_freeze_ && take_freeze_counts();
+  if (!counted_at_freeze_ || recount) {
     for (const std::uint32_t c : component_classes_) {
       ClassSolve& cs = class_solve_[c];
-      if (lone_class(c, cs)) {
+      bool alone = cs.weight == 1;
+      if (alone) {
+        for (LinkId m : solve_route(c, cs)) {
+          if (links_[m].classes.size() != 1 || !links_[m].flows.empty()) {
+            alone = false;
+            break;
+          }
+        }
+      }
+      if (alone) {
         RouteClass& rc = route_class(c);
         const std::uint32_t g = rc.members[0].flow;
         Flow& gl = slot(g);
@@ -1043,10 +1045,18 @@ void FluidNetwork::apply_class_rates() {
         cs.new_rate = -1;  // done
         continue;
       }
-      // Full solves count lazily (counted_group).
-      if (cs.group != kNoSlot && !solve_full_) count_in_group(cs.group, 1);
+      if (cs.group != kNoSlot && !solve_full_) {  // full solves count lazily (counted_group)
+        RateGroup& gr = groups_[cs.group];
+        if (gr.stamp != stamp_) {
+          gr.stamp = stamp_;
+          gr.in_solve = 0;
+        }
+        ++gr.in_solve;
+      }
     }
   }
+  counted_at_freeze_ = false;
+  if (recount) check_recount();
   // Second pass: each class goes to the group of the link that froze it (where it mostly is
   // already: then nothing is done for it, and the group's rate change re-timed it).
   for (const std::uint32_t c : component_classes_) {
@@ -1095,6 +1105,27 @@ void FluidNetwork::apply_class_rates() {
     join_class(g, gl.remaining);
     const std::uint32_t c = gl.route_class;
     if (route_class(c).group == kNoSlot) enter_group(c, target_group(gl.new_bottleneck, rate));
+  }
+}
+
+bool FluidNetwork::take_freeze_counts() {
+  ++solve_stats_.counted_at_freeze;
+  if (!lone_seen_) return false;
+  // A lone class: the first pass runs as before, on counts reset (stamp 0 is no solve's).
+  ++solve_stats_.lone_recounts;
+  for (const std::uint32_t c : component_classes_)
+    if (const std::uint32_t g = class_solve_[c].group; g != kNoSlot) groups_[g].stamp = 0;
+  return true;
+}
+
+void FluidNetwork::check_recount() const {
+  // The counts were reset before the pass: a group counted beyond its classes would hide one
+  // that was kept (a stale count from the filling).
+  for (const std::uint32_t c : component_classes_) {
+    const std::uint32_t g = class_solve_[c].group;
+    MLSIM_CHECK(g == kNoSlot || groups_[g].stamp != stamp_ ||
+                    groups_[g].in_solve <= groups_[g].classes.size(),
+                "a rate group's classes in the solve are counted once");
   }
 }
 
@@ -1371,9 +1402,6 @@ std::uint32_t FluidNetwork::target_group(LinkId link, double rate) {
   std::uint32_t g = group_of_link_[link];
   if (g != kNoSlot) {
     const RateGroup& gr = counted_group(g);
-    // Its count cannot exceed its classes (a class counted twice would hide one kept).
-    MLSIM_CHECK(gr.stamp != stamp_ || gr.in_solve <= gr.classes.size(),
-                "a rate group's classes in the solve are counted once");
     if (std::fabs(rate - gr.rate) <= kRateTolerance * gr.rate) {
       link_target_[link] = g;
       return g;

@@ -460,6 +460,10 @@ class FluidNetwork final : public Network {
   bool freeze_counts_ = true;       // set_count_at_freeze
   bool count_at_freeze_ = false;    // the filling under way counts
   bool counted_at_freeze_ = false;  // the solve under way was counted by freeze_at
+  // apply_class_rates: true if the first pass must run anyway (a lone class; the counts reset),
+  // and the check after it that no group was counted beyond its classes.
+  bool take_freeze_counts();
+  void check_recount() const;
   bool lone_seen_ = false;
   // Route classes: a transfer that shares a link joins its route's class only where a link of
   // its route carries at least this many transfers. Below it, a class per route (mostly of one
