@@ -451,7 +451,7 @@ class FluidNetwork final : public Network {
   }
   // Counting at the freeze (restart_fill's solves): apply_class_rates' first pass counts each
   // class of the solve in its rate group, a walk over the about 480 classes of a star 1 k solve
-  // (a seventh of its instructions). The filling knows them by link instead: the classes a step
+  // (about 12% of its instructions). The filling knows them by link instead: the classes a step
   // freezes at link l are mostly in l's group, so freeze_at counts those in a register and adds
   // the count once per step, and counts the others (in another group) one by one. The counts
   // are the first pass's (it counts every class of the solve that is not lone, and a lone class
