@@ -784,7 +784,11 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
   if (frozen_order_.size() < order_top_ + n) frozen_order_.resize(order_top_ + n);
   solve_full_ = false;  // apply_class_rates counts the classes of each group solved again
   logging_ = true;
+  count_at_freeze_ = freeze_counts_;
+  lone_seen_ = false;
   fill_in_place();
+  count_at_freeze_ = false;
+  counted_at_freeze_ = freeze_counts_;
   logging_ = false;
   ++solve_stats_.solves;
   ++solve_stats_.restarted;
@@ -794,7 +798,7 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
   return true;
 }
 
-template <bool kTouch, bool kLog>
+template <bool kTouch, bool kLog, bool kCount>
 void FluidNetwork::freeze_at(LinkId l, double share) {
   // Freezes the transfers and classes of this solve still unfrozen on l at `share`: each gives
   // its rate to the links of its route (their capacity left and unfrozen count drop). With
@@ -823,11 +827,22 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
   FillUndo* undo = kLog ? undo_.data() + undo_top_ : nullptr;
   std::uint32_t* const order = frozen_order_.data();
   std::uint32_t top = order_top_;
+  // Group counts (kCount, count_at_freeze_): the classes in l's group are counted in `here`.
+  const std::uint32_t here_group = kCount ? group_of_link_[l] : kNoSlot;
+  std::uint32_t here = 0;
+  const bool one_class = kCount && links_[l].classes.size() == 1 && links_[l].flows.empty();
   for (const ClassEntry& e : links_[l].classes) {
     ClassSolve& cs = class_solve_[e.route_class];
     if (cs.stamp != stamp_ || cs.new_rate >= 0) continue;
     cs.new_rate = share;
     cs.bottleneck = l;
+    if constexpr (kCount) {  // (with here_group kNoSlot, `here` counts classes of no group)
+      if (cs.group == here_group) {
+        ++here;
+      } else if (cs.group != kNoSlot) {
+        count_in_group(cs.group, 1);
+      }
+    }
     const std::uint32_t weight = cs.weight;
     const double taken = share * static_cast<double>(weight);
     if constexpr (kLog) {
@@ -839,6 +854,16 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
       fill_[m].left -= taken;
       fill_[m].unfrozen -= weight;
       if constexpr (kTouch) touch(m);
+    }
+  }
+  if constexpr (kCount) {
+    if (here != 0 && here_group != kNoSlot) count_in_group(here_group, here);
+    // A lone class freezes at a link of no other class: the only class on l (if it is in this
+    // solve, this step froze it).
+    if (one_class) {
+      const std::uint32_t c = links_[l].classes[0].route_class;
+      if (const ClassSolve& cs = class_solve_[c]; cs.stamp == stamp_ && lone_class(c, cs))
+        lone_seen_ = true;
     }
   }
   if constexpr (kLog) {
@@ -856,7 +881,7 @@ void FluidNetwork::reserve_log() {
     frozen_order_.resize(order_top_ + component_classes_.size());
 }
 
-template <bool kLog>
+template <bool kLog, bool kCount>
 void FluidNetwork::fill_by_scan() {
   // The filling of fill_in_place for a component of few links: the next link to freeze is found
   // by scanning the links still unfrozen for the least (left / unfrozen, link id), computed
@@ -896,7 +921,7 @@ void FluidNetwork::fill_by_scan() {
     }
     if (n == 0) break;
     scan[best] = scan[--n];
-    freeze_at<false, kLog>(best_link, std::max(0.0, best_key));
+    freeze_at<false, kLog, kCount>(best_link, std::max(0.0, best_key));
   }
 }
 
@@ -911,10 +936,12 @@ void FluidNetwork::fill_in_place() {
   // every change of the link's share after that either recomputed it (lowered) or marked it
   // stale (risen, the key a lower bound); a stale top is refreshed before it is taken.
   if (component_links_.size() <= scan_fill_max_) {
-    if (logging_) {
-      fill_by_scan<true>();
+    if (count_at_freeze_) {
+      fill_by_scan<true, true>();
+    } else if (logging_) {
+      fill_by_scan<true, false>();
     } else {
-      fill_by_scan<false>();
+      fill_by_scan<false, false>();
     }
     return;
   }
@@ -952,9 +979,13 @@ void FluidNetwork::fill_in_place() {
     }
     heap::erase_at<kFillArity>(fill_heap_, 0, less, place);
     if (logging_) {
-      freeze_at<true, true>(l, std::max(0.0, fl.left / fl.unfrozen));
+      if (count_at_freeze_) {
+        freeze_at<true, true, true>(l, std::max(0.0, fl.left / fl.unfrozen));
+      } else {
+        freeze_at<true, true, false>(l, std::max(0.0, fl.left / fl.unfrozen));
+      }
     } else {
-      freeze_at<true, false>(l, std::max(0.0, fl.left / fl.unfrozen));
+      freeze_at<true, false, false>(l, std::max(0.0, fl.left / fl.unfrozen));
     }
     for (LinkId m : touched_) {
       FillLink& fm = fill_[m];
@@ -985,41 +1016,47 @@ void FluidNetwork::apply_class_rates() {
   // again can change its rate in place.
   // Both passes read the class's compact record and its group; the class record itself only
   // where a class of one member may be alone, or moves between groups.
-  for (const std::uint32_t c : component_classes_) {
-    ClassSolve& cs = class_solve_[c];
-    bool alone = cs.weight == 1;
-    if (alone) {
-      for (LinkId m : solve_route(c, cs)) {
-        if (links_[m].classes.size() != 1 || !links_[m].flows.empty()) {
-          alone = false;
-          break;
+  // A restarted solve counted them at the freeze: the pass runs only for a lone class.
+  const bool recount = counted_at_freeze_ && take_freeze_counts();
+  if (!counted_at_freeze_ || recount) {
+    for (const std::uint32_t c : component_classes_) {
+      ClassSolve& cs = class_solve_[c];
+      bool alone = cs.weight == 1;
+      if (alone) {
+        for (LinkId m : solve_route(c, cs)) {
+          if (links_[m].classes.size() != 1 || !links_[m].flows.empty()) {
+            alone = false;
+            break;
+          }
         }
       }
-    }
-    if (alone) {
-      RouteClass& rc = route_class(c);
-      const std::uint32_t g = rc.members[0].flow;
-      Flow& gl = slot(g);
-      const double had = class_rate(rc);
-      gl.remaining = leave_class(g);  // frees the class
-      attach(g, std::span<const LinkId>(gl.links.begin(), gl.links.size()));
-      gl.rate = had;
-      gl.settled = engine_.now();
-      gl.send_end = Time::max();
-      gl.lazy = false;
-      set_rate(g, cs.new_rate, true);
-      cs.new_rate = -1;  // done
-      continue;
-    }
-    if (cs.group != kNoSlot && !solve_full_) {  // full solves count lazily (counted_group)
-      RateGroup& gr = groups_[cs.group];
-      if (gr.stamp != stamp_) {
-        gr.stamp = stamp_;
-        gr.in_solve = 0;
+      if (alone) {
+        RouteClass& rc = route_class(c);
+        const std::uint32_t g = rc.members[0].flow;
+        Flow& gl = slot(g);
+        const double had = class_rate(rc);
+        gl.remaining = leave_class(g);  // frees the class
+        attach(g, std::span<const LinkId>(gl.links.begin(), gl.links.size()));
+        gl.rate = had;
+        gl.settled = engine_.now();
+        gl.send_end = Time::max();
+        gl.lazy = false;
+        set_rate(g, cs.new_rate, true);
+        cs.new_rate = -1;  // done
+        continue;
       }
-      ++gr.in_solve;
+      if (cs.group != kNoSlot && !solve_full_) {  // full solves count lazily (counted_group)
+        RateGroup& gr = groups_[cs.group];
+        if (gr.stamp != stamp_) {
+          gr.stamp = stamp_;
+          gr.in_solve = 0;
+        }
+        ++gr.in_solve;
+      }
     }
   }
+  counted_at_freeze_ = false;
+  if (recount) check_recount();
   // Second pass: each class goes to the group of the link that froze it (where it mostly is
   // already: then nothing is done for it, and the group's rate change re-timed it).
   for (const std::uint32_t c : component_classes_) {
@@ -1068,6 +1105,27 @@ void FluidNetwork::apply_class_rates() {
     join_class(g, gl.remaining);
     const std::uint32_t c = gl.route_class;
     if (route_class(c).group == kNoSlot) enter_group(c, target_group(gl.new_bottleneck, rate));
+  }
+}
+
+bool FluidNetwork::take_freeze_counts() {
+  ++solve_stats_.counted_at_freeze;
+  if (!lone_seen_) return false;
+  // A lone class: the first pass runs as before, on counts reset (stamp 0 is no solve's).
+  ++solve_stats_.lone_recounts;
+  for (const std::uint32_t c : component_classes_)
+    if (const std::uint32_t g = class_solve_[c].group; g != kNoSlot) groups_[g].stamp = 0;
+  return true;
+}
+
+void FluidNetwork::check_recount() const {
+  // The counts were reset before the pass: a group counted beyond its classes would hide one
+  // that was kept (a stale count from the filling).
+  for (const std::uint32_t c : component_classes_) {
+    const std::uint32_t g = class_solve_[c].group;
+    MLSIM_CHECK(g == kNoSlot || groups_[g].stamp != stamp_ ||
+                    groups_[g].in_solve <= groups_[g].classes.size(),
+                "a rate group's classes in the solve are counted once");
   }
 }
 

@@ -114,6 +114,9 @@ class FluidNetwork final : public Network {
     std::uint64_t solves = 0, partial = 0, solved = 0;
     std::uint64_t group_rate_changes = 0, group_entries = 0;
     std::uint64_t restarted = 0;  // solves that restarted the last filling (fill_restart_)
+    // Restarted solves whose rate groups were counted at the freeze (count_at_freeze_), and of
+    // those the ones that met a lone class (then counted again class by class).
+    std::uint64_t counted_at_freeze = 0, lone_recounts = 0;
   };
   const SolveStats& solve_stats() const { return solve_stats_; }
   // Route classes: components of at most this many links are filled by a scan, larger ones with
@@ -125,6 +128,9 @@ class FluidNetwork final : public Network {
     fill_restart_ = on;
     fill_saved_ = false;
   }
+  // Route classes: a restarted solve counts the classes of each rate group as its filling freezes
+  // them, instead of in a pass after it (on by default; tests compare both: the same counts).
+  void set_count_at_freeze(bool on) { freeze_counts_ = on; }
 
  private:
   enum class State : std::uint8_t { kFree, kSending, kArriving, kFailing };
@@ -375,10 +381,10 @@ class FluidNetwork final : public Network {
   void fill_in_place();
   // fill_in_place's freezing of link l's unfrozen transfers and classes at `share`, and its
   // filling by a scan instead of a heap for components of at most kScanFillMax links.
-  template <bool kTouch, bool kLog>
+  template <bool kTouch, bool kLog, bool kCount>
   void freeze_at(LinkId l, double share);
   void reserve_log();
-  template <bool kLog>
+  template <bool kLog, bool kCount>
   void fill_by_scan();
   // 96: the benchmark's star (64 links) is scanned, fabrics of hundreds of links use the heap.
   static constexpr std::size_t kScanFillMax = 96;
@@ -427,6 +433,38 @@ class FluidNetwork final : public Network {
   // refreshes the links' busy periods.
   void apply_rates();
   void apply_class_rates();
+  // A class of one member whose links carry nothing else: apply_class_rates makes it a lone
+  // transfer again.
+  bool lone_class(std::uint32_t c, const ClassSolve& cs) const {
+    if (cs.weight != 1) return false;
+    for (LinkId m : solve_route(c, cs))
+      if (links_[m].classes.size() != 1 || !links_[m].flows.empty()) return false;
+    return true;
+  }
+  void count_in_group(std::uint32_t g, std::uint32_t n) {
+    RateGroup& gr = groups_[g];
+    if (gr.stamp != stamp_) {
+      gr.stamp = stamp_;
+      gr.in_solve = 0;
+    }
+    gr.in_solve += n;
+  }
+  // Counting at the freeze (restart_fill's solves): apply_class_rates' first pass counts each
+  // class of the solve in its rate group, a walk over the about 480 classes of a star 1 k solve
+  // (about 12% of its instructions). The filling knows them by link instead: the classes a step
+  // freezes at link l are mostly in l's group, so freeze_at counts those in a register and adds
+  // the count once per step, and counts the others (in another group) one by one. The counts
+  // are the first pass's (it counts every class of the solve that is not lone, and a lone class
+  // can only freeze at a link of one class: such a step sets lone_seen_, and the first pass then
+  // runs as before, on counts reset).
+  bool freeze_counts_ = true;       // set_count_at_freeze
+  bool count_at_freeze_ = false;    // the filling under way counts
+  bool counted_at_freeze_ = false;  // the solve under way was counted by freeze_at
+  // apply_class_rates: true if the first pass must run anyway (a lone class; the counts reset),
+  // and the check after it that no group was counted beyond its classes.
+  bool take_freeze_counts();
+  void check_recount() const;
+  bool lone_seen_ = false;
   // Route classes: a transfer that shares a link joins its route's class only where a link of
   // its route carries at least this many transfers. Below it, a class per route (mostly of one
   // member) costs more than it saves (the benchmark's groups of 4 hosts: 1.37 M completions per

@@ -666,3 +666,131 @@ TEST(FlowProperty, RestartedFillingsEqualAFromScratchSolveAndTheGatheredOnes) {
     }
   }
 }
+
+TEST(FlowProperty, GroupCountsAtTheFreezeGiveTheSameRunAsTheFirstPass) {
+  // A restarted solve counts the classes of each rate group as its filling freezes them (by link:
+  // a step's classes in the link's group are counted once) instead of in apply_class_rates' first
+  // pass (FluidNetwork::set_count_at_freeze). The counts decide which groups change rate in place,
+  // so a wrong count moves classes between groups, or re-rates a group some of whose classes were
+  // kept: the runs must be the same to the bit. Open-loop traffic on a star of 24 senders and 24
+  // receivers: a loaded start (route classes, restarted partial solves), arrivals spread over
+  // 6 ms, cancellations and bandwidth changes, and a thinning tail in which classes of one member
+  // are left alone on their links inside a saved filling (the lone classes, counted again class
+  // by class); and a closed loop at a steady load. Every end to the nanosecond, every link's bytes,
+  // and the group statistics must equal the run counted in the first pass.
+  const Topology topo = build_topology(StarSpec{48, LinkSpec{Bandwidth{1e9}, Time::ns(500)}});
+  std::uint64_t lone_recounts = 0;
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    for (const bool closed : {false, true}) {
+      std::vector<std::int64_t> ends[2];
+      std::vector<std::int64_t> carried[2];
+      FluidNetwork::SolveStats stats[2];
+      for (int mode = 0; mode < 2; ++mode) {
+        Harness h(topo, Sharing::kMaxMin, /*route_classes=*/true, seed, "fluid-freeze-counts");
+        h.net.set_count_at_freeze(mode == 1);
+        RandomStream& rng = h.rng;
+        std::vector<std::int64_t>& end = ends[mode];
+        auto record = [&end](std::size_t i) {
+          return [&end, i](const TransferResult& r) {
+            end[i] = r.failed ? -2 : r.finished.count_ns();
+          };
+        };
+        int started = 0;
+        std::function<void()> next;  // closed loop: each delivery starts the next transfer
+        auto start = [&](std::size_t i) {
+          const auto src = static_cast<NodeId>(topo.hosts()[rng.below(24)]);
+          const auto dst = static_cast<NodeId>(topo.hosts()[24 + rng.below(24)]);
+          const Bytes bytes{static_cast<std::int64_t>(50'000 + rng.below(300'000))};
+          h.ids.push_back(h.net.start_transfer(src, dst, bytes, [&, i](const TransferResult& r) {
+            record(i)(r);
+            if (closed) next();
+          }));
+        };
+        if (closed) {
+          end.assign(3000, -1);
+          next = [&] {
+            if (started < 3000) start(static_cast<std::size_t>(started++));
+          };
+          for (int i = 0; i < 600; ++i) next();
+        } else {
+          end.assign(2000, -1);
+          for (int i = 0; i < 2000; ++i) {
+            const Time at =
+                i < 500 ? Time::zero() : Time::ns(static_cast<std::int64_t>(rng.below(6'000'000)));
+            h.engine.schedule_at(at, [&start, i] { start(static_cast<std::size_t>(i)); });
+          }
+          for (int i = 0; i < 4; ++i) {
+            const auto l = static_cast<LinkId>(rng.below(h.links()));
+            const double bw = 4e8 + 1.2e9 * rng.uniform();
+            h.change_bandwidth_at(Time::ns(static_cast<std::int64_t>(rng.below(6'000'000))), l, bw);
+          }
+        }
+        for (int i = 0; i < 20; ++i) {
+          const double p = rng.uniform();
+          h.cancel_at(Time::ns(static_cast<std::int64_t>(rng.below(4'000'000))), p);
+        }
+        h.engine.run();
+        for (LinkId l = 0; l < h.links(); ++l)
+          carried[mode].push_back(h.net.link_stats(l).bytes_carried.count);
+        stats[mode] = h.net.solve_stats();
+      }
+      const auto& on = stats[1];
+      const auto& off = stats[0];
+      EXPECT_EQ(off.counted_at_freeze, 0u);
+      EXPECT_GT(on.counted_at_freeze, on.solves / 2) << "seed " << seed << " closed " << closed;
+      EXPECT_EQ(on.counted_at_freeze, on.restarted);
+      lone_recounts += on.lone_recounts;
+      EXPECT_EQ(on.solves, off.solves);
+      EXPECT_EQ(on.restarted, off.restarted);
+      EXPECT_EQ(on.group_rate_changes, off.group_rate_changes)
+          << "seed " << seed << " closed " << closed;
+      EXPECT_EQ(on.group_entries, off.group_entries) << "seed " << seed << " closed " << closed;
+      ASSERT_EQ(ends[0].size(), ends[1].size());
+      for (std::size_t i = 0; i < ends[0].size(); ++i) {
+        ASSERT_NE(ends[0][i], -1) << "transfer " << i << " never reported";
+        ASSERT_EQ(ends[1][i], ends[0][i])
+            << "seed " << seed << " closed " << closed << " transfer " << i;
+      }
+      EXPECT_EQ(carried[1], carried[0]) << "seed " << seed << " closed " << closed;
+    }
+  }
+  // The lone classes' path (counts reset, the first pass run) was taken.
+  EXPECT_GT(lone_recounts, 0u);
+
+  // Lone classes made on purpose, while the rest of the component changes rate: 16 senders each
+  // send 8 long transfers to 8 of 16 receivers (links of 8: route classes, one saved filling), and
+  // 8 more senders each send 7 short transfers into that mesh and one long one to a receiver of
+  // its own. When a sender's last short transfer ends, its long one is a class of one member
+  // alone on its links (made a lone transfer), in a solve that re-rates the mesh's groups.
+  const auto host = [&topo](int i) { return static_cast<NodeId>(topo.hosts()[i]); };
+  std::vector<std::int64_t> ends[2];
+  FluidNetwork::SolveStats stats[2];
+  for (int mode = 0; mode < 2; ++mode) {
+    Harness h(topo, Sharing::kMaxMin, /*route_classes=*/true, 1, "fluid-freeze-lone");
+    h.net.set_count_at_freeze(mode == 1);
+    std::vector<std::int64_t>& end = ends[mode];
+    auto send = [&](int src, int dst, std::int64_t bytes) {
+      const std::size_t i = end.size();
+      end.push_back(-1);
+      h.ids.push_back(h.net.start_transfer(
+          host(src), host(dst), Bytes{bytes},
+          [&end, i](const TransferResult& r) { end[i] = r.finished.count_ns(); }));
+    };
+    for (int s = 0; s < 16; ++s)
+      for (int j = 0; j < 8; ++j) send(s, 24 + (s + 2 * j) % 16, 20'000'000 + 100'000 * s + j);
+    for (int s = 16; s < 24; ++s) {
+      for (int k = 0; k < 7; ++k) send(s, 24 + (3 * s + k) % 16, 40'000 * (s - 15) + 3'000 * k);
+      send(s, 40 + (s - 16), 30'000'000);
+    }
+    h.engine.run();
+    stats[mode] = h.net.solve_stats();
+  }
+  EXPECT_GE(stats[1].lone_recounts, 8u);
+  EXPECT_EQ(stats[1].group_rate_changes, stats[0].group_rate_changes);
+  EXPECT_EQ(stats[1].group_entries, stats[0].group_entries);
+  ASSERT_EQ(ends[1].size(), ends[0].size());
+  for (std::size_t i = 0; i < ends[0].size(); ++i) {
+    ASSERT_NE(ends[0][i], -1) << "transfer " << i << " never reported";
+    ASSERT_EQ(ends[1][i], ends[0][i]) << "built case, transfer " << i;
+  }
+}
