@@ -372,7 +372,6 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
                                               std::move(host_nodes), *this, *program,
                                               std::move(host_packet_bytes), p.ecn_threshold_bytes);
     for (auto& [node, rack] : racks_) path->host_program(node, *rack->policy);
-    if (root_) path->keep_order();
     network_path_ = path.get();
     path_ = std::move(path);
   }

@@ -20,9 +20,6 @@
 //   and recovered like a loss by the senders' timeouts.
 // Hosts can sit anywhere in the topology (e.g. two racks with the program on one ToR); the
 // traffic then crosses the links between them.
-#include <algorithm>
-#include <deque>
-#include <map>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -48,27 +45,16 @@ class NetworkPath final : public DataPath {
     host_program(switch_node_, program);
     endpoints_.reserve(host_nodes_.size());
     for (std::size_t h = 0; h < host_nodes_.size(); ++h) {
-      endpoints_.push_back(std::make_unique<Endpoint>(*this, ends, h));
+      endpoints_.push_back(std::make_unique<Endpoint>(ends, h));
       messages_.attach(host_nodes_[h], *endpoints_.back());
     }
-    messages_.on_undelivered([this](const Packet& p, NodeId from, NodeId to) {
-      undelivered_packets_ += p.packets;
-      if (in_order_) arrived(from, to, p, /*delivered=*/false);
-    });
+    messages_.on_undelivered(
+        [this](const Packet& p, NodeId, NodeId) { undelivered_packets_ += p.packets; });
   }
 
   void to_switch(std::size_t host, const Packet& p, bool /*forwarded*/, bool lost) override {
     to_switch_at(host, switch_node_, p, lost);
   }
-  // Delivers the bursts between two nodes in the order they were sent (two-level aggregation).
-  // On a route whose first link is faster than a later one (a switch's uplink, then a host's
-  // access link in another rack), the egress paces bursts at the first link's speed, so they
-  // overlap on the slower link, and the flow backend may then end two of them at one instant
-  // in either order. A rack's flushed partial and the retransmission behind it would then reach
-  // the PS swapped, which a PS cannot untangle (it would count the worker twice); a real path
-  // keeps them in order (one queue per port). Off by default: the one-switch runs stay as they
-  // were measured.
-  void keep_order() { in_order_ = true; }
   void from_switch(std::size_t host, const Packet& p, bool lost) override {
     from_switch_at(switch_node_, host, p, lost);
   }
@@ -76,8 +62,7 @@ class NetworkPath final : public DataPath {
   // (`program` must outlive the path), and bursts go between hosts and any hosting switch, and
   // between switches (a rack's partial up to the root, a result down).
   void host_program(NodeId switch_node, SwitchProgram<Packet>& program) {
-    programs_.push_back(std::make_unique<Program>(*this, switch_node, program));
-    messages_.host(switch_node, *programs_.back());
+    messages_.host(switch_node, program);
   }
   void to_switch_at(std::size_t host, NodeId sw, const Packet& p, bool lost) {
     if (lost) return;
@@ -101,80 +86,19 @@ class NetworkPath final : public DataPath {
  private:
   class Endpoint final : public MessageReceiver<Packet> {
    public:
-    Endpoint(NetworkPath& path, HostEnds& ends, std::size_t host)
-        : path_(path), ends_(ends), host_(host) {}
-    void on_message(const Packet& p, NodeId from) override {
-      if (path_.in_order_)
-        path_.arrived(from, path_.host_nodes_[host_], p, /*delivered=*/true);
-      else
-        deliver(p, from);
-    }
-    void deliver(const Packet& p, NodeId) { ends_.at_host(host_, p); }
+    Endpoint(HostEnds& ends, std::size_t host) : ends_(ends), host_(host) {}
+    void on_message(const Packet& p, NodeId) override { ends_.at_host(host_, p); }
 
    private:
-    NetworkPath& path_;
     HostEnds& ends_;
     std::size_t host_;
   };
-  // A hosted program, behind the path (keep_order).
-  class Program final : public SwitchProgram<Packet> {
-   public:
-    Program(NetworkPath& path, NodeId node, SwitchProgram<Packet>& inner)
-        : path_(path), node_(node), inner_(inner) {}
-    void on_message(const Packet& p, NodeId from) override {
-      if (path_.in_order_)
-        path_.arrived(from, node_, p, /*delivered=*/true);
-      else
-        inner_.on_message(p, from);
-    }
-    Time pipeline_latency() const override { return inner_.pipeline_latency(); }
-    SwitchProgram<Packet>& inner() { return inner_; }
-    NodeId node() const { return node_; }
 
-   private:
-    NetworkPath& path_;
-    NodeId node_;
-    SwitchProgram<Packet>& inner_;
-  };
-  // keep_order: per (from, to), the bursts sent and not yet handed on, in send order; one that
-  // arrives early waits for those sent before it (or for their failure).
-  struct InFlight {
-    Packet p;
-    bool arrived = false;
-  };
-  static bool same(const Packet& a, const Packet& b) {
-    return a.seq == b.seq && a.sum == b.sum && a.bitmap == b.bitmap && a.job == b.job &&
-           a.worker == b.worker && a.packets == b.packets && a.priority == b.priority &&
-           a.kind == b.kind && a.resend == b.resend && a.ecn == b.ecn && a.evicted == b.evicted &&
-           a.fell_back == b.fell_back;
-  }
+  // MessageNetwork hands on the bursts between two nodes in the order they were sent
+  // (switch_program.hpp, "Delivery order"): a rack's flushed partial and the retransmission
+  // behind it reach the PS in that order, as on a real path.
   void send(NodeId from, NodeId to, Bytes bytes, const Packet& p) {
-    if (in_order_) pending_[{from, to}].push_back({p, false});
     messages_.send(from, to, bytes, p);
-  }
-  // `p` from `from` reached `to` (or failed on the way): hands on, in send order, every burst
-  // of the pair that has arrived and has none sent before it still on the way.
-  void arrived(NodeId from, NodeId to, const Packet& p, bool delivered) {
-    auto& queue = pending_[{from, to}];
-    auto it = std::find_if(queue.begin(), queue.end(),
-                           [&](const InFlight& f) { return !f.arrived && same(f.p, p); });
-    MLSIM_CHECK(it != queue.end(), "a burst that was not sent on this pair");
-    if (delivered)
-      it->arrived = true;
-    else
-      queue.erase(it);  // undelivered: counted; nothing behind it waits for it
-    while (!queue.empty() && queue.front().arrived) {
-      const Packet next = queue.front().p;
-      queue.pop_front();
-      hand_on(from, to, next);
-    }
-  }
-  void hand_on(NodeId from, NodeId to, const Packet& p) {
-    for (const auto& prog : programs_)
-      if (prog->node() == to) return prog->inner().on_message(p, from);
-    for (std::size_t h = 0; h < host_nodes_.size(); ++h)
-      if (host_nodes_[h] == to) return endpoints_[h]->deliver(p, from);
-    MLSIM_CHECK(false, "a burst for a node without a receiver");
   }
 
   Bytes wire_bytes(std::size_t host, const Packet& p) const {
@@ -187,10 +111,7 @@ class NetworkPath final : public DataPath {
   std::vector<Bytes> packet_bytes_;  // per host
   double ecn_threshold_;
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
-  std::vector<std::unique_ptr<Program>> programs_;
   std::uint64_t undelivered_packets_ = 0;
-  bool in_order_ = false;
-  std::map<std::pair<NodeId, NodeId>, std::deque<InFlight>> pending_;
 };
 
 }  // namespace mlsim::ina

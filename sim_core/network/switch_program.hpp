@@ -29,13 +29,25 @@
 // original first hop and speed, while the backend routes and times the transfer as it is now
 // (a slowed link then shares between the paced messages, a rerouted one is paced on its old
 // first hop).
+//
+// Delivery order: the messages from one node to another on one flow label (one route) are
+// handed to the receiver in the order they were sent, as one queue per port keeps them on a
+// real path. The backend alone does not: pacing uses the first link's speed, so on a route whose
+// later link is slower (a ToR's uplink, then a host's access link in another rack) two messages
+// overlap there, and a fluid backend may finish a short one sent second before a long one sent
+// first (tests/network/switch_program_test.cpp, by hand; the analytic backend, which shares
+// nothing, too). A message that arrives early waits for those sent before it on its path and is
+// handed on at the instant the last of them arrives; a failed one no longer holds back those
+// behind it. Messages on different flow labels may take different routes and keep no order.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "sim_core/base/error.hpp"
@@ -64,7 +76,8 @@ enum class Egress { kFifo, kShared };
 
 template <class Message>
 class MessageNetwork {
-  // A delivery callback holds this, the message and two node ids in 48 bytes: no allocation.
+  // A delivery callback holds this, a path and a ticket (the message waits in in_flight_): no
+  // allocation. Messages are copied into the path's queue, so they stay small.
   static_assert(std::is_trivially_copyable_v<Message> && sizeof(Message) <= 32,
                 "MessageNetwork carries small trivially copyable messages");
 
@@ -113,6 +126,8 @@ class MessageNetwork {
             std::uint64_t flow_label = 0) {
     MLSIM_CHECK(programs_.at(to) || receivers_.at(to), "a message to a node nobody listens on");
     ++sent_;
+    const std::uint64_t ticket = next_ticket_++;
+    in_flight_[PathKey{from, to, flow_label}].push_back({ticket, false, m});
     if (fifo_ && from != to) {
       const auto route = router_->route(from, to, flow_label);
       MLSIM_CHECK(route.has_value(), "no route in the nominal topology");
@@ -124,13 +139,13 @@ class MessageNetwork {
       if (port.waiting.empty() && port.free_ps <= now_ps) {
         port.free_ps = now_ps + serialise;
       } else {
-        port.waiting.push_back({m, from, to, wire_bytes, flow_label, serialise});
+        port.waiting.push_back({m, from, to, wire_bytes, flow_label, serialise, ticket});
         port.waiting_bytes += wire_bytes.count;
         arm(l);
         return;
       }
     }
-    start(from, to, wire_bytes, m, flow_label);
+    start(from, to, wire_bytes, flow_label, ticket);
   }
 
   // Bytes queued at the egress port a message from `from` to `to` would leave by: not yet
@@ -158,6 +173,26 @@ class MessageNetwork {
     Bytes bytes;
     std::uint64_t label;
     std::int64_t serialise_ps;
+    std::uint64_t ticket;
+  };
+  // One path (sender, addressee, flow label) whose messages are handed on in send order.
+  struct PathKey {
+    NodeId from, to;
+    std::uint64_t label;
+    bool operator==(const PathKey&) const = default;
+  };
+  struct PathHash {
+    std::size_t operator()(const PathKey& k) const {
+      std::uint64_t h = k.label * 0x9e3779b97f4a7c15ULL;
+      h ^= (static_cast<std::uint64_t>(k.from) << 32) ^ static_cast<std::uint64_t>(k.to);
+      return static_cast<std::size_t>(h * 0xff51afd7ed558ccdULL);
+    }
+  };
+  // A message sent on a path and not yet handed on: `arrived` once the backend delivered it.
+  struct InFlight {
+    std::uint64_t ticket;
+    bool arrived;
+    Message m;
   };
   // A node's egress onto one link: when its last message finishes leaving, and what waits.
   struct Port {
@@ -183,18 +218,38 @@ class MessageNetwork {
     port.waiting_bytes -= w.bytes.count;
     port.free_ps = std::max(port.free_ps, engine_.now().count_ns() * 1000) + w.serialise_ps;
     if (!port.waiting.empty()) arm(l);
-    start(w.from, w.to, w.bytes, w.m, w.label);
+    start(w.from, w.to, w.bytes, w.label, w.ticket);
   }
-  void start(NodeId from, NodeId to, Bytes wire_bytes, const Message& m, std::uint64_t flow_label) {
+  void start(NodeId from, NodeId to, Bytes wire_bytes, std::uint64_t flow_label,
+             std::uint64_t ticket) {
     network_.start_transfer(
         from, to, wire_bytes,
-        [this, m, from, to](const TransferResult& r) {
-          if (r.failed)
-            undelivered(m, from, to);
-          else
-            deliver(m, from, to);
+        [this, key = PathKey{from, to, flow_label}, ticket](const TransferResult& r) {
+          arrived(key, ticket, r.failed);
         },
         flow_label);
+  }
+  // The backend ended the transfer of message `ticket` on `key`: hands on, in send order, every
+  // message of the path that has arrived with none sent before it still on the way.
+  void arrived(const PathKey& key, std::uint64_t ticket, bool failed) {
+    // References into an unordered_map survive rehashing, so a receiver that sends on another
+    // path while this loop runs does not invalidate `queue`.
+    auto& queue = in_flight_[key];
+    auto it = std::find_if(queue.begin(), queue.end(),
+                           [ticket](const InFlight& f) { return f.ticket == ticket; });
+    MLSIM_CHECK(it != queue.end(), "a message delivered twice or never sent");
+    if (failed) {
+      const Message m = it->m;
+      queue.erase(it);
+      undelivered(m, key.from, key.to);
+    } else {
+      it->arrived = true;
+    }
+    while (!queue.empty() && queue.front().arrived) {
+      const Message m = queue.front().m;
+      queue.pop_front();
+      deliver(m, key.from, key.to);
+    }
   }
   void deliver(const Message& m, NodeId from, NodeId to) {
     if (MessageReceiver<Message>* r = receivers_[to]) {
@@ -223,6 +278,8 @@ class MessageNetwork {
   bool fifo_;
   std::unique_ptr<Router> router_;  // the nominal topology's first hops (kFifo)
   std::vector<Port> ports_;         // by link (kFifo)
+  std::uint64_t next_ticket_ = 0;
+  std::unordered_map<PathKey, std::deque<InFlight>, PathHash> in_flight_;
 };
 
 }  // namespace mlsim

@@ -137,3 +137,107 @@ TEST(MessageNetwork, FailedRouteIsReportedUndelivered) {
   EXPECT_EQ(lost[0], 7);
   EXPECT_EQ(net.undelivered(), 1u);
 }
+
+namespace {
+
+// A program on sw0 that sends a long note (12,500 B) and then a short one (1,250 B) to h1 under
+// sw1 when the test starts it: sw0 -> sw1 at 1e10 B/s, sw1 -> h1 at 1.25e9 B/s, 1 us latency
+// each (a ToR's fast uplink, then a host's slower access link in another rack).
+struct TwoHops {
+  Topology topology = build_topology(ExplicitSpec{
+      {{"sw0", NodeKind::kSwitch}, {"sw1", NodeKind::kSwitch}, {"h1", NodeKind::kHost}},
+      {{"sw0", "sw1", LinkSpec{Bandwidth{1e10}, Time::us(1)}},
+       {"sw1", "h1", LinkSpec{Bandwidth{1.25e9}, Time::us(1)}}}});
+  NodeId node(const char* name) const { return *topology.find(name); }
+};
+
+class SilentProgram : public SwitchProgram<Note> {
+ public:
+  Time pipeline_latency() const override { return Time::zero(); }
+  void on_message(const Note&, NodeId) override {}
+};
+
+}  // namespace
+
+// Egress pacing uses the first link: the long note leaves sw0 over 0-1.25 us and the short one
+// starts at 1.25 us. Both then cross sw1 -> h1, the slower link.
+// - flow (max-min): the long note alone sends 1.25e9 x 1.25 us = 1,562.5 B by 1.25 us; then the
+//   two share 0.625e9 B/s each; the short one's 1,250 B take 2 us, sent by 3.25 us, delivered
+//   at 3.25 + 2 (latency) = 5.25 us; the long one has 12,500 - 1,562.5 - 1,250 = 9,687.5 B left,
+//   alone at 1.25e9: 7.75 us, sent by 11 us, delivered at 13 us.
+// - analytic (latency + bytes / bottleneck, no sharing): the long note at 2 + 10 = 12 us, the
+//   short one at 1.25 + 2 + 1 = 4.25 us.
+// Both backends finish the short note first (before 2026-12-07 MessageNetwork handed it on
+// then: h1 saw note 1 at 5.25 us (flow) / 4.25 us (analytic), then note 0). A real port keeps
+// one queue per path, so the short note is handed on when the long one arrives, after it.
+TEST(MessageNetwork, MessagesOnOnePathAreHandedOnInSendOrderThoughTheBackendEndsThemSwapped) {
+  for (const Sharing sharing : {Sharing::kMaxMin, Sharing::kNone}) {
+    const bool flow = sharing == Sharing::kMaxMin;
+    SCOPED_TRACE(flow ? "flow" : "analytic");
+    TwoHops t;
+    Engine engine;
+    FluidNetwork net_backend(engine, t.topology, sharing);
+    MessageNetwork<Note> net(engine, net_backend, t.topology);
+    SilentProgram program;
+    Recorder h1(engine);
+    net.host(t.node("sw0"), program);
+    net.attach(t.node("h1"), h1);
+    net.send(t.node("sw0"), t.node("h1"), Bytes{12'500}, Note{0});
+    net.send(t.node("sw0"), t.node("h1"), Bytes{1'250}, Note{1});
+    engine.run();
+    ASSERT_EQ(h1.log.size(), 2u);
+    EXPECT_EQ(h1.log[0].id, 0);
+    EXPECT_EQ(h1.log[1].id, 1);
+    const Time long_done = flow ? Time::ns(13'000) : Time::ns(12'000);
+    EXPECT_EQ(h1.log[0].at, long_done);
+    EXPECT_EQ(h1.log[1].at, long_done);  // it arrived first and waited for note 0
+  }
+}
+
+// On another flow label (another route, in general) no order is kept: the short note is handed
+// on when it arrives. And a failed message does not hold back the one sent after it.
+TEST(MessageNetwork, OrderIsPerFlowLabelAndAFailedMessageReleasesTheNext) {
+  {
+    TwoHops t;
+    Engine engine;
+    FluidNetwork backend(engine, t.topology, Sharing::kNone);
+    MessageNetwork<Note> net(engine, backend, t.topology);
+    SilentProgram program;
+    Recorder h1(engine);
+    net.host(t.node("sw0"), program);
+    net.attach(t.node("h1"), h1);
+    net.send(t.node("sw0"), t.node("h1"), Bytes{12'500}, Note{0}, /*flow_label=*/0);
+    net.send(t.node("sw0"), t.node("h1"), Bytes{1'250}, Note{1}, /*flow_label=*/1);
+    engine.run();
+    ASSERT_EQ(h1.log.size(), 2u);
+    EXPECT_EQ(h1.log[0].id, 1);  // as analytic ends it: 4.25 us
+    EXPECT_EQ(h1.log[0].at, Time::ns(4'250));
+    EXPECT_EQ(h1.log[1].at, Time::ns(12'000));
+  }
+  {
+    // Analytic: the long note would end at 12 us, the short one at 4.25 us and waits for it.
+    // sw1 -> h1 fails at 6 us with the long note still on it: that transfer fails (no other
+    // route), and the short note is handed on then.
+    TwoHops t;
+    Engine engine;
+    FluidNetwork backend(engine, t.topology, Sharing::kNone);
+    MessageNetwork<Note> net(engine, backend, t.topology);
+    SilentProgram program;
+    Recorder h1(engine);
+    std::vector<int> lost;
+    net.on_undelivered([&](const Note& n, NodeId, NodeId) { lost.push_back(n.id); });
+    net.host(t.node("sw0"), program);
+    net.attach(t.node("h1"), h1);
+    net.send(t.node("sw0"), t.node("h1"), Bytes{12'500}, Note{0});
+    net.send(t.node("sw0"), t.node("h1"), Bytes{1'250}, Note{1});
+    LinkId down = 0;  // sw1 -> h1
+    for (const LinkId l : t.topology.out_links(t.node("sw1")))
+      if (t.topology.link(l).dst == t.node("h1")) down = l;
+    engine.schedule_at(Time::ns(6'000), [&] { backend.set_link_up(down, false); });
+    engine.run();
+    ASSERT_EQ(lost, std::vector<int>{0});
+    ASSERT_EQ(h1.log.size(), 1u);
+    EXPECT_EQ(h1.log[0].id, 1);
+    EXPECT_EQ(h1.log[0].at, Time::ns(6'000));
+  }
+}
