@@ -6,6 +6,8 @@
 // scenario keys' errors at their JSON paths.
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <tuple>
 
 #include "models/cluster/cluster_model.hpp"
@@ -241,6 +243,18 @@ json megatron_cluster(const json& megatron, const json& jobs) {
   return doc;
 }
 
+// The llm_training model alone on `platform`: `layout` (and `dp`, when given) of small_gpt(),
+// communication through the network, two iterations.
+json megatron_alone(json platform, const json& layout, std::optional<int> dp = std::nullopt) {
+  platform["system"] = layout;
+  if (dp) platform["system"]["dp"] = *dp;
+  platform["system"]["model"] = "llm_training";
+  platform["system"]["communication"] = "network";
+  platform["system"]["iterations"] = 2;
+  platform["workload"]["model"] = small_gpt();
+  return platform;
+}
+
 Registries both_models() {
   return test::registries_with([](ModelRegistry& r) {
     register_cluster(r);
@@ -262,12 +276,7 @@ TEST(MegatronJobs, AloneItTakesTheLlmTrainingModelsIterationTime) {
       megatron_cluster(
           mg, json::array({{{"submit", "0s"}, {"gpus", 8}, {"model", "gpt"}, {"iterations", 2}}})),
       r);
-  json llm = megatron_platform({{"name", "megatron_alone"}});
-  llm["system"] = layout;
-  llm["system"]["model"] = "llm_training";
-  llm["system"]["communication"] = "network";
-  llm["system"]["iterations"] = 2;
-  llm["workload"]["model"] = small_gpt();
+  const json llm = megatron_alone(megatron_platform({{"name", "megatron_alone"}}), layout);
   const RunOutput alone = test::run_json(llm, r);
   const auto& c = cluster.results.metrics();
   const auto& a = alone.results.metrics();
@@ -396,13 +405,8 @@ TEST(MegatronJobs, OnAnotherSizeAloneItTakesTheLlmTrainingModelsIterationTimeAtT
             mg,
             json::array({{{"submit", "0s"}, {"gpus", g}, {"model", "gpt"}, {"iterations", 2}}}))),
         r);
-    json llm = eight_hosts(megatron_platform({{"name", "megatron_alone"}}));
-    llm["system"] = layout;
-    llm["system"]["dp"] = g / 4;
-    llm["system"]["model"] = "llm_training";
-    llm["system"]["communication"] = "network";
-    llm["system"]["iterations"] = 2;
-    llm["workload"]["model"] = small_gpt();
+    const json llm =
+        megatron_alone(eight_hosts(megatron_platform({{"name", "megatron_alone"}})), layout, g / 4);
     const RunOutput alone = test::run_json(llm, r);
     const auto& c = cluster.results.metrics();
     const auto& a = alone.results.metrics();
