@@ -4,13 +4,17 @@
 // Traffic: N flows (1k, 10k, 30k; 100 in the smoke run) are kept running at once, closed loop:
 // each delivery starts a new flow in the same group of hosts. Sizes are drawn uniformly in
 // [1, 2] MB from a fixed seed per group. Within a group, the first half of the hosts send to the
-// second half, pairs rotating so that every link is shared by many flows. Two patterns:
+// second half, pairs rotating so that every link is shared by many flows. Three patterns:
 //   - star:   one group of 64 hosts on a star (10 Gb/s, 1 us links). Every flow shares a link
 //             with others, so all N flows form ONE max-min component and every start or end
 //             re-solves all of them (in both backends): the worst case.
 //   - groups: 256 groups of 4 hosts on one 1024-host star: flows of different groups share no
 //             link, so the flows form 256 components of about N/256 flows each, and a start or
 //             end re-solves only its group (the case of many independent jobs or racks).
+//   - incast: 64 hosts of a 65-host star send to the 65th (the exception to the halves): one
+//             component with ONE bottleneck, the receiver's downlink, that every flow crosses
+//             (N/64 flows per uplink, N on the downlink), so every flow has the same rate; the
+//             case a single-bottleneck fast path would take (docs/plans/flow_fast_path.md).
 // The first W completions are a warm-up; then M completions are timed (wall and CPU seconds of
 // the process). M is smaller for SimGrid where it is slow; rates are per completion.
 //
@@ -56,9 +60,11 @@ struct Pattern {
   const char* name;
   int groups;
   int hosts_per_group;
+  bool incast = false;  // every host of the group but the last sends to the last
 };
 constexpr Pattern kStar{"star", 1, 64};
 constexpr Pattern kGroups{"groups", 256, 4};
+constexpr Pattern kIncast{"incast", 1, 65, true};
 
 // Deterministic sizes (splitmix64), identical for both backends.
 class Sizes {
@@ -125,8 +131,10 @@ class ClosedLoop {
     const std::int64_t k = started_[static_cast<std::size_t>(group)]++;
     const int half = pattern_.hosts_per_group / 2;
     const int base = group * pattern_.hosts_per_group;
-    const auto src = static_cast<std::size_t>(base + k % half);
-    const auto dst = static_cast<std::size_t>(base + half + (k * 7 + k / 32) % half);
+    const int senders = pattern_.incast ? pattern_.hosts_per_group - 1 : half;
+    const auto src = static_cast<std::size_t>(base + k % senders);
+    const auto dst = static_cast<std::size_t>(
+        pattern_.incast ? base + senders : base + half + (k * 7 + k / 32) % half);
     net_.start_transfer(hosts_[src], hosts_[dst], sizes_[static_cast<std::size_t>(group)].next(),
                         [this, group](const TransferResult& r) { on_done(group, r); });
   }
@@ -268,6 +276,7 @@ int main(int argc, char** argv) {
       {kStar, 10'000, 2'000, 200},     {kStar, 30'000, 2'000, 60},
       {kGroups, 100, 200, 200},        {kGroups, 1'000, 5'000, 2'000},
       {kGroups, 10'000, 5'000, 2'000}, {kGroups, 30'000, 5'000, 2'000},
+      {kIncast, 1'000, 2'000, 1'000},  {kIncast, 10'000, 2'000, 200},
   };
   using Key = std::tuple<std::string, std::int64_t>;
   std::map<Key, std::vector<RunResult>> flow, simgrid, per_transfer;
@@ -280,7 +289,7 @@ int main(int argc, char** argv) {
       per_transfer[key].resize(static_cast<std::size_t>(rounds));
   }
   std::map<std::string, Topology> flow_topo, simgrid_topo;
-  for (const Pattern& p : {kStar, kGroups}) {
+  for (const Pattern& p : {kStar, kGroups, kIncast}) {
     flow_topo.emplace(p.name, star(p, kLv08BandwidthFactor));
     simgrid_topo.emplace(p.name, star(p, 1.0));
   }
