@@ -194,6 +194,11 @@ void run_closed_loop(benchmark::State& state, const Topology& topo, Pattern patt
         state.counters["restart_share"] =
             static_cast<double>(st.restarted) /
             static_cast<double>(std::max<std::uint64_t>(1, st.solves));
+        // In-place fillings of one step (one link froze all they solved): where a
+        // single-bottleneck fast path would run (docs/plans/flow_fast_path.md).
+        state.counters["one_step_share"] =
+            static_cast<double>(st.one_step) /
+            static_cast<double>(std::max<std::uint64_t>(1, st.solves));
         state.counters["partial_share"] =
             static_cast<double>(st.partial) /
             static_cast<double>(std::max<std::uint64_t>(1, st.solves));

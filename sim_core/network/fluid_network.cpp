@@ -700,7 +700,9 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     logging_ = true;
     reserve_log();
   }
+  const std::uint32_t round_before = fill_round_;
   fill_in_place();
+  solve_stats_.one_step += fill_round_ - round_before == 1 ? 1 : 0;
   logging_ = false;
   ++solve_stats_.solves;
   solve_stats_.partial += floor > 0 ? 1 : 0;
@@ -786,7 +788,9 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
   logging_ = true;
   count_at_freeze_ = freeze_counts_;
   lone_seen_ = false;
+  const std::uint32_t round_before = fill_round_;
   fill_in_place();
+  solve_stats_.one_step += fill_round_ - round_before == 1 ? 1 : 0;
   count_at_freeze_ = false;
   counted_at_freeze_ = freeze_counts_;
   logging_ = false;
