@@ -900,8 +900,9 @@ void FluidNetwork::fill_by_scan() {
   // each link's `key`, computed here for every link and then by freeze_at (kTouch false) after
   // each change of the link's capacity left or count: the same division of the same values as
   // computing it in the scan, so the same bits, but one division per link a freeze changes
-  // instead of one per link still unfrozen at every step (star 1 k: about 2-4% faster in time,
-  // 3% more instructions; docs/performance.md, 2026-12-07 helper D). That is the link the heap
+  // instead of one per link still unfrozen at every step (star 1 k: 1.5-4% faster in flow-only
+  // runs in turns, within the noise of runs with SimGrid; 3% more instructions;
+  // docs/performance.md, 2026-12-07 helper D). That is the link the heap
   // gives (its top is the least current share, ties on the link id: see fill_in_place), with the
   // same share, so the filling freezes the same links in the same order at the same levels; it
   // needs no heap upkeep after each freeze (star 1 k, 46 links in a solve: the heap's sifts and
