@@ -700,7 +700,9 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     logging_ = true;
     reserve_log();
   }
+  const std::uint32_t round_before = fill_round_;
   fill_in_place();
+  solve_stats_.one_step += fill_round_ - round_before == 1 ? 1 : 0;
   logging_ = false;
   ++solve_stats_.solves;
   solve_stats_.partial += floor > 0 ? 1 : 0;
@@ -786,7 +788,9 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
   logging_ = true;
   count_at_freeze_ = freeze_counts_;
   lone_seen_ = false;
+  const std::uint32_t round_before = fill_round_;
   fill_in_place();
+  solve_stats_.one_step += fill_round_ - round_before == 1 ? 1 : 0;
   count_at_freeze_ = false;
   counted_at_freeze_ = freeze_counts_;
   logging_ = false;
@@ -821,7 +825,11 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
     for (LinkId m : g.links) {
       fill_[m].left -= share;
       --fill_[m].unfrozen;
-      if constexpr (kTouch) touch(m);
+      if constexpr (kTouch) {
+        touch(m);
+      } else {  // the scan's key, kept current (fill_by_scan)
+        fill_[m].key = fill_[m].left / fill_[m].unfrozen;
+      }
     }
   }
   FillUndo* undo = kLog ? undo_.data() + undo_top_ : nullptr;
@@ -853,7 +861,11 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
       if constexpr (kLog) *undo++ = FillUndo{fill_[m].left, m};
       fill_[m].left -= taken;
       fill_[m].unfrozen -= weight;
-      if constexpr (kTouch) touch(m);
+      if constexpr (kTouch) {
+        touch(m);
+      } else {  // the scan's key, kept current (fill_by_scan)
+        fill_[m].key = fill_[m].left / fill_[m].unfrozen;
+      }
     }
   }
   if constexpr (kCount) {
@@ -884,15 +896,23 @@ void FluidNetwork::reserve_log() {
 template <bool kLog, bool kCount>
 void FluidNetwork::fill_by_scan() {
   // The filling of fill_in_place for a component of few links: the next link to freeze is found
-  // by scanning the links still unfrozen for the least (left / unfrozen, link id), computed
-  // afresh. That is the link the heap gives (its top is the least current share, ties on the
-  // link id: see fill_in_place), with the same share, so the filling freezes the same links in
-  // the same order at the same levels; it costs a division per unfrozen link and freeze but no
-  // key upkeep after each freeze (star 1 k, 46 links in a solve: the heap's sifts and the
-  // touched links' refresh were a quarter of the filling's instructions).
+  // by scanning the links still unfrozen for the least (left / unfrozen, link id). The share is
+  // each link's `key`, computed here for every link and then by freeze_at (kTouch false) after
+  // each change of the link's capacity left or count: the same division of the same values as
+  // computing it in the scan, so the same bits, but one division per link a freeze changes
+  // instead of one per link still unfrozen at every step (star 1 k: 1.5-4% faster in flow-only
+  // runs in turns, within the noise of runs with SimGrid; 3% more instructions;
+  // docs/performance.md, 2026-12-07 helper D). That is the link the heap
+  // gives (its top is the least current share, ties on the link id: see fill_in_place), with the
+  // same share, so the filling freezes the same links in the same order at the same levels; it
+  // needs no heap upkeep after each freeze (star 1 k, 46 links in a solve: the heap's sifts and
+  // the touched links' refresh were a quarter of the filling's instructions).
   scan_links_.clear();
   for (LinkId l : component_links_)
-    if (fill_[l].unfrozen != 0) scan_links_.push_back(l);
+    if (FillLink& fl = fill_[l]; fl.unfrozen != 0) {
+      fl.key = fl.left / fl.unfrozen;
+      scan_links_.push_back(l);
+    }
   // The links still unfrozen are scan[0, n); plain pointers and a local count, as freeze_at's
   // stores would otherwise make the compiler reload the vectors at every link scanned.
   LinkId* const scan = scan_links_.data();
@@ -911,8 +931,7 @@ void FluidNetwork::fill_by_scan() {
         continue;
       }
       // The least (key, link id); most links are above the least so far, tested first.
-      if (const double key = fl.left / fl.unfrozen;
-          !(key > best_key) && (key < best_key || l < best_link)) {
+      if (const double key = fl.key; !(key > best_key) && (key < best_key || l < best_link)) {
         best = i;
         best_key = key;
         best_link = l;

@@ -117,6 +117,10 @@ class FluidNetwork final : public Network {
     // Restarted solves whose rate groups were counted at the freeze (count_at_freeze_), and of
     // those the ones that met a lone class (then counted again class by class).
     std::uint64_t counted_at_freeze = 0, lone_recounts = 0;
+    // In-place fillings (route classes) that froze everything they solved at one link, in one
+    // step: the case of the single-bottleneck fast path (docs/plans/flow_fast_path.md), counted
+    // to see where it would run. A partial solve counts if its part took one step.
+    std::uint64_t one_step = 0;
   };
   const SolveStats& solve_stats() const { return solve_stats_; }
   // Route classes: components of at most this many links are filled by a scan, larger ones with

@@ -209,3 +209,76 @@ TEST(FluidNetworkScale, ClassAloneInItsGroupTakesTheGroupToItsNewBottleneck) {
   for (TransferId id : ef) EXPECT_NEAR(net.current_rate(id), 1e9 / 24, 1e-3);
   EXPECT_EQ(net.solve_stats().group_entries, 3u);
 }
+
+TEST_P(ScaleModes, APhaseStartedInOneCallCostsOneSolve) {
+  // A bulk phase, as a collective's step: 8 senders (hosts 0-7) each send 1 MB to each of 8
+  // receivers (hosts 8-15) of a 1 GB/s star, 64 transfers started by one start_transfers call.
+  // Every uplink and every downlink carries 8 of them, so by hand each gets 1e9 / 8 B/s and all
+  // end sending at 1e6 B / 1.25e8 B/s = 8 ms, delivered 200 ns later (two 100 ns links).
+  // The mechanism: each start adds its links to the solve pending at this instant, so the phase
+  // costs one max-min solve of the 64, not one per start (a second phase, started from an event
+  // at 20 ms, costs one more).
+  Engine engine;
+  const Topology topology = build_topology(StarSpec{16, kLink});
+  FluidNetwork net(engine, topology, Sharing::kMaxMin, GetParam());
+  std::vector<Time> finished;
+  auto phase = [&] {
+    std::vector<TransferRequest> requests;
+    for (std::size_t s = 0; s < 8; ++s)
+      for (std::size_t d = 8; d < 16; ++d)
+        requests.push_back(
+            TransferRequest{topology.hosts()[s], topology.hosts()[d], Bytes{1'000'000},
+                            [&](const TransferResult& r) { finished.push_back(r.finished); }});
+    net.start_transfers(requests);
+    return requests;
+  };
+  const std::vector<TransferRequest> first = phase();
+  EXPECT_EQ(net.solve_stats().solves, 0u);  // pending: solved once, at this instant
+  engine.run_until(Time::ms(1));
+  EXPECT_EQ(net.solve_stats().solves, 1u);
+  for (const TransferRequest& r : first) EXPECT_NEAR(net.current_rate(r.id), 1e9 / 8, 1e-3);
+  engine.run_until(Time::ms(19));
+  ASSERT_EQ(finished.size(), 64u);
+  for (Time t : finished) EXPECT_EQ(t, Time::ms(8) + Time::ns(200));
+  const std::uint64_t before = net.solve_stats().solves;
+  std::vector<TransferRequest> second;
+  engine.schedule_at(Time::ms(20), [&] { second = phase(); });
+  engine.run_until(Time::ms(21));
+  EXPECT_EQ(net.solve_stats().solves, before + 1);
+  for (const TransferRequest& r : second) EXPECT_NEAR(net.current_rate(r.id), 1e9 / 8, 1e-3);
+  engine.run();
+  ASSERT_EQ(finished.size(), 128u);
+  for (std::size_t i = 64; i < 128; ++i) EXPECT_EQ(finished[i], Time::ms(28) + Time::ns(200));
+}
+
+TEST(FluidNetworkScale, FillingsOfOneStepAreCounted) {
+  // SolveStats::one_step counts the in-place fillings (route classes) that froze everything at
+  // one link: the single-bottleneck fast path's case (docs/plans/flow_fast_path.md).
+  // Incast: hosts 0-3 each send 4 transfers to host 4 (1 GB/s star), started in one call. Host
+  // 4's downlink carries 16, each uplink 4: by hand the filling freezes all 16 at the downlink at
+  // 1e9 / 16 in its first step, so the one solve is a one-step filling.
+  // Two levels: as above, and host 0 also sends 8 to host 5. Host 4's downlink (16) fills first
+  // at 1e9 / 16, freezing host 0's 4 there; host 0's uplink then has 1e9 - 4e9 / 16 = 0.75e9 left
+  // for its other 8: 3e9 / 32 each, below host 5's downlink share (1e9 / 8): a second step.
+  for (const bool two_levels : {false, true}) {
+    Engine engine;
+    const Topology topology = build_topology(StarSpec{6, kLink});
+    FluidNetwork net(engine, topology, Sharing::kMaxMin, /*route_classes=*/true);
+    std::vector<TransferRequest> incast, other;
+    for (std::size_t s = 0; s < 4; ++s)
+      for (int i = 0; i < 4; ++i)
+        incast.push_back(TransferRequest{topology.hosts()[s], topology.hosts()[4],
+                                         Bytes{1'000'000'000}, [](const TransferResult&) {}});
+    if (two_levels)
+      for (int i = 0; i < 8; ++i)
+        other.push_back(TransferRequest{topology.hosts()[0], topology.hosts()[5],
+                                        Bytes{1'000'000'000}, [](const TransferResult&) {}});
+    net.start_transfers(incast);
+    net.start_transfers(other);
+    engine.run_until(Time::ms(1));
+    EXPECT_EQ(net.solve_stats().solves, 1u);
+    EXPECT_EQ(net.solve_stats().one_step, two_levels ? 0u : 1u);
+    for (const TransferRequest& r : incast) EXPECT_NEAR(net.current_rate(r.id), 1e9 / 16, 1e-3);
+    for (const TransferRequest& r : other) EXPECT_NEAR(net.current_rate(r.id), 3e9 / 32, 1e-3);
+  }
+}
