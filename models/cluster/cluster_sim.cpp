@@ -105,6 +105,14 @@ void ClusterSimulation::on_arrival(JobSpec job) {
     drop(q, "asks for more GPUs than its user's quota");
     return;
   }
+  // A job whose GPUs' memory limits its hosts: dropped here only when no spread of it over the
+  // whole cluster (every node up and empty) fits; otherwise it waits until one does.
+  if (placement_limited(q.spec) && !spread_fits(q.spec, pool_.gpus_per_node())) {
+    drop(q,
+         "no placement on any number of hosts of an accepted GPU type has GPU memory for its "
+         "pipeline's stages (workload.training.models[].pipeline.memory)");
+    return;
+  }
   account(engine_.now());
   queue_.push(std::move(q));
   series_.set(engine_.now(), kQueuedJobs, static_cast<double>(queue_.size()));
@@ -125,6 +133,61 @@ bool ClusterSimulation::eligible(const Queued& q) const {
   if (q.held) return false;
   return params_.user_gpu_quota == 0 ||
          fair_share_.allocated(q.spec.user) + q.spec.gpus <= params_.user_gpu_quota;
+}
+
+bool ClusterSimulation::runs_on(const JobSpec& job, const Placement& p) const {
+  std::vector<NodeId> hosts;
+  for (const Slice& s : p.slices) {
+    MLSIM_CHECK(static_cast<std::size_t>(s.node) < hosts_.size(),
+                "the detailed mode needs the topology host of every pool node");
+    hosts.push_back(hosts_[static_cast<std::size_t>(s.node)]);
+  }
+  return runner_->runs_on(job, hosts);
+}
+
+// The accepted types of `job`, fastest first (ties: lower index), as place() prefers them.
+namespace {
+std::vector<int> accepted_fastest_first(const NodePool& pool, TypeMask accepted) {
+  std::vector<int> types;
+  for (std::size_t t = 0; t < pool.types().size(); ++t)
+    if (accepted & (TypeMask{1} << t)) types.push_back(static_cast<int>(t));
+  std::stable_sort(types.begin(), types.end(), [&](int a, int b) {
+    return pool.types()[static_cast<std::size_t>(a)].time_factor <
+           pool.types()[static_cast<std::size_t>(b)].time_factor;
+  });
+  return types;
+}
+}  // namespace
+
+Placement ClusterSimulation::placement_for(const JobSpec& job, bool* spread) const {
+  if (spread) *spread = false;
+  Placement p = pool_.place(job.gpus, job.types, job.gpus_per_node);
+  if (!p.ok() || !placement_limited(job) || runs_on(job, p)) return p;
+  if (spread) *spread = true;
+  const int most = std::min(job.gpus, pool_.node_count());
+  for (int t : accepted_fastest_first(pool_, job.types)) {
+    if (t != p.type) {
+      Placement own = pool_.place_on_type(job.gpus, t);
+      if (!own.ok()) continue;  // not enough GPUs of this type free: no spread either
+      if (runs_on(job, own)) return own;
+    }
+    for (int hosts = 1; hosts <= most; ++hosts) {
+      Placement s = pool_.place_spread(job.gpus, t, hosts);
+      if (s.ok() && runs_on(job, s)) return s;
+    }
+  }
+  if (spread) *spread = false;
+  return {};
+}
+
+bool ClusterSimulation::spread_fits(const JobSpec& job, const std::vector<int>& free) const {
+  const int most = std::min(job.gpus, pool_.node_count());
+  for (int t : accepted_fastest_first(pool_, job.types))
+    for (int hosts = 1; hosts <= most; ++hosts) {
+      const Placement s = pool_.spread(free, job.gpus, t, hosts);
+      if (s.ok() && runs_on(job, s)) return true;
+    }
+  return false;
 }
 
 Time ClusterSimulation::runtime_on(const JobSpec& job, int type) const {
@@ -152,18 +215,27 @@ void ClusterSimulation::pass() {
   // taking tp GPUs from each host needs whole hosts' worth free, NodePool::fits).
   std::vector<int> spare;
   int tested = 0;
+  // A job the runner limits by memory fits only where some spread of it would run
+  // (placement_for finds one then).
   auto head_fits = [&](const std::vector<int>& free) {
-    return pool_.fits(free, head->spec.gpus, head->spec.types, head->spec.gpus_per_node);
+    if (!pool_.fits(free, head->spec.gpus, head->spec.types, head->spec.gpus_per_node))
+      return false;
+    return !placement_limited(head->spec) || spread_fits(head->spec, free);
+  };
+  auto start = [&](Queued& q, const Placement& p, bool spread) {
+    spread_for_memory_ += spread ? 1 : 0;
+    start_job(q, p);
+    started.push_back(q.spec.id);
   };
 
   // Returns false to end the pass.
   auto consider = [&](Queued& q) -> bool {
     if (!eligible(q)) return true;  // over its user's quota: skipped, blocks no one
+    bool spread = false;
     if (!head) {
-      const Placement p = pool_.place(q.spec.gpus, q.spec.types, q.spec.gpus_per_node);
+      const Placement p = placement_for(q.spec, &spread);
       if (p.ok()) {
-        start_job(q, p);
-        started.push_back(q.spec.id);
+        start(q, p, spread);
         return true;
       }
       if (params_.policy == Policy::kFcfs) return false;
@@ -186,7 +258,7 @@ void ClusterSimulation::pass() {
     }
     // Backfill.
     if (++tested > params_.backfill_depth) return false;
-    const Placement p = pool_.place(q.spec.gpus, q.spec.types, q.spec.gpus_per_node);
+    const Placement p = placement_for(q.spec, &spread);
     if (!p.ok()) return true;
     if (shadow && now + estimate_on(q.spec, p.type) > *shadow) {
       // Still running at the reservation: only if the reserved job fits beside it, on the
@@ -197,8 +269,7 @@ void ClusterSimulation::pass() {
       spare = std::move(after);
     }
     // Without a reservation (the head cannot fit before a repair) anything that fits may start.
-    start_job(q, p);
-    started.push_back(q.spec.id);
+    start(q, p, spread);
     return true;
   };
   if (params_.order == Order::kFairShare)
@@ -453,6 +524,8 @@ void ClusterSimulation::report(Results& out) const {
   out.set_metric("job_restarts", static_cast<double>(restarts_));
   out.set_metric("reservations_missed", static_cast<double>(reservations_missed_));
   out.set_metric("installed_gpus", pool_.total_gpus());
+  if (runner_ && runner_->limits_placement())
+    out.set_metric("jobs_spread_for_memory", static_cast<double>(spread_for_memory_));
 
   // Jain's index over users of their mean bounded slowdown: 1 when every user waits alike
   // relative to the length of their jobs.

@@ -121,6 +121,19 @@ class ClusterSimulation {
   void request_pass();
   void pass();
   bool eligible(const Queued& q) const;
+  // Where the job starts now: place()'s placement, unless the runner says the job cannot run on
+  // those hosts (JobRunner::runs_on: a pipeline whose stages fit its GPUs' memory on no
+  // configuration of them); then, over its accepted types from the fastest, that type's own
+  // placement and the job spread over 1, 2, ... nodes of it (NodePool::place_spread), the first
+  // the runner accepts (`spread` set when it is not place()'s). !ok(): the job waits.
+  Placement placement_for(const JobSpec& job, bool* spread = nullptr) const;
+  // Whether a job the runner limits would run on some spread of its GPUs over nodes with
+  // `free[n]` free GPUs (an accepted type, any number of nodes).
+  bool spread_fits(const JobSpec& job, const std::vector<int>& free) const;
+  bool placement_limited(const JobSpec& job) const {
+    return runner_ != nullptr && job.gpus_per_node == 0 && runner_->placement_limited(job);
+  }
+  bool runs_on(const JobSpec& job, const Placement& p) const;
   void start_job(Queued job, const Placement& p);
   void start_useful_work(std::uint64_t id);
   void on_end(std::uint64_t id);
@@ -161,6 +174,7 @@ class ClusterSimulation {
   std::uint64_t submitted_ = 0, finished_ = 0, dropped_ = 0, restarts_ = 0, failures_ = 0;
   std::size_t held_ = 0;  // queued jobs held after a communication failure
   std::uint64_t reservations_missed_ = 0;
+  std::uint64_t spread_for_memory_ = 0;  // jobs started on a spread placement (placement_for)
   LogHistogram wait_, jct_;
   std::vector<UserStats> users_;
   double useful_gpu_seconds_ = 0, startup_gpu_seconds_ = 0, lost_gpu_seconds_ = 0;

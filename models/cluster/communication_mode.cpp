@@ -320,11 +320,7 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
   const StagePlanner planner = m.planner_for(job.planner);
   if (planner == StagePlanner::kEven)
     return split_stages(m.reference_layer_s, m.stages_for(job.stages), hosts.size());
-  // A straight pipeline has one host per stage and at least one layer per stage, so a job placed
-  // on more hosts than its model has layers plans over the first as many hosts as layers; the
-  // rest stay idle for the job's run (start_pipeline uses only the hosts the layout counts).
-  if (m.pipeline.straight && hosts.size() > m.parameters.size())
-    hosts = hosts.first(m.parameters.size());
+  hosts = planned_hosts(m, hosts);
   // models/pipeline's planners over the job's hosts as placed, each host with its own GPU's
   // layer times (speed 1: the cluster model has no speed changes) and its access links' current
   // bandwidth and latencies. They plan one profiled batch per minibatch, as the pipeline model
@@ -335,15 +331,9 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
   const std::vector<pipeline::LayerCost> layers = planner_layer_sizes(m);
   // Under a memory limit (`pipeline.memory`), each host's GPU memory; nothing that fits: an
   // empty layout (start_pipeline reports the job failed, Failure::kNoMemory).
-  std::vector<double> capacity;
-  if (m.pipeline.memory.constraint) {
-    for (NodeId h : hosts) {
-      MLSIM_CHECK(h < m.pipeline.memory_capacity.size() && m.pipeline.memory_capacity[h] > 0,
-                  "no GPU memory for a pipeline host");
-      capacity.push_back(m.pipeline.memory_capacity[h]);
-    }
-    if (!pipeline_memory_fits(m, planner, layers, capacity)) return {};
-  }
+  const std::vector<double> capacity = host_memory(m, hosts);
+  if (m.pipeline.memory.constraint && !pipeline_memory_fits(m, planner, layers, capacity))
+    return {};
   pipeline::Conditions c;
   for (NodeId h : hosts) {
     MLSIM_CHECK(h < m.times.size() && m.times[h], "no layer times for a worker host");
@@ -382,6 +372,49 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
   layout.first_layer = p.first;
   for (std::size_t s = 0; s < p.stages(); ++s) layout.replicas.push_back(p.replication(s));
   return layout;
+}
+
+std::span<const NodeId> CommunicationMode::planned_hosts(const TrainingModel& m,
+                                                         std::span<const NodeId> hosts) {
+  // A straight pipeline has one host per stage and at least one layer per stage, so a job placed
+  // on more hosts than its model has layers plans over the first as many hosts as layers; the
+  // rest stay idle for the job's run (start_pipeline uses only the hosts the layout counts).
+  if (m.pipeline.straight && hosts.size() > m.parameters.size())
+    return hosts.first(m.parameters.size());
+  return hosts;
+}
+
+std::vector<double> CommunicationMode::host_memory(const TrainingModel& m,
+                                                   std::span<const NodeId> hosts) {
+  std::vector<double> capacity;
+  if (!m.pipeline.memory.constraint) return capacity;
+  for (NodeId h : hosts) {
+    MLSIM_CHECK(h < m.pipeline.memory_capacity.size() && m.pipeline.memory_capacity[h] > 0,
+                "no GPU memory for a pipeline host");
+    capacity.push_back(m.pipeline.memory_capacity[h]);
+  }
+  return capacity;
+}
+
+bool CommunicationMode::placement_limited(const JobSpec& job) const {
+  if (job.model < 0) return false;
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  return !m.megatron && !m.chakra && m.pipeline.memory.constraint &&
+         m.runs_pipeline(job.stages, job.planner) &&
+         m.planner_for(job.planner) != StagePlanner::kEven;
+}
+
+bool CommunicationMode::runs_on(const JobSpec& job, std::span<const NodeId> hosts) const {
+  // One host: the job-level timing (start() simulates no one-host profiled job).
+  if (!placement_limited(job) || hosts.size() < 2) return true;
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(job.model)];
+  const StagePlanner planner = m.planner_for(job.planner);
+  std::vector<double> capacity = host_memory(m, planned_hosts(m, hosts));
+  auto key = std::tuple{job.model, static_cast<int>(planner), std::move(capacity)};
+  if (const auto it = fits_cache_.find(key); it != fits_cache_.end()) return it->second;
+  const bool fits = pipeline_memory_fits(m, planner, planner_layer_sizes(m), std::get<2>(key));
+  fits_cache_.emplace(std::move(key), fits);
+  return fits;
 }
 
 // A pipeline job (pipeline_job.hpp): the first hosts of the placement, in placement order, stage

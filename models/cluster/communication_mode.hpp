@@ -45,6 +45,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "models/cluster/job_runner.hpp"
@@ -270,6 +271,14 @@ class CommunicationMode final : public JobRunner {
   }
   void kill(std::uint64_t id) override;
   void report(Results& out) const override;
+  // A job of a planned pipeline model under `pipeline.memory` that runs as a pipeline (not a
+  // listed job's `stages: 1`).
+  bool placement_limited(const JobSpec& job) const override;
+  // For such a job on two hosts or more: whether some configuration of its stages fits the
+  // hosts' GPU memory under its planner's rule (the check start_pipeline makes, over the same
+  // hosts: a straight pipeline's first as many as its layers); true otherwise.
+  bool runs_on(const JobSpec& job, std::span<const NodeId> hosts) const override;
+  bool limits_placement() const override { return has_memory_limit_; }
 
   void set_observer(std::function<void(const TrainingRecord&)> f) { observer_ = std::move(f); }
   // Builds the strategy of a model without a registry factory (make_sync empty): in-network
@@ -301,6 +310,11 @@ class CommunicationMode final : public JobRunner {
   // The stages of a pipeline job of model `m` on `hosts` (its planner's, pipeline_job.hpp).
   StageLayout plan_stages(const JobSpec& job, const TrainingModel& m,
                           std::span<const NodeId> hosts) const;
+  // The hosts a planned pipeline job of model `m` plans over (a straight pipeline: at most one
+  // per layer) and, under a memory limit, their GPU memory in bytes (empty without one).
+  static std::span<const NodeId> planned_hosts(const TrainingModel& m,
+                                               std::span<const NodeId> hosts);
+  static std::vector<double> host_memory(const TrainingModel& m, std::span<const NodeId> hosts);
   // Registers a started job (its core set up) and starts it once its strategy is ready.
   void launch(const JobSpec& job, std::unique_ptr<Live> live, double compute_only_s,
               std::function<void()> done, std::function<void(Failure)> failed);
@@ -336,7 +350,10 @@ class CommunicationMode final : public JobRunner {
   // Pipeline jobs whose stages fit their hosts' memory in no configuration: the event that
   // reports them failed (Failure::kNoMemory), cancelled if the job is killed first.
   std::map<std::uint64_t, EventHandle> no_memory_;
-  bool has_memory_limit_ = false;     // some model plans under a memory limit
+  bool has_memory_limit_ = false;  // some model plans under a memory limit
+  // runs_on's answers by model, planner and the hosts' memory (the placement search asks the
+  // same few host counts again at every scheduler pass).
+  mutable std::map<std::tuple<int, int, std::vector<double>>, bool> fits_cache_;
   std::uint64_t no_memory_jobs_ = 0;  // attempts that found no configuration that fits
   // Statistics.
   std::uint64_t serial_ = 0;  // attempts started

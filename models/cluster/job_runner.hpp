@@ -23,7 +23,8 @@ class JobRunner {
   // route (a link or switch down), nothing happened in it for the stall timeout (a livelock
   // or deadlock of its communication: retrying it would stall again), or no configuration of a
   // planned pipeline's stages fits its hosts' GPU memory (docs/cluster.md, "Pipeline-parallel
-  // jobs"; dropped, like a stalled job).
+  // jobs"; dropped, like a stalled job; the cluster asks runs_on() first, so it sees this only
+  // from a runner that answers runs_on() otherwise than its start()).
   enum class Failure { kNoRoute, kStalled, kNoMemory };
   // The job's useful work starts now on `hosts` (one per node of its placement, in placement
   // order), `gpus[i]` of them on hosts[i], with GPUs of pool type `type`. Returns false when the
@@ -34,6 +35,19 @@ class JobRunner {
   // kNoMemory job.
   virtual bool start(const JobSpec& job, std::span<const NodeId> hosts, std::span<const int> gpus,
                      int type, std::function<void()> done, std::function<void(Failure)> failed) = 0;
+  // Whether the job's GPU memory limits the hosts it can run on (a planned pipeline under
+  // `pipeline.memory`, communication_mode.hpp): the cluster then asks runs_on() of every
+  // placement it would start the job on, and spreads the job over other hosts when the answer is
+  // no (cluster_sim.hpp). False by default.
+  virtual bool placement_limited(const JobSpec& /*job*/) const { return false; }
+  // Whether the job can run on `hosts` (in placement order): for a placement-limited job,
+  // whether some configuration of its stages fits those hosts' GPU memory. True by default.
+  virtual bool runs_on(const JobSpec& /*job*/, std::span<const NodeId> /*hosts*/) const {
+    return true;
+  }
+  // Whether placement_limited() can be true for some job of the run (the cluster's metric of
+  // spread placements is reported only then).
+  virtual bool limits_placement() const { return false; }
   // Ends a job it simulates now, unfinished (a node of its placement failed): its work in
   // flight is cancelled and neither `done` nor `failed` runs afterwards. Not from inside the
   // runner's own callbacks.

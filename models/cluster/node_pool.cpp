@@ -5,6 +5,24 @@
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::cluster {
+namespace {
+
+// Orders `order` across racks: the emptiest racks first (fewest racks; `rack_free` by rack), ties
+// by rack index, then each rack's emptiest nodes first (`free_of(node)`).
+template <class FreeOf>
+void sort_across_racks(std::vector<int>& order, const std::vector<int>& racks,
+                       const std::vector<int>& rack_free, FreeOf free_of) {
+  auto rack_of = [&](int n) { return racks[static_cast<std::size_t>(n)]; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const int fa = rack_free[static_cast<std::size_t>(rack_of(a))];
+    const int fb = rack_free[static_cast<std::size_t>(rack_of(b))];
+    if (fa != fb) return fa > fb;
+    if (rack_of(a) != rack_of(b)) return rack_of(a) < rack_of(b);
+    return free_of(a) > free_of(b);
+  });
+}
+
+}  // namespace
 
 NodePool::NodePool(std::vector<GpuType> types, const std::vector<NodeGroup>& groups)
     : types_(std::move(types)), type_total_(types_.size(), 0), type_free_(types_.size(), 0) {
@@ -62,6 +80,75 @@ bool NodePool::fits(const std::vector<int>& free, int gpus, TypeMask accepted, i
   return false;
 }
 
+std::vector<int> NodePool::gpus_per_node() const {
+  std::vector<int> gpus(nodes_.size(), 0);
+  for (std::size_t n = 0; n < nodes_.size(); ++n) gpus[n] = nodes_[n].gpus;
+  return gpus;
+}
+
+Placement NodePool::spread(const std::vector<int>& free, int gpus, int type, int hosts) const {
+  MLSIM_CHECK(free.size() == nodes_.size(), "one free count per node");
+  if (hosts < 1 || hosts > gpus) return {};
+  auto free_of = [&](int n) { return free[static_cast<std::size_t>(n)]; };
+  std::vector<int> order;
+  for (int n = 0; n < node_count(); ++n)
+    if (nodes_[static_cast<std::size_t>(n)].type == type && free_of(n) > 0) order.push_back(n);
+  if (order.size() < static_cast<std::size_t>(hosts)) return {};
+  auto emptiest_first = [&](int a, int b) { return free_of(a) > free_of(b); };
+  std::stable_sort(order.begin(), order.end(), emptiest_first);
+  // The first `hosts` of `nodes` and the GPUs they have free.
+  auto first = [&](const std::vector<int>& nodes) {
+    std::vector<int> chosen(nodes.begin(), nodes.begin() + hosts);
+    int sum = 0;
+    for (int n : chosen) sum += free_of(n);
+    return std::pair{chosen, sum};
+  };
+  std::vector<int> chosen;
+  if (!racks_.empty()) {
+    const auto rack_count =
+        static_cast<std::size_t>(*std::max_element(racks_.begin(), racks_.end()) + 1);
+    auto rack_of = [&](int n) { return racks_[static_cast<std::size_t>(n)]; };
+    std::vector<int> rack_free(rack_count, 0);
+    for (int n : order) rack_free[static_cast<std::size_t>(rack_of(n))] += free_of(n);
+    int best = -1;
+    for (std::size_t r = 0; r < rack_count; ++r) {
+      std::vector<int> in_rack;
+      for (int n : order)
+        if (rack_of(n) == static_cast<int>(r)) in_rack.push_back(n);
+      if (in_rack.size() < static_cast<std::size_t>(hosts) || first(in_rack).second < gpus)
+        continue;
+      if (best < 0 || rack_free[r] < rack_free[static_cast<std::size_t>(best)]) {
+        best = static_cast<int>(r);
+        chosen = first(in_rack).first;
+      }
+    }
+    if (best < 0) sort_across_racks(order, racks_, rack_free, free_of);
+  }
+  if (chosen.empty()) {
+    auto [nodes, sum] = first(order);
+    if (sum < gpus) return {};
+    chosen = std::move(nodes);
+  }
+  // Even split, capped by what each node has: the fullest node first takes its share of what is
+  // left, so that a node short of its share leaves the rest to the others.
+  std::vector<int> by_free = chosen;
+  std::stable_sort(by_free.begin(), by_free.end(),
+                   [&](int a, int b) { return free_of(a) < free_of(b); });
+  std::vector<int> share(nodes_.size(), 0);
+  int left = gpus;
+  for (std::size_t i = 0; i < by_free.size(); ++i) {
+    const int nodes_left = static_cast<int>(by_free.size() - i);
+    const int n = by_free[i];
+    share[static_cast<std::size_t>(n)] = std::min(free_of(n), (left + nodes_left - 1) / nodes_left);
+    left -= share[static_cast<std::size_t>(n)];
+  }
+  MLSIM_CHECK(left == 0, "a spread placement short of GPUs its nodes have free");
+  Placement p;
+  p.type = type;
+  for (int n : chosen) p.slices.push_back({n, share[static_cast<std::size_t>(n)]});
+  return p;
+}
+
 void NodePool::take_out(std::vector<int>& free, const Placement& p) {
   for (const Slice& s : p.slices) free[static_cast<std::size_t>(s.node)] -= s.gpus;
 }
@@ -108,14 +195,8 @@ Placement NodePool::place_on_type(int gpus, int type, int per_node) const {
       std::erase_if(order, [&](int n) { return rack_of(n) != rack; });
       std::stable_sort(order.begin(), order.end(), emptiest_first);
     } else {
-      // Across racks: the emptiest racks first (fewest racks), their emptiest nodes first.
-      std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-        const int fa = rack_free[static_cast<std::size_t>(rack_of(a))];
-        const int fb = rack_free[static_cast<std::size_t>(rack_of(b))];
-        if (fa != fb) return fa > fb;
-        if (rack_of(a) != rack_of(b)) return rack_of(a) < rack_of(b);
-        return emptiest_first(a, b);
-      });
+      sort_across_racks(order, racks_, rack_free,
+                        [&](int n) { return nodes_[static_cast<std::size_t>(n)].free; });
     }
   } else {
     std::stable_sort(order.begin(), order.end(), emptiest_first);

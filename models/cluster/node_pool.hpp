@@ -77,6 +77,24 @@ class NodePool {
   // Takes the GPUs of placement `p` out of `free` (as allocate() does for the pool).
   static void take_out(std::vector<int>& free, const Placement& p);
 
+  // The job spread over exactly `hosts` nodes of type `type` with `free[n]` free GPUs (one entry
+  // per node, down nodes' 0; any split, as per_node 0): the `hosts` nodes with the most free
+  // GPUs (ties: lower index), within one rack when racks are set and one rack's such nodes hold
+  // the job (the rack with the fewest free GPUs that does, as place_on_type), else across racks
+  // the emptiest racks first; the GPUs split among them as evenly as their free counts allow
+  // (each gets ceil(left / nodes left), the fullest nodes first, capped at what they have free).
+  // Slices in that node order. !ok() when fewer than `hosts` nodes have a free GPU, `hosts`
+  // exceeds `gpus`, or the chosen nodes' free GPUs fall short. The cluster uses it when the
+  // runner says the job cannot run on the hosts place() chose (a pipeline whose stages need
+  // more hosts to fit their GPUs' memory, cluster_sim.hpp).
+  Placement spread(const std::vector<int>& free, int gpus, int type, int hosts) const;
+  // The same on the GPUs free now (free_per_node()).
+  Placement place_spread(int gpus, int type, int hosts) const {
+    return spread(free_per_node(), gpus, type, hosts);
+  }
+  // Per node: all its GPUs, up or down (a placement on the empty cluster).
+  std::vector<int> gpus_per_node() const;
+
   // Rack-local placement: `racks[i]` is node i's rack (the switch its host hangs off). A job that
   // fits no single node then goes into one rack when one has room: the rack with the fewest free
   // GPUs that is still large enough (best fit), its emptiest nodes first; otherwise it spans

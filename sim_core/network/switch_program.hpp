@@ -39,6 +39,10 @@
 // nothing, too). A message that arrives early waits for those sent before it on its path and is
 // handed on at the instant the last of them arrives; a failed one no longer holds back those
 // behind it. Messages on different flow labels may take different routes and keep no order.
+//
+// Memory: per path, the messages sent and not yet handed on; a path is forgotten when its last
+// message is handed on (or lost), so it follows the messages in flight, not every (sender,
+// addressee, flow label) a long run has used.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -164,6 +168,8 @@ class MessageNetwork {
 
   std::uint64_t sent() const { return sent_; }
   std::uint64_t undelivered() const { return undelivered_; }
+  // Paths (sender, addressee, flow label) with a message sent and not yet handed on.
+  std::size_t paths_in_flight() const { return in_flight_.size(); }
   Network& network() { return network_; }
 
  private:
@@ -230,22 +236,36 @@ class MessageNetwork {
         flow_label);
   }
   // The backend ended the transfer of message `ticket` on `key`: hands on, in send order, every
-  // message of the path that has arrived with none sent before it still on the way.
+  // message of the path that has arrived with none sent before it still on the way. A path whose
+  // queue empties is erased, so the map holds the paths with messages in flight, not every path
+  // ever used (a long run over many job placements and flow labels would otherwise keep them all).
   void arrived(const PathKey& key, std::uint64_t ticket, bool failed) {
-    // References into an unordered_map survive rehashing, so a receiver that sends on another
-    // path while this loop runs does not invalidate `queue`.
-    auto& queue = in_flight_[key];
-    auto it = std::find_if(queue.begin(), queue.end(),
-                           [ticket](const InFlight& f) { return f.ticket == ticket; });
-    MLSIM_CHECK(it != queue.end(), "a message delivered twice or never sent");
-    if (failed) {
-      const Message m = it->m;
-      queue.erase(it);
-      undelivered(m, key.from, key.to);
-    } else {
-      it->arrived = true;
+    {
+      const auto path = in_flight_.find(key);
+      MLSIM_CHECK(path != in_flight_.end(), "a message delivered twice or never sent");
+      auto& queue = path->second;
+      auto it = std::find_if(queue.begin(), queue.end(),
+                             [ticket](const InFlight& f) { return f.ticket == ticket; });
+      MLSIM_CHECK(it != queue.end(), "a message delivered twice or never sent");
+      if (failed) {
+        const Message m = it->m;
+        queue.erase(it);
+        undelivered(m, key.from, key.to);
+      } else {
+        it->arrived = true;
+      }
     }
-    while (!queue.empty() && queue.front().arrived) {
+    // The path is looked up anew for each message: a receiver (or the undelivered handler) may
+    // send on any path while this runs, this one included, so no reference is held across it.
+    for (;;) {
+      const auto path = in_flight_.find(key);
+      if (path == in_flight_.end()) return;
+      auto& queue = path->second;
+      if (queue.empty()) {
+        in_flight_.erase(path);
+        return;
+      }
+      if (!queue.front().arrived) return;
       const Message m = queue.front().m;
       queue.pop_front();
       deliver(m, key.from, key.to);

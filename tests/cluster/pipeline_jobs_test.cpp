@@ -380,9 +380,10 @@ TEST(PipelineJobs, PlannersRespectTheGpuMemoryOfTheHostsPlaced) {
   p.engine.run();
   EXPECT_EQ(mode.running(), 0u);
 
-  // Through the cluster: a 2-GPU job placed on both one-GPU hosts is dropped at its start (0)
-  // with the reason, its GPUs freed; a 1-GPU job after it runs on one host (job-level timing,
-  // no planner), from 0 to its 18 s.
+  // Through the cluster: a 2-GPU job can only go on both one-GPU hosts, where nothing fits: it is
+  // dropped at its arrival (0) with the reason, never started (the runner refuses no start;
+  // before 2026-12-07 it was started there and dropped on the runner's kNoMemory); a 1-GPU job
+  // after it runs on one host (job-level timing, no planner), from 0 to its 18 s.
   test::PlatformBench q(build_topology(StarSpec{2, LinkSpec{Bandwidth{kHostBandwidth}, {}}}));
   LinkConditions q_links(q.topology, q.network);
   CommunicationMode q_mode(q.engine, q.network, q.compute, params, RandomStream(1, "test"));
@@ -401,9 +402,13 @@ TEST(PipelineJobs, PlannersRespectTheGpuMemoryOfTheHostsPlaced) {
   EXPECT_FALSE(ended[0].finished);
   EXPECT_NE(ended[0].drop_reason.find("pipeline.memory"), std::string::npos)
       << ended[0].drop_reason;
+  EXPECT_EQ(ended[0].restarts, 0);
   EXPECT_TRUE(ended[1].finished);
   EXPECT_DOUBLE_EQ(ended[1].end.seconds(), 18);
   EXPECT_EQ(q_mode.running(), 0u);
+  Results q_out;
+  q_mode.report(q_out);
+  EXPECT_EQ(q_out.metrics().at("detailed_jobs_no_memory_fit"), 0);
 }
 
 // A straight job placed on more hosts than its model has layers (three hosts, two layers) plans

@@ -59,6 +59,18 @@ struct Star {
   NodeId sw() const { return *topology.find("sw0"); }
 };
 
+// The star on the flow backend, with a recorder attached at host 1.
+struct StarNet {
+  explicit StarNet(Egress egress = Egress::kFifo) : net(engine, flow, s.topology, egress) {
+    net.attach(s.host(1), host1);
+  }
+  Star s;
+  Engine engine;
+  FluidNetwork flow{engine, s.topology, Sharing::kMaxMin};
+  MessageNetwork<Note> net;
+  Recorder host1{engine};
+};
+
 }  // namespace
 
 // Three notes of 1250 B sent at once from host 0 to the switch. FIFO egress: they leave host 0
@@ -71,15 +83,11 @@ struct Star {
 TEST(MessageNetwork, SwitchProgramReceivesAndSendsOnwardInFifoOrder) {
   for (const Egress egress : {Egress::kFifo, Egress::kShared}) {
     SCOPED_TRACE(egress == Egress::kFifo ? "fifo" : "shared");
-    Star s;
-    Engine engine;
-    FluidNetwork flow(engine, s.topology, Sharing::kMaxMin);
-    MessageNetwork<Note> net(engine, flow, s.topology, egress);
+    StarNet r(egress);
+    auto& [s, engine, flow, net, host1] = r;
     MessageNetwork<Note>* handle = &net;
     Relay relay(engine, handle, s.sw(), s.host(1));
-    Recorder host1(engine);
     net.host(s.sw(), relay);
-    net.attach(s.host(1), host1);
     for (int i = 0; i < 3; ++i) net.send(s.host(0), s.sw(), Bytes{1250}, Note{i});
     engine.run();
     ASSERT_EQ(host1.log.size(), 3u);
@@ -99,12 +107,8 @@ TEST(MessageNetwork, SwitchProgramReceivesAndSendsOnwardInFifoOrder) {
 // The backlog an ECN threshold reads: three notes queued at host 0's port at time 0 are 3750 B
 // (one leaving, two waiting); at 1.5 us, half of the second is left plus the third: 1875 B.
 TEST(MessageNetwork, EgressBacklogCountsWhatHasNotLeft) {
-  Star s;
-  Engine engine;
-  FluidNetwork flow(engine, s.topology, Sharing::kMaxMin);
-  MessageNetwork<Note> net(engine, flow, s.topology);
-  Recorder host1(engine);
-  net.attach(s.host(1), host1);
+  StarNet r;
+  auto& [s, engine, flow, net, host1] = r;
   for (int i = 0; i < 3; ++i) net.send(s.host(0), s.host(1), Bytes{1250}, Note{i});
   EXPECT_DOUBLE_EQ(net.egress_backlog_bytes(s.host(0), s.host(1)), 3750);
   double at_1500 = -1;
@@ -121,12 +125,8 @@ TEST(MessageNetwork, EgressBacklogCountsWhatHasNotLeft) {
 
 // A message whose route is gone is not delivered; the handler sees it once.
 TEST(MessageNetwork, FailedRouteIsReportedUndelivered) {
-  Star s;
-  Engine engine;
-  FluidNetwork flow(engine, s.topology, Sharing::kMaxMin);
-  MessageNetwork<Note> net(engine, flow, s.topology);
-  Recorder host1(engine);
-  net.attach(s.host(1), host1);
+  StarNet r;
+  auto& [s, engine, flow, net, host1] = r;
   std::vector<int> lost;
   net.on_undelivered([&](const Note& n, NodeId, NodeId) { lost.push_back(n.id); });
   flow.set_link_up(s.topology.out_links(s.host(0)).front(), false);
@@ -136,6 +136,7 @@ TEST(MessageNetwork, FailedRouteIsReportedUndelivered) {
   ASSERT_EQ(lost.size(), 1u);
   EXPECT_EQ(lost[0], 7);
   EXPECT_EQ(net.undelivered(), 1u);
+  EXPECT_EQ(net.paths_in_flight(), 0u);  // a path emptied by a loss is erased too
 }
 
 namespace {
@@ -157,6 +158,25 @@ class SilentProgram : public SwitchProgram<Note> {
   void on_message(const Note&, NodeId) override {}
 };
 
+// TwoHops on the flow backend with `sharing` (kNone: analytic), a silent program on sw0 and a
+// recorder on h1; send() sends a note from sw0 to h1.
+struct TwoHopsNet {
+  explicit TwoHopsNet(Sharing sharing)
+      : backend(engine, t.topology, sharing), net(engine, backend, t.topology) {
+    net.host(t.node("sw0"), program);
+    net.attach(t.node("h1"), h1);
+  }
+  void send(Bytes bytes, int id, std::uint64_t flow_label = 0) {
+    net.send(t.node("sw0"), t.node("h1"), bytes, Note{id}, flow_label);
+  }
+  TwoHops t;
+  Engine engine;
+  FluidNetwork backend;
+  MessageNetwork<Note> net;
+  SilentProgram program;
+  Recorder h1{engine};
+};
+
 }  // namespace
 
 // Egress pacing uses the first link: the long note leaves sw0 over 0-1.25 us and the short one
@@ -174,17 +194,11 @@ TEST(MessageNetwork, MessagesOnOnePathAreHandedOnInSendOrderThoughTheBackendEnds
   for (const Sharing sharing : {Sharing::kMaxMin, Sharing::kNone}) {
     const bool flow = sharing == Sharing::kMaxMin;
     SCOPED_TRACE(flow ? "flow" : "analytic");
-    TwoHops t;
-    Engine engine;
-    FluidNetwork net_backend(engine, t.topology, sharing);
-    MessageNetwork<Note> net(engine, net_backend, t.topology);
-    SilentProgram program;
-    Recorder h1(engine);
-    net.host(t.node("sw0"), program);
-    net.attach(t.node("h1"), h1);
-    net.send(t.node("sw0"), t.node("h1"), Bytes{12'500}, Note{0});
-    net.send(t.node("sw0"), t.node("h1"), Bytes{1'250}, Note{1});
-    engine.run();
+    TwoHopsNet r(sharing);
+    r.send(Bytes{12'500}, 0);
+    r.send(Bytes{1'250}, 1);
+    r.engine.run();
+    const auto& h1 = r.h1;
     ASSERT_EQ(h1.log.size(), 2u);
     EXPECT_EQ(h1.log[0].id, 0);
     EXPECT_EQ(h1.log[1].id, 1);
@@ -198,17 +212,11 @@ TEST(MessageNetwork, MessagesOnOnePathAreHandedOnInSendOrderThoughTheBackendEnds
 // on when it arrives. And a failed message does not hold back the one sent after it.
 TEST(MessageNetwork, OrderIsPerFlowLabelAndAFailedMessageReleasesTheNext) {
   {
-    TwoHops t;
-    Engine engine;
-    FluidNetwork backend(engine, t.topology, Sharing::kNone);
-    MessageNetwork<Note> net(engine, backend, t.topology);
-    SilentProgram program;
-    Recorder h1(engine);
-    net.host(t.node("sw0"), program);
-    net.attach(t.node("h1"), h1);
-    net.send(t.node("sw0"), t.node("h1"), Bytes{12'500}, Note{0}, /*flow_label=*/0);
-    net.send(t.node("sw0"), t.node("h1"), Bytes{1'250}, Note{1}, /*flow_label=*/1);
-    engine.run();
+    TwoHopsNet r(Sharing::kNone);
+    r.send(Bytes{12'500}, 0, /*flow_label=*/0);
+    r.send(Bytes{1'250}, 1, /*flow_label=*/1);
+    r.engine.run();
+    const auto& h1 = r.h1;
     ASSERT_EQ(h1.log.size(), 2u);
     EXPECT_EQ(h1.log[0].id, 1);  // as analytic ends it: 4.25 us
     EXPECT_EQ(h1.log[0].at, Time::ns(4'250));
@@ -218,26 +226,61 @@ TEST(MessageNetwork, OrderIsPerFlowLabelAndAFailedMessageReleasesTheNext) {
     // Analytic: the long note would end at 12 us, the short one at 4.25 us and waits for it.
     // sw1 -> h1 fails at 6 us with the long note still on it: that transfer fails (no other
     // route), and the short note is handed on then.
-    TwoHops t;
-    Engine engine;
-    FluidNetwork backend(engine, t.topology, Sharing::kNone);
-    MessageNetwork<Note> net(engine, backend, t.topology);
-    SilentProgram program;
-    Recorder h1(engine);
+    TwoHopsNet r(Sharing::kNone);
+    const TwoHops& t = r.t;
     std::vector<int> lost;
-    net.on_undelivered([&](const Note& n, NodeId, NodeId) { lost.push_back(n.id); });
-    net.host(t.node("sw0"), program);
-    net.attach(t.node("h1"), h1);
-    net.send(t.node("sw0"), t.node("h1"), Bytes{12'500}, Note{0});
-    net.send(t.node("sw0"), t.node("h1"), Bytes{1'250}, Note{1});
+    r.net.on_undelivered([&](const Note& n, NodeId, NodeId) { lost.push_back(n.id); });
+    r.send(Bytes{12'500}, 0);
+    r.send(Bytes{1'250}, 1);
     LinkId down = 0;  // sw1 -> h1
     for (const LinkId l : t.topology.out_links(t.node("sw1")))
       if (t.topology.link(l).dst == t.node("h1")) down = l;
-    engine.schedule_at(Time::ns(6'000), [&] { backend.set_link_up(down, false); });
-    engine.run();
+    r.engine.schedule_at(Time::ns(6'000), [&] { r.backend.set_link_up(down, false); });
+    r.engine.run();
     ASSERT_EQ(lost, std::vector<int>{0});
+    const auto& h1 = r.h1;
     ASSERT_EQ(h1.log.size(), 1u);
     EXPECT_EQ(h1.log[0].id, 1);
     EXPECT_EQ(h1.log[0].at, Time::ns(6'000));
+    EXPECT_EQ(r.net.paths_in_flight(), 0u);  // the failed note emptied the path with the other
   }
+}
+
+// A path's state lives while it has a message in flight and is erased when its last one is
+// handed on, so memory follows the messages on the way, not the paths ever used. Analytic, as
+// above: on label 0 the long note ends at 12 us and the short one at 4.25 us (it waits); a note
+// on label 1 leaves sw0 after both (1.25 + 0.125 = 1.375 us at 1e10 B/s) and ends at 1.375 + 2
+// (latency) + 1 (1,250 B at 1.25e9 B/s) = 4.375 us. At 5 us only label 0's path is left; at the
+// end none, and label 0's order was kept (note 0 then note 1, both at 12 us).
+TEST(MessageNetwork, APathsStateIsErasedWhenItsLastMessageIsHandedOn) {
+  TwoHopsNet r(Sharing::kNone);
+  r.send(Bytes{12'500}, 0, /*flow_label=*/0);
+  r.send(Bytes{1'250}, 1, /*flow_label=*/0);
+  r.send(Bytes{1'250}, 2, /*flow_label=*/1);
+  EXPECT_EQ(r.net.paths_in_flight(), 2u);
+  std::size_t at_5us = 0;
+  std::size_t handed_on_at_5us = 0;
+  r.engine.schedule_at(Time::ns(5'000), [&] {
+    at_5us = r.net.paths_in_flight();
+    handed_on_at_5us = r.h1.log.size();
+  });
+  r.engine.run();
+  EXPECT_EQ(at_5us, 1u);
+  EXPECT_EQ(handed_on_at_5us, 1u);
+  EXPECT_EQ(r.net.paths_in_flight(), 0u);
+  ASSERT_EQ(r.h1.log.size(), 3u);
+  EXPECT_EQ(r.h1.log[0].id, 2);
+  EXPECT_EQ(r.h1.log[0].at, Time::ns(4'375));
+  EXPECT_EQ(r.h1.log[1].id, 0);
+  EXPECT_EQ(r.h1.log[2].id, 1);
+  EXPECT_EQ(r.h1.log[1].at, Time::ns(12'000));
+  EXPECT_EQ(r.h1.log[2].at, Time::ns(12'000));
+  // A path used again after it was erased starts afresh: sent at 12 us with sw0's uplink free,
+  // the transfer starts at once and ends at 12 + 2 + 1 = 15 us.
+  r.send(Bytes{1'250}, 3, /*flow_label=*/0);
+  EXPECT_EQ(r.net.paths_in_flight(), 1u);
+  r.engine.run();
+  EXPECT_EQ(r.net.paths_in_flight(), 0u);
+  ASSERT_EQ(r.h1.log.size(), 4u);
+  EXPECT_EQ(r.h1.log[3].at, Time::ns(15'000));
 }
