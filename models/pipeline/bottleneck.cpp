@@ -27,8 +27,8 @@ Bottleneck::Bottleneck(const std::vector<LayerCost>& layers, const Conditions& c
 double Bottleneck::stage(std::size_t i, std::size_t j, std::size_t h, std::size_t r) const {
   const std::size_t n = layers_.size();
   double out_bytes = 0;
-  if (i > 0) out_bytes += layers_[i - 1].activation_bytes;  // gradients back
-  if (j < n) out_bytes += layers_[j - 1].activation_bytes;  // activations forward
+  if (i > 0) out_bytes += layers_[i - 1].cut_bytes();  // gradients back
+  if (j < n) out_bytes += layers_[j - 1].cut_bytes();  // activations forward
   double worst = 0;
   for (std::size_t x = h; x < h + r; ++x)
     worst = std::max({worst, time_[x][j] - time_[x][i], out_bytes / c_.bandwidth[x]});

@@ -8,7 +8,8 @@
 // stage's all-reduce holds both on every replica until it ends. Stage [i, j) on hosts [h, h + r)
 // gives each replica x, per round of r minibatches (one each), GPU work T_x(i, j) (its forward
 // plus backward at its speed now) and NIC work N_x = (A(i - 1) + A(j - 1)) / B_x (the gradient
-// back when i > 0, the activation forward when j < n; A the boundary layer's activation bytes,
+// back when i > 0, the activation forward when j < n; A(l) the bytes of a cut after layer l,
+// LayerCost::cut_bytes: every activation made up to l and consumed after it,
 // B_x the host's own access bandwidth), then the ring all-reduce R of the stage's parameters
 // (ring_allreduce_seconds) once per u of its minibatches (u = 1 under 1F1B, GPipe's group).
 // Hence the stage cannot go faster than

@@ -54,9 +54,9 @@ double stage_time(const std::vector<LayerCost>& layers, const Prefix& pre, const
   if (o.activation_compression_ratio && i > 0) {
     const double ratio = *o.activation_compression_ratio;
     const double b_in = std::min(bandwidth, c.bandwidth[h - 1]);
-    t = std::max(t, 2 * layers[i - 1].activation_bytes / (b_in * rd) / ratio);
+    t = std::max(t, 2 * layers[i - 1].cut_bytes() / (b_in * rd) / ratio);
     if (j < layers.size())
-      t = std::max(t, 2 * layers[j - 1].activation_bytes / (bandwidth * rd) / ratio);
+      t = std::max(t, 2 * layers[j - 1].cut_bytes() / (bandwidth * rd) / ratio);
   }
   return t;
 }
@@ -134,9 +134,9 @@ LevelTable solve_level(const std::vector<LayerCost>& layers, const std::vector<d
             double v = std::max(before, (c + sync) / rd);
             if (o.activation_compression_ratio) {
               const double ratio = *o.activation_compression_ratio;
-              v = std::max(v, 2 * layers[s - 1].activation_bytes / (b * rd) / ratio);
+              v = std::max(v, 2 * layers[s - 1].cut_bytes() / (b * rd) / ratio);
               // The code drops the output term only at the model's last layer.
-              if (j < n) v = std::max(v, 2 * layers[j - 1].activation_bytes / (b * rd) / ratio);
+              if (j < n) v = std::max(v, 2 * layers[j - 1].cut_bytes() / (b * rd) / ratio);
             }
             if (v < best) {
               best = v;

@@ -21,12 +21,13 @@
 // default). `straight` (`--straight_pipeline`) forbids replication.
 //
 // Where mlsim departs from the released code:
-//   - The profile is a chain of layers in topological order, not PipeDream's antichain DAG
-//     (graph/graph.py, antichain_dag): a stage boundary carries the last layer's activation
-//     (skip connections across it are not counted). On a chain the DAG is the chain (no node is
-//     added by augment_antichain, each antichain has one successor), and VGG-16's is one; on
-//     ResNet-50 the residual inputs crossing a cut are missed (docs/pipeline.md, "The antichain
-//     DAG").
+//   - The cuts are those of one topological order of the layers, not every state of PipeDream's
+//     antichain DAG (graph/graph.py, antichain_dag): a stage is a range of that order. A cut's
+//     bytes are the code's, the augmented antichain's (LayerCost::cut_bytes: every activation
+//     made before the cut and consumed after it, residual inputs included). On a chain the DAG
+//     is the chain (no node is added by augment_antichain, each antichain has one successor), and
+//     VGG-16's is one; on ResNet-50 a cut that puts a block's downsample branch on the other
+//     side of its main branch is not reachable (docs/pipeline.md, "The antichain DAG").
 //   - Hosts may differ (GPU type, speed, bandwidth; PipeDream assumes one GPU and one bandwidth).
 //     The last stage of A[j][m] runs on hosts [m - m', m), so T is the slowest of those hosts'
 //     times for the layers, B for the synchronisation is the narrowest of their links, and B for

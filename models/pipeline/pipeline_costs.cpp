@@ -9,10 +9,32 @@ namespace mlsim::pipeline {
 
 std::vector<LayerCost> layer_costs(const DnnProfile& profile) {
   std::vector<LayerCost> out;
-  for (const LayerProfile& l : profile.layers) {
+  // Position of each profile node among the non-input layers (none for an input).
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  std::vector<std::size_t> position(profile.layers.size(), kNone);
+  for (std::size_t k = 0; k < profile.layers.size(); ++k) {
+    const LayerProfile& l = profile.layers[k];
     if (l.is_input) continue;
+    position[k] = out.size();
     out.push_back({l.forward_ms / 1e3, l.backward_ms / 1e3, static_cast<double>(l.activation.count),
-                   static_cast<double>(l.parameters.count)});
+                   static_cast<double>(l.parameters.count), std::nullopt});
+  }
+  // Each layer's last consumer; its output crosses every cut after it and before that consumer.
+  std::vector<std::size_t> last_consumer(out.size(), kNone);
+  for (const auto& [from, to] : profile.edges) {
+    const std::size_t a = position[from], b = position[to];
+    if (a == kNone || b == kNone) continue;
+    MLSIM_CHECK(a < b, "profile edges against the layers' topological order");
+    last_consumer[a] = last_consumer[a] == kNone ? b : std::max(last_consumer[a], b);
+  }
+  // The cut after layer i carries the output of every layer k <= i whose last consumer comes
+  // after i. Summed afresh at every cut in layer order (no running total with subtractions), so
+  // a chain's cut is exactly its layer's activation, bit for bit.
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    double bytes = 0;
+    for (std::size_t k = 0; k <= i; ++k)
+      if (last_consumer[k] != kNone && last_consumer[k] > i) bytes += out[k].activation_bytes;
+    out[i].boundary_bytes = bytes;
   }
   return out;
 }
@@ -79,8 +101,7 @@ StageCosts stage_costs(const std::vector<LayerCost>& layers, const Partition& p,
     double params = 0;
     for (std::size_t l = p.first[st]; l < p.first[st + 1]; ++l) params += layers[l].parameter_bytes;
     s.parameter_bytes.push_back(params);
-    if (st + 1 < p.stages())
-      s.boundary_bytes.push_back(layers[p.first[st + 1] - 1].activation_bytes);
+    if (st + 1 < p.stages()) s.boundary_bytes.push_back(layers[p.first[st + 1] - 1].cut_bytes());
   }
   s.first_host.push_back(p.hosts_used());
   return s;

@@ -3,6 +3,7 @@
 // conditions (each host's layer times and speed, its link to the network) they run under, and a
 // configuration: contiguous layer ranges (stages), each run by one or more hosts (replicas).
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "sim_core/hardware/dnn_profile.hpp"
@@ -14,12 +15,21 @@ namespace mlsim::pipeline {
 struct LayerCost {
   double forward_s = 0;
   double backward_s = 0;
-  double activation_bytes = 0;  // output sent to the next stage when the layer ends a stage
+  double activation_bytes = 0;  // the layer's output, per minibatch (stashed for its backward)
   double parameter_bytes = 0;   // moved when the layer changes GPU; all-reduced when replicated
+  // The bytes that cross a stage boundary placed after this layer (per minibatch, forward; its
+  // gradient goes back the same size): the outputs of every layer up to and including this one
+  // that has a consumer after it (PipeDream's augmented antichain, graph/graph.py
+  // `augment_antichain`). layer_costs() sets it from the profile's edges. Unset: the layers form
+  // a chain (each layer's only consumer is the next one), and the cut carries this layer's own
+  // output.
+  std::optional<double> boundary_bytes = std::nullopt;
+  double cut_bytes() const { return boundary_bytes.value_or(activation_bytes); }
 };
 
-// Layers of a profile in topological order; data-loading input nodes are left out (they run on
-// the host, not on a pipeline stage).
+// Layers of a profile in topological order, each with its boundary_bytes from the profile's
+// edges; data-loading input nodes are left out (they run on the host, not on a pipeline stage: a
+// stage that consumes an input reads it itself, so an input's edges carry nothing across a cut).
 std::vector<LayerCost> layer_costs(const DnnProfile& profile);
 
 // What running each layer on one host takes: every layer's time on the host's GPU at speed 1
@@ -71,8 +81,9 @@ struct Partition {
 };
 
 // Per-host forward and backward seconds of one minibatch of the host's stage, the bytes each
-// stage boundary carries per minibatch (the activation of the stage's last layer; the gradient
-// going back is the same size) and the parameter bytes of each stage.
+// stage boundary carries per minibatch (cut_bytes() of the stage's last layer: every activation
+// produced before the boundary and consumed after it; the gradient going back is the same size)
+// and the parameter bytes of each stage.
 struct StageCosts {
   std::vector<std::size_t> first_host;        // per stage, and one past the last stage
   std::vector<double> forward_s, backward_s;  // per host used

@@ -66,8 +66,7 @@ class Episodes {
         const double rd = static_cast<double>(r);
         const double e = slowest / rd / ideal - 1;
         double comm = 0;
-        if (j < n)
-          comm = layers_[j - 1].activation_bytes / std::min(narrowest, c_.bandwidth[g + r]);
+        if (j < n) comm = layers_[j - 1].cut_bytes() / std::min(narrowest, c_.bandwidth[g + r]);
         const double ar = ring_allreduce_seconds(params_[j] - params_[i], g, r, c_);
         Action a;
         a.last_layer = j;

@@ -63,7 +63,7 @@ double StageMemory::bytes(std::size_t i, std::size_t j, std::size_t h, std::size
     const double factor = static_cast<double>((after + r - 1) / r);
     return factor * (A + P);
   }
-  const double a_in = i > 0 ? layers_[i - 1].activation_bytes : 0;
+  const double a_in = i > 0 ? layers_[i - 1].cut_bytes() : 0;  // what the stage receives
   const double f = limit_.optimizer_state_factor;
   if (schedule_.kind == training::PipelineSchedule::Kind::kGPipe) {
     const double g = static_cast<double>(schedule_.group);

@@ -8,11 +8,13 @@
 //   1F1B:  P (k + 1 + f) + k (A + a_in)
 //   GPipe: P (1 + 1 + f) + g (A + a_in)
 // P the stage's parameter bytes, A the sum of its layers' activations (each layer's output is
-// kept for the backward), a_in the activation entering the stage (the previous layer's output,
-// received and kept for the stage's first backward; 0 for the first stage), f optimizer state per
-// weight in weight-sized buffers (1: SGD momentum, as PipeDream's runtime trains its image models,
-// msr-fiddle/pipedream runtime/image_classification/main_with_runtime.py, SGDWithWeightStashing
-// with args.momentum) [assumed: the scenario may say otherwise], the 1 a weight gradient.
+// kept for the backward), a_in the activation entering the stage (the boundary's bytes,
+// LayerCost::cut_bytes of the previous layer: every activation made before the stage and consumed
+// in or after it, received and kept for the stage's backward; 0 for the first stage), f optimizer
+// state per weight in weight-sized buffers (1: SGD momentum, as PipeDream's runtime trains its
+// image models, msr-fiddle/pipedream runtime/image_classification/main_with_runtime.py,
+// SGDWithWeightStashing with args.momentum) [assumed: the scenario may say otherwise], the 1 a
+// weight gradient.
 // k = in_flight_limit(h, r, W) (models/training/pipeline_schedule.hpp) is the 1F1B stage's
 // minibatches in flight per replica, each keeping its activations and, by weight stashing, its
 // version of the weights: PipeDream keeps num_versions = num_warmup_minibatches + 1 = k versions
