@@ -38,73 +38,131 @@ OPS = ["emb", "input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj",
        "post_attention_layernorm", "mlp_up_proj", "mlp_act", "mlp_down_proj", "add"]
 REGIMES = [(1, 64), (65, 1024), (1025, None)]
 
-# Prefill attention's FLOP efficiency by sequence length, from a paper's figure (no attention
-# profile is in the shared data). Only what could be read from a published figure is used:
+# Attention kernels: no attention profile is in the shared data, so their efficiency by sequence
+# length comes from published figures. The engine modelled is vLLM v0.5.4 (workloads/hardware/
+# engines.json `vllm-v0`). Its default attention backend on A100/H100 for fp16/bf16 models with a
+# supported head size, block size a multiple of 16, no sliding window and no fp8 KV cache is
+# FLASH_ATTN (vllm-project/vllm, vllm/attention/selector.py, which_attn_to_use): the
+# vllm-flash-attn package (2.5.9.post1 in the v0.5.x requirements-cuda.txt read, 2.6.1 in a v0.5.4
+# user's reported environment), a build of FlashAttention. Its FlashAttentionImpl.forward
+# (vllm/attention/backends/flash_attn.py) runs prefill through flash_attn_varlen_func (the
+# FlashAttention-2 forward kernel) and decode through flash_attn_with_kvcache on the paged KV
+# cache (block_table), FlashAttention's split-KV (Flash-Decoding) kernel; for grouped-query
+# attention that kernel moves the query group into the query-length dimension
+# (Dao-AILab/flash-attention, csrc/flash_attn/flash_api.cpp, mha_fwd_kvcache:
+# seqlenq_ngroups_swapped), so one KV head's group is one tensor-core tile, which is what the
+# FlashInfer blog's "Tensor Cores" GQA decode does. docs/serving.md, "Which attention kernel".
+#
+# Prefill: FLOP efficiency by sequence length.
 #   H100: FlashAttention-3 paper (Shah, Bikshandi, Zhang, Thakkar, Ramani, Dao 2024, arXiv
 #     2407.08608), Figure 5(d) "Forward, with causal mask, head dim 128", H100 80GB SXM5, FP16,
 #     the FlashAttention-2 bars (FlashAttention 2.5.8, CUDA 12.3, clock fixed at 1830 MHz; batch
 #     x sequence length = 16k tokens, hidden 2048, 16 heads), read from the figure as the
 #     Dao-AILab/flash-attention README ships it (assets/flash3_fp16_fwd.png): 191, 260, 298, 319,
-#     333, 335 TFLOPs/s at 512..16k. FlashAttention-2 [assumed]: the engine modelled (vLLM v0)
-#     runs FlashAttention-2 kernels for prefill (FlashAttention-3 is 1.5-1.8x faster). FLOPs counted as 4 seqlen^2 d heads / 2 (causal), the
-#     convention of transformer_cost.cpp's pairs. Efficiency = TFLOPs/s over the catalog's
-#     dense fp16 peak (989.5).
-#   A100: not given. FlashAttention-2's paper (Dao 2023, arXiv 2307.08691) plots forward speed on
-#     A100 by length (Figure 5, forward only), but no readable copy was found: the repository
-#     ships only its forward+backward figure, and the one text transcription found
-#     (viktor-shcherb/msc_thesis, references/2024-05-flashattention-2/sections/
-#     04_empirical-validation.md) misreads that forward+backward figure (4 of the 6 FA-2 values of
-#     panel (a) shifted by one length, checked against the image), so its forward values were
-#     not used. A100 keeps one efficiency for every length.
+#     333, 335 TFLOPs/s at 512..16k.
+#   A100: FlashInfer blog (Ye et al., "Accelerating Self-Attentions for LLM Serving with
+#     FlashInfer", flashinfer.ai 2024-02-02; source flashinfer-ai/flashinfer-ai.github.io,
+#     _posts/2024-01-03-introduce-flashinfer.md), Figure 4 "Single request prefill kernel
+#     performance" (assets/imgs/single-prefill-benchmark.png), panel "A100 PCIe 80GB", curve
+#     "FA 2.4.2, w/ causal mask": FlashAttention 2.4.2 built with CUDA 12.3.1, nvbench cold-L2 GPU
+#     time, batch 1, 32 heads = 32 KV heads, head dim 128, f16, query length = KV length; read
+#     from the PNG's geometry (marker centre = its lowest pixel row - 14.5 px, the marker being
+#     partly covered; 1.104 px per TFLOP/s; +-2 TFLOP/s): 142.7, 173.5, 188.0, 194.3, 199.7,
+#     197.9 TFLOP/s at 2k..64k (the markers below 2k overlap and are not read). [assumed] the
+#     PCIe part's fraction of its 312 TFLOP/s peak holds for the SXM4 part (same peak; the
+#     SXM4's higher power limit can only help).
+#   Both: FLOPs counted as the figures count them (causal = half of 4 seqlen^2 d heads), the
+#   convention of transformer_cost.cpp's pairs; efficiency = TFLOP/s over the catalog's dense fp16
+#   peak; piecewise linear in log length, clamped outside the points.
 SEQ_LEN_EFFICIENCY = {
+    "a100": {"seq_len": [2048, 4096, 8192, 16384, 32768, 65536],
+             "tflops": [142.7, 173.5, 188.0, 194.3, 199.7, 197.9],
+             "_source": "FlashInfer blog (Ye et al., flashinfer.ai 2024-02-02) Figure 4, A100 PCIe 80GB panel, "
+                        "'FA 2.4.2, w/ causal mask' (FlashAttention 2.4.2, CUDA 12.3.1, nvbench cold L2; batch 1, "
+                        "32 heads = 32 KV heads, head dim 128, f16): 142.7, 173.5, 188.0, 194.3, 199.7, 197.9 "
+                        "TFLOPs/s at 2k..64k read from the PNG's geometry (+-2), over the 312 TFLOP/s dense peak "
+                        "[assumed: the PCIe part's fraction holds for SXM4]; the engine modelled (vLLM v0.5.4) "
+                        "prefills with FlashAttention-2 (vllm-flash-attn, FlashAttention 2.5.9-2.6.1); piecewise linear in log length, "
+                        "clamped outside 2k..64k"},
     "h100": {"seq_len": [512, 1024, 2048, 4096, 8192, 16384],
              "tflops": [191, 260, 298, 319, 333, 335],
              "_source": "FlashAttention-3 paper (arXiv 2407.08608) Figure 5(d): forward, causal, head dim 128, "
                         "H100 80GB SXM5 FP16, FlashAttention-2 2.5.8 bars (191, 260, 298, 319, 333, 335 TFLOPs/s "
                         "at 512..16k; batch x length = 16k tokens, 16 heads), over the 989.5 TFLOP/s dense "
-                        "peak; piecewise linear in log length, clamped outside 512..16k"},
+                        "peak; the engine modelled (vLLM v0.5.4) prefills with FlashAttention-2 (vllm-flash-attn, "
+                        "FlashAttention 2.5.9-2.6.1); piecewise linear in log length, clamped outside 512..16k"},
 }
 REGIME_NAMES = ["1-64", "65-1024", ">1024"]
 
-# Decode attention's HBM bandwidth efficiency by KV length (memory bound: the KV bytes it reads
-# over HBM bandwidth), from a published table (no attention profile is in the shared data):
-#   A100: Flash-Decoding (Dao, Haziza, Massa, Sizov, "Flash-Decoding for long-context inference",
-#     PyTorch blog, 2023-10-13, pytorch.org/blog/flash-decoding), section "Component-level
-#     micro-benchmarks": scaled multi-head attention on "A100", f16, 16 query heads of dimension
-#     128, 2 key/value heads (CodeLlama-34B at TP 4), one query token per sequence, B sequences of
-#     seqlen keys (B x seqlen = 64k, 128k at the last point); the Flash-Decoding column (us).
-#     Efficiency = the kernel's HBM bytes as transformer_cost.cpp counts them (K and V of every
-#     key, Q read and output written, the new K and V written) over the catalog's 2,039 GB/s
-#     times (the published time less the regime's 10 us launch overhead [assumed]), so that the
-#     roofline gives the published time at each published point. [assumed] the A100 is the 80GB
-#     SXM4 part (the blog does not say; at the 40GB part's 1,555 GB/s every value would be 1.31x
-#     higher); [assumed] the engine modelled (vLLM v0's PagedAttention kernels, of which V2
-#     also splits the KV sequence) reaches what Flash-Decoding does. FLOPs (4 x keys x 2048 per point: 0.54 GFLOP, 2.9 us at
-#     the regime's 60% of peak) never bind.
-#   H100: no published per-length figure found; one [assumed] 70% for every length.
-DECODE_SEQ_LEN_EFFICIENCY = {
-    "a100": {"seq_len": [256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072],
-             "batch": [256, 128, 64, 32, 16, 8, 4, 2, 1, 1],
-             "us": [63.4, 67.7, 77.7, 58.5, 57, 56.4, 58.2, 60.3, 64.4, 106.6],
-             "q_dim": 16 * 128, "kv_dim": 2 * 128, "overhead_us": 10.0,
-             "_source": "Flash-Decoding blog (Dao, Haziza, Massa, Sizov, PyTorch blog 2023-10-13), component "
-                        "micro-benchmark on A100, f16, 16 query heads x 128, 2 KV heads, B x seqlen = 64k keys "
-                        "(128k at 131072): Flash-Decoding 63.4, 67.7, 77.7, 58.5, 57, 56.4, 58.2, 60.3, 64.4, "
-                        "106.6 us at seqlen 256..131072; efficiency = the kernel's HBM bytes "
-                        "(transformer_cost.cpp) / (2,039 GB/s x (time - the 10 us overhead)) [assumed: A100 "
-                        "80GB SXM4; vLLM's paged decode kernel as fast]; piecewise linear in log KV length, "
-                        "clamped outside 256..131072"},
+# Decode: HBM bandwidth efficiency by KV length, one curve per query group (query heads per KV
+# head), from the FlashInfer blog (as above; conditions: nvbench cold-L2 GPU time, CUDA 12.3.1,
+# f16, head dim 128, paged KV cache, batch 64; "bandwidth utilization = number of bytes read by the
+# kernel / kernel latency / hardware GPU memory bandwidth", the blog's H100 SXM 80GB at 3,352 GB/s
+# and A100 PCIe 80GB at 1,935 GB/s). Read from the PNGs' geometry (marker centres in the columns
+# of the plotted lengths, scaled by the gridlines; +-1 point):
+#   query group 8: Figure 9 "Batch GQA decode performance" (assets/imgs/batch-gqa-benchmark.png),
+#     llama2-70b at tp=2 (32 query heads, 4 KV heads), batch 64, curve "FlashInfer Tensor Cores"
+#     (the tensor-core GQA decode, the kernel class of FlashAttention's decode for GQA, above),
+#     H100 SXM 80GB and A100 PCIe 80GB panels, lengths 256..8192 (the markers below 256 overlap);
+#   query group 1: Figure 6 "Batch decode kernel performance" (assets/imgs/batch-decode-benchmark.png),
+#     llama2-7b (32 query heads = 32 KV heads), batch 64, curve "FlashInfer(batch_size=64)" (solid;
+#     FlashAttention's paged decode is not in the figure: FlashAttention 2.4.2 had no paged KV),
+#     lengths 32..1024 (the figure's batch-64 range).
+# Not used: the same figures' vLLM 0.2.6 PagedAttention-v2 curves (v0.5.4 runs that kernel only in
+# its XFORMERS fallback backend: 15-29% utilisation for GQA on H100, 18-26% on A100).
+# Conversion to mlsim's convention (the roofline's bytes / (efficiency x bandwidth) + 10 us launch
+# overhead [assumed] gives the kernel's time at every published point):
+#   kernel time t = bytes read (K and V of every key, and Q) / (utilisation x the catalog GPU's
+#     HBM bandwidth) [assumed: the A100 PCIe part's fraction of its own bandwidth holds for the SXM4
+#     part; the H100 is the same part, 3,350 vs the blog's 3,352 GB/s];
+#   efficiency = transformer_cost.cpp's bytes (K and V read, Q read and output written, the new
+#     K and V written) / (bandwidth x (t - 10 us)).
+# Between the two groups the serving model interpolates linearly in log(group), clamped
+# (cost_model.cpp) [assumed].
+DECODE_CURVES = {
+    "h100": [
+        {"query_group": 1, "q_heads": 32, "kv_heads": 32, "batch": 64,
+         "seq_len": [32, 64, 128, 256, 512, 1024], "util_pct": [41.3, 51.1, 64.3, 76.0, 83.2, 88.6],
+         "figure": "Figure 6, H100 SXM 80GB panel, FlashInfer batch 64 (llama2-7b: 32 query = 32 KV heads)"},
+        {"query_group": 8, "q_heads": 32, "kv_heads": 4, "batch": 64,
+         "seq_len": [256, 512, 1024, 2048, 4096, 8192], "util_pct": [36.8, 46.9, 60.5, 73.4, 82.6, 88.7],
+         "figure": "Figure 9, H100 SXM 80GB panel, FlashInfer Tensor Cores batch 64 (llama2-70b at tp=2: "
+                   "32 query heads, 4 KV heads)"}],
+    "a100": [
+        {"query_group": 1, "q_heads": 32, "kv_heads": 32, "batch": 64,
+         "seq_len": [32, 64, 128, 256, 512, 1024], "util_pct": [41.0, 51.9, 65.6, 76.8, 83.8, 87.3],
+         "figure": "Figure 6, A100 PCIe 80GB panel, FlashInfer batch 64 (llama2-7b: 32 query = 32 KV heads)"},
+        {"query_group": 8, "q_heads": 32, "kv_heads": 4, "batch": 64,
+         "seq_len": [256, 512, 1024, 2048, 4096, 8192], "util_pct": [40.8, 50.7, 62.8, 71.4, 76.9, 79.4],
+         "figure": "Figure 9, A100 PCIe 80GB panel, FlashInfer Tensor Cores batch 64 (llama2-70b at tp=2: "
+                   "32 query heads, 4 KV heads)"}],
 }
+HEAD_DIM = 128
+DECODE_OVERHEAD_US = 10.0
 
 
 def decode_bandwidth_efficiency(c, bw):
-    """Per published point: bytes (transformer_cost.cpp's decode attention) / (bw x kernel time)."""
+    """Per published point: transformer_cost.cpp's decode-attention bytes / (bw x (t - overhead)),
+    t the kernel time the published utilisation implies for the bytes it reads (K, V and Q)."""
     out = []
-    for b, l, us in zip(c["batch"], c["seq_len"], c["us"]):
-        kv_read = b * l
-        bytes_ = 2 * (2 * kv_read * c["kv_dim"] + 2 * b * c["q_dim"] + 2 * b * c["kv_dim"])
-        out.append(round(bytes_ / (bw * (us - c["overhead_us"]) * 1e-6), 4))
+    qw, kvw, b = c["q_heads"] * HEAD_DIM, c["kv_heads"] * HEAD_DIM, c["batch"]
+    for l, u in zip(c["seq_len"], c["util_pct"]):
+        read = 2 * (2 * b * l * kvw + b * qw)
+        t = read / (u / 100 * bw)
+        bytes_ = 2 * (2 * b * l * kvw + 2 * b * qw + 2 * b * kvw)
+        out.append(round(bytes_ / (bw * (t - DECODE_OVERHEAD_US * 1e-6)), 4))
     return out
+
+
+def decode_source(c, gpu):
+    return (f"FlashInfer blog (Ye et al., flashinfer.ai 2024-02-02) {c['figure']}: bandwidth utilisation "
+            f"{', '.join(f'{u:g}' for u in c['util_pct'])}% at KV length {c['seq_len'][0]}..{c['seq_len'][-1]} "
+            "(nvbench cold L2, CUDA 12.3.1, f16, head dim 128, paged KV), read from the PNG's geometry; "
+            "efficiency = transformer_cost.cpp's bytes / (" + gpu + " HBM bandwidth x (kernel time - 10 us)), "
+            "kernel time = K+V+Q bytes / (utilisation x that bandwidth)" +
+            (" [assumed: the A100 PCIe part's fraction holds for SXM4]" if gpu == "A100-SXM4-80GB" else "") +
+            "; stands for the engine's decode kernel (vLLM v0.5.4: FlashAttention 2.5.9-2.6.1 flash_attn_with_kvcache) "
+            "[assumed]; piecewise linear in log KV length, clamped outside")
 
 EF_GRID = [x / 100 for x in range(20, 101, 2)]
 EB_GRID = [x / 100 for x in range(2, 101, 2)]
@@ -244,31 +302,27 @@ def cmd_fit(data):
                              "regimes": ops["input_layernorm"]["regimes"]}
         ops["lm_head"] = {"_fit": "no profile: the mlp_up_proj fit (a GEMM of the same kind)",
                           "regimes": ops["mlp_up_proj"]["regimes"]}
-        ops["attn_prefill"] = {"_fit": "no profile in the shared data [assumed]: FlashAttention-2 (Dao 2023, arXiv "
-                                       "2307.08691, abstract) reaches 50-73% of peak forward FLOP/s on A100; 0.6 taken; "
+        c = SEQ_LEN_EFFICIENCY[folder]
+        ops["attn_prefill"] = {"_fit": "no profile in the shared data: flops_efficiency_by_seq_len for work that gives "
+                                       "its sequence length (the serving model); the regime's 0.6 [assumed: "
+                                       "FlashAttention-2's 50-73% of peak forward FLOP/s on A100, Dao 2023, arXiv "
+                                       "2307.08691, abstract] only for work that does not (the training kernels); "
                                        "bandwidth and overhead assumed",
                                "regimes": [{"max_tokens": "none", "flops_efficiency": 0.6,
-                                            "bandwidth_efficiency": 0.8, "overhead": "10us"}]}
-        if folder in SEQ_LEN_EFFICIENCY:
-            c = SEQ_LEN_EFFICIENCY[folder]
-            ops["attn_prefill"]["_fit"] = ("flops_efficiency_by_seq_len for work that gives its sequence length "
-                                           "(the serving model); the regime's 0.6 [assumed] only for work that "
-                                           "does not (the training kernels); bandwidth and overhead assumed")
-            ops["attn_prefill"]["flops_efficiency_by_seq_len"] = {
-                "_source": c["_source"], "seq_len": c["seq_len"],
-                "flops_efficiency": [round(t * 1e12 / peak, 4) for t in c["tflops"]]}
-        ops["attn_decode"] = {"_fit": "no profile in the shared data [assumed]: paged decode attention is memory "
-                                      "bound; 70% of HBM bandwidth and 10us launch overhead assumed, not calibrated",
+                                            "bandwidth_efficiency": 0.8, "overhead": "10us"}],
+                               "flops_efficiency_by_seq_len": {
+                                   "_source": c["_source"], "seq_len": c["seq_len"],
+                                   "flops_efficiency": [round(t * 1e12 / peak, 4) for t in c["tflops"]]}}
+        ops["attn_decode"] = {"_fit": "no profile in the shared data: bandwidth_efficiency_by_seq_len, one curve per "
+                                      "query group, for work that gives its KV length (the serving model); the "
+                                      "regime's 70% [assumed] only for work that does not; FLOP efficiency and 10us "
+                                      "launch overhead assumed",
                               "regimes": [{"max_tokens": "none", "flops_efficiency": 0.6,
-                                           "bandwidth_efficiency": 0.7, "overhead": "10us"}]}
-        if folder in DECODE_SEQ_LEN_EFFICIENCY:
-            c = DECODE_SEQ_LEN_EFFICIENCY[folder]
-            ops["attn_decode"]["_fit"] = ("bandwidth_efficiency_by_seq_len for work that gives its KV length "
-                                          "(the serving model); the regime's 70% [assumed] only for work that "
-                                          "does not; FLOP efficiency and 10us launch overhead assumed")
-            ops["attn_decode"]["bandwidth_efficiency_by_seq_len"] = {
-                "_source": c["_source"], "seq_len": c["seq_len"],
-                "bandwidth_efficiency": decode_bandwidth_efficiency(c, bw)}
+                                           "bandwidth_efficiency": 0.7, "overhead": "10us"}],
+                              "bandwidth_efficiency_by_seq_len": [
+                                  {"_source": decode_source(c, name), "query_group": c["query_group"],
+                                   "seq_len": c["seq_len"], "bandwidth_efficiency": decode_bandwidth_efficiency(c, bw)}
+                                  for c in DECODE_CURVES[folder]]}
         out["gpus"][name] = {"_source": f"vidur {folder} profiles of {', '.join(models)}, fitted per regime by "
                                         "tools/compute_calibrate.py", "ops": ops}
     json.dump(out, sys.stdout, indent=1)

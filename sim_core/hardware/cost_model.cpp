@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -90,31 +91,48 @@ std::unique_ptr<RooflineProvider> RooflineProvider::load(const std::filesystem::
         throw InputError(op.path_of("regimes"),
                          "expected at least one regime, the last with \"max_tokens\": \"none\"");
       // A curve by sequence length: {"_source", "seq_len": [...], `values`: [...]}.
-      auto read_curve = [&op](std::string_view key,
-                              std::string_view values) -> std::optional<SeqLenEfficiency> {
-        auto c = op.optional_object(key);
-        if (!c) return std::nullopt;
+      auto read_curve = [](JsonReader& c, std::string_view values) {
         SeqLenEfficiency e;
-        e.seq_len = c->integers("seq_len", 1, std::int64_t{1} << 40);
-        e.efficiency = c->numbers(values, 1e-3, 1);
+        e.seq_len = c.integers("seq_len", 1, std::int64_t{1} << 40);
+        e.efficiency = c.numbers(values, 1e-3, 1);
         if (e.seq_len.empty())
-          throw InputError(c->path_of("seq_len"), "expected at least one sequence length");
+          throw InputError(c.path_of("seq_len"), "expected at least one sequence length");
         if (e.efficiency.size() != e.seq_len.size())
-          throw InputError(c->path_of(values),
+          throw InputError(c.path_of(values),
                            fmt::format("expected {} values, one per seq_len", e.seq_len.size()));
         for (std::size_t i = 1; i < e.seq_len.size(); ++i)
           if (e.seq_len[i] <= e.seq_len[i - 1])
-            throw InputError(c->path_of("seq_len"), "expected ascending sequence lengths");
-        c->finish();
+            throw InputError(c.path_of("seq_len"), "expected ascending sequence lengths");
         return e;
       };
-      auto curve = read_curve("flops_efficiency_by_seq_len", "flops_efficiency");
-      auto bandwidth_curve = read_curve("bandwidth_efficiency_by_seq_len", "bandwidth_efficiency");
+      std::optional<SeqLenEfficiency> curve;
+      if (auto c = op.optional_object("flops_efficiency_by_seq_len")) {
+        curve = read_curve(*c, "flops_efficiency");
+        c->finish();
+      }
+      // The bandwidth curve: one object, or a list of curves by query group.
+      std::vector<std::pair<std::int64_t, SeqLenEfficiency>> bandwidth_curves;
+      constexpr std::string_view kBandwidthKey = "bandwidth_efficiency_by_seq_len";
+      if (op.has(kBandwidthKey) && op.raw(kBandwidthKey).is_array()) {
+        auto list = op.objects(kBandwidthKey);
+        if (list.empty())
+          throw InputError(op.path_of(kBandwidthKey), "expected at least one curve");
+        for (auto& c : list) {
+          const std::int64_t group = c.integer("query_group", 1, 1 << 20);
+          if (!bandwidth_curves.empty() && group <= bandwidth_curves.back().first)
+            throw InputError(c.path_of("query_group"), "expected ascending query groups");
+          bandwidth_curves.emplace_back(group, read_curve(c, "bandwidth_efficiency"));
+          c.finish();
+        }
+      } else if (auto c = op.optional_object(kBandwidthKey)) {
+        bandwidth_curves.emplace_back(0, read_curve(*c, "bandwidth_efficiency"));
+        c->finish();
+      }
       op.finish();
       provider->add(gpu_name, op_name, std::move(regimes));
       if (curve) provider->add_seq_len_efficiency(gpu_name, op_name, std::move(*curve));
-      if (bandwidth_curve)
-        provider->add_seq_len_bandwidth_efficiency(gpu_name, op_name, std::move(*bandwidth_curve));
+      for (auto& [group, c] : bandwidth_curves)
+        provider->add_seq_len_bandwidth_efficiency(gpu_name, op_name, std::move(c), group);
     }
     ops.finish();
     gpu.finish();
@@ -149,10 +167,16 @@ void RooflineProvider::add_seq_len_efficiency(std::string gpu, std::string op,
 }
 
 void RooflineProvider::add_seq_len_bandwidth_efficiency(std::string gpu, std::string op,
-                                                        SeqLenEfficiency curve) {
+                                                        SeqLenEfficiency curve,
+                                                        std::int64_t query_group) {
   MLSIM_CHECK(!curve.seq_len.empty() && curve.seq_len.size() == curve.efficiency.size(),
               "an efficiency curve needs one efficiency per sequence length");
-  bandwidth_curves_[std::move(gpu)][std::move(op)] = std::move(curve);
+  MLSIM_CHECK(query_group >= 0, "a query group is positive (0: every shape)");
+  auto& by_group = bandwidth_curves_[std::move(gpu)][std::move(op)];
+  MLSIM_CHECK(
+      by_group.empty() || (query_group == 0) == by_group.contains(0),
+      "an operator has either one bandwidth curve for every shape or curves by query group");
+  by_group[query_group] = std::move(curve);
 }
 
 namespace {
@@ -171,9 +195,37 @@ const SeqLenEfficiency* RooflineProvider::seq_len_efficiency(std::string_view gp
   return find_curve(curves_, gpu, op);
 }
 
-const SeqLenEfficiency* RooflineProvider::seq_len_bandwidth_efficiency(std::string_view gpu,
-                                                                       std::string_view op) const {
-  return find_curve(bandwidth_curves_, gpu, op);
+const SeqLenEfficiency* RooflineProvider::seq_len_bandwidth_efficiency(
+    std::string_view gpu, std::string_view op, std::int64_t query_group) const {
+  auto g = bandwidth_curves_.find(gpu);
+  if (g == bandwidth_curves_.end()) return nullptr;
+  auto o = g->second.find(op);
+  if (o == g->second.end()) return nullptr;
+  auto c = o->second.find(query_group);
+  return c == o->second.end() ? nullptr : &c->second;
+}
+
+std::optional<double> RooflineProvider::bandwidth_efficiency_at(std::string_view gpu,
+                                                                std::string_view op,
+                                                                std::int64_t seq_len,
+                                                                double query_group) const {
+  auto g = bandwidth_curves_.find(gpu);
+  if (g == bandwidth_curves_.end()) return std::nullopt;
+  auto o = g->second.find(op);
+  if (o == g->second.end()) return std::nullopt;
+  const auto& by_group = o->second;  // non-empty: add_seq_len_bandwidth_efficiency adds one
+  if (by_group.size() == 1) return by_group.begin()->second.at(seq_len);
+  const auto first = by_group.begin();
+  const auto last = std::prev(by_group.end());
+  if (query_group <= static_cast<double>(first->first)) return first->second.at(seq_len);
+  if (query_group >= static_cast<double>(last->first)) return last->second.at(seq_len);
+  // The first curve of a larger group, and the one before it.
+  auto hi = by_group.upper_bound(static_cast<std::int64_t>(query_group));
+  auto lo = std::prev(hi);
+  const double e_lo = lo->second.at(seq_len), e_hi = hi->second.at(seq_len);
+  const double f = std::log(query_group / static_cast<double>(lo->first)) /
+                   std::log(static_cast<double>(hi->first) / static_cast<double>(lo->first));
+  return e_lo + f * (e_hi - e_lo);
 }
 
 const RooflineRegime* RooflineProvider::regime(std::string_view gpu, std::string_view op,
@@ -201,8 +253,11 @@ std::optional<double> RooflineProvider::operator_seconds(const OperatorWork& w,
   if (w.seq_len > 0) {
     if (const SeqLenEfficiency* c = seq_len_efficiency(gpu.name, w.op))
       flops_efficiency = c->at(w.seq_len);
-    if (const SeqLenEfficiency* c = seq_len_bandwidth_efficiency(gpu.name, w.op))
-      bandwidth_efficiency = c->at(w.seq_len);
+    const double group = w.shape.kv_heads > 0 ? static_cast<double>(w.shape.heads) /
+                                                    static_cast<double>(w.shape.kv_heads)
+                                              : 1.0;
+    if (auto e = bandwidth_efficiency_at(gpu.name, w.op, w.seq_len, group))
+      bandwidth_efficiency = *e;
   }
   return std::max(floor * w.flops / (flops_efficiency * peak),
                   floor * w.bytes / (bandwidth_efficiency * gpu.hbm_bandwidth.bytes_per_s)) +

@@ -82,7 +82,8 @@ class RooflineProvider final : public CostProvider {
   // "flops_efficiency", "bandwidth_efficiency", "overhead"}, ...], optionally
   // "flops_efficiency_by_seq_len": {"_source", "seq_len": [...], "flops_efficiency": [...]} and
   // "bandwidth_efficiency_by_seq_len": {"_source", "seq_len": [...],
-  // "bandwidth_efficiency": [...]}}}}}}.
+  // "bandwidth_efficiency": [...]} or a list of such curves, each with a "query_group" (query heads
+  // per KV head), ascending}}}}}.
   // InputError naming the file and JSON path on anything wrong (regimes not ascending, the last
   // not "none", lengths not ascending, ...).
   static std::unique_ptr<RooflineProvider> load(const std::filesystem::path& file);
@@ -93,10 +94,19 @@ class RooflineProvider final : public CostProvider {
   const SeqLenEfficiency* seq_len_efficiency(std::string_view gpu, std::string_view op) const;
   // Likewise for the bandwidth efficiency (a memory-bound kernel's achieved share of HBM
   // bandwidth by sequence length: decode attention); the regime's FLOP efficiency and overhead
-  // still apply.
-  void add_seq_len_bandwidth_efficiency(std::string gpu, std::string op, SeqLenEfficiency curve);
-  const SeqLenEfficiency* seq_len_bandwidth_efficiency(std::string_view gpu,
-                                                       std::string_view op) const;
+  // still apply. `query_group` (query heads per KV head) 0: one curve for every shape; > 0: one
+  // of several curves, one per group. Work whose shape's group (heads / kv_heads; 1 when the
+  // shape gives no KV heads) lies between two curves' groups takes the efficiency interpolated
+  // linearly in log(group) between theirs at its length, outside them the nearest curve's.
+  void add_seq_len_bandwidth_efficiency(std::string gpu, std::string op, SeqLenEfficiency curve,
+                                        std::int64_t query_group = 0);
+  // The curve of exactly `query_group` (0: the curve for every shape), or nullptr.
+  const SeqLenEfficiency* seq_len_bandwidth_efficiency(std::string_view gpu, std::string_view op,
+                                                       std::int64_t query_group = 0) const;
+  // The bandwidth efficiency of `op` on `gpu` at `seq_len` for a kernel of `query_group` query
+  // heads per KV head, or nothing when `op` has no bandwidth curve.
+  std::optional<double> bandwidth_efficiency_at(std::string_view gpu, std::string_view op,
+                                                std::int64_t seq_len, double query_group) const;
 
   std::string_view name() const override { return "roofline"; }
   std::optional<double> operator_seconds(const OperatorWork& w, const GpuSpec& gpu) const override;
@@ -111,8 +121,10 @@ class RooflineProvider final : public CostProvider {
       table_;
   // gpu -> op -> FLOP efficiency by sequence length
   std::map<std::string, std::map<std::string, SeqLenEfficiency, std::less<>>, std::less<>> curves_;
-  // gpu -> op -> bandwidth efficiency by sequence length
-  std::map<std::string, std::map<std::string, SeqLenEfficiency, std::less<>>, std::less<>>
+  // gpu -> op -> query group (0: every shape) -> bandwidth efficiency by sequence length
+  std::map<std::string,
+           std::map<std::string, std::map<std::int64_t, SeqLenEfficiency>, std::less<>>,
+           std::less<>>
       bandwidth_curves_;
 };
 

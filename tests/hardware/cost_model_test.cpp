@@ -236,21 +236,27 @@ TEST(Roofline, SeqLenCurveErrorsNameTheJsonPath) {
             std::string::npos);
 }
 
-// The shipped H100 curve is the FlashAttention-3 paper's Figure 5(d) FlashAttention-2 bars
-// (forward, causal, head dim 128: 191, 260, 298, 319, 333, 335 TFLOP/s at 512..16k) over the
-// 989.5 TFLOP/s dense peak, to the file's 4 decimals; the A100 has none (no readable forward
-// figure: docs/serving.md, "Attention by sequence length").
+// The shipped prefill curves are the cited figures' FlashAttention-2 values over the catalog's
+// dense fp16 peak, to the file's 4 decimals: H100, the FlashAttention-3 paper's Figure 5(d)
+// FlashAttention-2 bars (forward, causal, head dim 128: 191, 260, 298, 319, 333, 335 TFLOP/s at
+// 512..16k, of 989.5); A100, the FlashInfer blog's Figure 4, A100 PCIe panel, FlashAttention 2.4.2
+// with causal mask (142.7, 173.5, 188.0, 194.3, 199.7, 197.9 TFLOP/s at 2k..64k, of 312;
+// docs/serving.md, "Attention by sequence length").
 TEST(Roofline, ShippedAttentionCurveIsTheCitedFigure) {
   auto p = RooflineProvider::load(std::filesystem::path(MLSIM_SOURCE_DIR) /
                                   "workloads/hardware/roofline_calibration.json");
-  const auto* h = p->seq_len_efficiency("H100-SXM5-80GB", "attn_prefill");
-  ASSERT_NE(h, nullptr);
-  const std::vector<std::int64_t> lens{512, 1024, 2048, 4096, 8192, 16384};
-  const std::vector<double> tflops{191, 260, 298, 319, 333, 335};
-  ASSERT_EQ(h->seq_len, lens);
-  for (std::size_t i = 0; i < lens.size(); ++i)
-    EXPECT_NEAR(h->efficiency[i], tflops[i] / 989.5, 5e-5) << lens[i];
-  EXPECT_EQ(p->seq_len_efficiency("A100-SXM4-80GB", "attn_prefill"), nullptr);
+  auto check = [&](const char* gpu, const std::vector<std::int64_t>& lens,
+                   const std::vector<double>& tflops, double peak) {
+    const auto* c = p->seq_len_efficiency(gpu, "attn_prefill");
+    ASSERT_NE(c, nullptr) << gpu;
+    ASSERT_EQ(c->seq_len, lens) << gpu;
+    for (std::size_t i = 0; i < lens.size(); ++i)
+      EXPECT_NEAR(c->efficiency[i], tflops[i] / peak, 5e-5) << gpu << " " << lens[i];
+  };
+  check("H100-SXM5-80GB", {512, 1024, 2048, 4096, 8192, 16384}, {191, 260, 298, 319, 333, 335},
+        989.5);
+  check("A100-SXM4-80GB", {2048, 4096, 8192, 16384, 32768, 65536},
+        {142.7, 173.5, 188.0, 194.3, 199.7, 197.9}, 312);
   EXPECT_EQ(p->seq_len_efficiency("H100-SXM5-80GB", "attn_decode"), nullptr);
 }
 
@@ -270,31 +276,120 @@ TEST(Roofline, BandwidthCurveErrorsNameTheJsonPath) {
             std::string::npos);
 }
 
-// The shipped A100 decode-attention curve is the Flash-Decoding blog's micro-benchmark (PyTorch
-// blog, 2023-10-13: A100, f16, 16 query heads of 128, 2 KV heads, B sequences of seqlen keys;
-// Flash-Decoding times in us), turned into the share of 2,039 GB/s that the kernel's bytes as
-// transformer_cost.cpp counts them take once the 10 us launch overhead is taken off:
-//   bytes = 2 x (2 x B x seqlen x 256 + 2 x B x 2048 + 2 x B x 256),
-//   efficiency = bytes / (2.039e12 x (time - 10 us)),
-// e.g. seqlen 4096, B 16: 67,256,320 B over 47 us -> 0.7018. The H100 has none (no figure).
+// The shipped decode-attention curves are the FlashInfer blog's batch-64 bandwidth utilisation
+// (Figure 6: 32 query = 32 KV heads, query group 1; Figure 9: 32 query and 4 KV heads, group 8;
+// head dim 128, f16), turned into mlsim's convention: the kernel time the utilisation gives for
+// the bytes it reads (K and V of every key and Q: 2 x (2 x 64 x L x kvw + 64 x qw)) at the
+// catalog's HBM bandwidth, and the share of that bandwidth which transformer_cost.cpp's bytes
+// (2 x (2 x 64 x L x kvw + 2 x 64 x qw + 2 x 64 x kvw)) take once the 10 us launch overhead is
+// taken off. E.g. H100, group 8, L = 8192, 88.7%: read 1,074,266,112 B -> 361.51 us; bytes
+// 1,074,921,472 over 3.35 TB/s x 351.51 us -> 0.9128.
 TEST(Roofline, ShippedDecodeAttentionCurveIsTheCitedTable) {
   auto p = RooflineProvider::load(std::filesystem::path(MLSIM_SOURCE_DIR) /
                                   "workloads/hardware/roofline_calibration.json");
-  const auto* c = p->seq_len_bandwidth_efficiency("A100-SXM4-80GB", "attn_decode");
-  ASSERT_NE(c, nullptr);
-  const std::vector<std::int64_t> lens{256,  512,   1024,  2048,  4096,
-                                       8192, 16384, 32768, 65536, 131072};
-  const std::vector<double> batch{256, 128, 64, 32, 16, 8, 4, 2, 1, 1};
-  const std::vector<double> us{63.4, 67.7, 77.7, 58.5, 57, 56.4, 58.2, 60.3, 64.4, 106.6};
-  ASSERT_EQ(c->seq_len, lens);
-  for (std::size_t i = 0; i < lens.size(); ++i) {
-    const double b = batch[i], bytes = 2 * (2 * b * static_cast<double>(lens[i]) * 256 +
-                                            2 * b * 2048 + 2 * b * 256);
-    EXPECT_NEAR(c->efficiency[i], bytes / (2.039e12 * (us[i] - 10) * 1e-6), 5e-5) << lens[i];
-  }
-  EXPECT_NEAR(c->efficiency[4], 0.7018, 5e-5);
+  auto check = [&](const char* gpu, double bw, std::int64_t group, double kv_heads,
+                   const std::vector<std::int64_t>& lens, const std::vector<double>& util) {
+    const auto* c = p->seq_len_bandwidth_efficiency(gpu, "attn_decode", group);
+    ASSERT_NE(c, nullptr) << gpu << " group " << group;
+    ASSERT_EQ(c->seq_len, lens);
+    const double qw = 32 * 128, kvw = kv_heads * 128, b = 64;
+    for (std::size_t i = 0; i < lens.size(); ++i) {
+      const double l = static_cast<double>(lens[i]);
+      const double t = 2 * (2 * b * l * kvw + b * qw) / (util[i] / 100 * bw);
+      const double bytes = 2 * (2 * b * l * kvw + 2 * b * qw + 2 * b * kvw);
+      EXPECT_NEAR(c->efficiency[i], bytes / (bw * (t - 10e-6)), 5e-5)
+          << gpu << " group " << group << " " << lens[i];
+    }
+  };
+  const std::vector<std::int64_t> mha{32, 64, 128, 256, 512, 1024};
+  const std::vector<std::int64_t> gqa{256, 512, 1024, 2048, 4096, 8192};
+  check("H100-SXM5-80GB", 3.35e12, 1, 32, mha, {41.3, 51.1, 64.3, 76.0, 83.2, 88.6});
+  check("H100-SXM5-80GB", 3.35e12, 8, 4, gqa, {36.8, 46.9, 60.5, 73.4, 82.6, 88.7});
+  check("A100-SXM4-80GB", 2.039e12, 1, 32, mha, {41.0, 51.9, 65.6, 76.8, 83.8, 87.3});
+  check("A100-SXM4-80GB", 2.039e12, 8, 4, gqa, {40.8, 50.7, 62.8, 71.4, 76.9, 79.4});
+  EXPECT_NEAR(p->seq_len_bandwidth_efficiency("H100-SXM5-80GB", "attn_decode", 8)->efficiency[5],
+              0.9128, 5e-5);
+  // Curves by group only: none for "every shape", none for another group or operator.
   EXPECT_EQ(p->seq_len_bandwidth_efficiency("H100-SXM5-80GB", "attn_decode"), nullptr);
-  EXPECT_EQ(p->seq_len_bandwidth_efficiency("A100-SXM4-80GB", "attn_prefill"), nullptr);
+  EXPECT_EQ(p->seq_len_bandwidth_efficiency("A100-SXM4-80GB", "attn_decode", 4), nullptr);
+  EXPECT_EQ(p->seq_len_bandwidth_efficiency("A100-SXM4-80GB", "attn_prefill", 8), nullptr);
+}
+
+// Bandwidth efficiency by query group, by hand: group 1 has 0.8 at 1024 and 0.9 at 4096, group 8
+// 0.4 at 1024 and 0.6 at 4096 (each linear in log(length), clamped). GPU of 100 TFLOP/s and
+// 1 TB/s, regime FLOP 0.6 / bandwidth 0.7 / 1 us; work of 1e6 FLOPs and 1e9 bytes (memory bound).
+// The shape's group is heads / kv_heads:
+//   group 1 (8 / 8), 2048: 0.85 -> 1e9 / 0.85e12 = 1.17647 ms + 1 us;
+//   group 8 (64 / 8), 2048: 0.5 -> 2 ms + 1 us;
+//   group 2 (16 / 8), 2048: a third of the way in log2 from 1 to 8: 0.85 + (0.5 - 0.85) / 3
+//     = 0.733333 -> 1.36364 ms + 1 us; group 4: two thirds, 0.616667 -> 1.62162 ms + 1 us;
+//   group 16 (past 8): group 8's 0.5; no KV heads in the shape: group 1;
+//   group 2 at 512 (clamped on both curves): 0.8 + (0.4 - 0.8) / 3 = 0.666667 -> 1.5 ms + 1 us.
+TEST(Roofline, BandwidthEfficiencyByQueryGroupByHand) {
+  const GpuSpec a = test::make_gpu("A", 100, 10, 1000);
+  RooflineProvider p;
+  p.add("A", "attn_decode", {RooflineRegime{0, true, 0.6, 0.7, 1e-6, 1}});
+  p.add_seq_len_bandwidth_efficiency("A", "attn_decode", SeqLenEfficiency{{1024, 4096}, {0.8, 0.9}},
+                                     1);
+  p.add_seq_len_bandwidth_efficiency("A", "attn_decode", SeqLenEfficiency{{1024, 4096}, {0.4, 0.6}},
+                                     8);
+  auto at = [&](std::int32_t heads, std::int32_t kv_heads, std::int64_t len) {
+    const OperatorShape shape{8192, heads, kv_heads, 28672, 1};
+    return *p.operator_seconds({"attn_decode", 1e6, 1e9, Dtype::kFp16, 2, shape, len}, a);
+  };
+  EXPECT_NEAR(at(8, 8, 2048), 1e-3 / 0.85 + 1e-6, 1e-15);
+  EXPECT_NEAR(at(64, 8, 2048), 2e-3 + 1e-6, 1e-15);
+  EXPECT_NEAR(at(16, 8, 2048), 1e-3 / (0.85 - 0.35 / 3) + 1e-6, 1e-15);
+  EXPECT_NEAR(at(32, 8, 2048), 1e-3 / (0.85 - 0.7 / 3) + 1e-6, 1e-15);
+  EXPECT_NEAR(at(128, 8, 2048), 2e-3 + 1e-6, 1e-15);
+  EXPECT_NEAR(at(8, 0, 2048), 1e-3 / 0.85 + 1e-6, 1e-15);
+  EXPECT_NEAR(at(16, 8, 512), 1.5e-3 + 1e-6, 1e-15);
+  // Without a seq_len the regime's 0.7 whatever the group.
+  EXPECT_NEAR(at(64, 8, 0), 1e-3 / 0.7 + 1e-6, 1e-15);
+  ASSERT_NE(p.seq_len_bandwidth_efficiency("A", "attn_decode", 8), nullptr);
+  EXPECT_EQ(p.seq_len_bandwidth_efficiency("A", "attn_decode"), nullptr);
+  EXPECT_EQ(p.seq_len_bandwidth_efficiency("A", "attn_decode", 2), nullptr);
+}
+
+TEST(Roofline, BandwidthCurvesByGroupErrorsNameTheJsonPath) {
+  const std::string head = R"({"gpus": {"A": {"_source": "t", "ops": {"attn_decode": {"regimes": [
+      {"max_tokens": "none", "flops_efficiency": 1, "bandwidth_efficiency": 0.5, "overhead": "1us"}],
+      "bandwidth_efficiency_by_seq_len": )";
+  const std::string g1 = R"({"query_group": 1, "seq_len": [512], "bandwidth_efficiency": [0.5]})";
+  // Loads: two groups, ascending.
+  EXPECT_EQ(
+      load_error(head + "[" + g1 +
+                 R"(, {"query_group": 8, "seq_len": [512], "bandwidth_efficiency": [0.4]}]}}}}})"),
+      "no error");
+  const std::string descending = load_error(
+      head + R"([{"query_group": 8, "seq_len": [512], "bandwidth_efficiency": [0.5]}, )" + g1 +
+      "]}}}}}");
+  EXPECT_NE(descending.find("bandwidth_efficiency_by_seq_len[1].query_group"), std::string::npos)
+      << descending;
+  EXPECT_NE(descending.find("ascending query groups"), std::string::npos) << descending;
+  const std::string missing =
+      load_error(head + R"([{"seq_len": [512], "bandwidth_efficiency": [0.5]}]}}}}})");
+  EXPECT_NE(missing.find("bandwidth_efficiency_by_seq_len[0].query_group"), std::string::npos)
+      << missing;
+  EXPECT_NE(
+      load_error(head +
+                 R"([{"query_group": 0, "seq_len": [512], "bandwidth_efficiency": [0.5]}]}}}}})")
+          .find("query_group"),
+      std::string::npos);
+  EXPECT_NE(load_error(head + "[]}}}}}").find("expected at least one curve"), std::string::npos);
+  EXPECT_NE(
+      load_error(
+          head +
+          R"([{"query_group": 1, "seq_len": [512, 256], "bandwidth_efficiency": [0.5, 0.6]}]}}}}})")
+          .find("bandwidth_efficiency_by_seq_len[0].seq_len"),
+      std::string::npos);
+  // An unknown key in a curve of the list.
+  EXPECT_NE(
+      load_error(
+          head +
+          R"([{"query_group": 1, "seq_len": [512], "bandwidth_efficiency": [0.5], "x": 1}]}}}}})")
+          .find("bandwidth_efficiency_by_seq_len[0].x"),
+      std::string::npos);
 }
 
 TEST(ProfileTable, VidurTablesLoadAndReturnTheMeasuredMedian) {
