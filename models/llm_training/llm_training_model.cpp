@@ -93,11 +93,11 @@ class LlmTraining {
 class LlmCoreTraining {
  public:
   LlmCoreTraining(ModelEnv& env, const TrainingParams& p, std::vector<NodeId> hosts,
-                  bool stage_as_one_tensor)
+                  bool stage_as_one_tensor, bool merge_op_steps)
       : params_(p),
         job_(env.engine, env.network, env.compute, p.layout,
              transformer_kernels(p.shape, p.micro_batch, p.layout.tp), std::move(hosts),
-             MegatronCoreOptions{p.executor.costs, &env.links, stage_as_one_tensor},
+             MegatronCoreOptions{p.executor.costs, &env.links, stage_as_one_tensor, merge_op_steps},
              [this] { failed_ = true; }) {}
 
   void start() { job_.start(); }
@@ -226,10 +226,14 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
   const std::string core_path = system.path_of("core");
   const bool one_tensor =
       core == Core::kTraining ? system.boolean_or("stage_as_one_tensor", true) : true;
-  if (core != Core::kTraining && system.has("stage_as_one_tensor"))
-    throw InputError(system.path_of("stage_as_one_tensor"),
-                     "only the training core (system.core: training) splits a stage's gradients; "
-                     "the graph all-reduces each stage's at once");
+  const bool merged = core == Core::kTraining &&
+                      system.choice_or("core_op_steps", {"each", "merged"}, "each") == "merged";
+  for (const char* key : {"stage_as_one_tensor", "core_op_steps"})
+    if (core != Core::kTraining && system.has(key))
+      throw InputError(system.path_of(key),
+                       "an option of the training core (system.core: "
+                       "training); the graph runs every kernel and "
+                       "all-reduces each stage's gradients at once");
   auto params = std::make_shared<TrainingParams>(read_training_params(system, workload));
   system.finish();
   workload.finish();
@@ -277,8 +281,8 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
 
   if (core == Core::kTraining)
     return std::make_unique<SimulationModel<LlmCoreTraining>>(
-        setup.env, [params, hosts, one_tensor](ModelEnv& env) {
-          return std::make_unique<LlmCoreTraining>(env, *params, hosts, one_tensor);
+        setup.env, [params, hosts, one_tensor, merged](ModelEnv& env) {
+          return std::make_unique<LlmCoreTraining>(env, *params, hosts, one_tensor, merged);
         });
   return std::make_unique<SimulationModel<LlmTraining>>(
       setup.env, [params](ModelEnv& env) { return std::make_unique<LlmTraining>(env, *params); });

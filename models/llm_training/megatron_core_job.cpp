@@ -61,7 +61,7 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   spec.iterations = static_cast<std::size_t>(layout.iterations);
   job_ = std::make_unique<training::DataParallelJob>(engine, compute, spec);
   pricer_ = std::make_unique<MegatronOpPricer>(layout, std::move(kernels), compute, hosts_,
-                                               options.costs);
+                                               options.costs, options.merge_op_steps);
   const training::TrainingPolicies& p = training::training_policies();
   training::StageGradients::Setup setup{p.schedulers.get("fifo", "").value,
                                         training::SchedulerConfig{}, p.syncs.get("ring", "").value,

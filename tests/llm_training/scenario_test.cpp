@@ -133,6 +133,12 @@ TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
             std::string::npos);
   EXPECT_NE(error({"system.stage_as_one_tensor=false"}).find("system.stage_as_one_tensor"),
             std::string::npos);
+  EXPECT_NE(error({"system.core_op_steps=\"merged\""}).find("system.core_op_steps"),
+            std::string::npos);
+  EXPECT_NE(error({"system.core=\"training\"", "system.communication=\"network\"",
+                   "system.core_op_steps=\"fused\""})
+                .find("system.core_op_steps"),
+            std::string::npos);
   EXPECT_EQ(error({"system.core=\"training\"", "system.communication=\"network\"",
                    "system.global_batch=64", "system.stage_as_one_tensor=false"}),
             "no error");
