@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "models/llm_training/graph_report.hpp"
+#include "models/llm_training/megatron_core_job.hpp"
 #include "models/llm_training/policies.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/read_costs.hpp"
@@ -42,6 +43,21 @@ Bytes gradient_bytes(double parameters, double bytes_per_parameter) {
   return Bytes{static_cast<std::int64_t>(parameters * bytes_per_parameter)};
 }
 
+// Per GPU and the model FLOPs rates of an iteration of `iteration_s`.
+void report_rates(const TrainingParams& p, double iteration_s, Results& out) {
+  const double gpus = static_cast<double>(p.layout.tp) * p.layout.pp * p.layout.dp;
+  out.set_metric("gpus", gpus);
+  // Model FLOPs per GPU-second: 3x the forward FLOPs per sample (forward and a backward of
+  // twice its cost); with recomputation Megatron (Narayanan et al. SC'21) counts 4x, which
+  // is their "achieved teraFLOP/s per GPU".
+  const double fwd = forward_flops(p.shape, 1) * p.global_batch;
+  if (iteration_s > 0) {
+    out.set_metric("model_tflops_per_gpu", 3 * fwd / iteration_s / gpus / 1e12);
+    out.set_metric("megatron_tflops_per_gpu",
+                   (p.layout.recompute ? 4 : 3) * fwd / iteration_s / gpus / 1e12);
+  }
+}
+
 class LlmTraining {
  public:
   LlmTraining(ModelEnv& env, const TrainingParams& p)
@@ -55,18 +71,7 @@ class LlmTraining {
 
   void report(Results& out) const {
     const double iteration_s = report_graph_run(executor_, source_, params_.layout.iterations, out);
-    const double gpus =
-        static_cast<double>(params_.layout.tp) * params_.layout.pp * params_.layout.dp;
-    out.set_metric("gpus", gpus);
-    // Model FLOPs per GPU-second: 3x the forward FLOPs per sample (forward and a backward of
-    // twice its cost); with recomputation Megatron (Narayanan et al. SC'21) counts 4x, which
-    // is their "achieved teraFLOP/s per GPU".
-    const double fwd = forward_flops(params_.shape, 1) * params_.global_batch;
-    if (iteration_s > 0) {
-      out.set_metric("model_tflops_per_gpu", 3 * fwd / iteration_s / gpus / 1e12);
-      out.set_metric("megatron_tflops_per_gpu",
-                     (params_.layout.recompute ? 4 : 3) * fwd / iteration_s / gpus / 1e12);
-    }
+    report_rates(params_, iteration_s, out);
     auto& d = out.details();
     d["communication"] = communication_description(params_.executor.mode);
     d["model"] = params_.shape.name;
@@ -83,6 +88,84 @@ class LlmTraining {
   MegatronSource source_;
   workload::GraphExecutor executor_;
 };
+
+// The same iteration on the training core (megatron_core_job.hpp); network communication.
+class LlmCoreTraining {
+ public:
+  LlmCoreTraining(ModelEnv& env, const TrainingParams& p, std::vector<NodeId> hosts,
+                  bool stage_as_one_tensor, bool merge_op_steps)
+      : params_(p),
+        job_(env.engine, env.network, env.compute, p.layout,
+             transformer_kernels(p.shape, p.micro_batch, p.layout.tp), std::move(hosts),
+             MegatronCoreOptions{p.executor.costs, &env.links, stage_as_one_tensor, merge_op_steps},
+             [this] { failed_ = true; }) {}
+
+  void start() { job_.start(); }
+  double progress() const { return job_.progress(); }
+
+  void report(Results& out) const {
+    const double iteration_s =
+        job_.finished() ? job_.finish_time().seconds() / params_.layout.iterations : 0;
+    out.set_metric("completed", job_.finished() ? 1 : 0);
+    out.set_metric("iteration_time_s", iteration_s);
+    out.set_metric("messages", static_cast<double>(job_.messages()));
+    out.set_metric("dp_bytes_delivered", static_cast<double>(job_.gradients().bytes_delivered()));
+    report_rates(params_, iteration_s, out);
+    auto& d = out.details();
+    d["core"] = "training";
+    d["communication"] = communication_description(params_.executor.mode);
+    d["model"] = params_.shape.name;
+    d["layout"] = {{"tp", params_.layout.tp},
+                   {"pp", params_.layout.pp},
+                   {"dp", params_.layout.dp},
+                   {"micro_batches_per_pipeline", params_.layout.micro_batches},
+                   {"core_workers", params_.layout.pp * params_.layout.dp}};
+    if (failed_) d["failed"] = "a transfer found no route";
+  }
+
+ private:
+  const TrainingParams& params_;
+  bool failed_ = false;
+  MegatronCoreJob job_;
+};
+
+// The host of each core worker (pp x dp, rank order): the graph's collapsed rank's, GPU
+// TP x r on the topology's hosts in order with the GPUs topology.hardware gives each
+// (GraphExecutor's placement); each TP group on one host, no two workers on one host.
+std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& hardware,
+                               const ParallelLayout& l, const std::string& where) {
+  std::vector<NodeId> hosts;
+  std::vector<std::int64_t> first_gpu;
+  std::int64_t gpus = 0;
+  for (NodeId h : topology.hosts()) {
+    hosts.push_back(h);
+    first_gpu.push_back(gpus);
+    const HostHardware* hw = hardware.host(h);
+    gpus += hw != nullptr ? hw->gpus : 1;
+  }
+  std::vector<NodeId> out;
+  const std::int64_t workers = static_cast<std::int64_t>(l.pp) * l.dp;
+  if (workers * l.tp > gpus)
+    throw InputError(where, fmt::format("{} TP groups of {} GPUs need {} GPUs, the topology's "
+                                        "hosts hold {}",
+                                        workers, l.tp, workers * l.tp, gpus));
+  for (std::int64_t r = 0; r < workers; ++r) {
+    const std::int64_t first = r * l.tp;
+    const auto h = static_cast<std::size_t>(
+        std::upper_bound(first_gpu.begin(), first_gpu.end(), first) - first_gpu.begin() - 1);
+    if (!out.empty() && out.back() == hosts[h])
+      throw InputError(where, fmt::format("the training core runs one TP group per host, but "
+                                          "TP groups {} and {} share host {} (tp {} is less "
+                                          "than its GPUs)",
+                                          r - 1, r, hosts[h], l.tp));
+    const std::int64_t end = h + 1 < first_gpu.size() ? first_gpu[h + 1] : gpus;
+    if (first + l.tp > end)
+      throw InputError(where, fmt::format("TP group {} spans GPUs {}..{}, not all on one host", r,
+                                          first, first + l.tp - 1));
+    out.push_back(hosts[h]);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -139,9 +222,38 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
+  const Core core = llm_training_policies().core.choose_or(system, "core", "graph").value;
+  const std::string core_path = system.path_of("core");
+  const bool one_tensor =
+      core == Core::kTraining ? system.boolean_or("stage_as_one_tensor", true) : true;
+  const bool merged = core == Core::kTraining &&
+                      system.choice_or("core_op_steps", {"each", "merged"}, "each") == "merged";
+  for (const char* key : {"stage_as_one_tensor", "core_op_steps"})
+    if (core != Core::kTraining && system.has(key))
+      throw InputError(system.path_of(key),
+                       "an option of the training core (system.core: "
+                       "training); the graph runs every kernel and "
+                       "all-reduces each stage's gradients at once");
   auto params = std::make_shared<TrainingParams>(read_training_params(system, workload));
   system.finish();
   workload.finish();
+  std::vector<NodeId> hosts;
+  if (core == Core::kTraining) {
+    const ParallelLayout& l = params->layout;
+    if (params->executor.mode != workload::CommunicationMode::kNetwork)
+      throw InputError(core_path,
+                       "the training core moves messages and DP collectives through "
+                       "the network: it needs system.communication \"network\"");
+    if (l.dp_sync != DpSync::kAllReduce)
+      throw InputError(core_path,
+                       "the training core synchronises DP gradients by all-reduce "
+                       "only: system.dp_sync \"all_reduce\"");
+    if (!l.collapse_tensor_parallel)
+      throw InputError(core_path,
+                       "a training-core worker stands for a whole TP group: it needs "
+                       "system.collapse_tensor_parallel true");
+    hosts = core_hosts(setup.topology, setup.node_hardware, l, core_path);
+  }
 
   // Every operator on every GPU the run uses must be priced (GPUs of the first tp x pp x dp).
   const StageKernels kernels =
@@ -167,6 +279,11 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
        "graph nodes: ranks x micro-batches x layers per stage x nodes per layer",
        "system.global_batch"});
 
+  if (core == Core::kTraining)
+    return std::make_unique<SimulationModel<LlmCoreTraining>>(
+        setup.env, [params, hosts, one_tensor, merged](ModelEnv& env) {
+          return std::make_unique<LlmCoreTraining>(env, *params, hosts, one_tensor, merged);
+        });
   return std::make_unique<SimulationModel<LlmTraining>>(
       setup.env, [params](ModelEnv& env) { return std::make_unique<LlmTraining>(env, *params); });
 }

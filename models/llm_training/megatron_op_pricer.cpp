@@ -10,60 +10,93 @@ using training::OpStep;
 
 MegatronOpPricer::MegatronOpPricer(const ParallelLayout& layout, StageKernels kernels,
                                    const Compute& compute, std::vector<NodeId> hosts,
-                                   const collectives::CostModel& costs)
+                                   const collectives::CostModel& costs, bool merge_steps)
     : layout_(layout),
       kernels_(std::move(kernels)),
       compute_(compute),
       hosts_(std::move(hosts)),
-      costs_(costs) {
+      costs_(costs),
+      merge_steps_(merge_steps) {
+  groups_ = {&kernels_.attention_forward, &kernels_.mlp_forward,       &kernels_.attention_backward,
+             &kernels_.mlp_backward,      &kernels_.embedding_forward, &kernels_.embedding_backward,
+             &kernels_.head_forward,      &kernels_.head_backward};
+  std::array<double, 8> unknown;
+  unknown.fill(-1);
+  seconds_.assign(hosts_.size(), unknown);
+  all_reduce_.assign(hosts_.size(), Time::ns(-1));
   MLSIM_CHECK(layout_.tp >= 1 && layout_.pp >= 1 && layout_.layers_per_stage >= 1,
               "a Megatron layout needs positive degrees");
 }
 
-void MegatronOpPricer::kernel(NodeId host, const std::vector<Work>& work,
-                              std::vector<OpStep>& out) const {
+void MegatronOpPricer::kernel(std::size_t worker, int k, std::vector<OpStep>& out) const {
+  const std::vector<Work>& work = *groups_[static_cast<std::size_t>(k)];
   if (work.empty()) return;
-  double seconds = 0;
-  for (const Work& w : work) seconds += compute_.nominal_seconds(host, w);
+  double& seconds = seconds_.at(worker)[static_cast<std::size_t>(k)];
+  if (seconds < 0) {
+    seconds = 0;
+    for (const Work& w : work) seconds += compute_.nominal_seconds(hosts_[worker], w);
+  }
   out.push_back({OpStep::Kind::kCompute, seconds, Time::zero()});
 }
 
-void MegatronOpPricer::all_reduce(NodeId host, std::vector<OpStep>& out) const {
+void MegatronOpPricer::all_reduce(std::size_t worker, std::vector<OpStep>& out) const {
   if (layout_.tp <= 1) return;
-  const Time t = collectives::intra_host_collective_time(costs_, collectives::Operation::kAllReduce,
-                                                         layout_.tp, layout_.activation,
-                                                         compute_.hardware().host(host));
+  Time& t = all_reduce_.at(worker);
+  if (t < Time::zero())
+    t = collectives::intra_host_collective_time(costs_, collectives::Operation::kAllReduce,
+                                                layout_.tp, layout_.activation,
+                                                compute_.hardware().host(hosts_[worker]));
   out.push_back({OpStep::Kind::kCollective, 0, t});
 }
 
 void MegatronOpPricer::steps(std::size_t worker, const training::ScheduledOp& op,
                              std::vector<OpStep>& out) const {
+  each_step(worker, op, out);
+  if (!merge_steps_ || out.size() <= 1) return;
+  double seconds = 0;
+  Time collective = Time::zero();
+  bool any_compute = false;
+  for (const OpStep& s : out) {
+    if (s.kind == OpStep::Kind::kCompute) {
+      seconds += s.seconds;
+      any_compute = true;
+    } else {
+      collective += s.duration;
+    }
+  }
   out.clear();
-  const NodeId host = hosts_.at(worker);
+  if (any_compute) out.push_back({OpStep::Kind::kCompute, seconds, Time::zero()});
+  if (collective > Time::zero()) out.push_back({OpStep::Kind::kCollective, 0, collective});
+}
+
+void MegatronOpPricer::each_step(std::size_t worker, const training::ScheduledOp& op,
+                                 std::vector<OpStep>& out) const {
+  out.clear();
+  MLSIM_CHECK(worker < hosts_.size(), "a Megatron op on a worker the pricer has no host for");
   const std::size_t layers =
       static_cast<std::size_t>(layout_.pp) * static_cast<std::size_t>(layout_.layers_per_stage);
   const bool first = op.first_layer == 0, last = op.end_layer == layers;
   auto forward_layer = [&] {
-    kernel(host, kernels_.attention_forward, out);
-    all_reduce(host, out);
-    kernel(host, kernels_.mlp_forward, out);
-    all_reduce(host, out);
+    kernel(worker, 0, out);
+    all_reduce(worker, out);
+    kernel(worker, 1, out);
+    all_reduce(worker, out);
   };
   if (op.forward) {
-    if (first) kernel(host, kernels_.embedding_forward, out);
+    if (first) kernel(worker, 4, out);
     for (std::size_t l = op.first_layer; l < op.end_layer; ++l) forward_layer();
-    if (last) kernel(host, kernels_.head_forward, out);
+    if (last) kernel(worker, 6, out);
     return;
   }
-  if (last) kernel(host, kernels_.head_backward, out);
+  if (last) kernel(worker, 7, out);
   for (std::size_t l = op.first_layer; l < op.end_layer; ++l) {
     if (layout_.recompute) forward_layer();
-    kernel(host, kernels_.mlp_backward, out);
-    all_reduce(host, out);
-    kernel(host, kernels_.attention_backward, out);
-    all_reduce(host, out);
+    kernel(worker, 3, out);
+    all_reduce(worker, out);
+    kernel(worker, 2, out);
+    all_reduce(worker, out);
   }
-  if (first) kernel(host, kernels_.embedding_backward, out);
+  if (first) kernel(worker, 5, out);
 }
 
 }  // namespace mlsim::llm_training

@@ -12,6 +12,13 @@
 // (Compute::nominal_seconds, as GraphExecutor::kernel_seconds), an empty kernel is skipped, and
 // each TP all-reduce is collective_cost's closed form over the host's intra-node link (as the
 // graph prices a collective inside one host), no step when tp is 1.
+//
+// Merged (`merge_steps`): the op's compute steps as one compute step of their summed seconds,
+// then its all-reduces as one step of their summed time: two events per op instead of one per
+// step. Without speed changes the op ends at the same time up to rounding (each step's end is
+// rounded to the nanosecond on its own otherwise); with them, the all-reduces are no longer
+// interleaved with the kernels whose speed changed.
+#include <array>
 #include <cstddef>
 #include <vector>
 
@@ -27,20 +34,29 @@ class MegatronOpPricer final : public training::OpPricer {
   // `hosts`: per core worker, its host; `compute` must outlive this. `costs`: the collective
   // layer's (the graph's ExecutorOptions::costs).
   MegatronOpPricer(const ParallelLayout& layout, StageKernels kernels, const Compute& compute,
-                   std::vector<NodeId> hosts, const collectives::CostModel& costs);
+                   std::vector<NodeId> hosts, const collectives::CostModel& costs,
+                   bool merge_steps = false);
 
   void steps(std::size_t worker, const training::ScheduledOp& op,
              std::vector<training::OpStep>& out) const override;
 
  private:
-  void kernel(NodeId host, const std::vector<Work>& work, std::vector<training::OpStep>& out) const;
-  void all_reduce(NodeId host, std::vector<training::OpStep>& out) const;
+  void each_step(std::size_t worker, const training::ScheduledOp& op,
+                 std::vector<training::OpStep>& out) const;
+  // Kernel k (kAttnF ... kHeadB as megatron_source.hpp numbers them) of worker w: its Work
+  // summed on w's host once, then cached (the roofline lookups are most of an op's price).
+  void kernel(std::size_t w, int k, std::vector<training::OpStep>& out) const;
+  void all_reduce(std::size_t worker, std::vector<training::OpStep>& out) const;  // cached too
 
   ParallelLayout layout_;
   StageKernels kernels_;
   const Compute& compute_;
   std::vector<NodeId> hosts_;
   collectives::CostModel costs_;
+  bool merge_steps_;
+  std::array<const std::vector<Work>*, 8> groups_{};
+  mutable std::vector<std::array<double, 8>> seconds_;  // per worker; < 0: not priced yet
+  mutable std::vector<Time> all_reduce_;                // per worker; < 0: not priced yet
 };
 
 }  // namespace mlsim::llm_training

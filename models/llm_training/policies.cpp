@@ -5,6 +5,17 @@ namespace {
 
 LlmTrainingPolicies build() {
   LlmTrainingPolicies p;
+  p.core
+      .add("graph",
+           "the iteration as an execution graph (one graph rank per TP group, a node per kernel, "
+           "collective and message) run by the platform's graph executor",
+           Core::kGraph)
+      .add("training",
+           "the iteration as a job on the training core (a worker per TP group, Megatron's 1F1B "
+           "as a PipelineSchedule, ops priced as the graph prices them, DP gradients by the "
+           "core's ring strategy, activations as point-to-point messages); network "
+           "communication only",
+           Core::kTraining);
   p.communication
       .add("closed_form",
            "collectives and messages between hosts take collective_cost's closed form (launch, "
@@ -30,6 +41,7 @@ LlmTrainingPolicies build() {
 
 std::vector<PolicyInfo> LlmTrainingPolicies::describe() const {
   std::vector<PolicyInfo> out;
+  core.describe(out);
   communication.describe(out);
   dp_sync.describe(out);
   return out;

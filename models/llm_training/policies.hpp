@@ -9,7 +9,12 @@
 
 namespace mlsim::llm_training {
 
+// What runs the iteration: the execution graph (megatron_source.hpp) or the training core
+// (megatron_core_job.hpp).
+enum class Core { kGraph, kTraining };
+
 struct LlmTrainingPolicies {
+  PolicyRegistry<Core> core{"core"};
   PolicyRegistry<workload::CommunicationMode> communication{"communication"};
   PolicyRegistry<DpSync> dp_sync{"dp_sync"};
   std::vector<PolicyInfo> describe() const;

@@ -7,7 +7,8 @@
 namespace mlsim::training {
 
 // The replicas of stage s (the core's workers first .. first + replicas) and its layers, as one
-// GradientOwner whose gradient path and strategy synchronise them.
+// GradientOwner whose gradient path and strategy synchronise them: layer by layer, or (one
+// tensor) the stage's layers with parameters as the path's one layer 0.
 class StageGradients::Stage final : public GradientOwner {
  public:
   Stage(Engine& engine, DataParallelJob& core, std::size_t first_worker, std::size_t replicas,
@@ -17,22 +18,51 @@ class StageGradients::Stage final : public GradientOwner {
         replicas_(replicas),
         first_layer_(first_layer),
         end_layer_(end_layer),
-        path_(engine, *this, setup.make_scheduler, setup.config) {}
+        one_tensor_(setup.stage_as_one_tensor),
+        path_(engine, *this, setup.make_scheduler, setup.config) {
+    for (std::size_t l = first_layer; l < end_layer; ++l) {
+      const std::int64_t p = core.spec().parameters[l];
+      total_ += p;
+      if (p != 0) ++sent_layers_;
+    }
+    handed_.assign(replicas, 0);
+  }
 
   std::size_t gradient_workers() const override { return replicas_; }
-  std::size_t gradient_layers() const override { return end_layer_ - first_layer_; }
+  std::size_t gradient_layers() const override {
+    return one_tensor_ ? 1 : end_layer_ - first_layer_;
+  }
   std::int64_t layer_parameters(std::size_t l) const override {
-    return core_.spec().parameters[first_layer_ + l];
+    return one_tensor_ ? total_ : core_.spec().parameters[first_layer_ + l];
   }
   void parameters_back(std::size_t w, std::size_t l) override {
-    core_.parameters_back(first_worker_ + w, first_layer_ + l);
+    if (!one_tensor_) {
+      core_.parameters_back(first_worker_ + w, first_layer_ + l);
+      return;
+    }
+    for (std::size_t layer = first_layer_; layer < end_layer_; ++layer)
+      if (core_.spec().parameters[layer] != 0) core_.parameters_back(first_worker_ + w, layer);
+  }
+  // Replica w's gradient of the stage's layer l (from the stage's first) is ready: handed to
+  // the path at once, or, as one tensor, once w handed over every layer with parameters.
+  void gradient_ready(std::size_t w, std::size_t l) {
+    if (!one_tensor_) {
+      path_.gradient_ready(w, l);
+      return;
+    }
+    if (++handed_[w] < sent_layers_) return;
+    handed_[w] = 0;
+    path_.gradient_ready(w, 0);
   }
   void parameters_fetched(std::size_t, std::size_t) override {
     MLSIM_CHECK(false, "a pipeline stage fetches no layer");
   }
   void check_progress() override { core_.check_progress(); }
   std::size_t updates(std::size_t w, std::size_t l) const override {
-    return core_.updates(first_worker_ + w, first_layer_ + l);
+    if (!one_tensor_) return core_.updates(first_worker_ + w, first_layer_ + l);
+    for (std::size_t layer = first_layer_; layer < end_layer_; ++layer)
+      if (core_.spec().parameters[layer] != 0) return core_.updates(first_worker_ + w, layer);
+    return 0;
   }
 
   std::size_t first_worker() const { return first_worker_; }
@@ -44,6 +74,10 @@ class StageGradients::Stage final : public GradientOwner {
  private:
   DataParallelJob& core_;
   std::size_t first_worker_, replicas_, first_layer_, end_layer_;
+  bool one_tensor_;
+  std::int64_t total_ = 0;           // the stage's parameters
+  std::size_t sent_layers_ = 0;      // its layers with parameters
+  std::vector<std::size_t> handed_;  // per replica: layers handed over since its last tensor
   GradientPath path_;
 };
 
@@ -69,7 +103,10 @@ StageGradients::StageGradients(Engine& engine, Network& network, DataParallelJob
     };
     o.workers.assign(at(hosts, first), at(hosts, first + replicas));
     o.servers = o.workers;  // colocated parameter servers (ps only), as a data-parallel job's
-    o.layer_parameters.assign(at(parameters, wk.first_layer), at(parameters, wk.end_layer));
+    if (setup.stage_as_one_tensor)
+      o.layer_parameters.assign(1, stage->layer_parameters(0));
+    else
+      o.layer_parameters.assign(at(parameters, wk.first_layer), at(parameters, wk.end_layer));
     stage->sync = setup.make_sync(SyncSetup{engine, network, stage->path(), o});
     stage->path().set_sync(stage->sync.get());
     stage->sync->set_on_failed(on_failed);
@@ -86,7 +123,7 @@ void StageGradients::gradient_ready(std::size_t w, std::size_t layer) {
     return;
   }
   Stage& stage = *stages_[s];
-  stage.path().gradient_ready(w - stage.first_worker(), layer - stage.first_layer());
+  stage.gradient_ready(w - stage.first_worker(), layer - stage.first_layer());
 }
 
 std::int64_t StageGradients::bytes_sent() const {

@@ -13,6 +13,11 @@
 // model keeps its own StageAllReduce (models/pipeline/stage_allreduce.hpp), whose rounds are
 // joined by the replicas that take part in each (AutoPipe's switches change them), with the
 // whole stage as one tensor.
+//
+// Setup::stage_as_one_tensor presents each stage's layers to its strategy as one tensor of their
+// summed parameters: a replica's layers handed over together (Megatron's last backward hands
+// over all of them at once) go out as one collective, as Megatron all-reduces a stage's whole
+// gradient buffer (and the execution graph one collective per stage); otherwise one per layer.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +40,7 @@ class StageGradients final : public GradientSink {
     // bytes_per_parameter, host and collective costs, links; the workers, servers (colocated
     // with the workers, for ps) and layer sizes are set per stage.
     SyncOptions sync;
+    bool stage_as_one_tensor = false;
   };
   // `core` and `schedule` (the one the core runs) must outlive this; every stage's strategy runs
   // `on_failed` once, from inside the network's delivery, at its first transfer that found no

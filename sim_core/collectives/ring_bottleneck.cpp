@@ -16,10 +16,7 @@ Bandwidth ring_bottleneck(const LinkConditions& conditions, std::span<const Node
 
 RingRoutes ring_routes(const LinkConditions& conditions, std::span<const NodeId> participants,
                        std::uint64_t flow_label) {
-  Router router(conditions.topology());
-  const auto& links = conditions.topology().links();
-  for (LinkId l = 0; l < links.size(); ++l)
-    if (!conditions.up(l)) router.set_link_up(l, false);
+  Router& router = conditions.router();
   const auto n = static_cast<std::uint32_t>(participants.size());
   double narrowest = std::numeric_limits<double>::infinity();
   Time longest = Time::zero();

@@ -1,6 +1,7 @@
 #include "sim_core/network/link_conditions.hpp"
 
 #include "sim_core/base/error.hpp"
+#include "sim_core/network/routing.hpp"
 
 namespace mlsim {
 
@@ -15,6 +16,19 @@ LinkConditions::LinkConditions(const Topology& topology, Network& network)
     bandwidth_.push_back(l.bandwidth);
     latency_.push_back(l.latency);
   }
+}
+
+LinkConditions::~LinkConditions() = default;
+
+Router& LinkConditions::router() const {
+  if (!router_) {
+    router_ = std::make_unique<Router>(topology_);
+    for (LinkId l = 0; l < topology_.links().size(); ++l) {
+      if (!effective_up(l)) router_->set_link_up(l, false);
+      if (latency_[l] != topology_.link(l).latency) router_->set_link_latency(l, latency_[l]);
+    }
+  }
+  return *router_;
 }
 
 bool LinkConditions::effective_up(LinkId l) const {
@@ -42,6 +56,7 @@ void LinkConditions::set_latency(std::span<const LinkId> links, Time latency) {
   for (LinkId l : links) {
     latency_.at(l) = latency;
     network_.set_link_latency(l, latency);
+    if (router_) router_->set_link_latency(l, latency);
   }
   changed(links);
 }
@@ -50,6 +65,7 @@ bool LinkConditions::apply_up(LinkId l, bool was_up) {
   const bool now_up = effective_up(l);
   if (now_up == was_up) return false;
   network_.set_link_up(l, now_up);
+  if (router_) router_->set_link_up(l, now_up);
   return true;
 }
 

@@ -9,6 +9,7 @@
 // its links down: node_health.hpp).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -17,10 +18,15 @@
 
 namespace mlsim {
 
+class Router;
+
 class LinkConditions {
  public:
   // All links up at their topology bandwidth and latency. Both must outlive this.
   LinkConditions(const Topology& topology, Network& network);
+  ~LinkConditions();
+  LinkConditions(const LinkConditions&) = delete;
+  LinkConditions& operator=(const LinkConditions&) = delete;
 
   const Topology& topology() const { return topology_; }
   Bandwidth bandwidth(LinkId link) const { return bandwidth_.at(link); }
@@ -32,6 +38,13 @@ class LinkConditions {
   Bandwidth usable(LinkId link) const { return up(link) ? bandwidth(link) : Bandwidth{0}; }
   // Changes whenever a link changes, so planners know when to look again.
   std::uint64_t version() const { return version_; }
+
+  // One Router over the topology for the whole run, its links up and down as here (and their
+  // latencies), built on first use: code that routes over the links as they are now (a ring's
+  // bottleneck, a closed-form collective's route) asks it instead of building a Router per call,
+  // so its breadth-first searches and cached routes are shared. Routes do not depend on the
+  // order of earlier calls (routing.hpp), so sharing it changes no route. Valid while this lives.
+  Router& router() const;
 
   // Each applies the change to every link given, on the network, now; then the listeners hear
   // once of the links whose state changed (a multi-link event is seen whole, never half done).
@@ -60,6 +73,7 @@ class LinkConditions {
   std::vector<std::uint8_t> link_up_, node_up_;
   std::vector<Listener> listeners_;
   std::uint64_t version_ = 0;
+  mutable std::unique_ptr<Router> router_;  // a cache of routes: built by router()
 };
 
 // The links from a to b and from b to a; empty when the nodes are not neighbours.

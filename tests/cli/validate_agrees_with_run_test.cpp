@@ -132,7 +132,16 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"workload.model.heads=0"}, "workload.model.heads"},
          {{"workload.model.architecture=mamba"}, "workload.model.architecture"},
          {{"workload.model.layers=0"}, "workload.model.layers"},
-         {{"system.communication=network", "system.tp=4"}, "system.tp"},  // DP pairs on a host
+         {{"system.communication=network", "system.tp=4"},
+          "system.tp"},  // DP pairs on a host
+                         // The training core: a known name, network communication, one TP group per
+                         // host; its options only with it.
+         {{"system.core=tree"}, "system.core"},
+         {{"system.core=training", "system.communication=closed_form"}, "system.core"},
+         {{"system.core=training", "system.communication=network", "system.tp=4", "system.dp=16"},
+          "system.core"},
+         {{"system.stage_as_one_tensor=false"}, "system.stage_as_one_tensor"},
+         {{"system.core_op_steps=merged"}, "system.core_op_steps"},
      }},
     {"pipeline",
      {

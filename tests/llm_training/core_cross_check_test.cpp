@@ -3,9 +3,9 @@
 // DataParallelJob whose workers are the graph's collapsed ranks, one per (stage, DP index), each
 // standing for its TP group on its own host; PipelineSchedule 1F1B with Megatron's two flags;
 // ops priced by MegatronOpPricer; each stage's DP gradients through StageGradients with the
-// ring; activations as point-to-point messages sent by this test's observer, which plays the
-// model). Both runs use the same kernels, the same closed form for the TP all-reduces inside a
-// host and the same network for everything else, so their iteration times must be equal.
+// ring; activations as point-to-point messages: MegatronCoreJob, the model's job). Both runs use
+// the same kernels, the same closed form for the TP all-reduces inside a host and the same network
+// for everything else, so their iteration times must be equal.
 //
 // The kernels are fixed times, and, in one configuration, transformer_kernels.hpp's operators of a
 // small GPT priced by a roofline provider through the platform's Compute.
@@ -16,10 +16,8 @@
 // rings, with the same CostModel) and the core adds or sums nothing the graph does not, so a
 // difference of even 1 ns would be a difference in the model, not rounding. (Without the
 // collective costs on the core's messages and rings, the first version of this test, the core
-// was 9-55 us faster per iteration.) One difference is known and not modelled on the core: the
-// graph's sends are rendezvous, so with three or more stages a middle stage's second warm-up
-// activation leaves only once that stage posts its receive (docs/training.md, "What the
-// cross-check will have to reconcile"); in the configurations below it moves no iteration's end.
+// was 9-55 us faster per iteration.) The graph's sends are rendezvous (a message starts once its
+// receive is posted), which MegatronCoreJob models too (AMessageStartsOnceItsReceiveIsPosted).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,14 +26,10 @@
 #include <variant>
 #include <vector>
 
+#include "models/llm_training/megatron_core_job.hpp"
 #include "models/llm_training/megatron_op_pricer.hpp"
 #include "models/llm_training/megatron_source.hpp"
 #include "models/llm_training/transformer_kernels.hpp"
-#include "models/training/data_parallel_job.hpp"
-#include "models/training/pipeline_schedule.hpp"
-#include "models/training/policies.hpp"
-#include "models/training/stage_gradients.hpp"
-#include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/hardware/cost_model.hpp"
 #include "sim_core/network/fluid_network.hpp"
@@ -150,93 +144,21 @@ Time on_the_graph(const ParallelLayout& l, bool operators) {
   return end;
 }
 
-// The core's side: worker r = DP index + dp x stage, on host r (the graph's rank order).
-struct CoreMegatron final : training::OpObserver {
-  CoreMegatron(const ParallelLayout& l, bool operators)
-      : layout(l),
-        bench(l, operators),
-        schedule(training::PipelineSchedule::Kind::kOneFOneB, first_layers(l),
-                 std::vector<std::size_t>(static_cast<std::size_t>(l.pp),
-                                          static_cast<std::size_t>(l.dp)),
-                 static_cast<std::size_t>(l.pp * l.dp),
-                 static_cast<std::size_t>(l.micro_batches * l.dp)),
-        messages(bench.engine, bench.net, {bench.costs, {}, 0}, &bench.links) {
-    schedule.set_sync_after_last_backward(true);
-    schedule.set_blocking_sends(true);
-    training::JobSpec spec;
-    spec.workers = bench.topo.hosts();
-    // A stage's gradient bytes per GPU as parameters of 1 byte each, its layers sharing them
-    // (one layer per stage here: one collective, as the graph's one all-reduce per stage); TP
-    // copies as bytes per parameter, as the graph's collapsed rank counts TP copies.
-    for (int s = 0; s < l.pp; ++s) {
-      const Bytes grads = s == 0          ? l.first_stage_grads
-                          : s + 1 == l.pp ? l.last_stage_grads
-                                          : l.middle_stage_grads;
-      spec.parameters.push_back(l.pp == 1 ? l.first_stage_grads.count : grads.count);
-    }
-    job = std::make_unique<training::DataParallelJob>(bench.engine, bench.compute, spec);
-    pricer = std::make_unique<MegatronOpPricer>(l, kernels_for(l, operators), bench.compute,
-                                                bench.topo.hosts(), bench.costs);
-    const training::TrainingPolicies& p = training::training_policies();
-    training::StageGradients::Setup setup{p.schedulers.get("fifo", "").value,
-                                          training::SchedulerConfig{},
-                                          p.syncs.get("ring", "").value, training::SyncOptions{}};
-    setup.sync.bytes_per_parameter = l.tp;
-    setup.sync.costs = bench.costs;  // the graph pays them on every collective and message
-    setup.sync.links = &bench.links;
-    gradients = std::make_unique<training::StageGradients>(bench.engine, bench.net, *job, schedule,
-                                                           setup, [] { ADD_FAILURE(); });
-    job->set_schedule(&schedule);
-    job->set_op_pricer(pricer.get());
-    job->set_gradient_sink(gradients.get());
-    job->set_op_observer(this);
-  }
-
-  static std::vector<std::size_t> first_layers(const ParallelLayout& l) {
-    std::vector<std::size_t> out;
-    for (int s = 0; s <= l.pp; ++s) out.push_back(static_cast<std::size_t>(s * l.layers_per_stage));
-    return out;
-  }
-
-  // Micro-batch m's activation or its gradient to the same DP index of the next or previous
-  // stage: activation x TP bytes (the graph's collapsed message); an op that ends_after_send
-  // ends on arrival. Zero bytes arrive at once.
-  void op_done(std::size_t w, const training::ScheduledOp& op) override {
-    const auto& wk = schedule.worker(w);
-    const std::size_t m = wk.replica + op.micro_batch * wk.replicas;
-    const bool forward = op.forward;
-    if (forward ? wk.stage + 1 == schedule.stages() : wk.stage == 0) return;
-    const std::size_t to_stage = forward ? wk.stage + 1 : wk.stage - 1;
-    const auto [dest, k] = schedule.worker_of(to_stage, m);
-    const bool blocking = op.ends_after_send;
-    auto arrived = [this, w, dest, k, forward, blocking] {
-      job->input_arrived(dest, k, forward);
-      if (blocking) job->output_sent(w);
-    };
-    const Bytes bytes{layout.activation.count * layout.tp};
-    if (bytes.count <= 0) {
-      bench.engine.schedule_in(Time::zero(), arrived);
-      return;
-    }
-    messages.send(bench.topo.hosts()[w], bench.topo.hosts()[dest], bytes,
-                  [arrived](const collectives::CollectiveResult&) { arrived(); });
-  }
-
-  Time run() {
-    job->start();
-    bench.engine.run();
-    EXPECT_TRUE(job->finished());
-    return job->finish_time();
-  }
-
-  ParallelLayout layout;
-  CrossBench bench;
-  training::PipelineSchedule schedule;
-  collectives::PointToPoint messages;
-  std::unique_ptr<training::DataParallelJob> job;
-  std::unique_ptr<MegatronOpPricer> pricer;
-  std::unique_ptr<training::StageGradients> gradients;
-};
+// The core's side: MegatronCoreJob, worker r = DP index + dp x stage, on host r (the graph's
+// rank order: one TP group per host here).
+Time on_the_core(const ParallelLayout& l, bool operators, bool stage_as_one_tensor = true) {
+  CrossBench b(l, operators);
+  MegatronCoreOptions options;
+  options.costs = b.costs;  // the graph pays them on every collective and message
+  options.links = &b.links;
+  options.stage_as_one_tensor = stage_as_one_tensor;
+  MegatronCoreJob job(b.engine, b.net, b.compute, l, kernels_for(l, operators), b.topo.hosts(),
+                      options, [] { ADD_FAILURE(); });
+  job.start();
+  b.engine.run();
+  EXPECT_TRUE(job.finished());
+  return job.finish_time();
+}
 
 // One op's steps by hand: TP 2, 2 stages of 1 layer, recomputation, on host 0. The last stage's
 // backward is the head, then the layer's forward again (attention, all-reduce, MLP, all-reduce),
@@ -280,6 +202,29 @@ TEST(MegatronOnTheCore, PricerGivesTheGraphsStepsForAnOp) {
   EXPECT_NEAR(steps[3].seconds, 1.5e-3, 1e-15);
 }
 
+// Merged, the same op (above) is one compute step of 1.25 + 1 + 1.5 + 3 + 2 = 8.75 ms, then
+// one step of its four all-reduces, 4 x 11.010 = 44.040 us.
+TEST(MegatronOnTheCore, MergedPricerGivesAnOpAsTwoSteps) {
+  ParallelLayout l;
+  l.tp = 2;
+  l.pp = 2;
+  l.activation = Bytes{1000};
+  l.recompute = true;
+  CrossBench b(l);
+  const MegatronOpPricer pricer(l, fixed_kernels(), b.compute, b.topo.hosts(), b.costs, true);
+  training::ScheduledOp op;
+  op.forward = false;
+  op.first_layer = 1;
+  op.end_layer = 2;
+  std::vector<training::OpStep> steps;
+  pricer.steps(0, op, steps);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].kind, training::OpStep::Kind::kCompute);
+  EXPECT_NEAR(steps[0].seconds, 8.75e-3, 1e-15);
+  EXPECT_EQ(steps[1].kind, training::OpStep::Kind::kCollective);
+  EXPECT_EQ(steps[1].duration.count_ns(), 44'040);
+}
+
 TEST(MegatronOnTheCore, SmallConfigurationsTakeTheGraphsIterationTime) {
   struct Config {
     int tp, pp, dp, micro_batches;
@@ -308,12 +253,88 @@ TEST(MegatronOnTheCore, SmallConfigurationsTakeTheGraphsIterationTime) {
     l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{c.grads};
     l.recompute = c.recompute;
     const Time graph = on_the_graph(l, c.operators);
-    CoreMegatron core(l, c.operators);
-    const Time on_core = core.run();
+    const Time on_core = on_the_core(l, c.operators);
     EXPECT_EQ(on_core, graph) << "TP " << c.tp << " PP " << c.pp << " DP " << c.dp << " M "
                               << c.micro_batches;
     EXPECT_GT(graph, Time::zero());
   }
+}
+
+// Two layers per stage. The graph all-reduces a stage's whole gradient at once; the core's
+// stage_as_one_tensor does the same and gives the graph's time to the nanosecond. Layer by
+// layer, a stage's ring runs two collectives one after the other, each of half the bytes (the
+// FIFO scheduler hands the ring one tensor at a time): the bandwidth term is the same and the
+// iteration ends later by exactly one more collective's fixed cost, launch 5 us plus
+// 2 (DP - 1) steps of the Simple protocol's 2 us (the star's links have no latency): 9 us at
+// DP 2, 13 us at DP 3.
+TEST(MegatronOnTheCore, SeveralLayersPerStageAreOneTensorAsOnTheGraph) {
+  struct Config {
+    int tp, pp, dp, micro_batches;
+    bool recompute;
+    std::int64_t extra_ns;  // per layer against one tensor, by hand (above)
+  };
+  for (const Config& c : {Config{2, 2, 2, 3, true, 9'000}, Config{1, 3, 3, 4, false, 13'000}}) {
+    ParallelLayout l;
+    l.tp = c.tp;
+    l.pp = c.pp;
+    l.dp = c.dp;
+    l.micro_batches = c.micro_batches;
+    l.layers_per_stage = 2;
+    l.activation = Bytes{250'000};
+    // Divisible by 2 DP x 2 layers and by 3 DP x 2 layers: every ring step's bytes whole, so
+    // no step's transfer time rounds.
+    l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{2'000'004};
+    l.recompute = c.recompute;
+    const Time graph = on_the_graph(l, false);
+    EXPECT_EQ(on_the_core(l, false, true), graph) << "PP " << c.pp << " DP " << c.dp;
+    EXPECT_EQ((on_the_core(l, false, false) - graph).count_ns(), c.extra_ns)
+        << "PP " << c.pp << " DP " << c.dp;
+  }
+}
+
+// Rendezvous, by hand (PP 3, M 2, TP 1, DP 1, fixed kernels, 1 MB activations; the
+// docs/training.md example): stage 1 runs one warm-up forward, so it posts the receive of its
+// second activation only once its first forward's send to stage 2 is delivered. Stage 0's second
+// activation is computed at 2 f0 + m (f0 = embedding + attention + MLP = 2.75 ms, m its first
+// message's time), but starts only when stage 1's first message arrives, f0 + m + f1 + m
+// (f1 = 2.5 ms): later by f1 + m - f0 = m - 0.25 ms > 0. The one other wait: stage 2 (the
+// last, no warm-up: F0, B0, F1, B1) posts the receive of its second activation with its first
+// gradient's send (send_backward_recv_forward), at B0's compute end; stage 1 computed that
+// activation at f0 + 3m + 2 f1, well before (B0 alone takes 6.25 ms), so it starts together
+// with stage 2's first gradient message (which finds stage 1's receive posted).
+TEST(MegatronOnTheCore, AMessageStartsOnceItsReceiveIsPosted) {
+  ParallelLayout l;
+  l.pp = 3;
+  l.micro_batches = 2;
+  l.activation = Bytes{1'000'000};
+  CrossBench b(l);
+  MegatronCoreOptions options;
+  options.costs = b.costs;
+  options.links = &b.links;
+  MegatronCoreJob job(b.engine, b.net, b.compute, l, fixed_kernels(), b.topo.hosts(), options,
+                      [] { ADD_FAILURE(); });
+  job.record_messages(true);
+  job.start();
+  b.engine.run();
+  ASSERT_TRUE(job.finished());
+  const auto find = [&](std::size_t from, std::size_t to, std::size_t mb) {
+    for (const auto& r : job.message_records())
+      if (r.from == from && r.to == to && r.micro_batch == mb) return r;
+    ADD_FAILURE() << from << " -> " << to << " mb " << mb;
+    return MegatronCoreJob::MessageRecord{};
+  };
+  const auto first = find(0, 1, 0), second = find(0, 1, 1), onward = find(1, 2, 0);
+  const Time f0 = cross_ms(2.75), m = first.arrival - first.start;
+  EXPECT_EQ(first.start, f0);
+  EXPECT_EQ(onward.arrival, f0 + m + cross_ms(2.5) + m);  // stage 1's first forward ends
+  EXPECT_EQ(second.start, onward.arrival);                // not at 2 f0 + m
+  EXPECT_GT(second.start, f0 + m + f0);
+  const auto gradient = find(2, 1, 0), third = find(1, 2, 1);
+  EXPECT_EQ(third.start, gradient.start);
+  EXPECT_GT(third.start, f0 + m + cross_ms(2.5) + m + m + cross_ms(2.5));
+  EXPECT_EQ(job.rendezvous_waits(), 2u);
+  // And the graph agrees on the iteration.
+  EXPECT_EQ(job.finish_time(), on_the_graph(l, false));
 }
 
 }  // namespace

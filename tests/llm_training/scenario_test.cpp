@@ -92,5 +92,57 @@ TEST(LlmTrainingScenario, InputErrorsNameTheirPathAtPrepareTime) {
             std::string::npos);  // 1152 > 1024 GPUs
 }
 
+// system.core "training": the same iteration as a job on the training core
+// (megatron_core_job.hpp). With one spine no route has an ECMP choice, and the core gives the
+// graph's iteration to the nanosecond on the shipped GPT-3 scenario (NCCL costs, roofline
+// operators, PP 16, 64 sequences). With the shipped eight spines the two hash their messages'
+// ECMP labels differently (the graph by its node's target and slot, the core's point-to-point
+// messages by their pair of hosts), so messages crossing leaves meet on different uplinks: not
+// compared here (docs/training.md, "Scale check").
+TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIteration) {
+  const std::vector<std::string> sets = {"system.global_batch=64",
+                                         "system.communication=\"network\"", "topology.spines=1"};
+  auto with = [&](const std::string& core) {
+    auto s = sets;
+    s.push_back("system.core=\"" + core + "\"");
+    return run_gpt3(s);
+  };
+  const RunOutput graph = with("graph"), core = with("training");
+  EXPECT_EQ(metric(core, "completed"), 1);
+  EXPECT_EQ(metric(core, "iteration_time_s"), metric(graph, "iteration_time_s"));
+  EXPECT_EQ(core.results.details().at("core"), "training");
+  // 16 stages x 8 DP pipelines of 8 micro-batches: 2 x 15 boundaries x 8 messages each.
+  EXPECT_EQ(metric(core, "messages"), 2 * 15 * 8 * 8);
+}
+
+TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
+  auto error = [](std::vector<std::string> sets) {
+    try {
+      run_gpt3(std::move(sets));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error({"system.core=\"tree\""}).find("system.core"), std::string::npos);
+  // The shipped scenario's closed form: the core moves bytes through the network only.
+  EXPECT_NE(error({"system.core=\"training\""}).find("system.core"), std::string::npos);
+  EXPECT_NE(error({"system.core=\"training\"", "system.communication=\"network\"",
+                   "system.dp_sync=\"reduce_scatter_all_gather\""})
+                .find("system.core"),
+            std::string::npos);
+  EXPECT_NE(error({"system.stage_as_one_tensor=false"}).find("system.stage_as_one_tensor"),
+            std::string::npos);
+  EXPECT_NE(error({"system.core_op_steps=\"merged\""}).find("system.core_op_steps"),
+            std::string::npos);
+  EXPECT_NE(error({"system.core=\"training\"", "system.communication=\"network\"",
+                   "system.core_op_steps=\"fused\""})
+                .find("system.core_op_steps"),
+            std::string::npos);
+  EXPECT_EQ(error({"system.core=\"training\"", "system.communication=\"network\"",
+                   "system.global_batch=64", "system.stage_as_one_tensor=false"}),
+            "no error");
+}
+
 }  // namespace
 }  // namespace mlsim

@@ -5,6 +5,9 @@
 #include <set>
 #include <vector>
 
+#include "sim_core/engine/engine.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 
 using namespace mlsim;
@@ -110,4 +113,26 @@ TEST(Routing, DistanceCacheEvictsUnderItsLimit) {
   const auto searches = r.searches();
   EXPECT_EQ(path(r, 0, 15, 1), first);  // evicted, searched again, same answer
   EXPECT_EQ(r.searches(), searches + 1);
+}
+
+// LinkConditions::router(): one Router per run (built on first use) that follows the links'
+// state and latency as they change, before it exists and after. On the ring of 8, 0 -> 2 is two
+// hops clockwise over links 0 (0->1) and 2 (1->2), six counter-clockwise without them.
+TEST(Routing, LinkConditionsKeepOneRouterThatFollowsTheLinks) {
+  const Topology t = build_topology(RingSpec{8, kRoutingLink});
+  Engine engine;
+  FluidNetwork net(engine, t, Sharing::kMaxMin);
+  LinkConditions links(t, net);
+  links.set_link_up(0, false);  // before the router exists
+  Router& r = links.router();
+  EXPECT_EQ(&r, &links.router());
+  EXPECT_EQ(path(r, 0, 2).size(), 6u);
+  links.set_link_up(0, true);
+  EXPECT_EQ(path(r, 0, 2).size(), 2u);
+  links.set_node_up(1, false);  // takes 0->1 and 1->2 down with it
+  EXPECT_EQ(path(r, 0, 2).size(), 6u);
+  links.set_node_up(1, true);
+  EXPECT_EQ(path(r, 0, 2).size(), 2u);
+  links.set_latency(0, Time::us(5));
+  EXPECT_EQ(r.route(0, 1, 0)->latency, Time::us(5));
 }

@@ -1,0 +1,191 @@
+#include "models/llm_training/megatron_core_job.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "models/training/policies.hpp"
+#include "sim_core/base/error.hpp"
+
+namespace mlsim::llm_training {
+
+namespace {
+
+std::vector<std::size_t> first_layers(const ParallelLayout& l) {
+  std::vector<std::size_t> out;
+  for (int s = 0; s <= l.pp; ++s) out.push_back(static_cast<std::size_t>(s * l.layers_per_stage));
+  return out;
+}
+
+// Stage s's gradient bytes per GPU (the graph's: the first stage's alone when there is one).
+std::int64_t stage_grads(const ParallelLayout& l, int s) {
+  if (s == 0) return l.first_stage_grads.count;
+  return s + 1 == l.pp ? l.last_stage_grads.count : l.middle_stage_grads.count;
+}
+
+// Per decoder layer, its share of its stage's gradient bytes as parameters of 1 byte each (the
+// first layers of a stage take the remainder), TP copies counted as bytes per parameter.
+std::vector<std::int64_t> layer_parameters(const ParallelLayout& l) {
+  std::vector<std::int64_t> out;
+  const auto per_stage = static_cast<std::int64_t>(l.layers_per_stage);
+  for (int s = 0; s < l.pp; ++s) {
+    const std::int64_t grads = stage_grads(l, s);
+    for (std::int64_t k = 0; k < per_stage; ++k)
+      out.push_back(grads / per_stage + (k < grads % per_stage ? 1 : 0));
+  }
+  return out;
+}
+
+}  // namespace
+
+MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& compute,
+                                 const ParallelLayout& layout, StageKernels kernels,
+                                 std::vector<NodeId> hosts, MegatronCoreOptions options,
+                                 std::function<void()> on_failed)
+    : engine_(engine),
+      layout_(layout),
+      hosts_(std::move(hosts)),
+      schedule_(training::PipelineSchedule::Kind::kOneFOneB, first_layers(layout),
+                std::vector<std::size_t>(static_cast<std::size_t>(layout.pp),
+                                         static_cast<std::size_t>(layout.dp)),
+                static_cast<std::size_t>(layout.pp * layout.dp),
+                static_cast<std::size_t>(layout.micro_batches * layout.dp)),
+      messages_(engine, network, {options.costs, {}, 0}, options.links) {
+  MLSIM_CHECK(hosts_.size() == static_cast<std::size_t>(layout.pp * layout.dp),
+              "a Megatron job on the core needs one host per (stage, DP index)");
+  MLSIM_CHECK(layout.layers_per_stage >= 1, "a Megatron stage holds at least one layer");
+  schedule_.set_sync_after_last_backward(true);
+  schedule_.set_blocking_sends(true);
+  training::JobSpec spec;
+  spec.workers = hosts_;
+  spec.parameters = layer_parameters(layout);
+  spec.iterations = static_cast<std::size_t>(layout.iterations);
+  job_ = std::make_unique<training::DataParallelJob>(engine, compute, spec);
+  pricer_ = std::make_unique<MegatronOpPricer>(layout, std::move(kernels), compute, hosts_,
+                                               options.costs, options.merge_op_steps);
+  const training::TrainingPolicies& p = training::training_policies();
+  training::StageGradients::Setup setup{p.schedulers.get("fifo", "").value,
+                                        training::SchedulerConfig{}, p.syncs.get("ring", "").value,
+                                        training::SyncOptions{}};
+  setup.sync.bytes_per_parameter = layout.tp;
+  setup.sync.costs = options.costs;  // the graph pays them on every collective and message
+  setup.sync.links = options.links;
+  setup.stage_as_one_tensor = options.stage_as_one_tensor;
+  if (!on_failed) on_failed = [] {};
+  messages_.set_failure_callback([f = on_failed] { f(); });
+  gradients_ = std::make_unique<training::StageGradients>(engine, network, *job_, schedule_, setup,
+                                                          std::move(on_failed));
+  job_->set_schedule(&schedule_);
+  job_->set_op_pricer(pricer_.get());
+  job_->set_gradient_sink(gradients_.get());
+  job_->set_op_observer(this);
+  // Each worker's op order (the schedule's; Megatron's program), and which receives it pairs.
+  progress_.resize(hosts_.size());
+  for (std::size_t w = 0; w < hosts_.size(); ++w) {
+    Progress& p = progress_[w];
+    const std::size_t m = schedule_.worker(w).micro_batches;
+    p.forward_at.assign(m, 0);
+    p.backward_at.assign(m, 0);
+    const auto stage = static_cast<int>(schedule_.worker(w).stage);
+    const auto warm_up =
+        static_cast<std::size_t>(std::min(layout.pp - stage - 1, layout.micro_batches));
+    const bool steady = m > warm_up;
+    std::size_t f = 0, b = 0;
+    bool previous_forward = true;
+    while (const auto op = schedule_.next(w, f, b)) {
+      (op->forward ? p.forward_at : p.backward_at)[op->micro_batch] = p.ops;
+      p.paired.push_back(p.ops > 0 && steady && op->forward != previous_forward);
+      previous_forward = op->forward;
+      ++(op->forward ? f : b);
+      ++p.ops;
+    }
+  }
+}
+
+MegatronCoreJob::~MegatronCoreJob() = default;
+
+void MegatronCoreJob::start() {
+  job_->start();
+}
+
+bool MegatronCoreJob::receive_posted(std::size_t to, const Message& m) const {
+  const Progress& p = progress_[to];
+  if (p.iteration != m.iteration) return p.iteration > m.iteration;
+  const std::size_t j = (m.forward ? p.forward_at : p.backward_at)[m.micro_batch];
+  if (j == 0) return true;
+  return p.paired[j] ? p.computed >= j : p.ended >= j;
+}
+
+// Micro-batch m's activation or its gradient to the same DP index of the next or previous stage:
+// activation x TP bytes (the graph's collapsed message); an op that ends_after_send ends on
+// arrival. Zero bytes arrive at once.
+void MegatronCoreJob::deliver(std::size_t to, const Message& m) {
+  const std::size_t w = m.from;
+  const std::size_t k = m.micro_batch;
+  const bool forward = m.forward, blocking = m.blocking;
+  const std::size_t record = records_.size();
+  if (record_) records_.push_back({w, to, k, forward, engine_.now(), Time::zero()});
+  auto arrived = [this, w, to, k, forward, blocking, record] {
+    if (record_) records_[record].arrival = engine_.now();
+    job_->input_arrived(to, k, forward);
+    if (blocking) {
+      ended(w);
+      job_->output_sent(w);
+    }
+  };
+  const Bytes bytes{layout_.activation.count * layout_.tp};
+  if (bytes.count <= 0) {
+    engine_.schedule_in(Time::zero(), arrived);
+    return;
+  }
+  ++messages_sent_;
+  messages_.send(hosts_[w], hosts_[to], bytes,
+                 [arrived](const collectives::CollectiveResult&) { arrived(); });
+}
+
+void MegatronCoreJob::ended(std::size_t w) {
+  Progress& p = progress_[w];
+  if (++p.ended == p.ops) {
+    p.ended = p.computed = 0;
+    ++p.iteration;
+  }
+  flush(w);
+}
+
+void MegatronCoreJob::flush(std::size_t to) {
+  auto& waiting = progress_[to].waiting;
+  for (std::size_t i = 0; i < waiting.size();) {
+    if (!receive_posted(to, waiting[i])) {
+      ++i;
+      continue;
+    }
+    const Message m = waiting[i];
+    waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
+    deliver(to, m);
+  }
+}
+
+void MegatronCoreJob::op_done(std::size_t w, const training::ScheduledOp& op) {
+  const auto& wk = schedule_.worker(w);
+  Progress& p = progress_[w];
+  const std::size_t iteration = p.iteration;
+  ++p.computed;
+  const bool sends = op.forward ? wk.stage + 1 < schedule_.stages() : wk.stage > 0;
+  if (!op.ends_after_send) {
+    ended(w);  // the op ends now (its send, if any, does not hold it)
+  } else {
+    flush(w);  // a paired receive is posted with the send
+  }
+  if (!sends) return;
+  const std::size_t m = wk.replica + op.micro_batch * wk.replicas;
+  const std::size_t to_stage = op.forward ? wk.stage + 1 : wk.stage - 1;
+  const auto [dest, k] = schedule_.worker_of(to_stage, m);
+  const Message message{w, iteration, k, op.forward, op.ends_after_send};
+  if (receive_posted(dest, message)) {
+    deliver(dest, message);
+  } else {
+    ++waits_;
+    progress_[dest].waiting.push_back(message);
+  }
+}
+
+}  // namespace mlsim::llm_training

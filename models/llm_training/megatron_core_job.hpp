@@ -1,0 +1,125 @@
+#pragma once
+// A Megatron-LM TP x PP x DP training job on the training core (plan steps 1 and 5 in
+// docs/training.md), the core's counterpart of megatron_source.hpp's execution graph:
+//
+//  - Workers: one per (stage s, DP index d), worker r = d + DP x s (the graph's rank order,
+//    tensor innermost), each standing for its TP group of `tp` GPUs on the host it is given
+//    (`hosts[r]`, the graph's collapsed rank's host: hosts_of()).
+//  - Order: PipelineSchedule 1F1B with one replica per stage per DP index and Megatron's two
+//    flags (gradients handed over with the last backward, blocking sends).
+//  - Ops priced by MegatronOpPricer (kernels through the platform's Compute, TP all-reduces in
+//    closed form over the host's intra-node link).
+//  - DP: StageGradients, one gradient path per stage over its DP copies, the training core's
+//    `ring` strategy with the collective layer's costs; a stage's layers share its gradient
+//    bytes (its GPU's share of the stage's parameters x TP copies, as the graph's collapsed
+//    rank counts them).
+//  - Activations and their gradients: a point-to-point message of activation x TP bytes (the
+//    graph's collapsed message) from a worker to the same DP index of the next or previous
+//    stage; an op that ends_after_send ends on delivery.
+//  - Rendezvous (as the graph's GraphExecutor::match, Megatron's batched isend/irecv): a message
+//    starts once the sender's op computed it and the receiver posted its receive. Stage s runs
+//    W = min(PP - s - 1, M) warm-up forwards, then R = M - W steady pairs, then the cool-down
+//    backwards (megatron_source.hpp). The receive for an op is posted together with the
+//    receiver's previous op's send when Megatron pairs them (a steady backward's gradient with
+//    send_forward_recv_backward, a steady forward after the first with
+//    send_backward_recv_forward: the previous op's compute end), otherwise once the previous op
+//    ended (its blocking send delivered), and at once for a worker's first op of an iteration.
+//
+// Equal to the graph in network mode, to the nanosecond, on the cross-check's configurations
+// (tests/llm_training/core_cross_check_test.cpp); where the two could still differ is listed in
+// docs/training.md ("Where the two cores could differ").
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "models/llm_training/megatron_op_pricer.hpp"
+#include "models/llm_training/megatron_source.hpp"
+#include "models/training/data_parallel_job.hpp"
+#include "models/training/pipeline_schedule.hpp"
+#include "models/training/stage_gradients.hpp"
+#include "sim_core/collectives/point_to_point.hpp"
+#include "sim_core/network/link_conditions.hpp"
+
+namespace mlsim::llm_training {
+
+struct MegatronCoreOptions {
+  collectives::CostModel costs;  // the collective layer's: launch, per-step latency, protocols
+  // Must outlive the job when given (protocols chosen from the routes, as the graph's).
+  const LinkConditions* links = nullptr;
+  // Each stage's layers as one DP tensor: one all-reduce of the whole stage's gradients per
+  // stage, as the graph runs it (otherwise one per layer, each of the layer's share).
+  bool stage_as_one_tensor = true;
+  // Each op's kernels as one compute step and its TP all-reduces as one step (MegatronOpPricer's
+  // merge_steps): fewer events, the same times up to nanosecond rounding.
+  bool merge_op_steps = false;
+};
+
+class MegatronCoreJob final : public training::OpObserver {
+ public:
+  // `hosts`: per worker (pp x dp of them, rank order), its host, all distinct. `engine`,
+  // `network` and `compute` must outlive the job; `on_failed` runs once, at the first transfer
+  // that found no route.
+  MegatronCoreJob(Engine& engine, Network& network, Compute& compute, const ParallelLayout& layout,
+                  StageKernels kernels, std::vector<NodeId> hosts, MegatronCoreOptions options,
+                  std::function<void()> on_failed = {});
+  ~MegatronCoreJob() override;
+  MegatronCoreJob(const MegatronCoreJob&) = delete;
+  MegatronCoreJob& operator=(const MegatronCoreJob&) = delete;
+
+  void start();
+  bool finished() const { return job_->finished(); }
+  Time finish_time() const { return job_->finish_time(); }
+  double progress() const { return job_->progress(); }
+  const training::DataParallelJob& core() const { return *job_; }
+  const training::PipelineSchedule& schedule() const { return schedule_; }
+  const training::StageGradients& gradients() const { return *gradients_; }
+  std::uint64_t messages() const { return messages_sent_; }
+  // Messages that waited for their receive to be posted.
+  std::uint64_t rendezvous_waits() const { return waits_; }
+  // For tests: every message's start and arrival, once turned on (before start()).
+  struct MessageRecord {
+    std::size_t from = 0, to = 0, micro_batch = 0;  // the receiver's micro-batch
+    bool forward = true;
+    Time start, arrival;
+  };
+  void record_messages(bool on) { record_ = on; }
+  const std::vector<MessageRecord>& message_records() const { return records_; }
+
+  void op_done(std::size_t worker, const training::ScheduledOp& op) override;
+
+ private:
+  // A message computed by its sender, waiting for its receiver to post the receive.
+  struct Message {
+    std::size_t from, iteration, micro_batch;  // the receiver's micro-batch (its numbering)
+    bool forward;                              // an activation (else a gradient)
+    bool blocking;                             // the sender's op ends on delivery
+  };
+  // Per worker: its ops in one iteration, where each op needing an input sits in that order,
+  // and how far it is (ops computed, ops ended) in which iteration.
+  struct Progress {
+    std::vector<std::size_t> forward_at, backward_at;  // per micro-batch: op index
+    std::vector<bool> paired;                          // per op index
+    std::size_t ops = 0, computed = 0, ended = 0, iteration = 0;
+    std::vector<Message> waiting;  // messages to this worker, receive not posted yet
+  };
+  bool receive_posted(std::size_t to, const Message& m) const;
+  void deliver(std::size_t to, const Message& m);
+  void ended(std::size_t w);   // w's op in progress ended
+  void flush(std::size_t to);  // starts the messages whose receive is now posted
+
+  Engine& engine_;
+  ParallelLayout layout_;
+  std::vector<NodeId> hosts_;
+  training::PipelineSchedule schedule_;
+  collectives::PointToPoint messages_;
+  std::unique_ptr<training::DataParallelJob> job_;
+  std::unique_ptr<MegatronOpPricer> pricer_;
+  std::unique_ptr<training::StageGradients> gradients_;
+  std::uint64_t messages_sent_ = 0, waits_ = 0;
+  bool record_ = false;
+  std::vector<MessageRecord> records_;
+  std::vector<Progress> progress_;
+};
+
+}  // namespace mlsim::llm_training
