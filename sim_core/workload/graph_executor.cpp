@@ -430,9 +430,8 @@ void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gp
   if (participants <= 1) {
     duration = Time::zero();
   } else if (one_host) {
-    duration =
-        collectives::intra_host_collective_time(options_.costs, op.operation, participants,
-                                                op.bytes, compute_.hardware().host(hosts.front()));
+    duration = intra_prices_.time(op.operation, participants, op.bytes,
+                                  compute_.hardware().host(hosts.front()));
   } else if (options_.mode == CommunicationMode::kNetwork && distinct) {
     collectives::CollectiveSpec spec;
     spec.operation = op.operation;

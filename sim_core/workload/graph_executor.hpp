@@ -44,6 +44,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/intra_host.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
 #include "sim_core/network/link_conditions.hpp"
@@ -196,6 +197,8 @@ class GraphExecutor {
   const LinkConditions& links_;
   GraphSource& source_;
   ExecutorOptions options_;
+  // One-host collectives priced once per distinct size (after options_, whose costs it reads).
+  collectives::IntraHostPriceCache intra_prices_{options_.costs};
   std::vector<Rank> ranks_;
   std::vector<RankReport> reports_;
   std::vector<GroupState> groups_;

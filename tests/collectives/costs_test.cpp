@@ -8,6 +8,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/intra_host.hpp"
 #include "sim_core/network/fluid_network.hpp"
 #include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
@@ -416,4 +417,38 @@ TEST(Costs, AlgorithmBySizeLooksAtTheLinksWhenItStarts) {
   engine.run();
   ASSERT_TRUE(c.done());
   EXPECT_EQ(c.result().algorithm, Algorithm::kTree);
+}
+
+// IntraHostPriceCache: the same times as intra_host_collective_time, by hand for one case (an
+// all-reduce of 8 GB among 4 GPUs over 100 GB/s, no protocol costs: 2 x 3/4 x 8e9 / 1e11 = 0.12 s
+// of bandwidth, and 2 x 3 latency steps of 1 us), and priced once per distinct argument set.
+TEST(IntraHostPriceCache, RemembersTheSameTimePerDistinctArguments) {
+  CostModel costs;
+  HostHardware host;
+  host.gpus = 4;
+  host.intra_node = IntraNodeLink{IntraNodeFabric::kNvSwitch, Bandwidth{1e11}, Time::us(1), ""};
+  HostHardware slower = host;
+  slower.intra_node->bandwidth = Bandwidth{5e10};
+  IntraHostPriceCache cache(costs);
+  const Time direct =
+      intra_host_collective_time(costs, Operation::kAllReduce, 4, Bytes{8'000'000'000}, &host);
+  EXPECT_NEAR(direct.seconds(), 0.12 + 6e-6, 1e-12);
+  EXPECT_EQ(cache.time(Operation::kAllReduce, 4, Bytes{8'000'000'000}, &host), direct);
+  EXPECT_EQ(cache.time(Operation::kAllReduce, 4, Bytes{8'000'000'000}, &host), direct);
+  EXPECT_EQ(cache.computed(), 1);
+  // Another size, GPU count or link is priced anew, and equals the direct price.
+  EXPECT_EQ(
+      cache.time(Operation::kAllReduce, 4, Bytes{4'000'000'000}, &host),
+      intra_host_collective_time(costs, Operation::kAllReduce, 4, Bytes{4'000'000'000}, &host));
+  EXPECT_EQ(
+      cache.time(Operation::kAllReduce, 2, Bytes{8'000'000'000}, &host),
+      intra_host_collective_time(costs, Operation::kAllReduce, 2, Bytes{8'000'000'000}, &host));
+  EXPECT_EQ(
+      cache.time(Operation::kAllReduce, 4, Bytes{8'000'000'000}, &slower),
+      intra_host_collective_time(costs, Operation::kAllReduce, 4, Bytes{8'000'000'000}, &slower));
+  EXPECT_EQ(cache.computed(), 4);
+  EXPECT_EQ(
+      cache.time(Operation::kAllReduce, 4, Bytes{8'000'000'000}, &slower),
+      intra_host_collective_time(costs, Operation::kAllReduce, 4, Bytes{8'000'000'000}, &slower));
+  EXPECT_EQ(cache.computed(), 4);
 }
