@@ -58,6 +58,17 @@ void report_rates(const TrainingParams& p, double iteration_s, Results& out) {
   }
 }
 
+// What both cores report of the run's set-up; each adds its own count to "layout".
+void report_setup(const TrainingParams& p, Results& out) {
+  auto& d = out.details();
+  d["communication"] = communication_description(p.executor.mode);
+  d["model"] = p.shape.name;
+  d["layout"] = {{"tp", p.layout.tp},
+                 {"pp", p.layout.pp},
+                 {"dp", p.layout.dp},
+                 {"micro_batches_per_pipeline", p.layout.micro_batches}};
+}
+
 class LlmTraining {
  public:
   LlmTraining(ModelEnv& env, const TrainingParams& p)
@@ -72,15 +83,10 @@ class LlmTraining {
   void report(Results& out) const {
     const double iteration_s = report_graph_run(executor_, source_, params_.layout.iterations, out);
     report_rates(params_, iteration_s, out);
-    auto& d = out.details();
-    d["communication"] = communication_description(params_.executor.mode);
-    d["model"] = params_.shape.name;
-    d["layout"] = {{"tp", params_.layout.tp},
-                   {"pp", params_.layout.pp},
-                   {"dp", params_.layout.dp},
-                   {"micro_batches_per_pipeline", params_.layout.micro_batches},
-                   {"graph_ranks", source_.ranks()},
-                   {"collapse_tensor_parallel", params_.layout.collapse_tensor_parallel}};
+    report_setup(params_, out);
+    auto& layout = out.details()["layout"];
+    layout["graph_ranks"] = source_.ranks();
+    layout["collapse_tensor_parallel"] = params_.layout.collapse_tensor_parallel;
   }
 
  private:
@@ -111,15 +117,10 @@ class LlmCoreTraining {
     out.set_metric("messages", static_cast<double>(job_.messages()));
     out.set_metric("dp_bytes_delivered", static_cast<double>(job_.gradients().bytes_delivered()));
     report_rates(params_, iteration_s, out);
+    report_setup(params_, out);
     auto& d = out.details();
     d["core"] = "training";
-    d["communication"] = communication_description(params_.executor.mode);
-    d["model"] = params_.shape.name;
-    d["layout"] = {{"tp", params_.layout.tp},
-                   {"pp", params_.layout.pp},
-                   {"dp", params_.layout.dp},
-                   {"micro_batches_per_pipeline", params_.layout.micro_batches},
-                   {"core_workers", params_.layout.pp * params_.layout.dp}};
+    d["layout"]["core_workers"] = params_.layout.pp * params_.layout.dp;
     if (failed_) d["failed"] = "a transfer found no route";
   }
 
