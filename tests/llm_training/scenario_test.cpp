@@ -32,6 +32,16 @@ double metric(const RunOutput& o, const std::string& name) {
   return o.results.metrics().at(name);
 }
 
+// The InputError's message of a run with these overrides, or "no error".
+std::string input_error(std::vector<std::string> sets) {
+  try {
+    run_gpt3(std::move(sets));
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 TEST(LlmTrainingScenario, Gpt3OnAThousandGpusRunsAndItsPhasesAddUp) {
   // 128 sequences over DP 8: 16 micro-batches per pipeline (the shipped 1536 gives 192).
   const RunOutput o = run_gpt3({"system.global_batch=128"});
@@ -75,20 +85,13 @@ TEST(LlmTrainingScenario, SameScenarioSameResults) {
 }
 
 TEST(LlmTrainingScenario, InputErrorsNameTheirPathAtPrepareTime) {
-  auto error = [](std::vector<std::string> sets) {
-    try {
-      run_gpt3(std::move(sets));
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(error({"system.pp=5"}).find("system.pp"), std::string::npos);
-  EXPECT_NE(error({"system.global_batch=100"}).find("system.global_batch"), std::string::npos);
-  EXPECT_NE(error({"workload.model.sequence=0"}).find("workload.model.sequence"),
+  EXPECT_NE(input_error({"system.pp=5"}).find("system.pp"), std::string::npos);
+  EXPECT_NE(input_error({"system.global_batch=100"}).find("system.global_batch"),
             std::string::npos);
-  EXPECT_NE(error({"system.unknown=1"}).find("system.unknown"), std::string::npos);
-  EXPECT_NE(error({"system.dp=9", "system.global_batch=1152"}).find("system.tp"),
+  EXPECT_NE(input_error({"workload.model.sequence=0"}).find("workload.model.sequence"),
+            std::string::npos);
+  EXPECT_NE(input_error({"system.unknown=1"}).find("system.unknown"), std::string::npos);
+  EXPECT_NE(input_error({"system.dp=9", "system.global_batch=1152"}).find("system.tp"),
             std::string::npos);  // 1152 > 1024 GPUs
 }
 
@@ -116,31 +119,23 @@ TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIteration) {
 }
 
 TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
-  auto error = [](std::vector<std::string> sets) {
-    try {
-      run_gpt3(std::move(sets));
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(error({"system.core=\"tree\""}).find("system.core"), std::string::npos);
+  EXPECT_NE(input_error({"system.core=\"tree\""}).find("system.core"), std::string::npos);
   // The shipped scenario's closed form: the core moves bytes through the network only.
-  EXPECT_NE(error({"system.core=\"training\""}).find("system.core"), std::string::npos);
-  EXPECT_NE(error({"system.core=\"training\"", "system.communication=\"network\"",
-                   "system.dp_sync=\"reduce_scatter_all_gather\""})
+  EXPECT_NE(input_error({"system.core=\"training\""}).find("system.core"), std::string::npos);
+  EXPECT_NE(input_error({"system.core=\"training\"", "system.communication=\"network\"",
+                         "system.dp_sync=\"reduce_scatter_all_gather\""})
                 .find("system.core"),
             std::string::npos);
-  EXPECT_NE(error({"system.stage_as_one_tensor=false"}).find("system.stage_as_one_tensor"),
+  EXPECT_NE(input_error({"system.stage_as_one_tensor=false"}).find("system.stage_as_one_tensor"),
             std::string::npos);
-  EXPECT_NE(error({"system.core_op_steps=\"merged\""}).find("system.core_op_steps"),
+  EXPECT_NE(input_error({"system.core_op_steps=\"merged\""}).find("system.core_op_steps"),
             std::string::npos);
-  EXPECT_NE(error({"system.core=\"training\"", "system.communication=\"network\"",
-                   "system.core_op_steps=\"fused\""})
+  EXPECT_NE(input_error({"system.core=\"training\"", "system.communication=\"network\"",
+                         "system.core_op_steps=\"fused\""})
                 .find("system.core_op_steps"),
             std::string::npos);
-  EXPECT_EQ(error({"system.core=\"training\"", "system.communication=\"network\"",
-                   "system.global_batch=64", "system.stage_as_one_tensor=false"}),
+  EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
+                         "system.global_batch=64", "system.stage_as_one_tensor=false"}),
             "no error");
 }
 
