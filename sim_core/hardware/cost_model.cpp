@@ -180,13 +180,15 @@ void RooflineProvider::add_seq_len_bandwidth_efficiency(std::string gpu, std::st
 }
 
 namespace {
-template <class Curves>
-const SeqLenEfficiency* find_curve(const Curves& curves, std::string_view gpu,
-                                   std::string_view op) {
-  auto g = curves.find(gpu);
-  if (g == curves.end()) return nullptr;
+// The entry of `op` on `gpu` in a gpu -> op -> entry table (a curve, or curves by query group),
+// or nullptr.
+template <class Table>
+const auto* find_curve(const Table& table, std::string_view gpu, std::string_view op) {
+  using Entry = typename Table::mapped_type::mapped_type;
+  auto g = table.find(gpu);
+  if (g == table.end()) return static_cast<const Entry*>(nullptr);
   auto o = g->second.find(op);
-  return o == g->second.end() ? nullptr : &o->second;
+  return o == g->second.end() ? static_cast<const Entry*>(nullptr) : &o->second;
 }
 }  // namespace
 
@@ -197,23 +199,19 @@ const SeqLenEfficiency* RooflineProvider::seq_len_efficiency(std::string_view gp
 
 const SeqLenEfficiency* RooflineProvider::seq_len_bandwidth_efficiency(
     std::string_view gpu, std::string_view op, std::int64_t query_group) const {
-  auto g = bandwidth_curves_.find(gpu);
-  if (g == bandwidth_curves_.end()) return nullptr;
-  auto o = g->second.find(op);
-  if (o == g->second.end()) return nullptr;
-  auto c = o->second.find(query_group);
-  return c == o->second.end() ? nullptr : &c->second;
+  const auto* by_group = find_curve(bandwidth_curves_, gpu, op);
+  if (by_group == nullptr) return nullptr;
+  auto c = by_group->find(query_group);
+  return c == by_group->end() ? nullptr : &c->second;
 }
 
 std::optional<double> RooflineProvider::bandwidth_efficiency_at(std::string_view gpu,
                                                                 std::string_view op,
                                                                 std::int64_t seq_len,
                                                                 double query_group) const {
-  auto g = bandwidth_curves_.find(gpu);
-  if (g == bandwidth_curves_.end()) return std::nullopt;
-  auto o = g->second.find(op);
-  if (o == g->second.end()) return std::nullopt;
-  const auto& by_group = o->second;  // non-empty: add_seq_len_bandwidth_efficiency adds one
+  const auto* curves = find_curve(bandwidth_curves_, gpu, op);
+  if (curves == nullptr) return std::nullopt;
+  const auto& by_group = *curves;  // non-empty: add_seq_len_bandwidth_efficiency adds one
   if (by_group.size() == 1) return by_group.begin()->second.at(seq_len);
   const auto first = by_group.begin();
   const auto last = std::prev(by_group.end());
