@@ -77,26 +77,26 @@ void MegatronOpPricer::each_step(std::size_t worker, const training::ScheduledOp
       static_cast<std::size_t>(layout_.pp) * static_cast<std::size_t>(layout_.layers_per_stage);
   const bool first = op.first_layer == 0, last = op.end_layer == layers;
   auto forward_layer = [&] {
-    kernel(worker, 0, out);
+    kernel(worker, MegatronSource::kAttnF, out);
     all_reduce(worker, out);
-    kernel(worker, 1, out);
+    kernel(worker, MegatronSource::kMlpF, out);
     all_reduce(worker, out);
   };
   if (op.forward) {
-    if (first) kernel(worker, 4, out);
+    if (first) kernel(worker, MegatronSource::kEmbF, out);
     for (std::size_t l = op.first_layer; l < op.end_layer; ++l) forward_layer();
-    if (last) kernel(worker, 6, out);
+    if (last) kernel(worker, MegatronSource::kHeadF, out);
     return;
   }
-  if (last) kernel(worker, 7, out);
+  if (last) kernel(worker, MegatronSource::kHeadB, out);
   for (std::size_t l = op.first_layer; l < op.end_layer; ++l) {
     if (layout_.recompute) forward_layer();
-    kernel(worker, 3, out);
+    kernel(worker, MegatronSource::kMlpB, out);
     all_reduce(worker, out);
-    kernel(worker, 2, out);
+    kernel(worker, MegatronSource::kAttnB, out);
     all_reduce(worker, out);
   }
-  if (first) kernel(worker, 5, out);
+  if (first) kernel(worker, MegatronSource::kEmbB, out);
 }
 
 }  // namespace mlsim::llm_training

@@ -43,7 +43,7 @@ class MegatronOpPricer final : public training::OpPricer {
  private:
   void each_step(std::size_t worker, const training::ScheduledOp& op,
                  std::vector<training::OpStep>& out) const;
-  // Kernel k (kAttnF ... kHeadB as megatron_source.hpp numbers them) of worker w: its Work
+  // Kernel k (MegatronSource::kAttnF ... kHeadB; groups_ in that order) of worker w: its Work
   // summed on w's host once, then cached (the roofline lookups are most of an op's price).
   void kernel(std::size_t w, int k, std::vector<training::OpStep>& out) const;
   void all_reduce(std::size_t worker, std::vector<training::OpStep>& out) const;  // cached too

@@ -59,6 +59,10 @@ struct StageKernels {
 
 class MegatronSource final : public workload::GraphSource {
  public:
+  // The kernels of a stage, numbered as the graph's compute nodes and MegatronOpPricer name them.
+  static constexpr workload::KernelId kAttnF = 0, kMlpF = 1, kAttnB = 2, kMlpB = 3, kEmbF = 4,
+                                      kEmbB = 5, kHeadF = 6, kHeadB = 7;
+
   // Phase indices nodes are charged to.
   static constexpr std::uint8_t kCompute = 0, kTensor = 1, kPipeline = 2, kData = 3;
 
@@ -112,8 +116,6 @@ class MegatronSource final : public workload::GraphSource {
   std::vector<Cursor> cursors_;
   std::vector<workload::GroupId> tp_group_, dp_group_;  // per rank
   double expected_nodes_ = 0;
-  static constexpr workload::KernelId kAttnF = 0, kMlpF = 1, kAttnB = 2, kMlpB = 3, kEmbF = 4,
-                                      kEmbB = 5, kHeadF = 6, kHeadB = 7;
 };
 
 }  // namespace mlsim::llm_training
