@@ -355,7 +355,14 @@ void read_megatron(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
                      "a job's iterations are its own: from its trace duration, or a listed job's "
                      "\"iterations\" (workload.jobs.list[i])");
   auto model = std::make_shared<MegatronModel>();
+  // The llm_training model's `core` choice, here per model: the graph or the training core.
+  model->core = llm_training::llm_training_policies().core.choose_or(mg, "core", "graph").value;
   model->params = llm_training::read_training_params(mg, mg);
+  if (model->core == llm_training::Core::kTraining &&
+      !model->params.layout.collapse_tensor_parallel)
+    throw InputError(mg.path_of("core"),
+                     "a training-core worker stands for a whole TP group: it needs "
+                     "collapse_tensor_parallel true");
   mg.finish();
   model->params.executor.mode = workload::CommunicationMode::kNetwork;
   const llm_training::TrainingParams& p = model->params;

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "models/cluster/pipeline_job.hpp"
+#include "models/llm_training/megatron_core_job.hpp"
+#include "models/llm_training/megatron_op_pricer.hpp"
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/dp_planner.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
@@ -69,13 +71,21 @@ struct CommunicationMode::Live {
 
 // A Megatron or Chakra job: its graph source and the executor running it on the job's hosts,
 // one pass at a time (a Megatron job's one pass holds all its iterations; a Chakra trace is one
-// iteration, run again for each).
+// iteration, run again for each); or, for a Megatron model on the training core
+// (`megatron.core: "training"`), its MegatronCoreJob, every iteration in one run, and no
+// executor.
 struct CommunicationMode::GraphLive {
   std::function<std::unique_ptr<workload::GraphSource>()> make_source;
   workload::ExecutorOptions options;
   std::unique_ptr<workload::GraphSource> source;
-  std::unique_ptr<workload::GraphExecutor> executor;  // reads the source: destroyed first
-  std::uint64_t passes_left = 0;                      // after the one running
+  std::unique_ptr<workload::GraphExecutor> executor;    // reads the source: destroyed first
+  std::unique_ptr<llm_training::MegatronCoreJob> core;  // or this, on the training core
+  // The core's busiest worker's kernel time per iteration (what a graph rank's compute_s counts).
+  double core_compute_per_iteration = 0;
+  // The core's DP collectives per stage and iteration (the all-reduce: 1; the distributed
+  // optimizer: 2) and its stages that synchronise (DP > 1).
+  std::uint64_t core_dp_collectives = 0;
+  std::uint64_t passes_left = 0;  // after the one running
   // Of the passes that ended.
   double compute_done = 0;
   workload::ExecutorCounts counts_done;
@@ -89,13 +99,45 @@ struct CommunicationMode::GraphLive {
   std::vector<NodeId> hosts;
   std::vector<int> gpus;
   Time start;
-  // The busiest rank's compute (its kernels' time on its GPU), summed over the passes.
+  // The busiest rank's compute (its kernels' time on its GPU), summed over the passes (on the
+  // core: per iteration, times the iterations).
   double compute_s() const {
+    if (core) return core_compute_per_iteration * static_cast<double>(iterations);
     double c = 0;
     for (const workload::RankReport& r : executor->reports()) c = std::max(c, r.compute_s);
     return compute_done + c;
   }
+  bool ran_to_end() const { return core ? core->finished() : executor->done(); }
+  // When it last moved on: a node finished (graph), or a compute op ended or a DP chunk came
+  // back (core).
+  Time last_progress() const {
+    if (core) return std::max(core->core().last_compute_end(), core->gradients().last_event());
+    return executor->last_progress();
+  }
+  // When its last rank (worker) finished.
+  Time end() const {
+    if (core) return core->finish_time();
+    Time t;
+    for (const workload::RankReport& r : executor->reports()) t = std::max(t, r.finished);
+    return t;
+  }
+  // On the core: its messages, and its DP collectives of the synchronisation rounds completed
+  // (each stage's first worker's updates of its first layer), both through the network.
+  workload::ExecutorCounts core_counts() const {
+    workload::ExecutorCounts c;
+    c.messages = core->messages();
+    const training::PipelineSchedule& schedule = core->schedule();
+    for (std::size_t s = 0; s < schedule.stages(); ++s) {
+      const std::size_t w = schedule.first_worker(s);
+      if (schedule.replication(s) > 1)
+        c.collectives +=
+            core_dp_collectives * core->core().updates(w, schedule.worker(w).first_layer);
+    }
+    c.network_collectives = c.messages + c.collectives;
+    return c;
+  }
   workload::ExecutorCounts counts() const {
+    if (core) return core_counts();
     workload::ExecutorCounts c = counts_done;
     const workload::ExecutorCounts& now = executor->counts();
     c.nodes += now.nodes;
@@ -105,7 +147,10 @@ struct CommunicationMode::GraphLive {
     c.network_collectives += now.network_collectives;
     return c;
   }
-  std::int64_t bytes_delivered() const { return bytes_done + executor->network_bytes_delivered(); }
+  std::int64_t bytes_delivered() const {
+    if (core) return core->message_bytes_delivered() + core->gradients().bytes_delivered();
+    return bytes_done + executor->network_bytes_delivered();
+  }
 };
 
 std::string MegatronModel::misfit(int gpus) const {
@@ -678,9 +723,56 @@ bool CommunicationMode::start_megatron(const JobSpec& job, std::span<const NodeI
   live->start = engine_.now();
   GraphLive& started = *live;
   graphs_.emplace(job.id, std::move(live));
-  run_pass(job.id, started);
+  if (m.megatron && m.megatron->core == llm_training::Core::kTraining)
+    start_core(job, started);
+  else
+    run_pass(job.id, started);
   arm_graph_watchdog(job.id, started);
   return true;
+}
+
+// A Megatron job on the training core (megatron.core "training"): a MegatronCoreJob whose worker
+// r = d + dp s is the placement's r-th host, as the graph's rank (d, s), with the model's
+// collective costs and the run's links; every iteration in one run.
+void CommunicationMode::start_core(const JobSpec& job, GraphLive& live) {
+  const MegatronModel& mg = *params_.models[static_cast<std::size_t>(job.model)].megatron;
+  llm_training::ParallelLayout layout = mg.layout_for(job.gpus);
+  layout.iterations = static_cast<int>(job.iterations);
+  const std::uint64_t id = job.id, serial = live.serial;
+  llm_training::MegatronCoreOptions options;
+  options.costs = mg.params.executor.costs;
+  options.links = links_;
+  // A transfer that found no route, from inside the network's delivery (maybe once per stage
+  // and once for the messages): the job fails from a later event, once.
+  live.core = std::make_unique<llm_training::MegatronCoreJob>(
+      engine_, network_, compute_, layout, mg.kernels, live.hosts, options, [this, id, serial] {
+        engine_.schedule_in(Time::zero(),
+                            [this, id, serial] { fail_graph(id, serial, Failure::kNoRoute); });
+      });
+  live.core->set_on_finished([this, id, serial] {
+    engine_.schedule_in(Time::zero(), [this, id, serial] { finish_graph(id, serial); });
+  });
+  live.core_dp_collectives = layout.dp_sync == llm_training::DpSync::kAllReduce ? 1 : 2;
+  // The busiest worker's kernels per iteration, priced as the core prices them and each rounded
+  // up to the nanosecond as Compute runs it (speed 1: the cluster has no speed changes), as a
+  // graph rank's compute_s counts them.
+  const llm_training::MegatronOpPricer pricer(layout, mg.kernels, compute_, live.hosts,
+                                              options.costs);
+  std::vector<training::OpStep> steps;
+  const training::PipelineSchedule& schedule = live.core->schedule();
+  for (std::size_t w = 0; w < live.hosts.size(); ++w) {
+    double seconds = 0;
+    std::size_t f = 0, b = 0;
+    while (const auto op = schedule.next(w, f, b)) {
+      pricer.steps(w, *op, steps);
+      for (const training::OpStep& step : steps)
+        if (step.kind == training::OpStep::Kind::kCompute)
+          seconds += Time::from_seconds_ceil(step.seconds).seconds();
+      ++(op->forward ? f : b);
+    }
+    live.core_compute_per_iteration = std::max(live.core_compute_per_iteration, seconds);
+  }
+  live.core->start();
 }
 
 // A new source and executor for the job's next pass, started now.
@@ -710,9 +802,9 @@ void CommunicationMode::run_pass(std::uint64_t id, GraphLive& live) {
 void CommunicationMode::arm_graph_watchdog(std::uint64_t id, GraphLive& live) {
   if (params_.stall_timeout <= Time::zero()) return;
   const std::uint64_t serial = live.serial;
-  live.watchdog = engine_.schedule_at(
-      std::max(live.start, live.executor->last_progress()) + params_.stall_timeout,
-      [this, id, serial] { on_graph_watchdog(id, serial); });
+  live.watchdog =
+      engine_.schedule_at(std::max(live.start, live.last_progress()) + params_.stall_timeout,
+                          [this, id, serial] { on_graph_watchdog(id, serial); });
 }
 
 // As on_watchdog: no node of the graph finished for the stall timeout (a graph that cannot
@@ -721,13 +813,16 @@ void CommunicationMode::on_graph_watchdog(std::uint64_t id, std::uint64_t serial
   auto it = graphs_.find(id);
   if (it == graphs_.end() || it->second->serial != serial) return;
   GraphLive& live = *it->second;
-  if (live.executor->done()) return;  // its end is an event away
-  const Time last = std::max(live.start, live.executor->last_progress());
+  if (live.ran_to_end()) return;  // its end is an event away
+  const Time last = std::max(live.start, live.last_progress());
   if (engine_.now() - last < params_.stall_timeout) {
     arm_graph_watchdog(id, live);
     return;
   }
-  record_stall(id, live.model, live.hosts.size(), last, {{"ranks", live.executor->stalled()}});
+  if (live.core)
+    record_stall(id, live.model, live.hosts.size(), last, {{"core", "training"}});
+  else
+    record_stall(id, live.model, live.hosts.size(), last, {{"ranks", live.executor->stalled()}});
   fail_graph(id, serial, Failure::kStalled);
 }
 
@@ -742,8 +837,7 @@ void CommunicationMode::finish_graph(std::uint64_t id, std::uint64_t serial) {
   std::unique_ptr<GraphLive> live = std::move(it->second);
   graphs_.erase(it);
   engine_.cancel(live->watchdog);
-  Time end;
-  for (const workload::RankReport& r : live->executor->reports()) end = std::max(end, r.finished);
+  const Time end = live->end();
   count_finished(live->model, live->iterations, (end - live->start).seconds(), live->compute_s());
   ++(params_.models[static_cast<std::size_t>(live->model)].megatron ? megatron_jobs_
                                                                     : chakra_jobs_);
@@ -789,7 +883,7 @@ void CommunicationMode::observe_graph(std::uint64_t id, const GraphLive& live,
   r.end = end;
   r.compute_only_s = live.compute_s();
   r.megatron = true;
-  r.graph_done = live.executor->done() && live.passes_left == 0;
+  r.graph_done = live.ran_to_end() && live.passes_left == 0;
   r.gpus = live.gpus;
   const workload::ExecutorCounts counts = live.counts();
   r.graph_collectives = counts.collectives;

@@ -26,8 +26,11 @@
 //     one rank as llm_training does), its data-parallel collectives and pipeline messages
 //     through the run's network (ExecutorOptions mode kNetwork), its tensor-parallel all-reduces
 //     over the host's intra_node link. A trace job draws such a model only when it asks for
-//     exactly tp x pp x dp GPUs. A Chakra trace model (a model's `chakra`) takes the same route:
-//     one pass of the trace per iteration, one rank per host, on a job of exactly its ranks.
+//     exactly tp x pp x dp GPUs. With `megatron.core: "training"` the same iteration runs as a
+//     MegatronCoreJob on the training core instead (models/llm_training/megatron_core_job.hpp:
+//     a worker per TP group, on the same hosts in the same order). A Chakra trace model (a model's
+//     `chakra`) takes the same route: one pass of the trace per iteration, one rank per host, on a
+//     job of exactly its ranks.
 //
 //   - Pipeline jobs (a model's `pipeline`, or a listed job's `stages`): the hosts split into
 //     stages of replicas, ops ordered by 1F1B or GPipe, activations and their gradients sent
@@ -53,6 +56,7 @@
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/ina_fabric.hpp"
 #include "models/llm_training/llm_training_model.hpp"
+#include "models/llm_training/policies.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
 #include "models/pipeline/stage_memory.hpp"
 #include "models/training/gradient_path.hpp"
@@ -85,6 +89,9 @@ StagePlanner parse_stage_planner(const std::string& name, const std::string& whe
 struct MegatronModel {
   llm_training::TrainingParams params;
   llm_training::StageKernels kernels;
+  // What runs its jobs (`megatron.core`): the execution graph (megatron_source.hpp on a
+  // GraphExecutor, the default) or the training core (megatron_core_job.hpp).
+  llm_training::Core core = llm_training::Core::kGraph;
   // The busiest stage's compute for one micro-batch on the reference GPU (an iteration is M of
   // them: the pipeline's micro-batches go through every stage).
   double stage_s_per_micro_batch = 0;
@@ -298,6 +305,8 @@ class CommunicationMode final : public JobRunner {
   bool start_megatron(const JobSpec& job, std::span<const NodeId> hosts, std::span<const int> gpus,
                       std::function<void()> done, std::function<void(Failure)> failed);
   void run_pass(std::uint64_t id, GraphLive& live);
+  // A Megatron job of a model on the training core: its MegatronCoreJob, started now.
+  void start_core(const JobSpec& job, GraphLive& live);
   void finish_graph(std::uint64_t id, std::uint64_t serial);
   void fail_graph(std::uint64_t id, std::uint64_t serial, Failure why);
   void arm_graph_watchdog(std::uint64_t id, GraphLive& live);

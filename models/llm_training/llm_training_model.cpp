@@ -245,10 +245,6 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
       throw InputError(core_path,
                        "the training core moves messages and DP collectives through "
                        "the network: it needs system.communication \"network\"");
-    if (l.dp_sync != DpSync::kAllReduce)
-      throw InputError(core_path,
-                       "the training core synchronises DP gradients by all-reduce "
-                       "only: system.dp_sync \"all_reduce\"");
     if (!l.collapse_tensor_parallel)
       throw InputError(core_path,
                        "a training-core worker stands for a whole TP group: it needs "

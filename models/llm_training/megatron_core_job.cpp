@@ -63,8 +63,11 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   pricer_ = std::make_unique<MegatronOpPricer>(layout, std::move(kernels), compute, hosts_,
                                                options.costs, options.merge_op_steps);
   const training::TrainingPolicies& p = training::training_policies();
+  // dp_sync: the ring all-reduce, or the distributed optimizer's reduce-scatter + all-gather
+  // (models/training/reduce_scatter_all_gather_sync.hpp).
+  const char* sync = layout.dp_sync == DpSync::kAllReduce ? "ring" : "reduce_scatter_all_gather";
   training::StageGradients::Setup setup{p.schedulers.get("fifo", "").value,
-                                        training::SchedulerConfig{}, p.syncs.get("ring", "").value,
+                                        training::SchedulerConfig{}, p.syncs.get(sync, "").value,
                                         training::SyncOptions{}};
   setup.sync.bytes_per_parameter = layout.tp;
   setup.sync.costs = options.costs;  // the graph pays them on every collective and message

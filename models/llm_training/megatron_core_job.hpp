@@ -68,6 +68,9 @@ class MegatronCoreJob final : public training::OpObserver {
   MegatronCoreJob& operator=(const MegatronCoreJob&) = delete;
 
   void start();
+  // Runs once, when the job finishes, from inside the core's call (defer anything that
+  // destroys the job): DataParallelJob::set_on_finished.
+  void set_on_finished(std::function<void()> f) { job_->set_on_finished(std::move(f)); }
   bool finished() const { return job_->finished(); }
   Time finish_time() const { return job_->finish_time(); }
   double progress() const { return job_->progress(); }
@@ -75,6 +78,8 @@ class MegatronCoreJob final : public training::OpObserver {
   const training::PipelineSchedule& schedule() const { return schedule_; }
   const training::StageGradients& gradients() const { return *gradients_; }
   std::uint64_t messages() const { return messages_sent_; }
+  // Bytes of its activation and activation-gradient messages the network delivered.
+  std::int64_t message_bytes_delivered() const { return messages_.bytes_delivered(); }
   // Messages that waited for their receive to be posted.
   std::uint64_t rendezvous_waits() const { return waits_; }
   // For tests: every message's start and arrival, once turned on (before start()).

@@ -13,7 +13,8 @@ LlmTrainingPolicies build() {
       .add("training",
            "the iteration as a job on the training core (a worker per TP group, Megatron's 1F1B "
            "as a PipelineSchedule, ops priced as the graph prices them, DP gradients by the "
-           "core's ring strategy, activations as point-to-point messages); network "
+           "core's ring or reduce_scatter_all_gather strategy, activations as point-to-point "
+           "messages); network "
            "communication only",
            Core::kTraining);
   p.communication

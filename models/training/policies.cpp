@@ -4,6 +4,7 @@
 #include "models/training/byte_scheduler.hpp"
 #include "models/training/fifo_scheduler.hpp"
 #include "models/training/ps_sync.hpp"
+#include "models/training/reduce_scatter_all_gather_sync.hpp"
 
 namespace mlsim::training {
 namespace {
@@ -47,7 +48,11 @@ TrainingPolicies build() {
       .add("rat",
            "RAT all-reduce: per-rack aggregators joined by the widest tree of racks over the "
            "links as they are when each chunk starts (APNet'20)",
-           all_reduce(collectives::Algorithm::kRat));
+           all_reduce(collectives::Algorithm::kRat))
+      .add("reduce_scatter_all_gather",
+           "the distributed optimizer (Megatron-LM, ZeRO-1): gradients reduce-scattered over "
+           "the workers by ring, each shard updated, the parameters all-gathered back",
+           sync<ReduceScatterAllGatherSync>());
   p.orderings
       .add("job",
            "ByteScheduler over in-network aggregation: worker 0's scheduler orders the job's "

@@ -609,6 +609,25 @@ TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadMegatronKey) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));
 }
 
+// An unknown `megatron.core` (the graph or the training core runs a Megatron model's jobs):
+// exit status 2 from both commands, the JSON path in the message, nothing written.
+TEST(ValidateAgreesWithRun, TheProgramExitsTwoForAnUnknownMegatronCore) {
+  TempDir dir;
+  const std::string file = (kScenarios / "cluster_philly_fat_tree.json").string();
+  const std::string sets =
+      " --variant detailed_megatron --set "
+      "'workload.training.models[4].megatron.core=\"tree\"'";
+  const auto validated = run_mlsim(dir, "validate " + file + sets);
+  const auto ran = run_mlsim(dir, "run " + file + sets + " --out " + (dir.path() / "r").string());
+  EXPECT_EQ(validated.status, 2) << validated.out << validated.err;
+  EXPECT_EQ(ran.status, 2) << ran.out << ran.err;
+  EXPECT_EQ(validated.err.rfind("error: --set: workload.training.models[4].megatron.core: ", 0), 0u)
+      << validated.err;
+  EXPECT_NE(validated.err.find("tree"), std::string::npos) << validated.err;
+  EXPECT_EQ(ran.err, validated.err);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "r"));
+}
+
 // A stage planner's key through the program: exit status 2 from both commands, the JSON path in
 // the message, and no results written (a planner beside stages, and a listed job's unknown one).
 TEST(ValidateAgreesWithRun, TheProgramExitsTwoForABadPlannerKey) {

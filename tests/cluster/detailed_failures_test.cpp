@@ -303,6 +303,7 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
   std::uint64_t killed_total = 0, failed_total = 0;
   std::size_t pipelines_finished = 0, replicated_stages = 0;
   std::size_t megatron_finished = 0, megatron_ended_unfinished = 0;
+  std::size_t core_finished = 0, core_ended_unfinished = 0;  // of them, on the training core
   for (int trial = 0; trial < 12; ++trial) {
     SCOPED_TRACE(::testing::Message() << "trial " << trial);
     ClusterParams c = one_type(6, 2, trial % 2 ? Policy::kEasyBackfill : Policy::kFcfs);
@@ -354,6 +355,10 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
       out.push_back(megatron_test_model(2, 1, 3, static_cast<int>(integer(1, 2)),
                                         uniform(0.01, 0.1), uniform(0.01, 0.2),
                                         6 * integer(1, 300'000), integer(1, 200'000)));
+      // The same two on the training core (megatron.core "training").
+      const std::size_t n = out.size();
+      out.push_back(on_training_core(out[n - 2]));
+      out.push_back(on_training_core(out[n - 1]));
       return out;
     };
     FailureRun r(build_topology(LeafSpineSpec{
@@ -404,8 +409,12 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
       delivered += t.bytes_delivered + t.activation_bytes_delivered + t.graph_bytes_delivered;
       if (t.outcome == TrainingRecord::Outcome::kKilled) ++killed;
       if (t.outcome == TrainingRecord::Outcome::kFailed) ++failed;
+      const bool on_core = r.params.models[static_cast<std::size_t>(t.model)].megatron &&
+                           r.params.models[static_cast<std::size_t>(t.model)].megatron->core ==
+                               llm_training::Core::kTraining;
       if (t.megatron && t.outcome != TrainingRecord::Outcome::kFinished) {
         ++megatron_ended_unfinished;
+        core_ended_unfinished += on_core ? 1 : 0;
         EXPECT_FALSE(t.graph_done);
       }
       if (t.outcome != TrainingRecord::Outcome::kFinished) continue;
@@ -415,6 +424,7 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
         // A finished Megatron attempt: its whole graph, every message and collective its
         // layout implies, exactly their bytes through the network.
         ++megatron_finished;
+        core_finished += on_core ? 1 : 0;
         ASSERT_NE(m.megatron, nullptr);
         // dp from the job's GPUs (tp on each host): MegatronModel::layout_for.
         const int job_gpus = std::accumulate(t.gpus.begin(), t.gpus.end(), 0);
@@ -506,4 +516,7 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
   // Megatron jobs finished, and failures ended some of their attempts (killed or failed).
   EXPECT_GT(megatron_finished, 0u);
   EXPECT_GT(megatron_ended_unfinished, 0u);
+  // Also on the training core.
+  EXPECT_GT(core_finished, 0u);
+  EXPECT_GT(core_ended_unfinished, 0u);
 }

@@ -532,4 +532,165 @@ TEST(MegatronJobs, ScenarioKeysAreCheckedAtTheirPaths) {
   }
 }
 
+// ---- On the training core (megatron.core "training": MegatronCoreJob) --------------------
+
+// The hand-worked cases of TwoJobsSharingAnUplinkTakeTheHandWorkedTimes and
+// AStalledJobIsReportedFailedAsStalledAndAKilledOneEndsSilently with the model's jobs on the
+// training core: the same times (4 s alone or within a leaf, 5 s sharing both uplinks: 3 s of
+// compute, then 2 ring steps of 2 MB at 4e6 B/s or half of it), the same bytes, the same one
+// network collective (the DP all-reduce), the same 3 s of compute; a job on 1 B/s links stalled
+// at 3 + 10 s, one killed at 3.25 s ending silently with its ring's two transfers cancelled, one
+// whose host link is cut at 3.25 s failed once then, for want of a route.
+TEST(MegatronJobs, OnTheTrainingCoreTheHandWorkedCasesTakeTheSameTimes) {
+  const TrainingModel model = mlsim::cluster::testing::on_training_core(
+      megatron_test_model(1, 1, 2, 1, 1.0, 2.0, 4'000'000));
+  ASSERT_EQ(model.megatron->core, llm_training::Core::kTraining);
+  auto ends_of = [&](const std::vector<std::vector<int>>& placements) {
+    MegatronBench b;
+    CommunicationParams params;
+    params.models.push_back(model);
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    std::vector<TrainingRecord> records;
+    mode.set_observer([&records](const TrainingRecord& r) { records.push_back(r); });
+    const std::vector<Ended> ends = run_megatron(b, mode, placements, 1);
+    std::vector<double> at;
+    for (const Ended& e : ends) {
+      EXPECT_EQ(e.done, 1);
+      EXPECT_EQ(e.failed, 0);
+      at.push_back(e.at);
+    }
+    EXPECT_EQ(records.size(), placements.size());
+    for (const TrainingRecord& r : records) {
+      EXPECT_TRUE(r.megatron);
+      EXPECT_TRUE(r.graph_done);
+      EXPECT_EQ(r.graph_network_collectives, 1u);
+      EXPECT_EQ(r.graph_messages, 0u);
+      EXPECT_EQ(r.graph_bytes_delivered, 8'000'000);
+      EXPECT_DOUBLE_EQ(r.compute_only_s, 3.0);
+    }
+    EXPECT_EQ(b.p.network.totals().bytes_delivered.count,
+              static_cast<std::int64_t>(placements.size()) * 8'000'000);
+    Results out;
+    mode.report(out);
+    EXPECT_EQ(out.metrics().at("detailed_megatron_jobs"), static_cast<double>(placements.size()));
+    EXPECT_EQ(out.metrics().at("megatron_bytes_delivered"),
+              static_cast<double>(placements.size()) * 8e6);
+    return at;
+  };
+  EXPECT_EQ(ends_of({{0, 2}}), (std::vector<double>{4.0}));
+  EXPECT_EQ(ends_of({{0, 1}, {2, 3}}), (std::vector<double>{4.0, 4.0}));
+  EXPECT_EQ(ends_of({{0, 2}, {1, 3}}), (std::vector<double>{5.0, 5.0}));
+
+  {  // Stalled.
+    MegatronBench b(1.0);
+    CommunicationParams params;
+    params.models.push_back(model);
+    params.stall_timeout = Time::s(10);
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    const std::vector<Ended> ends = run_megatron(b, mode, {{0, 2}}, 1);
+    EXPECT_EQ(ends[0].done, 0);
+    ASSERT_EQ(ends[0].failed, 1);
+    EXPECT_EQ(ends[0].why, JobRunner::Failure::kStalled);
+    EXPECT_DOUBLE_EQ(ends[0].at, 13.0);
+    Results out;
+    mode.report(out);
+    EXPECT_EQ(out.metrics().at("detailed_jobs_stalled"), 1);
+    ASSERT_EQ(out.details().at("stalled_jobs").size(), 1u);
+    EXPECT_EQ(out.details().at("stalled_jobs")[0].at("core"), "training");
+  }
+  {  // Killed.
+    MegatronBench b;
+    CommunicationParams params;
+    params.models.push_back(model);
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    const std::vector<Ended> ends = run_megatron(b, mode, {{0, 2}}, 1, 3.25);
+    EXPECT_EQ(ends[0].done + ends[0].failed, 0);
+    EXPECT_EQ(b.p.network.totals().transfers_failed, 2u);
+  }
+  {  // No route.
+    MegatronBench b;
+    CommunicationParams params;
+    params.models.push_back(model);
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    const NodeId host2 = b.p.topology.hosts()[2];
+    b.p.engine.schedule_at(Time::from_seconds(3.25), [&b, host2] {
+      for (LinkId l = 0; l < b.p.topology.links().size(); ++l)
+        if (b.p.topology.link(l).src == host2 || b.p.topology.link(l).dst == host2)
+          b.links.set_link_up(l, false);
+    });
+    const std::vector<Ended> ends = run_megatron(b, mode, {{0, 2}}, 1);
+    EXPECT_EQ(ends[0].done, 0);
+    ASSERT_EQ(ends[0].failed, 1);
+    EXPECT_EQ(ends[0].why, JobRunner::Failure::kNoRoute);
+    EXPECT_DOUBLE_EQ(ends[0].at, 3.25);
+  }
+}
+
+// Through the loader: one Megatron job alone (the model of AloneItTakesTheLlmTrainingModels-
+// IterationTime: TP 2, PP 2, DP 2, 4 micro-batches, recomputation, roofline-priced small GPT, 2
+// iterations) on the leaf-spine with one spine (no ECMP choice: docs/training.md, "ECMP
+// labels"), by the all-reduce and by the distributed optimizer. On the training core the job
+// takes the graph's time (to the nanosecond: both cores' iteration is the same sum of the same
+// durations, tests/llm_training/core_cross_check_test.cpp) and moves the same bytes through the
+// same number of network collectives.
+TEST(MegatronJobs, OnTheTrainingCoreAJobAloneTakesTheGraphsTime) {
+  const Registries r = both_models();
+  for (const char* sync : {"all_reduce", "reduce_scatter_all_gather"}) {
+    SCOPED_TRACE(sync);
+    auto run = [&](const char* core) {
+      json mg = json::parse(R"({"tp": 2, "pp": 2, "dp": 2, "micro_batch": 1, "global_batch": 8,
+                                "recompute": true})");
+      mg["model"] = small_gpt();
+      mg["dp_sync"] = sync;
+      mg["core"] = core;
+      json doc = megatron_cluster(
+          mg, json::array({{{"submit", "0s"}, {"gpus", 8}, {"model", "gpt"}, {"iterations", 2}}}));
+      doc["topology"]["spines"] = 1;
+      return test::run_json(doc, r).results.metrics();
+    };
+    const auto graph = run("graph"), core = run("training");
+    ASSERT_EQ(core.at("jobs_finished"), 1);
+    EXPECT_EQ(core.at("detailed_megatron_jobs"), 1);
+    EXPECT_GT(graph.at("makespan_s"), 0);
+    EXPECT_EQ(core.at("makespan_s"), graph.at("makespan_s"));
+    EXPECT_EQ(core.at("megatron_bytes_delivered"), graph.at("megatron_bytes_delivered"));
+    EXPECT_EQ(core.at("megatron_network_collectives"), graph.at("megatron_network_collectives"));
+    // Its compute: the busiest worker's kernels, each rounded to the nanosecond as run.
+    EXPECT_NEAR(core.at("communication_slowdown_mean"), graph.at("communication_slowdown_mean"),
+                1e-9);
+  }
+}
+
+TEST(MegatronJobs, TheCoreKeyIsCheckedAtItsPath) {
+  json mg = json::parse(R"({"tp": 2, "pp": 2, "dp": 2, "micro_batch": 1, "global_batch": 8})");
+  mg["model"] = small_gpt();
+  const json one_job =
+      json::array({{{"submit", "0s"}, {"gpus", 8}, {"model", "gpt"}, {"iterations", 1}}});
+  const Registries r = both_models();
+  const std::string at = "workload.training.models[0].megatron.core";
+  for (const char* core : {"graph", "training"}) {
+    json m = mg;
+    m["core"] = core;
+    EXPECT_EQ(test::prepare_error(megatron_cluster(m, one_job), r), "no error") << core;
+  }
+  json m = mg;
+  m["core"] = "tree";
+  std::string e = test::prepare_error(megatron_cluster(m, one_job), r);
+  EXPECT_NE(e.find(at), std::string::npos) << e;
+  EXPECT_NE(e.find("tree"), std::string::npos) << e;
+  m["core"] = "training";
+  m["collapse_tensor_parallel"] = false;
+  e = test::prepare_error(megatron_cluster(m, one_job), r);
+  EXPECT_NE(e.find(at), std::string::npos) << e;
+  EXPECT_NE(e.find("collapse_tensor_parallel"), std::string::npos) << e;
+}
+
 }  // namespace

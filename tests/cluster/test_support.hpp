@@ -135,6 +135,16 @@ inline TrainingModel megatron_test_model(int tp, int pp, int dp, int micro_batch
   return t;
 }
 
+// The same Megatron model with its jobs on the training core (`megatron.core: "training"`,
+// MegatronCoreJob) instead of the execution graph.
+inline TrainingModel on_training_core(TrainingModel t) {
+  auto mg = std::make_shared<MegatronModel>(*t.megatron);
+  mg->core = llm_training::Core::kTraining;
+  t.name += "_core";
+  t.megatron = std::move(mg);
+  return t;
+}
+
 // Every host of `topology` gets `gpus` GPUs of a GPU that runs fixed work only, joined by a
 // 1e12 B/s intra_node link with no latency (what a Megatron job's executor needs).
 inline void set_megatron_test_hosts(NodeHardware& hardware, const Topology& topology, int gpus) {

@@ -23,9 +23,10 @@ TEST(Properties, EveryGradientParameterIsSynchronisedOncePerIteration) {
   };
   for (int trial = 0; trial < 60; ++trial) {
     const bool ps = trial % 2 == 0;
-    // The all-reduce trials take ring, tree and RAT (one region on the star) in turn, each with
-    // both schedulers.
-    const std::string sync = ps ? "ps" : std::array{"ring", "tree", "rat"}[(trial / 2) % 3];
+    // The all-reduce trials take ring, tree, RAT (one region on the star) and the distributed
+    // optimizer's reduce-scatter + all-gather in turn, each with both schedulers.
+    const std::string sync =
+        ps ? "ps" : std::array{"ring", "tree", "rat", "reduce_scatter_all_gather"}[(trial / 2) % 4];
     const bool fifo = trial % 4 < 2;
     const int workers = static_cast<int>(integer(1, 4));
     const int servers = ps ? static_cast<int>(integer(1, 3)) : 0;
@@ -67,7 +68,8 @@ TEST(Properties, EveryGradientParameterIsSynchronisedOncePerIteration) {
     // PS: every worker pushes and pulls every parameter; ring: 2 (N - 1) steps each moving the
     // whole tensor once around the ring; tree and RAT on one region: each of the N - 1 workers
     // other than the root (the region's aggregator) sends the tensor up once and receives the
-    // sum once.
+    // sum once; reduce-scatter and all-gather: N - 1 ring steps each, every worker sending a
+    // 1/N segment a step, so (N - 1) x the tensor each, as the ring's two halves.
     const std::int64_t bytes = total * 4 * static_cast<std::int64_t>(iterations);
     EXPECT_EQ(job.strategy->bytes_delivered(),
               ps ? 2 * workers * bytes : 2 * (workers - 1) * bytes);
