@@ -82,8 +82,8 @@ struct CommunicationMode::GraphLive {
   std::unique_ptr<llm_training::MegatronCoreJob> core;  // or this, on the training core
   // The core's busiest worker's kernel time per iteration (what a graph rank's compute_s counts).
   double core_compute_per_iteration = 0;
-  // The core's DP collectives per stage and iteration (the all-reduce: 1; the distributed
-  // optimizer: 2) and its stages that synchronise (DP > 1).
+  // The core's DP collectives per synchronising stage (DP > 1) and iteration (the all-reduce: 1;
+  // the distributed optimizer: 2).
   std::uint64_t core_dp_collectives = 0;
   std::uint64_t passes_left = 0;  // after the one running
   // Of the passes that ended.
