@@ -284,7 +284,8 @@ TEST(DetailedFailures, TheRunnerReportsAFailedCollectiveOnce) {
 // Random job streams under random failures of hosts, switches (leaves cut their hosts off,
 // spines reroute) and host links, every one repaired, with both failure policies; data-parallel
 // jobs and pipeline jobs (the even split, and stages and replicas chosen by the dp, pipedream and
-// exact planners; ring, ps and tree within stages):
+// exact planners; ring, ps and tree within stages), and Megatron jobs on the execution graph and
+// on the training core (megatron.core "training"):
 //   - every job is reported exactly once: finished, or dropped with a reason (requeue: every
 //     job that fits the pool finishes);
 //   - every attempt the runner ended unfinished is counted once (killed or failed), and the
