@@ -6,6 +6,8 @@
 // equal to the exhaustive search.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstddef>
 #include <limits>
 #include <random>
 #include <vector>
