@@ -624,6 +624,9 @@ std::shared_ptr<CommunicationParams> read_training(
       t.activation_bytes.push_back(l.activation.count);
     }
     if (t.parameters.empty()) throw InputError(m.path_of("profile"), "the profile has no layers");
+    // A pipeline cut's bytes from the profile's edges, as the pipeline model counts them.
+    for (const pipeline::LayerCost& l : pipeline::layer_costs(profile))
+      t.boundary_bytes.push_back(l.cut_bytes());
     // Pipeline parallelism (communication_mode.hpp, pipeline_job.hpp): stages, the op schedule
     // (PipeDream's 1F1B or GPipe with one flush per iteration) and micro-batches per replica and
     // iteration; every key required (no default is a published one).

@@ -11,6 +11,7 @@
 #include "models/pipeline/autopipe_planner.hpp"
 #include "models/pipeline/dp_planner.hpp"
 #include "models/pipeline/pipedream_partitioner.hpp"
+#include "models/pipeline/route_conditions.hpp"
 #include "sim_core/base/error.hpp"
 #include "sim_core/network/host_access_links.hpp"
 
@@ -188,9 +189,13 @@ double MegatronModel::nodes_per_iteration(int gpus) const {
 
 std::vector<pipeline::LayerCost> planner_layer_sizes(const TrainingModel& m) {
   std::vector<pipeline::LayerCost> layers;
-  for (std::size_t l = 0; l < m.parameters.size(); ++l)
+  MLSIM_CHECK(m.boundary_bytes.empty() || m.boundary_bytes.size() == m.parameters.size(),
+              "a boundary size per layer");
+  for (std::size_t l = 0; l < m.parameters.size(); ++l) {
     layers.push_back({0, 0, static_cast<double>(m.activation_bytes[l]),
                       static_cast<double>(m.parameters[l] * m.bytes_per_parameter)});
+    if (!m.boundary_bytes.empty()) layers.back().boundary_bytes = m.boundary_bytes[l];
+  }
   return layers;
 }
 
@@ -394,6 +399,8 @@ StageLayout CommunicationMode::plan_stages(const JobSpec& job, const TrainingMod
     c.latency_out.push_back(links_->latency(a.up).seconds());
     c.latency_in.push_back(links_->latency(a.down).seconds());
   }
+  // Links beyond the hosts' own (a rack's uplink): the routes, as the pipeline model sees them.
+  c.routes = pipeline::host_routes(*links_, hosts).routes;
   // GPipe is timed with a flush every M micro-batches of a replica, where the run flushes once
   // per iteration (N / r of them): N depends on the replicas the planner is choosing [assumed:
   // the planner's group is M, not measured against the run's].
@@ -511,9 +518,12 @@ bool CommunicationMode::start_pipeline(const JobSpec& job, std::span<const NodeI
   PipelineJob::Options o;
   o.schedule = m.pipeline.schedule;
   o.micro_batches = micro_batches;
+  // What crosses each cut: the same bytes the planners priced (planner_layer_sizes: every
+  // activation made before the cut and consumed after it), scaled to the micro-batch.
+  const std::vector<pipeline::LayerCost> sizes = planner_layer_sizes(m);
   for (std::size_t s = 0; s + 1 < layout.stages(); ++s)
-    o.boundary_bytes.push_back(std::llround(
-        static_cast<double>(m.activation_bytes[layout.first_layer[s + 1] - 1]) * scale));
+    o.boundary_bytes.push_back(
+        std::llround(sizes[layout.first_layer[s + 1] - 1].cut_bytes() * scale));
   o.gradients.make_scheduler = m.make_scheduler;
   o.gradients.config = m.config;
   o.gradients.make_sync = m.make_sync;

@@ -139,6 +139,11 @@ struct TrainingModel {
   // stages are cut), and the bytes of its output activation for one profiled batch.
   std::vector<double> reference_layer_s;
   std::vector<std::int64_t> activation_bytes;
+  // Per layer, forward order: the bytes a pipeline stage boundary after it carries for one
+  // profiled batch, models/pipeline's LayerCost::cut_bytes from the profile's edges (every
+  // activation made up to the layer and consumed after it, PipeDream's augmented antichain;
+  // pipeline::layer_costs). Empty: the layers form a chain and a cut carries activation_bytes.
+  std::vector<double> boundary_bytes;
   // A Megatron model (null for a profiled one, which fills the fields above): its jobs run as
   // execution graphs; reference_iteration_s is then its busiest stage's compute per iteration on
   // the reference GPU, and parameters, times and the rest stay empty.
@@ -205,7 +210,8 @@ struct TrainingModel {
 };
 
 // A profiled model's layers as models/pipeline's planners see them (sizes only: the planners
-// read each host's own layer times from their conditions).
+// read each host's own layer times from their conditions), each cut with its boundary_bytes.
+// The one source of a cut's bytes for the planners, the memory check and the run's transfers.
 std::vector<pipeline::LayerCost> planner_layer_sizes(const TrainingModel& m);
 // Whether some configuration of a planned pipeline model's stages fits hosts of `capacity`
 // bytes each (in the job's host order) under the memory rule of `planner` (the job's: PipeDream's

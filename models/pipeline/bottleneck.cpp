@@ -1,6 +1,7 @@
 #include "models/pipeline/bottleneck.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "sim_core/base/error.hpp"
 
@@ -22,6 +23,57 @@ Bottleneck::Bottleneck(const std::vector<LayerCost>& layers, const Conditions& c
       time_[h][l + 1] = time_[h][l] + (host.forward_s[l] + host.backward_s[l]) / host.speed;
   }
   for (std::size_t l = 0; l < n; ++l) params_[l + 1] = params_[l] + layers[l].parameter_bytes;
+  if (c.routed()) bound_route_bandwidths();
+}
+
+// For every stage placement [h, h + r) and replica x: the fastest any of x's activations
+// (forward, to a host after the stage) or gradients (back, to a host before it) can leave
+// under any configuration with that stage. A shared link that every such route of a replica
+// crosses carries that replica's sends in every such configuration, so it is divided at least
+// among those replicas (transfer_bandwidths divides it among at least as many).
+void Bottleneck::bound_route_bandwidths() {
+  const std::size_t H = c_.host_count();
+  const auto& R = c_.routes;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (auto* t : {&forward_bw_, &backward_bw_, &backward_only_bw_}) t->assign(H * H * H, inf);
+  // Whether every route from x to a host in [lo, hi) crosses shared link l (false when empty).
+  auto always = [&](std::size_t x, std::size_t lo, std::size_t hi, std::size_t l) {
+    if (lo >= hi) return false;
+    for (std::size_t d = lo; d < hi; ++d) {
+      const auto& on = R.shared[x * H + d];
+      if (std::find(on.begin(), on.end(), l) == on.end()) return false;
+    }
+    return true;
+  };
+  auto fastest = [&](std::size_t x, std::size_t lo, std::size_t hi,
+                     const std::vector<double>& users) {
+    double best = lo < hi ? 0 : inf;
+    for (std::size_t d = lo; d < hi; ++d) {
+      double b = R.bandwidth[x * H + d];
+      for (std::size_t l : R.shared[x * H + d])
+        if (users[l] > 0) b = std::min(b, R.shared_bandwidth[l] / users[l]);
+      best = std::max(best, b);
+    }
+    return best;
+  };
+  const std::size_t L = R.shared_bandwidth.size();
+  for (std::size_t h = 0; h < H; ++h)
+    for (std::size_t r = 1; h + r <= H; ++r)
+      for (const bool forward : {true, false}) {
+        std::vector<double> users(L, 0);
+        for (std::size_t l = 0; l < L; ++l)
+          for (std::size_t x = h; x < h + r; ++x)
+            if ((forward && always(x, h + r, H, l)) || always(x, 0, h, l)) users[l] += 1;
+        for (std::size_t x = h; x < h + r; ++x) {
+          const std::size_t k = (h * H + r - 1) * H + x;
+          if (forward) {
+            forward_bw_[k] = fastest(x, h + r, H, users);
+            backward_bw_[k] = fastest(x, 0, h, users);
+          } else {
+            backward_only_bw_[k] = fastest(x, 0, h, users);
+          }
+        }
+      }
 }
 
 double Bottleneck::stage(std::size_t i, std::size_t j, std::size_t h, std::size_t r) const {
@@ -30,8 +82,17 @@ double Bottleneck::stage(std::size_t i, std::size_t j, std::size_t h, std::size_
   if (i > 0) out_bytes += layers_[i - 1].cut_bytes();  // gradients back
   if (j < n) out_bytes += layers_[j - 1].cut_bytes();  // activations forward
   double worst = 0;
-  for (std::size_t x = h; x < h + r; ++x)
-    worst = std::max({worst, time_[x][j] - time_[x][i], out_bytes / c_.bandwidth[x]});
+  for (std::size_t x = h; x < h + r; ++x) {
+    double nic = out_bytes / c_.bandwidth[x];
+    if (c_.routed()) {
+      const std::size_t H = c_.host_count(), k = (h * H + r - 1) * H + x;
+      nic = 0;
+      if (i > 0)
+        nic += layers_[i - 1].cut_bytes() / (j < n ? backward_bw_[k] : backward_only_bw_[k]);
+      if (j < n) nic += layers_[j - 1].cut_bytes() / forward_bw_[k];
+    }
+    worst = std::max({worst, time_[x][j] - time_[x][i], nic});
+  }
   const double ar = ring_allreduce_seconds(params_[j] - params_[i], h, r, c_);
   return (worst + ar / per_update_) / static_cast<double>(r);
 }

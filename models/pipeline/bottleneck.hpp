@@ -21,6 +21,14 @@
 // It charges a send at the sender's own bandwidth, where the timing model uses the smaller of
 // both ends' (the same when the hosts' bandwidths are equal), so that a stage's term needs only
 // its own hosts. Receiving costs nothing, as in the timing model (only sends are serialised).
+// With routes (Conditions::Routes: shared links such as a server's uplink), N_x charges the
+// gradient at the fastest route from x to any host before the stage and the activation at the
+// fastest to any host after it, each shared link on such a route divided among the stage's
+// replicas all of whose routes that way cross it: still at most what the timing model charges
+// (transfer_bandwidths divides a shared link among every host sending across it), and still a
+// term of the stage's own placement, so the DP stays exact for it. So a stage whose every
+// activation leaves its server over one uplink is charged A / uplink per minibatch however many
+// replicas it has.
 #include <cstddef>
 #include <vector>
 
@@ -49,6 +57,11 @@ class Bottleneck {
   double per_update_;                      // minibatches of a replica per all-reduce
   std::vector<std::vector<double>> time_;  // per host: forward + backward of layers [0, j)
   std::vector<double> params_;             // parameter bytes of layers [0, j)
+  // With routes, per stage placement [h, h + r) and replica x at (h H + r - 1) H + x: the
+  // fastest its sends can leave (see bound_route_bandwidths): forward and backward when the
+  // stage sends both ways, backward when it ends the model.
+  void bound_route_bandwidths();
+  std::vector<double> forward_bw_, backward_bw_, backward_only_bw_;
 };
 
 }  // namespace mlsim::pipeline

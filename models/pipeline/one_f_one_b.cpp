@@ -59,6 +59,8 @@ class Timing {
         M_(minibatches.value_or(kEndless)),
         tracing_(tracing) {
     MLSIM_CHECK(group_ > 0, "GPipe needs at least one micro-batch per flush");
+    // With routes, each transfer's share of the shared links it crosses in this configuration.
+    if (c.routed()) send_bandwidth_ = transfer_bandwidths(costs.first_host, c);
     // Per worker (host): its stage, replica index, replication, minibatch count and limit.
     for (std::size_t s = 0; s < S_; ++s) {
       const std::size_t r = costs.first_host[s + 1] - costs.first_host[s];
@@ -147,7 +149,9 @@ class Timing {
   // Arrival time of a transfer from worker `from` to worker `to` handed to `from`'s NIC at t.
   double send(std::size_t from, std::size_t to, double bytes, double t) {
     const double start = std::max(t, nic_free_[from]);
-    nic_free_[from] = start + bytes / c_.bandwidth_between(from, to);
+    const double bandwidth = send_bandwidth_.empty() ? c_.bandwidth_between(from, to)
+                                                     : send_bandwidth_[from * c_.host_count() + to];
+    nic_free_[from] = start + bytes / bandwidth;
     return nic_free_[from] + c_.latency_between(from, to);
   }
 
@@ -234,6 +238,7 @@ class Timing {
   std::size_t group_, S_, W_, M_, horizon_ = 0;
   bool tracing_;
   std::vector<std::size_t> stage_, replica_, reps_, count_, limit_;
+  std::vector<double> send_bandwidth_;  // transfer_bandwidths; empty without routes
   // Arrival of a worker's k-th minibatch's activation (from the previous stage) and gradient
   // (from the next).
   std::vector<std::vector<double>> act_in_, grad_in_;

@@ -19,7 +19,10 @@
 // worker sends an activation forward after each forward and a gradient back after each backward
 // (the last stage's backward follows its own forward); transfers leave a host one at a time, in
 // the order the worker produced them (one NIC), taking bytes / bandwidth between the two hosts,
-// and arrive one latency later. The replicas of a stage all-reduce its parameters after their
+// and arrive one latency later. With routes (pipeline_costs.hpp Conditions::Routes: a server's
+// uplink on a leaf-spine) the bandwidth is the route's narrowest link with every shared link on
+// it divided among the configuration's hosts sending across it (transfer_bandwidths), and the
+// latency the route's. The replicas of a stage all-reduce its parameters after their
 // k-th backwards (data parallelism inside the stage, as PipeDream's DistributedDataParallel
 // does): the all-reduce starts once every replica with a k-th minibatch has finished that
 // backward and its NIC is free, takes a ring's time (ring_allreduce_seconds), and holds those

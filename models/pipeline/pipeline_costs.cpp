@@ -1,7 +1,9 @@
 #include "models/pipeline/pipeline_costs.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <numeric>
 
 #include "sim_core/base/error.hpp"
 
@@ -50,7 +52,46 @@ StageHost profiled_host(const std::vector<LayerCost>& layers, double speed) {
 }
 
 double Conditions::bandwidth_between(std::size_t a, std::size_t b) const {
+  if (routed()) return routes.bandwidth[a * routes.hosts + b];
   return std::min(bandwidth[a], bandwidth[b]);
+}
+
+std::vector<double> transfer_bandwidths(const std::vector<std::size_t>& first_host,
+                                        const Conditions& c) {
+  const std::size_t H = c.host_count();
+  std::vector<double> out(H * H);
+  for (std::size_t a = 0; a < H; ++a)
+    for (std::size_t b = 0; b < H; ++b) out[a * H + b] = a == b ? 0 : c.bandwidth_between(a, b);
+  if (!c.routed()) return out;
+  MLSIM_CHECK(c.routes.hosts == H, "routes for other hosts");
+  // The pairs that exchange minibatches: across boundary s, minibatch m goes from replica
+  // m mod r_s to replica m mod r_{s+1} (and its gradient back), over a whole round of lcm(r_s,
+  // r_{s+1}) minibatches.
+  std::vector<std::uint8_t> used(H * H, 0);
+  for (std::size_t s = 0; s + 2 < first_host.size(); ++s) {
+    const std::size_t r0 = first_host[s + 1] - first_host[s];
+    const std::size_t r1 = first_host[s + 2] - first_host[s + 1];
+    for (std::size_t m = 0; m < std::lcm(r0, r1); ++m) {
+      const std::size_t x = first_host[s] + m % r0, y = first_host[s + 1] + m % r1;
+      used[x * H + y] = used[y * H + x] = 1;
+    }
+  }
+  // Senders per shared link.
+  std::vector<std::vector<std::uint8_t>> sends(c.routes.shared_bandwidth.size(),
+                                               std::vector<std::uint8_t>(H, 0));
+  for (std::size_t a = 0; a < H; ++a)
+    for (std::size_t b = 0; b < H; ++b)
+      if (used[a * H + b])
+        for (std::size_t l : c.routes.shared[a * H + b]) sends[l][a] = 1;
+  for (std::size_t a = 0; a < H; ++a)
+    for (std::size_t b = 0; b < H; ++b) {
+      if (!used[a * H + b]) continue;
+      for (std::size_t l : c.routes.shared[a * H + b]) {
+        const auto senders = static_cast<double>(std::count(sends[l].begin(), sends[l].end(), 1));
+        out[a * H + b] = std::min(out[a * H + b], c.routes.shared_bandwidth[l] / senders);
+      }
+    }
+  return out;
 }
 
 std::size_t Partition::first_host(std::size_t stage) const {

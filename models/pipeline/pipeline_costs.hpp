@@ -46,18 +46,34 @@ struct StageHost {
 StageHost profiled_host(const std::vector<LayerCost>& layers, double speed = 1);
 
 // Conditions at one moment, for the job's hosts in order (host h is the topology's h-th pipeline
-// host). Every host has one access link each way; the model takes those links as the bottleneck,
-// so a transfer from a to b runs at the smaller of the two hosts' bandwidths and arrives
-// latency_out[a] + latency_in[b] after it leaves.
+// host). Every host has one access link each way. Without `routes` (a star: every route is the
+// two hosts' access links) the model takes those links as the bottleneck, so a transfer from a
+// to b runs at the smaller of the two hosts' bandwidths and arrives latency_out[a] +
+// latency_in[b] after it leaves. With `routes` (route_conditions.hpp: some route crosses a link
+// that is no job host's own, a server's uplink on a leaf-spine) it runs at its route's narrowest
+// link and arrives the route's latency later, and the shared links it crosses are divided among
+// the hosts sending across them (transfer_bandwidths).
 struct Conditions {
   std::vector<StageHost> hosts;
   std::vector<double> bandwidth;    // bytes/s: the smaller of the host's link out and link in
   std::vector<double> latency_out;  // seconds: host -> network (its uplink)
   std::vector<double> latency_in;   // seconds: network -> host (its downlink)
+  // Per ordered pair of hosts, at a * hosts + b: the platform's route from a to b (flow label 0,
+  // the pipeline's point-to-point messages'), its narrowest bandwidth and summed latency, and the
+  // shared links it crosses as indexes into shared_bandwidth (every link of the route that is
+  // no job host's access link). hosts == 0: no routes (see above).
+  struct Routes {
+    std::size_t hosts = 0;
+    std::vector<double> bandwidth, latency;
+    std::vector<std::vector<std::size_t>> shared;
+    std::vector<double> shared_bandwidth;
+  } routes;
+  bool routed() const { return routes.hosts > 0; }
   std::size_t host_count() const { return hosts.size(); }
+  // The route's narrowest link (without routes: the smaller of the two hosts' links).
   double bandwidth_between(std::size_t a, std::size_t b) const;
   double latency_between(std::size_t a, std::size_t b) const {
-    return latency_out[a] + latency_in[b];
+    return routed() ? routes.latency[a * routes.hosts + b] : latency_out[a] + latency_in[b];
   }
 };
 
@@ -93,6 +109,17 @@ struct StageCosts {
 };
 StageCosts stage_costs(const std::vector<LayerCost>& layers, const Partition& p,
                        const Conditions& c);
+
+// The bandwidth each transfer gets under a configuration whose stage s starts at host
+// first_host[s] (StageCosts::first_host), per ordered pair of hosts at a * hosts + b. Without
+// routes: bandwidth_between. With routes: the route's narrowest link, and every shared link it
+// crosses divided among the hosts that send across that link in the configuration (each sends
+// its activations to the next stage's and its gradients to the previous stage's replicas that
+// run its minibatches, round-robin; a host's transfers leave one at a time, so each holds at
+// most one share) [assumed: all of them at once, the worst case; the run shares a link only
+// among the transfers crossing it at that moment].
+std::vector<double> transfer_bandwidths(const std::vector<std::size_t>& first_host,
+                                        const Conditions& c);
 
 // What a switch from `from` to `to` moves: for every host of `to`, the parameters of its new
 // stage's layers that its stage in `from` did not hold, fetched from a host of the layer's old

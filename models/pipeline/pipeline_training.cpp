@@ -63,6 +63,12 @@ double PipelineTraining::host_bandwidth(std::size_t h) const {
   return std::min(links_.bandwidth(up).bytes_per_s, links_.bandwidth(down).bytes_per_s);
 }
 
+void PipelineTraining::set_routes() {
+  HostRoutes r = host_routes(links_, params_.hosts);
+  now_.routes = std::move(r.routes);
+  route_links_ = std::move(r.links);
+}
+
 Partition PipelineTraining::plan(const Conditions& c) {
   if (params_.policy == Policy::kPipeDream) {
     std::vector<PipeDreamOptions::Level> levels = params_.pipedream_levels;
@@ -95,6 +101,7 @@ void PipelineTraining::start() {
   }
   now_.latency_out = params_.latency_out;
   now_.latency_in = params_.latency_in;
+  set_routes();
   const Partition p = plan(now_);
   initial_estimate_s_ = steady_state_seconds(params_.layers, p, now_, timing());
   // PipeDream's objective knows no schedule: under GPipe it may pick replicas that deadlock.
@@ -236,10 +243,13 @@ void PipelineTraining::speed_changed(NodeId host, double speed) {
 void PipelineTraining::links_changed(std::span<const LinkId> changed) {
   if (!started_) return;
   bool mine = false;
-  for (LinkId l : changed)
+  for (LinkId l : changed) {
     for (const auto& [up, down] : params_.host_links) mine = mine || l == up || l == down;
+    mine = mine || std::binary_search(route_links_.begin(), route_links_.end(), l);
+  }
   if (!mine) return;
   for (std::size_t h = 0; h < params_.hosts.size(); ++h) now_.bandwidth[h] = host_bandwidth(h);
+  set_routes();
   conditions_changed();
 }
 

@@ -50,6 +50,7 @@
 #include "models/pipeline/pipedream_partitioner.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
 #include "models/pipeline/rl_planner.hpp"
+#include "models/pipeline/route_conditions.hpp"
 #include "models/pipeline/stage_allreduce.hpp"
 #include "models/training/data_parallel_job.hpp"
 #include "models/training/pipeline_schedule.hpp"
@@ -172,6 +173,10 @@ class PipelineTraining final : private training::OpObserver, private training::G
   TrainingParams params_;
   RlPlanner rl_;  // used only with Planner::kRl; its policy learns across plans
   collectives::PointToPoint messages_;
+  // The routes between the hosts as they are now (route_conditions.hpp), into now_, and the
+  // links they cross (sorted): a change to one is a change of conditions.
+  void set_routes();
+  std::vector<LinkId> route_links_;
   Conditions now_;  // hosts' layer times at speed 1 (from the constructor), speeds, links
   bool started_ = false;
   Partition partition_;

@@ -66,7 +66,13 @@ class Episodes {
         const double rd = static_cast<double>(r);
         const double e = slowest / rd / ideal - 1;
         double comm = 0;
-        if (j < n) comm = layers_[j - 1].cut_bytes() / std::min(narrowest, c_.bandwidth[g + r]);
+        if (j < n) {
+          // With routes, the narrowest route from the stage's hosts to the next stage's first.
+          double b = std::min(narrowest, c_.bandwidth[g + r]);
+          if (c_.routed())
+            for (std::size_t x = g; x < g + r; ++x) b = std::min(b, c_.bandwidth_between(x, g + r));
+          comm = layers_[j - 1].cut_bytes() / b;
+        }
         const double ar = ring_allreduce_seconds(params_[j] - params_[i], g, r, c_);
         Action a;
         a.last_layer = j;

@@ -15,7 +15,8 @@
 //     e  = T / I - 1, T the stage's compute per minibatch (its slowest replica's, over r): balance;
 //     e^2;
 //     c  = the boundary's bytes (LayerCost::cut_bytes) / the narrowest link of the stage and the
-//          next host, over I;
+//          next host (with routes, also of the routes from the stage's hosts to the next host:
+//          a server's uplink), over I;
 //     a  = the stage's all-reduce (ring_allreduce_seconds) per minibatch (over r and, under GPipe,
 //          the group), over I;
 //     1 if the stage is replicated.

@@ -9,9 +9,12 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <sstream>
 
 #include "models/cluster/communication_mode.hpp"
 #include "models/cluster/pipeline_job.hpp"
+#include "models/pipeline/pipeline_costs.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/network/link_conditions.hpp"
 #include "tests/cluster/test_support.hpp"
 #include "tests/support/platform_bench.hpp"
@@ -146,6 +149,71 @@ TEST(PipelineJobs, TwoStageJobAloneTakesTheHandWorkedTime) {
     EXPECT_EQ(out.metrics().at("detailed_pipeline_jobs"), 1);
     EXPECT_EQ(out.metrics().at("activation_bytes_delivered"), 16 * M);
     EXPECT_EQ(p.network.totals().bytes_delivered.count, 16 * M);
+  }
+}
+
+// A cut's bytes on a profile with a skip edge (a residual block's input), as the pipeline
+// model counts them (pipeline::layer_costs, LayerCost::cut_bytes: every activation made before
+// the cut and consumed after it). Profile, one batch: L0 forward 1 s, backward 2 s, a 2 MB
+// output; L1 1 s, 2 s, 4 MB; L2 2 s, 4 s, 4 bytes; edges L0 -> L1 -> L2 and L0 -> L2. The even
+// split of two stages cuts after L1 (half of the 12 s is reached there): L0's output (read by
+// L2) and L1's cross, 2 + 4 = 6 MB, where the last layer's output alone is 4 MB. Two stages on
+// hosts 0 and 2 of the two leaves (every link 4e6 B/s, no latency), GPipe, M = 2 micro-batches
+// of 2 / 2 = 1 profiled batch: stage 0 F = 2 s, B = 4 s; stage 1 F = 2 s, B = 4 s; a cut 1.5 s.
+//   Stage 0 F0 [0, 2], F1 [2, 4]; activations [2, 3.5], [4, 5.5].
+//   Stage 1 F0 [3.5, 5.5], F1 [5.5, 7.5], B0 [7.5, 11.5], B1 [11.5, 15.5]; gradients
+//   [11.5, 13], [15.5, 17].
+//   Stage 0 B0 [13, 17], B1 [17, 21]: the job ends at 21 s (20 s with the chain's 4 MB, 1 s a
+//   cut: activations at 3 and 5, stage 1 ends B1 at 15, gradients at 12 and 16, stage 0 ends at
+//   20). 2 activations and 2 gradients of 6 MB: 24 MB delivered.
+TEST(PipelineJobs, ACutAcrossASkipEdgeSendsEveryActivationThatCrossesIt) {
+  const char* const profile_text =
+      "node1 -- Input0 -- forward_compute_time=0.000, backward_compute_time=0.000, "
+      "activation_size=1000.0, parameter_size=0.000\n"
+      "node2 -- L0 -- forward_compute_time=1000.0, backward_compute_time=2000.0, "
+      "activation_size=2000000.0, parameter_size=0.000\n"
+      "node3 -- L1 -- forward_compute_time=1000.0, backward_compute_time=2000.0, "
+      "activation_size=4000000.0, parameter_size=0.000\n"
+      "node4 -- L2 -- forward_compute_time=2000.0, backward_compute_time=4000.0, "
+      "activation_size=4.0, parameter_size=0.000\n"
+      "\tnode1 -- node2\n"
+      "\tnode2 -- node3\n"
+      "\tnode3 -- node4\n"
+      "\tnode2 -- node4\n";
+  std::istringstream in(profile_text);
+  const std::vector<pipeline::LayerCost> cuts =
+      pipeline::layer_costs(parse_pipedream_graph(in, "skip"));
+  for (const bool chain : {false, true}) {
+    SCOPED_TRACE(chain ? "chain" : "skip edge");
+    test::PlatformBench p(two_leaves());
+    CommunicationParams params;
+    TrainingModel m = model(p.topology, "fifo", "ring",
+                            {{1, 2, 0, 2 * M}, {1, 2, 0, 4 * M}, {2, 4, 0, 4}}, 2, Kind::kGPipe, 2);
+    if (!chain)
+      for (const pipeline::LayerCost& l : cuts) m.boundary_bytes.push_back(l.cut_bytes());
+    // The planners' sizes carry the same cuts (the one source of a cut's bytes).
+    const std::vector<pipeline::LayerCost> sizes = planner_layer_sizes(m);
+    EXPECT_DOUBLE_EQ(sizes[0].cut_bytes(), 2 * M);
+    EXPECT_DOUBLE_EQ(sizes[1].cut_bytes(), chain ? 4 * M : 6 * M);
+    EXPECT_DOUBLE_EQ(sizes[2].cut_bytes(), chain ? 4 : 0);
+    params.models.push_back(m);
+    CommunicationMode mode(p.engine, p.network, p.compute, params, RandomStream(1, "test"));
+    std::vector<TrainingRecord> records;
+    mode.set_observer([&](const TrainingRecord& r) { records.push_back(r); });
+    JobSpec job;
+    job.work = Time::s(12);
+    mode.admit(job);
+    EXPECT_EQ(job.iterations, 1u);
+    double ended = -1;
+    ASSERT_TRUE(mode.start(
+        job, std::vector<NodeId>{0, 2}, 0, [&] { ended = p.engine.now().seconds(); },
+        [](JobRunner::Failure) { FAIL() << "no failure here"; }));
+    p.engine.run();
+    EXPECT_DOUBLE_EQ(ended, chain ? 20 : 21);
+    ASSERT_EQ(records.size(), 1u);
+    EXPECT_EQ(records[0].stage_first_layer, (std::vector<std::size_t>{0, 2, 3}));
+    EXPECT_EQ(records[0].activation_bytes_delivered, chain ? 16 * M : 24 * M);
+    EXPECT_EQ(p.network.totals().bytes_delivered.count, chain ? 16 * M : 24 * M);
   }
 }
 

@@ -8,7 +8,9 @@
 
 #include "models/cluster/cluster_model.hpp"
 #include "models/cluster/register.hpp"
+#include "models/pipeline/pipeline_costs.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/hardware/dnn_profile.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "test_support.hpp"
 #include "tests/support/run_json.hpp"
@@ -291,6 +293,31 @@ TEST(ClusterScenario, NodeFailuresComeFromTheEventsSection) {
   speed["events"] = json::parse(R"({"list": [{"host": 0, "speed": 0.5}]})");
   EXPECT_NE(mlsim::test::prepare_error(speed, registries).find("events: the cluster model"),
             std::string::npos);
+}
+
+// A profiled model's pipeline cuts carry what the pipeline model's cuts carry, from the profile's
+// edges (pipeline::layer_costs): on ResNet-50 the cut after layer 29 inside a residual block
+// carries the block's input too, 513.8 MB per profiled batch where the layer's own output is
+// 102.8 MB (docs/pipeline.md, "The antichain DAG"); the planners' sizes are the same cuts.
+TEST(ClusterScenario, AProfiledModelsCutsCountEveryActivationCrossingThem) {
+  json d = base();
+  d["system"]["detail"] = "communication";
+  d["workload"]["training"] = json::parse(R"({"models": [
+    {"name": "r50", "profile": "../dnn/pipedream/resnet50/graph.txt",
+     "profiled_on": "V100-SXM2-32GB", "scheduler": "fifo", "sync": "ring"}]})");
+  const ModelParams p = parse(d);
+  ASSERT_TRUE(p.communication);
+  const TrainingModel& m = p.communication->models.at(0);
+  const std::vector<pipeline::LayerCost> expected = pipeline::layer_costs(
+      read_pipedream_graph((kSource / "workloads/dnn/pipedream/resnet50/graph.txt").string()));
+  ASSERT_EQ(m.boundary_bytes.size(), expected.size());
+  const std::vector<pipeline::LayerCost> sizes = planner_layer_sizes(m);
+  for (std::size_t l = 0; l < expected.size(); ++l) {
+    EXPECT_EQ(m.boundary_bytes[l], expected[l].cut_bytes()) << l;
+    EXPECT_EQ(sizes[l].cut_bytes(), expected[l].cut_bytes()) << l;
+  }
+  EXPECT_NEAR(m.boundary_bytes[28] / 1e6, 513.8, 0.05);
+  EXPECT_NEAR(static_cast<double>(m.activation_bytes[28]) / 1e6, 102.8, 0.05);
 }
 
 // A heterogeneous pool is one topology: host h0 a V100 node, h1 an A100 node (2 GPUs each,
