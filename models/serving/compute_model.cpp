@@ -9,13 +9,17 @@
 namespace mlsim::serving {
 
 OperatorTimer::OperatorTimer(const CostModel& costs, const GpuSpec& gpu, Dtype dtype)
-    : costs_(costs), gpu_(gpu), dtype_(dtype) {}
+    : costs_(costs), gpu_(gpu), dtype_(dtype) {
+  for (std::size_t i = 0; i < kOpCount; ++i)
+    bound_[i] = costs_.bind(op_name(static_cast<Op>(i)), gpu_);
+}
 
 double OperatorTimer::seconds(Op op, const OpWork& w, std::int64_t tokens,
                               const OperatorShape& shape, std::int64_t seq_len) const {
   if (w.flops <= 0 && w.bytes <= 0) return 0;
   return costs_.operator_seconds(
-      OperatorWork{op_name(op), w.flops, w.bytes, dtype_, tokens, shape, seq_len}, gpu_);
+      bound_[static_cast<std::size_t>(op)],
+      OperatorWork{op_name(op), w.flops, w.bytes, dtype_, tokens, shape, seq_len});
 }
 
 void OperatorTimer::check(const CostModel& costs, const GpuSpec& gpu, const std::string& where) {

@@ -23,7 +23,8 @@ namespace mlsim::serving {
 // Prices one operator of a transformer of a given shape on one GPU type.
 class OperatorTimer {
  public:
-  // `costs` and `gpu` must outlive the timer.
+  // `costs` and `gpu` must outlive the timer. Every operator's name is resolved here, once
+  // (CostModel::bind): the cost model's providers must be complete.
   OperatorTimer(const CostModel& costs, const GpuSpec& gpu, Dtype dtype);
   // Seconds of `op` doing `w` over `tokens` tokens (the profile tables' axis) for `shape`;
   // `seq_len` (attention kernels; 0: none) selects a FLOP or bandwidth efficiency by sequence
@@ -38,6 +39,7 @@ class OperatorTimer {
   const CostModel& costs_;
   const GpuSpec& gpu_;
   Dtype dtype_;
+  std::array<CostModel::BoundOperator, kOpCount> bound_;  // by Op
 };
 
 // New tokens of one request in one iteration, passing through layers [first_layer, last_layer).

@@ -142,9 +142,24 @@ std::unique_ptr<RooflineProvider> RooflineProvider::load(const std::filesystem::
   return provider;
 }
 
+RooflineProvider::Entry& RooflineProvider::entry(std::string gpu, std::string op) {
+  auto& ops = index_[std::move(gpu)];
+  auto [it, added] = ops.try_emplace(std::move(op), static_cast<OperatorHandle>(entries_.size()));
+  if (added) entries_.emplace_back();
+  return entries_[static_cast<std::size_t>(it->second)];
+}
+
+const RooflineProvider::Entry* RooflineProvider::find(std::string_view gpu,
+                                                      std::string_view op) const {
+  auto g = index_.find(gpu);
+  if (g == index_.end()) return nullptr;
+  auto o = g->second.find(op);
+  return o == g->second.end() ? nullptr : &entries_[static_cast<std::size_t>(o->second)];
+}
+
 void RooflineProvider::add(std::string gpu, std::string op, std::vector<RooflineRegime> regimes) {
   MLSIM_CHECK(!regimes.empty() && regimes.back().unbounded, "roofline regimes must end unbounded");
-  table_[std::move(gpu)][std::move(op)] = std::move(regimes);
+  entry(std::move(gpu), std::move(op)).regimes = std::move(regimes);
 }
 
 double SeqLenEfficiency::at(std::int64_t len) const {
@@ -163,7 +178,7 @@ void RooflineProvider::add_seq_len_efficiency(std::string gpu, std::string op,
                                               SeqLenEfficiency curve) {
   MLSIM_CHECK(!curve.seq_len.empty() && curve.seq_len.size() == curve.efficiency.size(),
               "an efficiency curve needs one efficiency per sequence length");
-  curves_[std::move(gpu)][std::move(op)] = std::move(curve);
+  entry(std::move(gpu), std::move(op)).flops_curve = std::move(curve);
 }
 
 void RooflineProvider::add_seq_len_bandwidth_efficiency(std::string gpu, std::string op,
@@ -172,46 +187,40 @@ void RooflineProvider::add_seq_len_bandwidth_efficiency(std::string gpu, std::st
   MLSIM_CHECK(!curve.seq_len.empty() && curve.seq_len.size() == curve.efficiency.size(),
               "an efficiency curve needs one efficiency per sequence length");
   MLSIM_CHECK(query_group >= 0, "a query group is positive (0: every shape)");
-  auto& by_group = bandwidth_curves_[std::move(gpu)][std::move(op)];
+  auto& by_group = entry(std::move(gpu), std::move(op)).bandwidth_curves;
   MLSIM_CHECK(
       by_group.empty() || (query_group == 0) == by_group.contains(0),
       "an operator has either one bandwidth curve for every shape or curves by query group");
   by_group[query_group] = std::move(curve);
 }
 
-namespace {
-// The entry of `op` on `gpu` in a gpu -> op -> entry table (a curve, or curves by query group),
-// or nullptr.
-template <class Table>
-const auto* find_curve(const Table& table, std::string_view gpu, std::string_view op) {
-  using Entry = typename Table::mapped_type::mapped_type;
-  auto g = table.find(gpu);
-  if (g == table.end()) return static_cast<const Entry*>(nullptr);
-  auto o = g->second.find(op);
-  return o == g->second.end() ? static_cast<const Entry*>(nullptr) : &o->second;
-}
-}  // namespace
-
 const SeqLenEfficiency* RooflineProvider::seq_len_efficiency(std::string_view gpu,
                                                              std::string_view op) const {
-  return find_curve(curves_, gpu, op);
+  const Entry* e = find(gpu, op);
+  return e && e->flops_curve ? &*e->flops_curve : nullptr;
 }
 
 const SeqLenEfficiency* RooflineProvider::seq_len_bandwidth_efficiency(
     std::string_view gpu, std::string_view op, std::int64_t query_group) const {
-  const auto* by_group = find_curve(bandwidth_curves_, gpu, op);
-  if (by_group == nullptr) return nullptr;
-  auto c = by_group->find(query_group);
-  return c == by_group->end() ? nullptr : &c->second;
+  const Entry* e = find(gpu, op);
+  if (e == nullptr) return nullptr;
+  auto c = e->bandwidth_curves.find(query_group);
+  return c == e->bandwidth_curves.end() ? nullptr : &c->second;
 }
 
 std::optional<double> RooflineProvider::bandwidth_efficiency_at(std::string_view gpu,
                                                                 std::string_view op,
                                                                 std::int64_t seq_len,
                                                                 double query_group) const {
-  const auto* curves = find_curve(bandwidth_curves_, gpu, op);
-  if (curves == nullptr) return std::nullopt;
-  const auto& by_group = *curves;  // non-empty: add_seq_len_bandwidth_efficiency adds one
+  const Entry* e = find(gpu, op);
+  return e ? bandwidth_efficiency_of(*e, seq_len, query_group) : std::nullopt;
+}
+
+std::optional<double> RooflineProvider::bandwidth_efficiency_of(const Entry& e,
+                                                                std::int64_t seq_len,
+                                                                double query_group) {
+  const auto& by_group = e.bandwidth_curves;
+  if (by_group.empty()) return std::nullopt;
   if (by_group.size() == 1) return by_group.begin()->second.at(seq_len);
   const auto first = by_group.begin();
   const auto last = std::prev(by_group.end());
@@ -226,20 +235,39 @@ std::optional<double> RooflineProvider::bandwidth_efficiency_at(std::string_view
   return e_lo + f * (e_hi - e_lo);
 }
 
-const RooflineRegime* RooflineProvider::regime(std::string_view gpu, std::string_view op,
-                                               std::int64_t tokens) const {
-  auto g = table_.find(gpu);
-  if (g == table_.end()) return nullptr;
-  auto o = g->second.find(op);
-  if (o == g->second.end()) return nullptr;
-  for (const auto& r : o->second)
+const RooflineRegime* RooflineProvider::regime_of(const Entry& e, std::int64_t tokens) {
+  for (const auto& r : e.regimes)
     if (r.unbounded || tokens <= r.max_tokens) return &r;
   return nullptr;
 }
 
+const RooflineRegime* RooflineProvider::regime(std::string_view gpu, std::string_view op,
+                                               std::int64_t tokens) const {
+  const Entry* e = find(gpu, op);
+  return e ? regime_of(*e, tokens) : nullptr;
+}
+
+OperatorHandle RooflineProvider::resolve(const GpuSpec& gpu, std::string_view op) const {
+  auto g = index_.find(gpu.name);
+  if (g == index_.end()) return kUnpricedOperator;
+  auto o = g->second.find(op);
+  return o == g->second.end() ? kUnpricedOperator : o->second;
+}
+
 std::optional<double> RooflineProvider::operator_seconds(const OperatorWork& w,
                                                          const GpuSpec& gpu) const {
-  const RooflineRegime* r = regime(gpu.name, w.op, w.tokens);
+  const OperatorHandle h = resolve(gpu, w.op);
+  if (h == kUnpricedOperator) return std::nullopt;
+  return resolved_seconds(h, w, gpu);
+}
+
+std::optional<double> RooflineProvider::resolved_seconds(OperatorHandle handle,
+                                                         const OperatorWork& w,
+                                                         const GpuSpec& gpu) const {
+  MLSIM_CHECK(handle >= 0 && static_cast<std::size_t>(handle) < entries_.size(),
+              "a roofline operator handle from another provider");
+  const Entry& e = entries_[static_cast<std::size_t>(handle)];
+  const RooflineRegime* r = regime_of(e, w.tokens);
   if (!r) return std::nullopt;
   if (w.flops <= 0 && w.bytes <= 0) return 0.0;
   const double peak = gpu.peak_for(w.dtype, "compute").flops_per_s;
@@ -249,13 +277,11 @@ std::optional<double> RooflineProvider::operator_seconds(const OperatorWork& w,
   double flops_efficiency = r->flops_efficiency;
   double bandwidth_efficiency = r->bandwidth_efficiency;
   if (w.seq_len > 0) {
-    if (const SeqLenEfficiency* c = seq_len_efficiency(gpu.name, w.op))
-      flops_efficiency = c->at(w.seq_len);
+    if (e.flops_curve) flops_efficiency = e.flops_curve->at(w.seq_len);
     const double group = w.shape.kv_heads > 0 ? static_cast<double>(w.shape.heads) /
                                                     static_cast<double>(w.shape.kv_heads)
                                               : 1.0;
-    if (auto e = bandwidth_efficiency_at(gpu.name, w.op, w.seq_len, group))
-      bandwidth_efficiency = *e;
+    if (auto b = bandwidth_efficiency_of(e, w.seq_len, group)) bandwidth_efficiency = *b;
   }
   return std::max(floor * w.flops / (flops_efficiency * peak),
                   floor * w.bytes / (bandwidth_efficiency * gpu.hbm_bandwidth.bytes_per_s)) +
@@ -263,8 +289,8 @@ std::optional<double> RooflineProvider::operator_seconds(const OperatorWork& w,
 }
 
 bool RooflineProvider::total_for(const GpuSpec& gpu, std::string_view op) const {
-  auto g = table_.find(gpu.name);
-  return g != table_.end() && g->second.find(op) != g->second.end();
+  const Entry* e = find(gpu.name, op);
+  return e != nullptr && !e->regimes.empty();
 }
 
 // ---- profile tables ----
@@ -308,7 +334,6 @@ std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
       if (e.is_regular_file() && e.path().filename() == "mlp.csv") files.push_back(e.path());
     std::sort(files.begin(), files.end());
     if (files.empty()) throw InputError(where, fmt::format("no mlp.csv under {}", root.string()));
-    auto& curves = provider->table_[gpu];
     for (const auto& file : files) {
       std::ifstream in(file);
       std::string line;
@@ -370,7 +395,7 @@ std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
           if (cells[o.column].empty()) continue;
           const double ms = parse_double(cells[o.column], here);
           if (!(ms > 0)) throw InputError(here(), fmt::format("non-positive time for {}", o.op));
-          if (!o.curve) o.curve = &curves[Key{o.op, shape}];
+          if (!o.curve) o.curve = &provider->curves(gpu, o.op)[shape];
           provider->points_ += add_to_curve(*o.curve, tokens, ms * 1e-3);
         }
       }
@@ -379,10 +404,18 @@ std::unique_ptr<ProfileTableProvider> ProfileTableProvider::load_vidur(
   return provider;
 }
 
+ProfileTableProvider::Curves& ProfileTableProvider::curves(const std::string& gpu,
+                                                           const std::string& op) {
+  auto& ops = index_[gpu];
+  auto [it, added] = ops.try_emplace(op, static_cast<OperatorHandle>(curves_.size()));
+  if (added) curves_.emplace_back();
+  return curves_[static_cast<std::size_t>(it->second)];
+}
+
 void ProfileTableProvider::add_point(const std::string& gpu, const std::string& op,
                                      const OperatorShape& shape, std::int64_t tokens,
                                      double seconds) {
-  points_ += add_to_curve(table_[gpu][Key{op, shape}], tokens, seconds);
+  points_ += add_to_curve(curves(gpu, op)[shape], tokens, seconds);
 }
 
 bool ProfileTableProvider::add_to_curve(std::vector<Point>& curve, std::int64_t tokens,
@@ -399,12 +432,28 @@ bool ProfileTableProvider::add_to_curve(std::vector<Point>& curve, std::int64_t 
   return true;
 }
 
+OperatorHandle ProfileTableProvider::resolve(const GpuSpec& gpu, std::string_view op) const {
+  auto g = index_.find(gpu.name);
+  if (g == index_.end()) return kUnpricedOperator;
+  auto o = g->second.find(op);
+  return o == g->second.end() ? kUnpricedOperator : o->second;
+}
+
 std::optional<double> ProfileTableProvider::operator_seconds(const OperatorWork& w,
                                                              const GpuSpec& gpu) const {
-  auto g = table_.find(gpu.name);
-  if (g == table_.end()) return std::nullopt;
-  auto c = g->second.find(Key{std::string(w.op), w.shape});
-  if (c == g->second.end()) return std::nullopt;
+  const OperatorHandle h = resolve(gpu, w.op);
+  if (h == kUnpricedOperator) return std::nullopt;
+  return resolved_seconds(h, w, gpu);
+}
+
+std::optional<double> ProfileTableProvider::resolved_seconds(OperatorHandle handle,
+                                                             const OperatorWork& w,
+                                                             const GpuSpec& /*gpu*/) const {
+  MLSIM_CHECK(handle >= 0 && static_cast<std::size_t>(handle) < curves_.size(),
+              "a profile-table operator handle from another provider");
+  const Curves& by_shape = curves_[static_cast<std::size_t>(handle)];
+  auto c = by_shape.find(w.shape);
+  if (c == by_shape.end()) return std::nullopt;
   const auto& curve = c->second;
   if (curve.empty() || w.tokens < curve.front().tokens || w.tokens > curve.back().tokens)
     return std::nullopt;
@@ -433,6 +482,40 @@ double CostModel::operator_seconds(const OperatorWork& w, const GpuSpec& gpu) co
   if (auto s = direct(w, gpu)) return *s;
   if (scale_from_ && scale_from_ != &gpu) {
     if (auto s = direct(w, *scale_from_)) {
+      const double from = ideal_roofline_seconds(w.flops, w.bytes, w.dtype, *scale_from_);
+      const double to = ideal_roofline_seconds(w.flops, w.bytes, w.dtype, gpu);
+      return from > 0 ? *s * to / from : *s;
+    }
+  }
+  MLSIM_CHECK(false, fmt::format("no cost provider prices operator \"{}\" on {}", w.op, gpu.name));
+}
+
+CostModel::BoundOperator CostModel::bind(std::string_view op, const GpuSpec& gpu) const {
+  BoundOperator b;
+  b.gpu_ = &gpu;
+  b.scale_from_ = scale_from_;
+  for (const auto& p : providers_) b.direct_.push_back(p->resolve(gpu, op));
+  if (scale_from_ && scale_from_ != &gpu)
+    for (const auto& p : providers_) b.scaled_.push_back(p->resolve(*scale_from_, op));
+  return b;
+}
+
+std::optional<double> CostModel::direct(std::span<const OperatorHandle> handles,
+                                        const OperatorWork& w, const GpuSpec& gpu) const {
+  for (std::size_t i = 0; i < handles.size(); ++i)
+    if (handles[i] != kUnpricedOperator)
+      if (auto s = providers_[i]->resolved_seconds(handles[i], w, gpu)) return s;
+  return std::nullopt;
+}
+
+double CostModel::operator_seconds(const BoundOperator& bound, const OperatorWork& w) const {
+  MLSIM_CHECK(bound.gpu_ != nullptr && bound.direct_.size() == providers_.size() &&
+                  bound.scale_from_ == scale_from_,
+              "an operator bound before the cost model's providers or scale_from changed");
+  const GpuSpec& gpu = *bound.gpu_;
+  if (auto s = direct(bound.direct_, w, gpu)) return *s;
+  if (!bound.scaled_.empty()) {
+    if (auto s = direct(bound.scaled_, w, *scale_from_)) {
       const double from = ideal_roofline_seconds(w.flops, w.bytes, w.dtype, *scale_from_);
       const double to = ideal_roofline_seconds(w.flops, w.bytes, w.dtype, gpu);
       return from > 0 ? *s * to / from : *s;

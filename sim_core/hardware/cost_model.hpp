@@ -15,10 +15,13 @@
 //  - scaling between catalog GPUs: an operator costed on `scale_from` is scaled by the ratio of
 //    the two GPUs' ideal rooflines for its FLOPs and bytes; a profiled layer time by
 //    scale_profiled_time below.
+#include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +32,13 @@
 
 namespace mlsim {
 
+// An operator name on a GPU resolved by a provider once, at set-up (CostProvider::resolve): a
+// small index into the provider's own table, so that pricing work per iteration compares no
+// strings (the string-keyed lookups were about a quarter of a serving run's instructions).
+using OperatorHandle = std::int32_t;
+// The provider prices no work of that operator on that GPU.
+inline constexpr OperatorHandle kUnpricedOperator = -1;
+
 class CostProvider {
  public:
   virtual ~CostProvider() = default;
@@ -36,6 +46,19 @@ class CostProvider {
   // Seconds of `w` on `gpu` at speed 1, or nothing when this provider cannot price it.
   virtual std::optional<double> operator_seconds(const OperatorWork& w,
                                                  const GpuSpec& gpu) const = 0;
+  // `op` on `gpu` resolved once: a handle for resolved_seconds, or kUnpricedOperator when this
+  // provider prices no work of `op` on `gpu`. A handle stays valid while the provider lives and
+  // sees points and curves added to its operator later; an operator first added after resolving
+  // is not seen (resolve once the provider is loaded). The default prices by name.
+  virtual OperatorHandle resolve(const GpuSpec& /*gpu*/, std::string_view /*op*/) const {
+    return 0;
+  }
+  // operator_seconds(w, gpu) for work whose `op` on `gpu` resolved to `handle` (not
+  // kUnpricedOperator): the same result, without looking the name up.
+  virtual std::optional<double> resolved_seconds(OperatorHandle /*handle*/, const OperatorWork& w,
+                                                 const GpuSpec& gpu) const {
+    return operator_seconds(w, gpu);
+  }
   // Whether the provider prices every operator `op` on `gpu` (whatever its shape and token
   // count): the prepare-time check that work will never go unpriced.
   virtual bool total_for(const GpuSpec& gpu, std::string_view op) const = 0;
@@ -113,19 +136,26 @@ class RooflineProvider final : public CostProvider {
   bool total_for(const GpuSpec& gpu, std::string_view op) const override;
   const RooflineRegime* regime(std::string_view gpu, std::string_view op,
                                std::int64_t tokens) const;
+  OperatorHandle resolve(const GpuSpec& gpu, std::string_view op) const override;
+  std::optional<double> resolved_seconds(OperatorHandle handle, const OperatorWork& w,
+                                         const GpuSpec& gpu) const override;
 
  private:
-  // gpu -> op -> regimes
-  std::map<std::string, std::map<std::string, std::vector<RooflineRegime>, std::less<>>,
-           std::less<>>
-      table_;
-  // gpu -> op -> FLOP efficiency by sequence length
-  std::map<std::string, std::map<std::string, SeqLenEfficiency, std::less<>>, std::less<>> curves_;
-  // gpu -> op -> query group (0: every shape) -> bandwidth efficiency by sequence length
-  std::map<std::string,
-           std::map<std::string, std::map<std::int64_t, SeqLenEfficiency>, std::less<>>,
-           std::less<>>
-      bandwidth_curves_;
+  // Everything known of one operator on one GPU.
+  struct Entry {
+    std::vector<RooflineRegime> regimes;  // empty: the operator has curves but no regimes
+    std::optional<SeqLenEfficiency> flops_curve;
+    std::map<std::int64_t, SeqLenEfficiency> bandwidth_curves;  // query group (0: every shape)
+  };
+  // The entry of `op` on `gpu`, added when missing.
+  Entry& entry(std::string gpu, std::string op);
+  const Entry* find(std::string_view gpu, std::string_view op) const;
+  static const RooflineRegime* regime_of(const Entry& e, std::int64_t tokens);
+  static std::optional<double> bandwidth_efficiency_of(const Entry& e, std::int64_t seq_len,
+                                                       double query_group);
+  // gpu -> op -> index into entries_ (a deque: entries never move, handles are indices)
+  std::map<std::string, std::map<std::string, OperatorHandle, std::less<>>, std::less<>> index_;
+  std::deque<Entry> entries_;
 };
 
 class ProfileTableProvider final : public CostProvider {
@@ -145,18 +175,25 @@ class ProfileTableProvider final : public CostProvider {
   // Partial by nature: unmeasured shapes and token counts fall through.
   bool total_for(const GpuSpec&, std::string_view) const override { return false; }
   std::size_t points() const { return points_; }
+  OperatorHandle resolve(const GpuSpec& gpu, std::string_view op) const override;
+  std::optional<double> resolved_seconds(OperatorHandle handle, const OperatorWork& w,
+                                         const GpuSpec& gpu) const override;
 
  private:
-  using Key = std::pair<std::string, OperatorShape>;  // (op, shape)
   struct Point {
     std::int64_t tokens;
     double seconds;
     int samples;
   };
+  using Curves = std::map<OperatorShape, std::vector<Point>>;  // shape -> points by tokens
   // Adds one point to a curve kept sorted by tokens; false when it averaged into an existing one.
   static bool add_to_curve(std::vector<Point>& curve, std::int64_t tokens, double seconds);
-  // gpu -> (op, shape) -> points sorted by tokens
-  std::map<std::string, std::map<Key, std::vector<Point>>, std::less<>> table_;
+  // The curves of `op` on `gpu`, added when missing.
+  Curves& curves(const std::string& gpu, const std::string& op);
+  std::optional<double> seconds_on(const Curves& curves, const OperatorWork& w) const;
+  // gpu -> op -> index into curves_ (a deque: its maps never move, handles are indices)
+  std::map<std::string, std::map<std::string, OperatorHandle, std::less<>>, std::less<>> index_;
+  std::deque<Curves> curves_;
   std::size_t points_ = 0;
 };
 
@@ -173,6 +210,24 @@ class CostModel {
   // scale_from; InvariantError when nothing can (check_operators at prepare time prevents it).
   double seconds(const Work& work, const GpuSpec& gpu) const;
   double operator_seconds(const OperatorWork& w, const GpuSpec& gpu) const;
+  // An operator on a GPU resolved by every provider (and on scale_from) once: operator_seconds
+  // with it gives the same seconds as by name, without the per-call name lookups. Bind after
+  // the providers and scale_from are set (checked when used).
+  class BoundOperator {
+   public:
+    const GpuSpec& gpu() const { return *gpu_; }
+
+   private:
+    friend class CostModel;
+    const GpuSpec* gpu_ = nullptr;
+    const GpuSpec* scale_from_ = nullptr;
+    std::vector<OperatorHandle> direct_;  // one per provider on gpu
+    std::vector<OperatorHandle> scaled_;  // one per provider on scale_from (when set and other)
+  };
+  // `gpu` must outlive the binding.
+  BoundOperator bind(std::string_view op, const GpuSpec& gpu) const;
+  // `w.op` must be the bound operator's name (used only in the error when nothing prices it).
+  double operator_seconds(const BoundOperator& bound, const OperatorWork& w) const;
   // Which provider priced `w` on `gpu` ("profiles", "roofline", "scaled from X"), for reports.
   std::string provenance(const OperatorWork& w, const GpuSpec& gpu) const;
   // InputError at `where` unless some provider prices every `op` on `gpu`, directly or through
@@ -181,6 +236,8 @@ class CostModel {
 
  private:
   std::optional<double> direct(const OperatorWork& w, const GpuSpec& gpu) const;
+  std::optional<double> direct(std::span<const OperatorHandle> handles, const OperatorWork& w,
+                               const GpuSpec& gpu) const;
   std::vector<std::unique_ptr<CostProvider>> providers_;
   const GpuSpec* scale_from_ = nullptr;
 };

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "sim_core/base/error.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -97,6 +98,89 @@ TEST(CostModel, FallsBackFromProfilesToRooflineAndScalesUncalibratedGpus) {
   EXPECT_NEAR(m.operator_seconds(outside, h), expected, 1e-15);
   EXPECT_NEAR(m.operator_seconds(outside, h), 4e8 / (0.5 * 3350e9), 1e-15);  // = 2.388e-4 s
   EXPECT_EQ(m.provenance(outside, h), "scaled from A");
+}
+
+// Operators resolved once (CostProvider::resolve, CostModel::bind) are priced exactly as by name:
+// the same provider, the same arithmetic. By hand: the profile table's interpolation, the
+// roofline's regime and its curves by sequence length, and scaling onto an uncalibrated GPU.
+TEST(CostModel, BoundOperatorPricesAsByNameByHand) {
+  const GpuSpec a = test::make_gpu("A", 312, 19.5, 2039), h = test::make_gpu("H", 989.5, 67, 3350);
+  auto profiles = std::make_unique<ProfileTableProvider>();
+  profiles->add_point("A", "gemm", kShape, 8, 50e-6);
+  profiles->add_point("A", "gemm", kShape, 16, 60e-6);
+  // Unknown operator or GPU: nothing to resolve.
+  EXPECT_EQ(profiles->resolve(a, "attn"), kUnpricedOperator);
+  EXPECT_EQ(profiles->resolve(h, "gemm"), kUnpricedOperator);
+  const OperatorHandle gemm = profiles->resolve(a, "gemm");
+  ASSERT_NE(gemm, kUnpricedOperator);
+  // A point added after resolving is seen through the handle: 24 tokens, halfway from 16
+  // (60 us) to 32 (80 us) = 70 us.
+  profiles->add_point("A", "gemm", kShape, 32, 80e-6);
+  const OperatorWork at24{"gemm", 2e9, 4e8, Dtype::kFp16, 24, kShape};
+  EXPECT_NEAR(*profiles->resolved_seconds(gemm, at24, a), 70e-6, 1e-18);
+  auto roofline = std::make_unique<RooflineProvider>();
+  roofline->add("A", "gemm", {{0, true, 0.5, 0.5, 0}});
+  roofline->add("A", "attn", {{0, true, 0.5, 0.5, 1e-6}});
+  roofline->add_seq_len_efficiency("A", "attn", {{1000, 10000}, {0.2, 0.4}});
+  CostModel m;
+  m.add(std::move(profiles));
+  m.add(std::move(roofline));
+  m.set_scale_from(&a);
+  const auto bound_gemm = m.bind("gemm", a), bound_attn = m.bind("attn", a),
+             bound_attn_h = m.bind("attn", h);
+  EXPECT_EQ(&bound_attn_h.gpu(), &h);
+  EXPECT_NEAR(m.operator_seconds(bound_gemm, at24), 70e-6, 1e-18);
+  // 4096 tokens, outside the table: the roofline, max(2e9 / (0.5 * 312e12), 4e8 / (0.5 *
+  // 2039e9)) = 3.9235e-4 s (memory).
+  const OperatorWork outside{"gemm", 2e9, 4e8, Dtype::kFp16, 4096, kShape};
+  EXPECT_NEAR(m.operator_seconds(bound_gemm, outside), 4e8 / (0.5 * 2039e9), 1e-15);
+  // Attention at seq_len 1000 takes the curve's 0.2: 6.24e10 / (0.2 * 312e12) = 1e-3 s, + 1 us.
+  const OperatorWork attn{"attn", 6.24e10, 1e6, Dtype::kFp16, 1000, kShape, 1000};
+  EXPECT_NEAR(m.operator_seconds(bound_attn, attn), 1e-3 + 1e-6, 1e-15);
+  // On H, scaled from A by the ideal rooflines: 1.001e-3 * (6.24e10 / 989.5e12) / (6.24e10 /
+  // 312e12).
+  EXPECT_NEAR(m.operator_seconds(bound_attn_h, attn), 1.001e-3 * 312 / 989.5, 1e-15);
+  // A binding made before a provider was added is refused (its handles would miss it).
+  m.add(std::make_unique<RooflineProvider>());
+  EXPECT_THROW(m.operator_seconds(bound_gemm, at24), InvariantError);
+}
+
+// Property: over random work (operators known and unknown to the table, token counts inside
+// and outside it, shapes measured and not, sequence lengths, calibrated and scaled GPUs), the
+// bound price equals the price by name bit for bit.
+TEST(CostModel, BoundOperatorEqualsByNameOverRandomWork) {
+  const GpuSpec a = test::make_gpu("A", 312, 19.5, 2039), h = test::make_gpu("H", 989.5, 67, 3350);
+  const OperatorShape other{8192, 64, 8, 28672, 8};
+  auto profiles = std::make_unique<ProfileTableProvider>();
+  for (std::int64_t t : {1, 4, 16, 64, 256, 1024})
+    profiles->add_point("A", "gemm", kShape, t, 1e-6 * static_cast<double>(t + 3));
+  auto roofline = std::make_unique<RooflineProvider>();
+  roofline->add("A", "gemm", {{64, false, 0.3, 0.8, 5e-6}, {0, true, 0.7, 0.6, 2e-6}});
+  roofline->add("A", "add", {{0, true, 1, 0.5, 2e-6, 64}});
+  roofline->add("A", "attn", {{0, true, 0.5, 0.5, 1e-6}});
+  roofline->add_seq_len_efficiency("A", "attn", {{512, 2048, 16384}, {0.2, 0.5, 0.6}});
+  roofline->add_seq_len_bandwidth_efficiency("A", "attn", {{256, 8192}, {0.5, 0.8}}, 1);
+  roofline->add_seq_len_bandwidth_efficiency("A", "attn", {{256, 8192}, {0.6, 0.9}}, 8);
+  CostModel m;
+  m.add(std::move(profiles));
+  m.add(std::move(roofline));
+  m.set_scale_from(&a);
+  std::mt19937_64 rng(15);
+  const char* ops[] = {"gemm", "add", "attn"};
+  for (int i = 0; i < 20000; ++i) {
+    const char* op = ops[rng() % 3];
+    const GpuSpec& gpu = rng() % 2 ? a : h;
+    OperatorWork w{op,
+                   static_cast<double>(rng() % 1'000'000'000),
+                   static_cast<double>(rng() % 100'000'000),
+                   Dtype::kFp16,
+                   static_cast<std::int64_t>(rng() % 2048),
+                   rng() % 2 ? kShape : other,
+                   rng() % 3 ? static_cast<std::int64_t>(rng() % 20000) : 0};
+    const auto bound = m.bind(op, gpu);
+    const double by_name = m.operator_seconds(w, gpu), by_handle = m.operator_seconds(bound, w);
+    ASSERT_EQ(by_name, by_handle) << op << " on " << gpu.name << " at " << w.tokens;
+  }
 }
 
 TEST(CostModel, ProfiledTimeScalesItsMemoryBoundPartByBandwidthTheRestByPeak) {
