@@ -132,9 +132,12 @@ class LlmCoreTraining {
 
 // The host of each core worker (pp x dp, rank order): the graph's collapsed rank's, GPU
 // TP x r on the topology's hosts in order with the GPUs topology.hardware gives each
-// (GraphExecutor's placement); each TP group on one host, no two workers on one host.
+// (GraphExecutor's placement); each TP group on one host, no two workers on one host. A layout
+// that does not fit the topology is an error at `layout_path` (system.tp, as on the graph); one
+// the core cannot run (two TP groups on a host) at `where` (system.core).
 std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& hardware,
-                               const ParallelLayout& l, const std::string& where) {
+                               const ParallelLayout& l, const std::string& where,
+                               const std::string& layout_path) {
   std::vector<NodeId> hosts;
   std::vector<std::int64_t> first_gpu;
   std::int64_t gpus = 0;
@@ -147,22 +150,23 @@ std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& har
   std::vector<NodeId> out;
   const std::int64_t workers = static_cast<std::int64_t>(l.pp) * l.dp;
   if (workers * l.tp > gpus)
-    throw InputError(where, fmt::format("{} TP groups of {} GPUs need {} GPUs, the topology's "
-                                        "hosts hold {}",
-                                        workers, l.tp, workers * l.tp, gpus));
+    throw InputError(layout_path, fmt::format("{} TP groups of {} GPUs need {} GPUs, the "
+                                              "topology's hosts hold {}",
+                                              workers, l.tp, workers * l.tp, gpus));
   for (std::int64_t r = 0; r < workers; ++r) {
     const std::int64_t first = r * l.tp;
     const auto h = static_cast<std::size_t>(
         std::upper_bound(first_gpu.begin(), first_gpu.end(), first) - first_gpu.begin() - 1);
     if (!out.empty() && out.back() == hosts[h])
       throw InputError(where, fmt::format("the training core runs one TP group per host, but "
-                                          "TP groups {} and {} share host {} (tp {} is less "
-                                          "than its GPUs)",
+                                          "TP groups {} and {} share host {} (system.tp {} is "
+                                          "less than its GPUs)",
                                           r - 1, r, hosts[h], l.tp));
     const std::int64_t end = h + 1 < first_gpu.size() ? first_gpu[h + 1] : gpus;
     if (first + l.tp > end)
-      throw InputError(where, fmt::format("TP group {} spans GPUs {}..{}, not all on one host", r,
-                                          first, first + l.tp - 1));
+      throw InputError(layout_path, fmt::format("TP group {} spans GPUs {}..{}, not all on one "
+                                                "host",
+                                                r, first, first + l.tp - 1));
     out.push_back(hosts[h]);
   }
   return out;
@@ -249,7 +253,7 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
       throw InputError(core_path,
                        "a training-core worker stands for a whole TP group: it needs "
                        "system.collapse_tensor_parallel true");
-    hosts = core_hosts(setup.topology, setup.node_hardware, l, core_path);
+    hosts = core_hosts(setup.topology, setup.node_hardware, l, core_path, system.path_of("tp"));
   }
 
   // Every operator on every GPU the run uses must be priced (GPUs of the first tp x pp x dp).

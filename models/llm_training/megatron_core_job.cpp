@@ -5,6 +5,7 @@
 
 #include "models/training/policies.hpp"
 #include "sim_core/base/error.hpp"
+#include "sim_core/workload/flow_labels.hpp"
 
 namespace mlsim::llm_training {
 
@@ -73,6 +74,13 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   setup.sync.costs = options.costs;  // the graph pays them on every collective and message
   setup.sync.links = options.links;
   setup.stage_as_one_tensor = options.stage_as_one_tensor;
+  // Stage s's DP ring is the graph's DP group of ranks s dp .. s dp + dp - 1 (collapsed ranks,
+  // the workers' numbering): the group's ECMP label.
+  for (int s = 0; s < layout.pp; ++s) {
+    std::vector<workload::RankId> members;
+    for (int d = 0; d < layout.dp; ++d) members.push_back(s * layout.dp + d);
+    setup.stage_flow_labels.push_back(workload::group_label(members));
+  }
   if (!on_failed) on_failed = [] {};
   messages_.set_failure_callback([f = on_failed] { f(); });
   gradients_ = std::make_unique<training::StageGradients>(engine, network, *job_, schedule_, setup,
@@ -141,8 +149,11 @@ void MegatronCoreJob::deliver(std::size_t to, const Message& m) {
     return;
   }
   ++messages_sent_;
-  messages_.send(hosts_[w], hosts_[to], bytes,
-                 [arrived](const collectives::CollectiveResult&) { arrived(); });
+  // Labelled as the graph's k-th message from rank w to rank `to` (flow_labels.hpp).
+  messages_.send(
+      hosts_[w], hosts_[to], bytes, [arrived](const collectives::CollectiveResult&) { arrived(); },
+      workload::message_label(static_cast<workload::RankId>(w), static_cast<workload::RankId>(to),
+                              m.seq));
 }
 
 void MegatronCoreJob::ended(std::size_t w) {
@@ -182,7 +193,12 @@ void MegatronCoreJob::op_done(std::size_t w, const training::ScheduledOp& op) {
   const std::size_t m = wk.replica + op.micro_batch * wk.replicas;
   const std::size_t to_stage = op.forward ? wk.stage + 1 : wk.stage - 1;
   const auto [dest, k] = schedule_.worker_of(to_stage, m);
-  const Message message{w, iteration, k, op.forward, op.ends_after_send};
+  // w sends to `dest` once per micro-batch of each iteration, in micro-batch order (forwards
+  // and backwards alike in 1F1B), as the graph's rank sends to its peer rank: this is the
+  // k-th message of the pair, counted over the iterations (the graph's channel sequence).
+  const std::uint64_t seq =
+      iteration * static_cast<std::uint64_t>(layout_.micro_batches) + op.micro_batch;
+  const Message message{w, iteration, k, op.forward, op.ends_after_send, seq};
   if (receive_posted(dest, message)) {
     deliver(dest, message);
   } else {

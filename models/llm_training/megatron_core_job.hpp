@@ -16,6 +16,10 @@
 //  - Activations and their gradients: a point-to-point message of activation x TP bytes (the
 //    graph's collapsed message) from a worker to the same DP index of the next or previous
 //    stage; an op that ends_after_send ends on delivery.
+//  - ECMP labels (sim_core/workload/flow_labels.hpp): the k-th message from worker a to worker b
+//    is labelled as the graph labels the k-th message from its rank a to rank b, and each
+//    stage's DP ring as the graph's DP group of those ranks, so on a fabric with several equal
+//    paths (the shipped leaf-spines) every byte takes the graph's path.
 //  - Rendezvous (as the graph's GraphExecutor::match, Megatron's batched isend/irecv): a message
 //    starts once the sender's op computed it and the receiver posted its receive. Stage s runs
 //    W = min(PP - s - 1, M) warm-up forwards, then R = M - W steady pairs, then the cool-down
@@ -99,6 +103,7 @@ class MegatronCoreJob final : public training::OpObserver {
     std::size_t from, iteration, micro_batch;  // the receiver's micro-batch (its numbering)
     bool forward;                              // an activation (else a gradient)
     bool blocking;                             // the sender's op ends on delivery
+    std::uint64_t seq;  // the k-th message from `from` to its receiver (its ECMP label's k)
   };
   // Per worker: its ops in one iteration, where each op needing an input sits in that order,
   // and how far it is (ops computed, ops ended) in which iteration.

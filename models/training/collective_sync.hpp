@@ -29,8 +29,8 @@ class CollectiveSync : public GradientSync {
   void watch(collectives::Collective& c) {
     c.set_failure_callback([this](const collectives::CollectiveResult&) { report_failure(); });
   }
-  // A spec for one chunk's all-reduce with `algorithm`: its bytes, the options' window and
-  // costs (no window and no costs by default).
+  // A spec for one chunk's all-reduce with `algorithm`: its bytes, the options' window, costs
+  // and flow label (no window, no costs, label 0 by default).
   collectives::CollectiveSpec chunk_spec(collectives::Algorithm algorithm, const Chunk& c) const {
     collectives::CollectiveSpec spec;
     spec.operation = collectives::Operation::kAllReduce;
@@ -40,6 +40,7 @@ class CollectiveSync : public GradientSync {
     spec.window = options_.window;
     spec.host = options_.host;
     spec.costs = options_.costs;
+    spec.flow_label = options_.flow_label;
     return spec;
   }
 

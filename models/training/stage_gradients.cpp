@@ -103,6 +103,7 @@ StageGradients::StageGradients(Engine& engine, Network& network, DataParallelJob
     };
     o.workers.assign(at(hosts, first), at(hosts, first + replicas));
     o.servers = o.workers;  // colocated parameter servers (ps only), as a data-parallel job's
+    if (!setup.stage_flow_labels.empty()) o.flow_label = setup.stage_flow_labels.at(s);
     if (setup.stage_as_one_tensor)
       o.layer_parameters.assign(1, stage->layer_parameters(0));
     else

@@ -41,6 +41,9 @@ class StageGradients final : public GradientSink {
     // with the workers, for ps) and layer sizes are set per stage.
     SyncOptions sync;
     bool stage_as_one_tensor = false;
+    // Per stage, its strategy's SyncOptions::flow_label (the ECMP label of its collectives);
+    // empty: sync.flow_label for every stage.
+    std::vector<std::uint64_t> stage_flow_labels{};
   };
   // `core` and `schedule` (the one the core runs) must outlive this; every stage's strategy runs
   // `on_failed` once, from inside the network's delivery, at its first transfer that found no

@@ -29,6 +29,10 @@ struct SyncOptions {
   // many chunks are paced by the scheduler's credit instead).
   int window = 0;
   const LinkConditions* links = nullptr;
+  // Mixed into the ECMP label of every transfer of the strategy's collectives
+  // (CollectiveSpec::flow_label); 0 by default. A Megatron job on the core gives each stage's
+  // DP ring the execution graph's label for that group (megatron_core_job.hpp).
+  std::uint64_t flow_label = 0;
   // ps: a message above this many values is sliced evenly over all servers, otherwise it goes
   // whole to server (key mod servers), keys numbered over (layer, chunk) [MXNet kvstore_dist:
   // MXNET_KVSTORE_BIGARRAY_BOUND, memory, unverified].

@@ -35,13 +35,13 @@ void PointToPoint::cancel() {
   }
 }
 
-void PointToPoint::send(NodeId from, NodeId to, Bytes bytes, Done done) {
+void PointToPoint::send(NodeId from, NodeId to, Bytes bytes, Done done, std::uint64_t flow_label) {
   MLSIM_CHECK(from != to, "a point-to-point message needs two distinct nodes");
   CollectiveSpec spec;
   spec.operation = Operation::kSendRecv;
   spec.algorithm = Algorithm::kDirect;
   spec.bytes = bytes;
-  spec.flow_label = options_.flow_label;
+  spec.flow_label = flow_label;
   spec.costs = options_.costs;
   spec.host = options_.host;
   std::size_t i = 0;

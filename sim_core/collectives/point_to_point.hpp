@@ -41,8 +41,13 @@ class PointToPoint {
   PointToPoint& operator=(const PointToPoint&) = delete;
   ~PointToPoint();  // cancels the calls in flight
 
-  // Sends `bytes` from `from` to `to` (distinct nodes) now; `done` runs when they arrived.
-  void send(NodeId from, NodeId to, Bytes bytes, Done done);
+  // Sends `bytes` from `from` to `to` (distinct nodes) now; `done` runs when they arrived. The
+  // call's ECMP label is Options::flow_label, or `flow_label` where given (a caller that routes
+  // each message as another simulator does, e.g. workload/flow_labels.hpp's message_label).
+  void send(NodeId from, NodeId to, Bytes bytes, Done done) {
+    send(from, to, bytes, std::move(done), options_.flow_label);
+  }
+  void send(NodeId from, NodeId to, Bytes bytes, Done done, std::uint64_t flow_label);
 
   // Runs at the first failed transfer of any call (a link down with no route left), from inside
   // the network's delivery, as Collective::set_failure_callback: the callee must not destroy

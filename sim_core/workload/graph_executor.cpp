@@ -7,6 +7,7 @@
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/intra_host.hpp"
 #include "sim_core/collectives/ring_bottleneck.hpp"
+#include "sim_core/workload/flow_labels.hpp"
 
 namespace mlsim::workload {
 
@@ -114,6 +115,7 @@ GraphExecutor::GraphExecutor(Engine& engine, Network& network, Compute& compute,
       state.hosts.push_back(rank.host);
     }
     if (group.gpus_per_member > 1 && group.members.size() > 1) state.distinct_hosts = false;
+    state.label = group_label(group.members);
     if (options_.mode == CommunicationMode::kNetwork && !state.one_host && !state.distinct_hosts)
       throw InputError(where, fmt::format("group {} has several GPUs on one host and others on "
                                           "other hosts: the network carries bytes between hosts, "
@@ -329,7 +331,7 @@ void GraphExecutor::arrive(RankId r, NodeIndex i) {
   const int copies = rank.width / group.gpus_per_member;
   if (group.members.size() == 1) {  // nothing to wait for (a collapsed tensor-parallel group)
     const NodeRef self{r, i};
-    launch(state.node, group.members, group.gpus_per_member, copies, std::span(&self, 1));
+    launch(state.node, group.members, group.gpus_per_member, copies, std::span(&self, 1), gs.label);
     return;
   }
   auto [it, fresh] = gs.pending.try_emplace(state.seq);
@@ -352,7 +354,7 @@ void GraphExecutor::arrive(RankId r, NodeIndex i) {
   op.bytes = pending.bytes;
   op.target = state.node.target;
   gs.pending.erase(it);
-  launch(op, group.members, group.gpus_per_member, copies, launching_);
+  launch(op, group.members, group.gpus_per_member, copies, launching_, gs.label);
 }
 
 void GraphExecutor::match(RankId r, NodeIndex i) {
@@ -381,7 +383,8 @@ void GraphExecutor::match(RankId r, NodeIndex i) {
   const int copies = std::min(ranks_[static_cast<std::size_t>(from)].width,
                               ranks_[static_cast<std::size_t>(to)].width);
   const std::array<NodeRef, 2> ends = {NodeRef{from, send_index}, NodeRef{to, recv_index}};
-  launch(op, pair, 1, copies, ends);
+  // The k-th message on this channel (state.seq, the send's and the receive's alike).
+  launch(op, pair, 1, copies, ends, message_label(from, to, state.seq));
 }
 
 std::uint32_t GraphExecutor::new_active() {
@@ -407,7 +410,7 @@ GraphExecutor::Route GraphExecutor::route_between(std::span<const NodeId> hosts)
 }
 
 void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gpus, int copies,
-                           std::span<const NodeRef> nodes) {
+                           std::span<const NodeRef> nodes, std::uint64_t label) {
   const std::uint32_t slot = new_active();
   active_[slot].nodes.assign(nodes.begin(), nodes.end());
   if (op.kind == NodeKind::kSend)
@@ -439,7 +442,9 @@ void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gp
     spec.bytes = Bytes{op.bytes.count * copies};
     spec.window = 0;
     spec.costs = options_.costs;
-    spec.flow_label = static_cast<std::uint64_t>(op.target) * 0x9E3779B97F4A7C15ull + slot;
+    // What the operation is, not which slot it occupies (flow_labels.hpp): the training core
+    // gives its messages and DP collectives the same labels.
+    spec.flow_label = label;
     active_[slot].collective = std::make_unique<collectives::Collective>(
         engine_, network_, hosts, spec,
         [this, slot](const collectives::CollectiveResult&) {

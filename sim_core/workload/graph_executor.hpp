@@ -146,6 +146,7 @@ class GraphExecutor {
     bool one_host = true;
     bool distinct_hosts = true;
     std::vector<NodeId> hosts;  // of the members, in order
+    std::uint64_t label = 0;    // every collective's ECMP label (flow_labels.hpp)
     std::vector<std::uint64_t> next_seq;
     struct Pending {
       int arrived = 0;
@@ -184,8 +185,9 @@ class GraphExecutor {
   void complete(RankId r, NodeIndex i);
   void arrive(RankId r, NodeIndex i);
   void match(RankId r, NodeIndex i);
+  // `label`: the operation's ECMP flow label (flow_labels.hpp), used when it crosses the network.
   void launch(const Node& op, std::span<const RankId> ranks, int gpus, int copies,
-              std::span<const NodeRef> nodes);
+              std::span<const NodeRef> nodes, std::uint64_t label);
   void finish_active(std::uint32_t slot);
   std::uint32_t new_active();
   double kernel_seconds(const Rank& rank, KernelId k);
