@@ -204,6 +204,15 @@ void MegatronCoreJob::step_started(std::size_t w, const training::ScheduledOp& o
   if (index == 0 && op.needs_input) m.phase = MegatronSource::kPipeline;
   if (step.kind == training::OpStep::Kind::kCollective) {
     m.phase = MegatronSource::kTensor;
+    if (pricer_->merges_steps() && index > 0) {
+      // Merged: the all-reduces that separated the op's kernels on the graph are exposed TP
+      // time there, as if run first; the gap after them is measured from their end.
+      const Time between = step.duration - pricer_->trailing_collectives(w, op);
+      if (between > Time::zero()) {
+        m.report.exposed_s[MegatronSource::kTensor] += between.seconds();
+        m.last_compute_end = engine_.now() + between;
+      }
+    }
     return;
   }
   const Time now = engine_.now();

@@ -33,7 +33,10 @@
 //    (RankReport): its kernels' time, and each gap between kernels charged to the phase of the
 //    graph node just before the kernel that ended it (MegatronSource's phases: a TP all-reduce
 //    "tp"; a message, or a receive posted before the op, "pp"; the DP sync "dp"), the gap after
-//    its last kernel to the phase of its last node (its DP sync, else its last op's).
+//    its last kernel to the phase of its last node (its DP sync, else its last op's). With
+//    merged op steps, the part of an op's all-reduce step that ran between its kernels on the
+//    graph is charged to TP at once and the rest measured as a gap, as on the graph up to
+//    the merged steps' nanosecond rounding.
 //
 // Equal to the graph in network mode, to the nanosecond, on the cross-check's configurations
 // (tests/llm_training/core_cross_check_test.cpp); where the two could still differ is listed in

@@ -161,10 +161,12 @@ Time on_the_graph(const ParallelLayout& l, bool operators,
 Time on_the_core(const ParallelLayout& l, bool operators, bool stage_as_one_tensor = true,
                  std::optional<TopologySpec> fabric = std::nullopt,
                  std::vector<workload::RankReport>* reports = nullptr,
-                 const StageKernels* kernels = nullptr, bool no_costs = false) {
+                 const StageKernels* kernels = nullptr, bool no_costs = false,
+                 bool merged = false) {
   CrossBench b(l, operators, fabric);
   if (no_costs) b.costs = {};
   MegatronCoreOptions options;
+  options.merge_op_steps = merged;
   options.costs = b.costs;  // the graph pays them on every collective and message
   options.links = &b.links;
   options.stage_as_one_tensor = stage_as_one_tensor;
@@ -535,6 +537,48 @@ TEST(MegatronOnTheCore, ExposedPipelineAndDataTimesByHand) {
   EXPECT_NEAR(m.at("compute_s"), 6 * ms, 1e-12);
   EXPECT_NEAR(m.at("critical_rank_exposed_pp_s"), 6 * ms, 1e-12);
   EXPECT_NEAR(m.at("critical_rank_exposed_dp_s"), 2 * ms, 1e-12);
+}
+
+// Merged op steps (core_op_steps "merged"): an op's kernels are one step and its all-reduces
+// one step after them. The core charges the part of that step which ran between the kernels on
+// the graph to TP at once (MegatronOpPricer::trailing_collectives) and measures the rest as a
+// gap, so each rank's breakdown is the graph's up to the merged steps' rounding (each step's
+// end rounds to the nanosecond on its own: a few ns per op here; 100 ns allowed). Without that
+// split the all-reduces before a send would be PP time: one to three TP all-reduces (11 to
+// 23 us each here) per op with a send would move from TP to PP, far outside the tolerance
+// (checked by turning the split off: the test fails).
+TEST(MegatronOnTheCore, MergedOpStepsReportTheGraphsExposureUpToRounding) {
+  struct Config {
+    int tp, pp, dp, micro_batches;
+    std::int64_t activation, grads;
+    bool recompute, operators;
+  };
+  const std::vector<Config> configs = {{2, 2, 2, 3, 250'000, 2'000'000, true, false},
+                                       {4, 2, 3, 5, 100'000, 3'000'000, false, false},
+                                       {2, 4, 2, 6, 500'000, 1'000'000, true, false},
+                                       {2, 2, 2, 3, 65'536, 1'000'000, true, true}};
+  for (const Config& c : configs) {
+    ParallelLayout l;
+    l.tp = c.tp;
+    l.pp = c.pp;
+    l.dp = c.dp;
+    l.micro_batches = c.micro_batches;
+    l.activation = Bytes{c.activation};
+    l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{c.grads};
+    l.recompute = c.recompute;
+    std::vector<workload::RankReport> graph_ranks, core_ranks;
+    on_the_graph(l, c.operators, std::nullopt, &graph_ranks);
+    on_the_core(l, c.operators, true, std::nullopt, &core_ranks, nullptr, false, true);
+    ASSERT_EQ(core_ranks.size(), graph_ranks.size());
+    for (std::size_t r = 0; r < graph_ranks.size(); ++r) {
+      EXPECT_NEAR(core_ranks[r].compute_s, graph_ranks[r].compute_s, 1e-7) << r;
+      for (std::size_t ph = 1; ph < 4; ++ph)
+        EXPECT_NEAR(core_ranks[r].exposed_s[ph], graph_ranks[r].exposed_s[ph], 1e-7)
+            << "TP " << c.tp << " PP " << c.pp << " DP " << c.dp << " rank " << r << " phase "
+            << MegatronSource::phase_names()[ph];
+      EXPECT_GT(core_ranks[r].exposed_s[MegatronSource::kTensor], 0) << r;
+    }
+  }
 }
 
 }  // namespace
