@@ -4,10 +4,9 @@
 
 namespace mlsim::llm_training {
 
-double report_graph_run(const workload::GraphExecutor& executor,
-                        const workload::GraphSource& source, double iterations, Results& out) {
-  const auto& reports = executor.reports();
-  const auto& phases = source.phases();
+std::size_t report_exposure(const std::vector<workload::RankReport>& reports,
+                            const std::vector<std::string>& phases, double iterations,
+                            Results& out) {
   Time end;
   std::size_t critical = 0;
   for (std::size_t r = 0; r < reports.size(); ++r)
@@ -15,9 +14,6 @@ double report_graph_run(const workload::GraphExecutor& executor,
       end = reports[r].finished;
       critical = r;
     }
-  const double iteration_s = end.seconds() / iterations;
-  out.set_metric("completed", executor.done() ? 1 : 0);
-  out.set_metric("iteration_time_s", iteration_s);
   // Per rank, averaged over ranks (every rank stands for the same number of GPUs), and on the
   // rank that finished last; per iteration.
   std::vector<double> exposed(phases.size(), 0.0);
@@ -36,13 +32,25 @@ double report_graph_run(const workload::GraphExecutor& executor,
     for (std::size_t ph = 1; ph < phases.size(); ++ph)
       out.set_metric("critical_rank_exposed_" + phases[ph] + "_s", c.exposed_s[ph] / iterations);
   }
+  out.details()["critical_rank"] = critical;
+  return critical;
+}
+
+double report_graph_run(const workload::GraphExecutor& executor,
+                        const workload::GraphSource& source, double iterations, Results& out) {
+  const auto& reports = executor.reports();
+  Time end;
+  for (const auto& r : reports) end = std::max(end, r.finished);
+  const double iteration_s = end.seconds() / iterations;
+  out.set_metric("completed", executor.done() ? 1 : 0);
+  out.set_metric("iteration_time_s", iteration_s);
+  report_exposure(reports, source.phases(), iterations, out);
   const auto& counts = executor.counts();
   out.set_metric("nodes", static_cast<double>(counts.nodes));
   out.set_metric("kernels", static_cast<double>(counts.kernels));
   out.set_metric("collectives", static_cast<double>(counts.collectives));
   out.set_metric("messages", static_cast<double>(counts.messages));
   out.set_metric("network_collectives", static_cast<double>(counts.network_collectives));
-  out.details()["critical_rank"] = critical;
   if (!executor.done()) out.details()["stalled"] = executor.stalled();
   return iteration_s;
 }

@@ -3,11 +3,21 @@
 // per-phase breakdown (mean per rank and on the rank that finished last), node counts, whether
 // it completed, and which communication mode ran.
 #include <string>
+#include <vector>
 
 #include "sim_core/run/results.hpp"
 #include "sim_core/workload/graph_executor.hpp"
 
 namespace mlsim::llm_training {
+
+// The per-phase breakdown of per-rank reports (the graph's, or the training core's
+// MegatronCoreJob::rank_reports(), computed the same way): compute_s, exposed_<phase>_s for
+// every phase after the first (mean per rank, per iteration) and critical_rank_compute_s,
+// critical_rank_exposed_<phase>_s on the rank that finished last (the first of them on a tie:
+// details.critical_rank). Returns that rank.
+std::size_t report_exposure(const std::vector<workload::RankReport>& reports,
+                            const std::vector<std::string>& phases, double iterations,
+                            Results& out);
 
 // Fills `out` and returns the time per iteration (the last rank's finish / iterations).
 double report_graph_run(const workload::GraphExecutor& executor,

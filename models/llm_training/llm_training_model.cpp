@@ -114,6 +114,10 @@ class LlmCoreTraining {
         job_.finished() ? job_.finish_time().seconds() / params_.layout.iterations : 0;
     out.set_metric("completed", job_.finished() ? 1 : 0);
     out.set_metric("iteration_time_s", iteration_s);
+    // The graph's per-phase breakdown, computed the same way (megatron_core_job.hpp, Exposure).
+    if (job_.finished())
+      report_exposure(job_.rank_reports(), MegatronSource::phase_names(), params_.layout.iterations,
+                      out);
     out.set_metric("messages", static_cast<double>(job_.messages()));
     out.set_metric("dp_bytes_delivered", static_cast<double>(job_.gradients().bytes_delivered()));
     report_rates(params_, iteration_s, out);

@@ -91,6 +91,8 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   job_->set_op_observer(this);
   // Each worker's op order (the schedule's; Megatron's program), and which receives it pairs.
   progress_.resize(hosts_.size());
+  meters_.resize(hosts_.size());
+  for (Meter& m : meters_) m.report.exposed_s.assign(MegatronSource::phase_names().size(), 0.0);
   for (std::size_t w = 0; w < hosts_.size(); ++w) {
     Progress& p = progress_[w];
     const std::size_t m = schedule_.worker(w).micro_batches;
@@ -158,9 +160,12 @@ void MegatronCoreJob::deliver(std::size_t to, const Message& m) {
 
 void MegatronCoreJob::ended(std::size_t w) {
   Progress& p = progress_[w];
+  meters_[w].last_op_end = engine_.now();
   if (++p.ended == p.ops) {
     p.ended = p.computed = 0;
     ++p.iteration;
+    // The graph's next node is the iteration's DP sync (none at DP 1: the last op's stays).
+    if (layout_.dp > 1) meters_[w].phase = MegatronSource::kData;
   }
   flush(w);
 }
@@ -178,12 +183,69 @@ void MegatronCoreJob::flush(std::size_t to) {
   }
 }
 
+void MegatronCoreJob::kernel_ended(std::size_t w) {
+  Meter& m = meters_[w];
+  if (!m.in_kernel) return;
+  const Time now = engine_.now();
+  m.report.compute_s += (now - m.kernel_started).seconds();
+  m.last_compute_end = now;
+  m.in_kernel = false;
+  m.phase = MegatronSource::kCompute;
+}
+
+// GraphExecutor::start_kernel's accounting: the gap since the last kernel goes to the phase of
+// the node before this one. A TP all-reduce is that node for the kernel after it; a receive
+// (Megatron's recv_forward / recv_backward, or the receive of a send-receive pair) for an op's
+// first kernel when the op needs an input.
+void MegatronCoreJob::step_started(std::size_t w, const training::ScheduledOp& op,
+                                   std::size_t index, const training::OpStep& step) {
+  Meter& m = meters_[w];
+  kernel_ended(w);
+  if (index == 0 && op.needs_input) m.phase = MegatronSource::kPipeline;
+  if (step.kind == training::OpStep::Kind::kCollective) {
+    m.phase = MegatronSource::kTensor;
+    if (pricer_->merges_steps() && index > 0) {
+      // Merged: the all-reduces that separated the op's kernels on the graph are exposed TP
+      // time there, as if run first; the gap after them is measured from their end.
+      const Time between = step.duration - pricer_->trailing_collectives(w, op);
+      if (between > Time::zero()) {
+        m.report.exposed_s[MegatronSource::kTensor] += between.seconds();
+        m.last_compute_end = engine_.now() + between;
+      }
+    }
+    return;
+  }
+  const Time now = engine_.now();
+  if (now > m.last_compute_end) m.report.exposed_s[m.phase] += (now - m.last_compute_end).seconds();
+  m.kernel_started = now;
+  m.in_kernel = true;
+}
+
+std::vector<workload::RankReport> MegatronCoreJob::rank_reports() const {
+  std::vector<workload::RankReport> out;
+  for (std::size_t w = 0; w < meters_.size(); ++w) {
+    const Meter& m = meters_[w];
+    workload::RankReport r = m.report;
+    r.done = progress_[w].iteration >= static_cast<std::size_t>(layout_.iterations);
+    // GraphExecutor::complete: the rank ends with its last node, the DP sync (its parameters
+    // back) or, at DP 1, its last op; the time since its last kernel goes to that node's phase.
+    r.finished = std::max(m.last_op_end, job_->last_update(w));
+    if (r.done && r.finished > m.last_compute_end)
+      r.exposed_s[m.phase] += (r.finished - m.last_compute_end).seconds();
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 void MegatronCoreJob::op_done(std::size_t w, const training::ScheduledOp& op) {
   const auto& wk = schedule_.worker(w);
   Progress& p = progress_[w];
   const std::size_t iteration = p.iteration;
   ++p.computed;
   const bool sends = op.forward ? wk.stage + 1 < schedule_.stages() : wk.stage > 0;
+  // The op's compute is over; the graph's next node is its send (or send-receive pair) if any.
+  kernel_ended(w);
+  if (sends) meters_[w].phase = MegatronSource::kPipeline;
   if (!op.ends_after_send) {
     ended(w);  // the op ends now (its send, if any, does not hold it)
   } else {

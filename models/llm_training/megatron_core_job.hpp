@@ -29,6 +29,15 @@
 //    send_backward_recv_forward: the previous op's compute end), otherwise once the previous op
 //    ended (its blocking send delivered), and at once for a worker's first op of an iteration.
 //
+//  - Exposure (rank_reports()): each worker's time as the graph's GraphExecutor reports a rank's
+//    (RankReport): its kernels' time, and each gap between kernels charged to the phase of the
+//    graph node just before the kernel that ended it (MegatronSource's phases: a TP all-reduce
+//    "tp"; a message, or a receive posted before the op, "pp"; the DP sync "dp"), the gap after
+//    its last kernel to the phase of its last node (its DP sync, else its last op's). With
+//    merged op steps, the part of an op's all-reduce step that ran between its kernels on the
+//    graph is charged to TP at once and the rest measured as a gap, as on the graph up to
+//    the merged steps' nanosecond rounding.
+//
 // Equal to the graph in network mode, to the nanosecond, on the cross-check's configurations
 // (tests/llm_training/core_cross_check_test.cpp); where the two could still differ is listed in
 // docs/training.md ("Where the two cores could differ").
@@ -44,6 +53,7 @@
 #include "models/training/stage_gradients.hpp"
 #include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/network/link_conditions.hpp"
+#include "sim_core/workload/graph_executor.hpp"
 
 namespace mlsim::llm_training {
 
@@ -95,7 +105,14 @@ class MegatronCoreJob final : public training::OpObserver {
   void record_messages(bool on) { record_ = on; }
   const std::vector<MessageRecord>& message_records() const { return records_; }
 
+  // Per worker (rank order), as GraphExecutor::reports() gives the graph's collapsed ranks:
+  // compute_s, exposed_s per MegatronSource phase (compute, tp, pp, dp) and when the worker
+  // finished (its last op ended and its last parameters came back). Complete once finished().
+  std::vector<workload::RankReport> rank_reports() const;
+
   void op_done(std::size_t worker, const training::ScheduledOp& op) override;
+  void step_started(std::size_t worker, const training::ScheduledOp& op, std::size_t index,
+                    const training::OpStep& step) override;
 
  private:
   // A message computed by its sender, waiting for its receiver to post the receive.
@@ -113,6 +130,15 @@ class MegatronCoreJob final : public training::OpObserver {
     std::size_t ops = 0, computed = 0, ended = 0, iteration = 0;
     std::vector<Message> waiting;  // messages to this worker, receive not posted yet
   };
+  // Per worker, the graph's accounting of a rank's time (GraphExecutor::start_kernel,
+  // kernel_done, complete): `phase`, the phase of the graph node the next kernel would follow.
+  struct Meter {
+    workload::RankReport report;
+    Time last_compute_end, kernel_started, last_op_end;
+    bool in_kernel = false;
+    std::uint8_t phase = MegatronSource::kCompute;
+  };
+  void kernel_ended(std::size_t w);
   bool receive_posted(std::size_t to, const Message& m) const;
   void deliver(std::size_t to, const Message& m);
   void ended(std::size_t w);   // w's op in progress ended
@@ -130,6 +156,7 @@ class MegatronCoreJob final : public training::OpObserver {
   bool record_ = false;
   std::vector<MessageRecord> records_;
   std::vector<Progress> progress_;
+  std::vector<Meter> meters_;
 };
 
 }  // namespace mlsim::llm_training

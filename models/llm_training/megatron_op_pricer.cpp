@@ -69,6 +69,16 @@ void MegatronOpPricer::steps(std::size_t worker, const training::ScheduledOp& op
   if (collective > Time::zero()) out.push_back({OpStep::Kind::kCollective, 0, collective});
 }
 
+Time MegatronOpPricer::trailing_collectives(std::size_t worker,
+                                            const training::ScheduledOp& op) const {
+  std::vector<OpStep> steps;
+  each_step(worker, op, steps);
+  Time trailing = Time::zero();
+  for (auto it = steps.rbegin(); it != steps.rend() && it->kind == OpStep::Kind::kCollective; ++it)
+    trailing += it->duration;
+  return trailing;
+}
+
 void MegatronOpPricer::each_step(std::size_t worker, const training::ScheduledOp& op,
                                  std::vector<OpStep>& out) const {
   out.clear();

@@ -39,6 +39,11 @@ class MegatronOpPricer final : public training::OpPricer {
 
   void steps(std::size_t worker, const training::ScheduledOp& op,
              std::vector<training::OpStep>& out) const override;
+  bool merges_steps() const { return merge_steps_; }
+  // The op's TP all-reduces after its last kernel, in the graph's order (each_step): merged,
+  // the rest of the op's all-reduce step ran between its kernels on the graph (exposed TP time
+  // there, megatron_core_job.hpp "Exposure").
+  Time trailing_collectives(std::size_t worker, const training::ScheduledOp& op) const;
 
  private:
   void each_step(std::size_t worker, const training::ScheduledOp& op,

@@ -40,6 +40,11 @@ std::vector<MegatronSource::Step> MegatronSource::stage_program(int s, int stage
   return p;
 }
 
+const std::vector<std::string>& MegatronSource::phase_names() {
+  static const std::vector<std::string> names = {"compute", "tp", "pp", "dp"};
+  return names;
+}
+
 MegatronSource::MegatronSource(const ParallelLayout& layout, StageKernels k) : layout_(layout) {
   MLSIM_CHECK(layout_.tp >= 1 && layout_.pp >= 1 && layout_.dp >= 1 && layout_.micro_batches >= 1 &&
                   layout_.layers_per_stage >= 1 && layout_.iterations >= 1,

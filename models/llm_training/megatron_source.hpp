@@ -65,6 +65,8 @@ class MegatronSource final : public workload::GraphSource {
 
   // Phase indices nodes are charged to.
   static constexpr std::uint8_t kCompute = 0, kTensor = 1, kPipeline = 2, kData = 3;
+  // Their names, in that order (the metrics' exposed_<name>_s; the training core's too).
+  static const std::vector<std::string>& phase_names();
 
   MegatronSource(const ParallelLayout& layout, StageKernels kernels);
 
@@ -111,7 +113,7 @@ class MegatronSource final : public workload::GraphSource {
   ParallelLayout layout_;
   std::vector<std::vector<Work>> kernels_;
   std::vector<workload::Group> groups_;
-  std::vector<std::string> phases_ = {"compute", "tp", "pp", "dp"};
+  std::vector<std::string> phases_ = phase_names();
   std::vector<std::vector<Step>> programs_;  // per stage
   std::vector<Cursor> cursors_;
   std::vector<workload::GroupId> tp_group_, dp_group_;  // per rank

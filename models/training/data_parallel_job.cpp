@@ -49,6 +49,7 @@ void DataParallelJob::start() {
   MLSIM_CHECK(pricer_ != nullptr || !spec_.times.empty() || !spec_.layer_seconds.empty(),
               "a training job needs layer times or an op pricer");
   last_compute_end_ = engine_.now();
+  for (Worker& wk : workers_) wk.last_update = engine_.now();
   for (std::size_t w = 0; w < workers_.size(); ++w) try_start(w);
 }
 
@@ -138,7 +139,9 @@ void DataParallelJob::run_step(std::size_t w) {
     op_done(w);
     return;
   }
-  const OpStep& step = wk.steps[wk.step++];
+  const std::size_t index = wk.step++;
+  const OpStep& step = wk.steps[index];
+  if (observer_) observer_->step_started(w, wk.running, index, step);
   auto next = [this, w] { run_step(w); };
   if (step.kind == OpStep::Kind::kCollective) {
     wk.collective = engine_.schedule_in(step.duration, next);
@@ -214,6 +217,7 @@ void DataParallelJob::end_op(std::size_t w, bool notify) {
 void DataParallelJob::parameters_back(std::size_t w, std::size_t layer) {
   MLSIM_CHECK(pending_updates_ > 0, "parameters came back that were never sent");
   ++workers_[w].updated[layer];
+  workers_[w].last_update = engine_.now();
   --pending_updates_;
   try_start(w);
 }

@@ -89,6 +89,10 @@ class OpObserver {
   // `worker` finished `op` (before its gradients are handed over); for an op that
   // ends_after_send, its compute (the op ends when the model calls output_sent()).
   virtual void op_done(std::size_t worker, const ScheduledOp& op) = 0;
+  // A priced op's step `index` (OpPricer order) starts on `worker` now: a model that accounts
+  // for its workers' time step by step (Megatron's exposed communication) hears each one.
+  virtual void step_started(std::size_t /*worker*/, const ScheduledOp& /*op*/,
+                            std::size_t /*index*/, const OpStep& /*step*/) {}
 };
 
 class DataParallelJob final : public GradientOwner {
@@ -147,6 +151,8 @@ class DataParallelJob final : public GradientOwner {
   // in progress end without effect. It never finishes.
   void abort() { aborted_ = true; }
   bool aborted() const { return aborted_; }
+  // When `worker` last got parameters back (parameters_back(); the job's start before any).
+  Time last_update(std::size_t worker) const { return workers_[worker].last_update; }
   // When a compute op last ended (the job's start before any): a watchdog's sign of progress.
   Time last_compute_end() const { return last_compute_end_; }
 
@@ -182,7 +188,7 @@ class DataParallelJob final : public GradientOwner {
     std::vector<std::size_t> fetched;  // per layer: fetches arrived (fetched layers only)
     std::set<std::pair<std::size_t, bool>> inputs;  // (micro-batch, forward) arrived, not used
     double nominal_s = 0, actual_s = 0;
-    Time op_started;
+    Time op_started, last_update;
     ComputeHandle op;  // the op in progress while busy (cancelled when the job is destroyed)
     // A priced op's steps and the one in progress; a collective step's end event.
     std::vector<OpStep> steps;

@@ -27,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "models/llm_training/graph_report.hpp"
 #include "models/llm_training/megatron_core_job.hpp"
 #include "models/llm_training/megatron_op_pricer.hpp"
 #include "models/llm_training/megatron_source.hpp"
@@ -133,10 +134,15 @@ StageKernels kernels_for(const ParallelLayout& l, bool operators) {
   return operators ? transformer_kernels(tiny_gpt(), 1, l.tp) : fixed_kernels();
 }
 
+// `reports`, when given: each rank's compute and exposed time (GraphExecutor::reports()).
+// `no_costs`: collectives and messages pay no launch or protocol cost (the hand-computed case).
 Time on_the_graph(const ParallelLayout& l, bool operators,
-                  std::optional<TopologySpec> fabric = std::nullopt) {
+                  std::optional<TopologySpec> fabric = std::nullopt,
+                  std::vector<workload::RankReport>* reports = nullptr,
+                  const StageKernels* kernels = nullptr, bool no_costs = false) {
   CrossBench b(l, operators, fabric);
-  MegatronSource source(l, kernels_for(l, operators));
+  if (no_costs) b.costs = {};
+  MegatronSource source(l, kernels ? *kernels : kernels_for(l, operators));
   workload::ExecutorOptions options;
   options.mode = workload::CommunicationMode::kNetwork;
   options.costs = b.costs;
@@ -146,24 +152,51 @@ Time on_the_graph(const ParallelLayout& l, bool operators,
   EXPECT_TRUE(executor.done());
   Time end;
   for (const auto& rep : executor.reports()) end = std::max(end, rep.finished);
+  if (reports) *reports = executor.reports();
   return end;
 }
 
 // The core's side: MegatronCoreJob, worker r = DP index + dp x stage, on host r (the graph's
 // rank order: one TP group per host here).
 Time on_the_core(const ParallelLayout& l, bool operators, bool stage_as_one_tensor = true,
-                 std::optional<TopologySpec> fabric = std::nullopt) {
+                 std::optional<TopologySpec> fabric = std::nullopt,
+                 std::vector<workload::RankReport>* reports = nullptr,
+                 const StageKernels* kernels = nullptr, bool no_costs = false,
+                 bool merged = false) {
   CrossBench b(l, operators, fabric);
+  if (no_costs) b.costs = {};
   MegatronCoreOptions options;
+  options.merge_op_steps = merged;
   options.costs = b.costs;  // the graph pays them on every collective and message
   options.links = &b.links;
   options.stage_as_one_tensor = stage_as_one_tensor;
-  MegatronCoreJob job(b.engine, b.net, b.compute, l, kernels_for(l, operators), b.topo.hosts(),
-                      options, [] { ADD_FAILURE(); });
+  MegatronCoreJob job(b.engine, b.net, b.compute, l, kernels ? *kernels : kernels_for(l, operators),
+                      b.topo.hosts(), options, [] { ADD_FAILURE(); });
   job.start();
   b.engine.run();
   EXPECT_TRUE(job.finished());
+  if (reports) *reports = job.rank_reports();
   return job.finish_time();
+}
+
+// Every rank's report on the core equals the graph's: compute and each phase's exposed time
+// (sums of the same nanosecond intervals in the same order, so equal as doubles) and its finish.
+void expect_same_reports(const std::vector<workload::RankReport>& graph,
+                         const std::vector<workload::RankReport>& core, const std::string& what) {
+  ASSERT_EQ(core.size(), graph.size()) << what;
+  for (std::size_t r = 0; r < graph.size(); ++r) {
+    EXPECT_TRUE(core[r].done) << what << " rank " << r;
+    EXPECT_EQ(core[r].finished, graph[r].finished) << what << " rank " << r;
+    EXPECT_EQ(core[r].compute_s, graph[r].compute_s) << what << " rank " << r;
+    ASSERT_EQ(core[r].exposed_s.size(), graph[r].exposed_s.size()) << what;
+    for (std::size_t ph = 0; ph < graph[r].exposed_s.size(); ++ph)
+      EXPECT_EQ(core[r].exposed_s[ph], graph[r].exposed_s[ph])
+          << what << " rank " << r << " phase " << MegatronSource::phase_names()[ph];
+    // The graph's invariant (RankReport): compute + exposed = finish.
+    double sum = core[r].compute_s;
+    for (double e : core[r].exposed_s) sum += e;
+    EXPECT_NEAR(sum, core[r].finished.seconds(), 1e-12) << what << " rank " << r;
+  }
 }
 
 // One op's steps by hand: TP 2, 2 stages of 1 layer, recomputation, on host 0. The last stage's
@@ -258,11 +291,14 @@ TEST(MegatronOnTheCore, SmallConfigurationsTakeTheGraphsIterationTime) {
     l.activation = Bytes{c.activation};
     l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{c.grads};
     l.recompute = c.recompute;
-    const Time graph = on_the_graph(l, c.operators);
-    const Time on_core = on_the_core(l, c.operators);
-    EXPECT_EQ(on_core, graph) << "TP " << c.tp << " PP " << c.pp << " DP " << c.dp << " M "
-                              << c.micro_batches;
+    std::vector<workload::RankReport> graph_ranks, core_ranks;
+    const Time graph = on_the_graph(l, c.operators, std::nullopt, &graph_ranks);
+    const Time on_core = on_the_core(l, c.operators, true, std::nullopt, &core_ranks);
+    const std::string what = "TP " + std::to_string(c.tp) + " PP " + std::to_string(c.pp) + " DP " +
+                             std::to_string(c.dp) + " M " + std::to_string(c.micro_batches);
+    EXPECT_EQ(on_core, graph) << what;
     EXPECT_GT(graph, Time::zero());
+    expect_same_reports(graph_ranks, core_ranks, what);
   }
 }
 
@@ -374,9 +410,13 @@ TEST(MegatronOnTheCore, TheDistributedOptimizerTakesTheGraphsIterationTime) {
     l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{c.grads};
     l.recompute = c.recompute;
     l.dp_sync = DpSync::kReduceScatterAllGather;
-    const Time graph = on_the_graph(l, c.operators);
-    EXPECT_EQ(on_the_core(l, c.operators), graph)
+    std::vector<workload::RankReport> graph_ranks, core_ranks;
+    const Time graph = on_the_graph(l, c.operators, std::nullopt, &graph_ranks);
+    EXPECT_EQ(on_the_core(l, c.operators, true, std::nullopt, &core_ranks), graph)
         << "TP " << c.tp << " PP " << c.pp << " DP " << c.dp << " M " << c.micro_batches;
+    expect_same_reports(graph_ranks, core_ranks,
+                        "distributed optimizer, TP " + std::to_string(c.tp) + " PP " +
+                            std::to_string(c.pp) + " DP " + std::to_string(c.dp));
     // Against the all-reduce (on the graph): one more launch per stage's synchronisation, which
     // ends the iteration on every configuration here, so later by exactly the 5 us launch (the
     // two halves' ring steps take the all-reduce's steps' times).
@@ -432,11 +472,111 @@ TEST(MegatronOnTheCore, LeafSpineWithSeveralSpinesTakesTheGraphsIterationTime) {
     // carry their stage's one label on both cores, as the all-reduce does.
     for (const DpSync sync : {DpSync::kAllReduce, DpSync::kReduceScatterAllGather}) {
       l.dp_sync = sync;
-      const Time graph = on_the_graph(l, c.operators, fabric);
-      EXPECT_EQ(on_the_core(l, c.operators, true, fabric), graph)
+      std::vector<workload::RankReport> graph_ranks, core_ranks;
+      const Time graph = on_the_graph(l, c.operators, fabric, &graph_ranks);
+      EXPECT_EQ(on_the_core(l, c.operators, true, fabric, &core_ranks), graph)
           << "TP " << c.tp << " PP " << c.pp << " DP " << c.dp << " M " << c.micro_batches
           << " sync " << static_cast<int>(sync);
       EXPECT_GT(graph, Time::zero());
+      expect_same_reports(graph_ranks, core_ranks,
+                          "leaf-spine PP " + std::to_string(c.pp) + " DP " + std::to_string(c.dp) +
+                              " iterations " + std::to_string(c.iterations));
+    }
+  }
+}
+
+// Exposure by hand: PP 2 x DP 2, TP 1, 2 micro-batches, one layer per stage whose forward is
+// 1 ms and backward 2 ms (no other kernel), 1 MB activations (1 ms alone on the star's 1 GB/s
+// links), 2 MB of gradients per stage (a two-member ring: 2 steps of 1 MB, 2 ms), no launch or
+// protocol cost. The two pipelines (d 0, d 1) use disjoint links, and so do the two stages' DP
+// rings. Stage 0 (ranks 0, 1): F0 [0,1]; its blocking send [1,2]; F1 [2,3]; its send waits for
+// stage 1's receive, posted with stage 1's send of B0's gradient at 5, both [5,6]; B0 [6,8];
+// B1's gradient, posted at 8, sent at 9, arrives at 10; B1 [10,12]; DP ring [12,14]. Stage 1
+// (ranks 2, 3): F0 [2,3], B0 [3,5], F1 [6,7], B1 [7,9], its blocking send [9,10], DP ring
+// [10,12]. Each gap goes to the phase of the node before the kernel that ends it, the tail to
+// the rank's last node's: stage 0 exposed PP 1 + 3 + 2 = 6 ms, DP 2 ms; stage 1 PP 2 + 1 = 3 ms,
+// DP 3 ms (its last send's 1 ms included: the graph charges a tail to the last node). Means over
+// the 4 ranks: compute 6 ms, PP 4.5 ms, DP 2.5 ms, TP 0; the critical rank is rank 0 (14 ms,
+// the first of the two that end last).
+TEST(MegatronOnTheCore, ExposedPipelineAndDataTimesByHand) {
+  ParallelLayout l;
+  l.pp = 2;
+  l.dp = 2;
+  l.micro_batches = 2;
+  l.activation = Bytes{1'000'000};
+  l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{2'000'000};
+  StageKernels k;
+  k.attention_forward = {FixedWork{cross_ms(1)}};
+  k.attention_backward = {FixedWork{cross_ms(2)}};
+  std::vector<workload::RankReport> graph_ranks, core_ranks;
+  const Time graph = on_the_graph(l, false, std::nullopt, &graph_ranks, &k, true);
+  const Time core = on_the_core(l, false, true, std::nullopt, &core_ranks, &k, true);
+  EXPECT_EQ(graph, cross_ms(14));
+  EXPECT_EQ(core, graph);
+  expect_same_reports(graph_ranks, core_ranks, "hand case");
+  ASSERT_EQ(core_ranks.size(), 4u);
+  const double ms = 1e-3;
+  for (std::size_t r = 0; r < 4; ++r) {
+    const bool first_stage = r < 2;
+    const auto& rep = core_ranks[r];
+    EXPECT_EQ(rep.finished, cross_ms(first_stage ? 14 : 12)) << r;
+    EXPECT_NEAR(rep.compute_s, 6 * ms, 1e-12) << r;
+    EXPECT_NEAR(rep.exposed_s[MegatronSource::kTensor], 0, 1e-12) << r;
+    EXPECT_NEAR(rep.exposed_s[MegatronSource::kPipeline], (first_stage ? 6 : 3) * ms, 1e-12) << r;
+    EXPECT_NEAR(rep.exposed_s[MegatronSource::kData], (first_stage ? 2 : 3) * ms, 1e-12) << r;
+  }
+  // The metrics both models report (report_exposure): the same names, the same values.
+  Results from_graph, from_core;
+  EXPECT_EQ(report_exposure(graph_ranks, MegatronSource::phase_names(), 1, from_graph), 0u);
+  EXPECT_EQ(report_exposure(core_ranks, MegatronSource::phase_names(), 1, from_core), 0u);
+  EXPECT_EQ(from_core.metrics(), from_graph.metrics());
+  const auto& m = from_core.metrics();
+  EXPECT_NEAR(m.at("exposed_pp_s"), 4.5 * ms, 1e-12);
+  EXPECT_NEAR(m.at("exposed_dp_s"), 2.5 * ms, 1e-12);
+  EXPECT_NEAR(m.at("exposed_tp_s"), 0, 1e-12);
+  EXPECT_NEAR(m.at("compute_s"), 6 * ms, 1e-12);
+  EXPECT_NEAR(m.at("critical_rank_exposed_pp_s"), 6 * ms, 1e-12);
+  EXPECT_NEAR(m.at("critical_rank_exposed_dp_s"), 2 * ms, 1e-12);
+}
+
+// Merged op steps (core_op_steps "merged"): an op's kernels are one step and its all-reduces
+// one step after them. The core charges the part of that step which ran between the kernels on
+// the graph to TP at once (MegatronOpPricer::trailing_collectives) and measures the rest as a
+// gap, so each rank's breakdown is the graph's up to the merged steps' rounding (each step's
+// end rounds to the nanosecond on its own: a few ns per op here; 100 ns allowed). Without that
+// split the all-reduces before a send would be PP time: one to three TP all-reduces (11 to
+// 23 us each here) per op with a send would move from TP to PP, far outside the tolerance
+// (checked by turning the split off: the test fails).
+TEST(MegatronOnTheCore, MergedOpStepsReportTheGraphsExposureUpToRounding) {
+  struct Config {
+    int tp, pp, dp, micro_batches;
+    std::int64_t activation, grads;
+    bool recompute, operators;
+  };
+  const std::vector<Config> configs = {{2, 2, 2, 3, 250'000, 2'000'000, true, false},
+                                       {4, 2, 3, 5, 100'000, 3'000'000, false, false},
+                                       {2, 4, 2, 6, 500'000, 1'000'000, true, false},
+                                       {2, 2, 2, 3, 65'536, 1'000'000, true, true}};
+  for (const Config& c : configs) {
+    ParallelLayout l;
+    l.tp = c.tp;
+    l.pp = c.pp;
+    l.dp = c.dp;
+    l.micro_batches = c.micro_batches;
+    l.activation = Bytes{c.activation};
+    l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{c.grads};
+    l.recompute = c.recompute;
+    std::vector<workload::RankReport> graph_ranks, core_ranks;
+    on_the_graph(l, c.operators, std::nullopt, &graph_ranks);
+    on_the_core(l, c.operators, true, std::nullopt, &core_ranks, nullptr, false, true);
+    ASSERT_EQ(core_ranks.size(), graph_ranks.size());
+    for (std::size_t r = 0; r < graph_ranks.size(); ++r) {
+      EXPECT_NEAR(core_ranks[r].compute_s, graph_ranks[r].compute_s, 1e-7) << r;
+      for (std::size_t ph = 1; ph < 4; ++ph)
+        EXPECT_NEAR(core_ranks[r].exposed_s[ph], graph_ranks[r].exposed_s[ph], 1e-7)
+            << "TP " << c.tp << " PP " << c.pp << " DP " << c.dp << " rank " << r << " phase "
+            << MegatronSource::phase_names()[ph];
+      EXPECT_GT(core_ranks[r].exposed_s[MegatronSource::kTensor], 0) << r;
     }
   }
 }

@@ -2,6 +2,8 @@
 // reduced batch, its symmetry and communication modes, and input errors at prepare time.
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "models/llm_training/register.hpp"
 #include "sim_core/run/runner.hpp"
 #include "sim_core/run/scenario.hpp"
@@ -116,6 +118,16 @@ TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIteration) {
     EXPECT_EQ(core.results.details().at("core"), "training");
     // 16 stages x 8 DP pipelines of 8 micro-batches: 2 x 15 boundaries x 8 messages each.
     EXPECT_EQ(metric(core, "messages"), 2 * 15 * 8 * 8);
+    // The per-phase breakdown, computed the same way on both (docs/llm_training.md, "Exposure,
+    // defined"): equal, and not trivially (TP 8, 16 stages, DP 8 all expose some time).
+    for (const char* name : {"compute_s", "exposed_tp_s", "exposed_pp_s", "exposed_dp_s",
+                             "critical_rank_compute_s", "critical_rank_exposed_tp_s",
+                             "critical_rank_exposed_pp_s", "critical_rank_exposed_dp_s"}) {
+      EXPECT_EQ(metric(core, name), metric(graph, name)) << name << " " << one_spine;
+      EXPECT_GT(metric(core, name), 0) << name;
+    }
+    EXPECT_EQ(core.results.details().at("critical_rank"),
+              graph.results.details().at("critical_rank"));
   }
 }
 
