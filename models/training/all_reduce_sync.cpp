@@ -16,23 +16,11 @@ void AllReduceSync::start(std::size_t, const Chunk& c) {
     engine_.schedule_in(Time::zero(), [this, c] { events_.on_chunk(0, c, true, true); });
     return;
   }
-  ChunkCollectives::Entry& e = slots_.at(c.layer, c.index);
-  if (e.collective) {
-    MLSIM_CHECK(e.collective->done(), "an all-reduce chunk started again before it finished");
-    // A partition change since (all-reduce applies it to gradients cut afterwards): rebuild.
-    if (e.chunk.parameters != c.parameters || !e.collective->rearm()) slots_.drop(e);
-  }
-  if (!e.collective) {
-    e.chunk = c;
-    e.collective = std::make_unique<collectives::Collective>(
-        engine_, network_, options_.workers, chunk_spec(algorithm_, c),
-        [this, layer = c.layer, index = c.index](const collectives::CollectiveResult&) {
-          done(layer, index);
-        },
-        options_.links);
-    watch(*e.collective);
-  }
-  e.collective->start();
+  start_chunk_collective(
+      slots_.at(c.layer, c.index), c, [&] { return chunk_spec(algorithm_, c); },
+      [this, layer = c.layer, index = c.index](const collectives::CollectiveResult&) {
+        done(layer, index);
+      });
 }
 
 void AllReduceSync::done(std::uint32_t layer, std::uint32_t index) {

@@ -5,6 +5,7 @@
 // the traffic totals.
 #include "models/training/chunk_collectives.hpp"
 #include "models/training/sync_setup.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/collectives/host_send_clock.hpp"
 
 namespace mlsim::training {
@@ -28,6 +29,24 @@ class CollectiveSync : public GradientSync {
   // Reports the collective's first failed transfer as the strategy's (GradientSync::failed).
   void watch(collectives::Collective& c) {
     c.set_failure_callback([this](const collectives::CollectiveResult&) { report_failure(); });
+  }
+  // Starts slot `e`'s collective for chunk `c`. The collective of the chunk's last round is kept
+  // and rearmed while the chunk's size is unchanged; after a partition change (applied to the
+  // gradients cut afterwards) it is rebuilt from `make_spec()`, calling `on_done` when it ends.
+  template <class MakeSpec>
+  void start_chunk_collective(ChunkCollectives::Entry& e, const Chunk& c, MakeSpec&& make_spec,
+                              collectives::Collective::DoneCallback on_done) {
+    if (e.collective) {
+      MLSIM_CHECK(e.collective->done(), "a chunk's collective started again before it finished");
+      if (e.chunk.parameters != c.parameters || !e.collective->rearm()) slots_.drop(e);
+    }
+    if (!e.collective) {
+      e.chunk = c;
+      e.collective = std::make_unique<collectives::Collective>(
+          engine_, network_, options_.workers, make_spec(), std::move(on_done), options_.links);
+      watch(*e.collective);
+    }
+    e.collective->start();
   }
   // A spec for one chunk's all-reduce with `algorithm`: its bytes, the options' window, costs
   // and flow label (no window, no costs, label 0 by default).

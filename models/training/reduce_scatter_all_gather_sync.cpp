@@ -18,26 +18,17 @@ void ReduceScatterAllGatherSync::start(std::size_t, const Chunk& c) {
 }
 
 void ReduceScatterAllGatherSync::run(const Chunk& c, std::uint32_t phase) {
-  ChunkCollectives::Entry& e = slots_.at(c.layer, c.index, phase);
-  if (e.collective) {
-    MLSIM_CHECK(e.collective->done(), "a reduce-scatter chunk started again before it finished");
-    // A partition change since (applied to gradients cut afterwards): rebuild.
-    if (e.chunk.parameters != c.parameters || !e.collective->rearm()) slots_.drop(e);
-  }
-  if (!e.collective) {
-    e.chunk = c;
-    collectives::CollectiveSpec spec = chunk_spec(collectives::Algorithm::kRing, c);
-    spec.operation =
-        phase == 0 ? collectives::Operation::kReduceScatter : collectives::Operation::kAllGather;
-    e.collective = std::make_unique<collectives::Collective>(
-        engine_, network_, options_.workers, spec,
-        [this, layer = c.layer, index = c.index, phase](const collectives::CollectiveResult&) {
-          done(layer, index, phase);
-        },
-        options_.links);
-    watch(*e.collective);
-  }
-  e.collective->start();
+  start_chunk_collective(
+      slots_.at(c.layer, c.index, phase), c,
+      [&] {
+        collectives::CollectiveSpec spec = chunk_spec(collectives::Algorithm::kRing, c);
+        spec.operation = phase == 0 ? collectives::Operation::kReduceScatter
+                                    : collectives::Operation::kAllGather;
+        return spec;
+      },
+      [this, layer = c.layer, index = c.index, phase](const collectives::CollectiveResult&) {
+        done(layer, index, phase);
+      });
 }
 
 void ReduceScatterAllGatherSync::done(std::uint32_t layer, std::uint32_t index,
