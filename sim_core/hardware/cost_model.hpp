@@ -190,7 +190,6 @@ class ProfileTableProvider final : public CostProvider {
   static bool add_to_curve(std::vector<Point>& curve, std::int64_t tokens, double seconds);
   // The curves of `op` on `gpu`, added when missing.
   Curves& curves(const std::string& gpu, const std::string& op);
-  std::optional<double> seconds_on(const Curves& curves, const OperatorWork& w) const;
   // gpu -> op -> index into curves_ (a deque: its maps never move, handles are indices)
   std::map<std::string, std::map<std::string, OperatorHandle, std::less<>>, std::less<>> index_;
   std::deque<Curves> curves_;
