@@ -209,10 +209,6 @@ void MegatronCoreJob::kernel_ended(std::size_t w) {
   m.phase = MegatronSource::kCompute;
 }
 
-// GraphExecutor::start_kernel's accounting: the gap since the last kernel goes to the phase of
-// the node before this one. A TP all-reduce is that node for the kernel after it; a receive
-// (Megatron's recv_forward / recv_backward, or the receive of a send-receive pair) for an op's
-// first kernel when the op needs an input.
 void MegatronCoreJob::join_tensor_all_reduce(std::size_t w, Time duration) {
   const std::size_t group = w / lanes_;
   TensorGroup& g = tensor_groups_[group];
@@ -225,6 +221,10 @@ void MegatronCoreJob::join_tensor_all_reduce(std::size_t w, Time duration) {
   });
 }
 
+// GraphExecutor::start_kernel's accounting: the gap since the last kernel goes to the phase of
+// the node before this one. A TP all-reduce is that node for the kernel after it; a receive
+// (Megatron's recv_forward / recv_backward, or the receive of a send-receive pair) for an op's
+// first kernel when the op needs an input.
 void MegatronCoreJob::step_started(std::size_t w, const training::ScheduledOp& op,
                                    std::size_t index, const training::OpStep& step) {
   if (step.rendezvous) join_tensor_all_reduce(w, step.duration);
