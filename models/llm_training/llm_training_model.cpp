@@ -124,7 +124,9 @@ class LlmCoreTraining {
     report_setup(params_, out);
     auto& d = out.details();
     d["core"] = "training";
-    d["layout"]["core_workers"] = params_.layout.pp * params_.layout.dp;
+    d["layout"]["core_workers"] = params_.layout.pp * params_.layout.dp *
+                                  (params_.layout.collapse_tensor_parallel ? 1 : params_.layout.tp);
+    d["layout"]["collapse_tensor_parallel"] = params_.layout.collapse_tensor_parallel;
     if (failed_) d["failed"] = "a transfer found no route";
   }
 
@@ -134,11 +136,12 @@ class LlmCoreTraining {
   MegatronCoreJob job_;
 };
 
-// The host of each core worker (pp x dp, rank order): the graph's collapsed rank's, GPU
-// TP x r on the topology's hosts in order with the GPUs topology.hardware gives each
-// (GraphExecutor's placement); each TP group on one host, no two workers on one host. A layout
-// that does not fit the topology is an error at `layout_path` (system.tp, as on the graph); one
-// the core cannot run (two TP groups on a host) at `where` (system.core).
+// The host of each core worker (rank order): the graph's collapsed rank's (pp x dp workers, GPU
+// TP x r) or, with TP not collapsed, each GPU's (pp x dp x tp workers), on the topology's hosts
+// in order with the GPUs topology.hardware gives each (GraphExecutor's placement); each TP group
+// on one host, no two TP groups on one host. A layout that does not fit the topology is an
+// error at `layout_path` (system.tp, as on the graph); one the core cannot run (two TP groups on
+// a host: their messages or DP groups would stay inside it) at `where` (system.core).
 std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& hardware,
                                const ParallelLayout& l, const std::string& where,
                                const std::string& layout_path) {
@@ -167,11 +170,26 @@ std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& har
                                           "less than its GPUs)",
                                           r - 1, r, hosts[h], l.tp));
     const std::int64_t end = h + 1 < first_gpu.size() ? first_gpu[h + 1] : gpus;
-    if (first + l.tp > end)
+    if (first + l.tp > end) {
+      // Not collapsed, a TP group whose GPUs are each on a host of their own runs on the graph
+      // (its all-reduces through the network); the core prices them inside one host only.
+      bool distinct = !l.collapse_tensor_parallel;
+      for (std::int64_t g = first + 1; distinct && g < first + l.tp; ++g)
+        distinct = std::find(first_gpu.begin(), first_gpu.end(), g) != first_gpu.end();
+      if (distinct)
+        throw InputError(where, fmt::format("the training core runs a TP group's all-reduces "
+                                            "inside one host, but TP group {} (GPUs {}..{}) "
+                                            "spans hosts; the graph (system.core \"graph\") runs "
+                                            "it through the network",
+                                            r, first, first + l.tp - 1));
       throw InputError(layout_path, fmt::format("TP group {} spans GPUs {}..{}, not all on one "
                                                 "host",
                                                 r, first, first + l.tp - 1));
-    out.push_back(hosts[h]);
+    }
+    if (l.collapse_tensor_parallel)
+      out.push_back(hosts[h]);
+    else
+      out.insert(out.end(), static_cast<std::size_t>(l.tp), hosts[h]);  // GPU first + t's
   }
   return out;
 }
@@ -253,10 +271,6 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
       throw InputError(core_path,
                        "the training core moves messages and DP collectives through "
                        "the network: it needs system.communication \"network\"");
-    if (!l.collapse_tensor_parallel)
-      throw InputError(core_path,
-                       "a training-core worker stands for a whole TP group: it needs "
-                       "system.collapse_tensor_parallel true");
     hosts = core_hosts(setup.topology, setup.node_hardware, l, core_path, system.path_of("tp"));
   }
 

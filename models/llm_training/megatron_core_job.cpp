@@ -36,6 +36,11 @@ std::vector<std::int64_t> layer_parameters(const ParallelLayout& l) {
   return out;
 }
 
+// Core workers per TP group: the group itself when collapsed, else each of its GPUs.
+std::size_t lanes_of(const ParallelLayout& l) {
+  return l.collapse_tensor_parallel ? 1 : static_cast<std::size_t>(l.tp);
+}
+
 }  // namespace
 
 MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& compute,
@@ -45,14 +50,18 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
     : engine_(engine),
       layout_(layout),
       hosts_(std::move(hosts)),
+      // A stage's replicas are its DP x lanes workers, replica t + lanes d (the rank order),
+      // each with its own M micro-batches in the 1F1B order.
       schedule_(training::PipelineSchedule::Kind::kOneFOneB, first_layers(layout),
                 std::vector<std::size_t>(static_cast<std::size_t>(layout.pp),
-                                         static_cast<std::size_t>(layout.dp)),
-                static_cast<std::size_t>(layout.pp * layout.dp),
-                static_cast<std::size_t>(layout.micro_batches * layout.dp)),
-      messages_(engine, network, {options.costs, {}, 0}, options.links) {
-  MLSIM_CHECK(hosts_.size() == static_cast<std::size_t>(layout.pp * layout.dp),
-              "a Megatron job on the core needs one host per (stage, DP index)");
+                                         static_cast<std::size_t>(layout.dp) * lanes_of(layout)),
+                static_cast<std::size_t>(layout.pp * layout.dp) * lanes_of(layout),
+                static_cast<std::size_t>(layout.micro_batches * layout.dp) * lanes_of(layout)),
+      messages_(engine, network, {options.costs, {}, 0}, options.links),
+      lanes_(lanes_of(layout)) {
+  MLSIM_CHECK(hosts_.size() == static_cast<std::size_t>(layout.pp * layout.dp) * lanes_,
+              "a Megatron job on the core needs one host per (stage, DP index) and, with TP not "
+              "collapsed, per TP index");
   MLSIM_CHECK(layout.layers_per_stage >= 1, "a Megatron stage holds at least one layer");
   schedule_.set_sync_after_last_backward(true);
   schedule_.set_blocking_sends(true);
@@ -70,17 +79,22 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   training::StageGradients::Setup setup{p.schedulers.get("fifo", "").value,
                                         training::SchedulerConfig{}, p.syncs.get(sync, "").value,
                                         training::SyncOptions{}};
-  setup.sync.bytes_per_parameter = layout.tp;
+  // Collapsed, a worker's gradients are its TP group's: TP copies of a GPU's share.
+  setup.sync.bytes_per_parameter = layout.tp / static_cast<std::int64_t>(lanes_);
+  setup.replica_groups = lanes_;
   setup.sync.costs = options.costs;  // the graph pays them on every collective and message
   setup.sync.links = options.links;
   setup.stage_as_one_tensor = options.stage_as_one_tensor;
-  // Stage s's DP ring is the graph's DP group of ranks s dp .. s dp + dp - 1 (collapsed ranks,
-  // the workers' numbering): the group's ECMP label.
-  for (int s = 0; s < layout.pp; ++s) {
-    std::vector<workload::RankId> members;
-    for (int d = 0; d < layout.dp; ++d) members.push_back(s * layout.dp + d);
-    setup.stage_flow_labels.push_back(workload::group_label(members));
-  }
+  // Stage s's DP ring (of TP index t) is the graph's DP group of ranks t + lanes (d + dp s),
+  // d < dp (the workers' numbering): the group's ECMP label.
+  const auto lanes = static_cast<int>(lanes_);
+  for (int s = 0; s < layout.pp; ++s)
+    for (int t = 0; t < lanes; ++t) {
+      std::vector<workload::RankId> members;
+      for (int d = 0; d < layout.dp; ++d) members.push_back(t + lanes * (d + layout.dp * s));
+      setup.stage_flow_labels.push_back(workload::group_label(members));
+    }
+  if (lanes_ > 1) tensor_groups_.resize(hosts_.size() / lanes_);
   if (!on_failed) on_failed = [] {};
   messages_.set_failure_callback([f = on_failed] { f(); });
   gradients_ = std::make_unique<training::StageGradients>(engine, network, *job_, schedule_, setup,
@@ -114,7 +128,9 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   }
 }
 
-MegatronCoreJob::~MegatronCoreJob() = default;
+MegatronCoreJob::~MegatronCoreJob() {
+  for (TensorGroup& g : tensor_groups_) engine_.cancel(g.end);
+}
 
 void MegatronCoreJob::start() {
   job_->start();
@@ -129,8 +145,8 @@ bool MegatronCoreJob::receive_posted(std::size_t to, const Message& m) const {
 }
 
 // Micro-batch m's activation or its gradient to the same DP index of the next or previous stage:
-// activation x TP bytes (the graph's collapsed message); an op that ends_after_send ends on
-// arrival. Zero bytes arrive at once.
+// activation x TP bytes (the graph's collapsed message; a GPU's own when not collapsed); an op
+// that ends_after_send ends on arrival. Zero bytes arrive at once.
 void MegatronCoreJob::deliver(std::size_t to, const Message& m) {
   const std::size_t w = m.from;
   const std::size_t k = m.micro_batch;
@@ -145,7 +161,7 @@ void MegatronCoreJob::deliver(std::size_t to, const Message& m) {
       job_->output_sent(w);
     }
   };
-  const Bytes bytes{layout_.activation.count * layout_.tp};
+  const Bytes bytes{layout_.activation.count * layout_.tp / static_cast<std::int64_t>(lanes_)};
   if (bytes.count <= 0) {
     engine_.schedule_in(Time::zero(), arrived);
     return;
@@ -193,12 +209,25 @@ void MegatronCoreJob::kernel_ended(std::size_t w) {
   m.phase = MegatronSource::kCompute;
 }
 
+void MegatronCoreJob::join_tensor_all_reduce(std::size_t w, Time duration) {
+  const std::size_t group = w / lanes_;
+  TensorGroup& g = tensor_groups_[group];
+  // Each member waits at its all-reduce until it ends, so all arrivals are for the same one.
+  if (++g.arrived < lanes_) return;
+  g.arrived = 0;
+  // GraphExecutor::finish_active ends the members' nodes in member order at one event.
+  g.end = engine_.schedule_in(duration, [this, group] {
+    for (std::size_t t = 0; t < lanes_; ++t) job_->step_done(group * lanes_ + t);
+  });
+}
+
 // GraphExecutor::start_kernel's accounting: the gap since the last kernel goes to the phase of
 // the node before this one. A TP all-reduce is that node for the kernel after it; a receive
 // (Megatron's recv_forward / recv_backward, or the receive of a send-receive pair) for an op's
 // first kernel when the op needs an input.
 void MegatronCoreJob::step_started(std::size_t w, const training::ScheduledOp& op,
                                    std::size_t index, const training::OpStep& step) {
+  if (step.rendezvous) join_tensor_all_reduce(w, step.duration);
   Meter& m = meters_[w];
   kernel_ended(w);
   if (index == 0 && op.needs_input) m.phase = MegatronSource::kPipeline;

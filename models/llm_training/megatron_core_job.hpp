@@ -4,7 +4,13 @@
 //
 //  - Workers: one per (stage s, DP index d), worker r = d + DP x s (the graph's rank order,
 //    tensor innermost), each standing for its TP group of `tp` GPUs on the host it is given
-//    (`hosts[r]`, the graph's collapsed rank's host: hosts_of()).
+//    (`hosts[r]`, the graph's collapsed rank's host: hosts_of()). With the layout's
+//    collapse_tensor_parallel off, one per GPU, worker g = t + TP x (d + DP x s) as the graph's
+//    uncollapsed rank g: its TP all-reduces are rendezvous steps (OpStep::rendezvous) that end
+//    for the whole TP group together, the closed form's time after its last member arrived (as
+//    GraphExecutor::arrive starts a group's collective); its messages carry one activation and
+//    its stage's DP group is that of its TP index t (StageGradients' replica groups), as the
+//    graph's.
 //  - Order: PipelineSchedule 1F1B with one replica per stage per DP index and Megatron's two
 //    flags (gradients handed over with the last backward, blocking sends).
 //  - Ops priced by MegatronOpPricer (kernels through the platform's Compute, TP all-reduces in
@@ -14,8 +20,8 @@
 //    bytes (its GPU's share of the stage's parameters x TP copies, as the graph's collapsed
 //    rank counts them).
 //  - Activations and their gradients: a point-to-point message of activation x TP bytes (the
-//    graph's collapsed message) from a worker to the same DP index of the next or previous
-//    stage; an op that ends_after_send ends on delivery.
+//    graph's collapsed message; one activation when not collapsed) from a worker to the same DP
+//    (and TP) index of the next or previous stage; an op that ends_after_send ends on delivery.
 //  - ECMP labels (sim_core/workload/flow_labels.hpp): the k-th message from worker a to worker b
 //    is labelled as the graph labels the k-th message from its rank a to rank b, and each
 //    stage's DP ring as the graph's DP group of those ranks, so on a fabric with several equal
@@ -71,7 +77,8 @@ struct MegatronCoreOptions {
 
 class MegatronCoreJob final : public training::OpObserver {
  public:
-  // `hosts`: per worker (pp x dp of them, rank order), its host, all distinct. `engine`,
+  // `hosts`: per worker (pp x dp of them, or pp x dp x tp with TP not collapsed; rank order),
+  // its host (collapsed: all distinct; not: a TP group's on one host). `engine`,
   // `network` and `compute` must outlive the job; `on_failed` runs once, at the first transfer
   // that found no route.
   MegatronCoreJob(Engine& engine, Network& network, Compute& compute, const ParallelLayout& layout,
@@ -139,6 +146,9 @@ class MegatronCoreJob final : public training::OpObserver {
     std::uint8_t phase = MegatronSource::kCompute;
   };
   void kernel_ended(std::size_t w);
+  // Worker w reached its TP group's next all-reduce (TP not collapsed); the last member to
+  // arrive starts it, and it ends for every member `duration` later.
+  void join_tensor_all_reduce(std::size_t w, Time duration);
   bool receive_posted(std::size_t to, const Message& m) const;
   void deliver(std::size_t to, const Message& m);
   void ended(std::size_t w);   // w's op in progress ended
@@ -157,6 +167,13 @@ class MegatronCoreJob final : public training::OpObserver {
   std::vector<MessageRecord> records_;
   std::vector<Progress> progress_;
   std::vector<Meter> meters_;
+  // Per TP group (TP not collapsed): members at its current all-reduce, and its end event.
+  struct TensorGroup {
+    std::size_t arrived = 0;
+    EventHandle end;
+  };
+  std::size_t lanes_ = 1;  // workers per TP group: 1 collapsed, else tp
+  std::vector<TensorGroup> tensor_groups_;
 };
 
 }  // namespace mlsim::llm_training

@@ -46,7 +46,8 @@ void MegatronOpPricer::all_reduce(std::size_t worker, std::vector<OpStep>& out) 
     t = collectives::intra_host_collective_time(costs_, collectives::Operation::kAllReduce,
                                                 layout_.tp, layout_.activation,
                                                 compute_.hardware().host(hosts_[worker]));
-  out.push_back({OpStep::Kind::kCollective, 0, t});
+  // Not collapsed, each GPU of the group is a worker: the all-reduce waits for all of them.
+  out.push_back({OpStep::Kind::kCollective, 0, t, !layout_.collapse_tensor_parallel});
 }
 
 void MegatronOpPricer::steps(std::size_t worker, const training::ScheduledOp& op,
@@ -66,7 +67,8 @@ void MegatronOpPricer::steps(std::size_t worker, const training::ScheduledOp& op
   }
   out.clear();
   if (any_compute) out.push_back({OpStep::Kind::kCompute, seconds, Time::zero()});
-  if (collective > Time::zero()) out.push_back({OpStep::Kind::kCollective, 0, collective});
+  if (collective > Time::zero())
+    out.push_back({OpStep::Kind::kCollective, 0, collective, !layout_.collapse_tensor_parallel});
 }
 
 Time MegatronOpPricer::trailing_collectives(std::size_t worker,

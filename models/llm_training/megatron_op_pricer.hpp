@@ -2,8 +2,10 @@
 // The training core's ops of a Megatron-LM job priced as the execution graph runs them
 // (megatron_source.hpp: emit_step, layer_pass), for Megatron jobs on the core (plan step 3 in
 // docs/training.md). A core worker stands for one tensor-parallel group of `tp` GPUs on one
-// host (the graph's collapsed rank); its ops cover a range of the model's decoder layers,
-// stage s holding layers [s x layers_per_stage, (s + 1) x layers_per_stage). Per layer, a
+// host (the graph's collapsed rank), or, with the layout's collapse_tensor_parallel off, for
+// one GPU of it, whose all-reduces are then rendezvous steps among the group's workers
+// (OpStep::rendezvous, joined by MegatronCoreJob); its ops cover a range of the model's decoder
+// layers, stage s holding layers [s x layers_per_stage, (s + 1) x layers_per_stage). Per layer, a
 // forward is attention, TP all-reduce, MLP, TP all-reduce; a backward is MLP backward,
 // all-reduce, attention backward, all-reduce, after the layer's forward again under
 // recomputation. The first layer's forward starts with the embedding (its backward ends with

@@ -143,12 +143,23 @@ void DataParallelJob::run_step(std::size_t w) {
   const OpStep& step = wk.steps[index];
   if (observer_) observer_->step_started(w, wk.running, index, step);
   auto next = [this, w] { run_step(w); };
-  if (step.kind == OpStep::Kind::kCollective) {
+  if (step.kind == OpStep::Kind::kCollective && step.rendezvous) {
+    wk.in_rendezvous = true;  // until the model's step_done()
+  } else if (step.kind == OpStep::Kind::kCollective) {
     wk.collective = engine_.schedule_in(step.duration, next);
   } else {
     wk.op = compute_.run_for(std::span<const NodeId>(&spec_.workers[w], 1),
                              std::span<const double>(&step.seconds, 1), next);
   }
+}
+
+void DataParallelJob::step_done(std::size_t w) {
+  Worker& wk = workers_[w];
+  MLSIM_CHECK(wk.busy && wk.in_rendezvous,
+              "a rendezvous step ended on a worker not waiting at one");
+  wk.in_rendezvous = false;
+  if (aborted_) return;
+  run_step(w);
 }
 
 void DataParallelJob::count_iteration(std::size_t w) {

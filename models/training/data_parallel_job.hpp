@@ -133,6 +133,8 @@ class DataParallelJob final : public GradientOwner {
   void input_arrived(std::size_t worker, std::size_t micro_batch, bool forward);
   // The output `worker`'s op in progress sent is delivered: an op that ends_after_send ends now.
   void output_sent(std::size_t worker);
+  // `worker`'s rendezvous step in progress (OpStep::rendezvous) is over: its next step starts.
+  void step_done(std::size_t worker);
   // Forwards `worker` has started in the current iteration (its op in progress included).
   std::size_t forwards_started(std::size_t worker) const;
   // Re-checks the hold and the end of the job; the gradient path calls it after every chunk.
@@ -194,6 +196,7 @@ class DataParallelJob final : public GradientOwner {
     std::vector<OpStep> steps;
     std::size_t step = 0;
     EventHandle collective;
+    bool in_rendezvous = false;  // at a rendezvous step, until step_done()
   };
 
   void try_start(std::size_t w);

@@ -21,6 +21,12 @@ struct OpStep {
   Kind kind = Kind::kCompute;
   double seconds = 0;  // compute: at speed 1 on the worker's host
   Time duration;       // collective: how long it holds the worker
+  // Collective among several of the job's workers (a tensor-parallel group whose GPUs are
+  // workers of their own): the worker waits at it until the model calls
+  // DataParallelJob::step_done(), which the model does once every member reached it (its
+  // OpObserver::step_started) and `duration` has passed, as the execution graph's collectives
+  // start when the group's last member arrives.
+  bool rendezvous = false;
 };
 
 class OpPricer {

@@ -42,8 +42,14 @@ class StageGradients final : public GradientSink {
     SyncOptions sync;
     bool stage_as_one_tensor = false;
     // Per stage, its strategy's SyncOptions::flow_label (the ECMP label of its collectives);
-    // empty: sync.flow_label for every stage.
+    // empty: sync.flow_label for every stage. With several replica groups, per stage and group
+    // (stage-major).
     std::vector<std::uint64_t> stage_flow_labels{};
+    // A stage's replicas form this many groups that synchronise among themselves, replica i in
+    // group i mod replica_groups (a Megatron job with tensor parallelism not collapsed: replica
+    // t + TP d is TP rank t of DP index d, and each TP rank has its own DP group), each with its
+    // own gradient path and strategy.
+    std::size_t replica_groups = 1;
   };
   // `core` and `schedule` (the one the core runs) must outlive this; every stage's strategy runs
   // `on_failed` once, from inside the network's delivery, at its first transfer that found no
@@ -70,7 +76,8 @@ class StageGradients final : public GradientSink {
 
   DataParallelJob& core_;
   const PipelineSchedule& schedule_;
-  std::vector<std::unique_ptr<Stage>> stages_;  // null for a stage of one replica
+  std::size_t groups_ = 1;                      // Setup::replica_groups
+  std::vector<std::unique_ptr<Stage>> stages_;  // per stage and group; null: one replica
 };
 
 }  // namespace mlsim::training

@@ -146,6 +146,65 @@ TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
   EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
                          "system.global_batch=64", "system.stage_as_one_tensor=false"}),
             "no error");
+  // TP not collapsed runs on the core (since 2026-12-07; it was refused at system.core).
+  EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
+                         "system.global_batch=64", "system.collapse_tensor_parallel=false"}),
+            "no error");
+  // Two TP groups of 4 on an 8-GPU host: their messages or DP rings would stay inside the host,
+  // which the core does not price (collapsed or not).
+  for (const char* collapse : {"true", "false"})
+    EXPECT_NE(input_error({"system.core=\"training\"", "system.communication=\"network\"",
+                           "system.global_batch=64", "system.tp=4",
+                           std::string("system.collapse_tensor_parallel=") + collapse})
+                  .find("system.core"),
+              std::string::npos)
+        << collapse;
+  // A TP group of 2 over two one-GPU hosts: the graph runs it through the network when not
+  // collapsed, the core refuses it at system.core; collapsed, a rank of width 2 cannot span
+  // hosts on either (system.tp).
+  const std::vector<std::string> spanning = {"system.core=\"training\"",
+                                             "system.communication=\"network\"",
+                                             "system.global_batch=64",
+                                             "system.tp=2",
+                                             "system.dp=4",
+                                             "topology.hardware.gpus_per_host=1"};
+  auto with = [&](const char* collapse) {
+    auto s = spanning;
+    s.push_back(std::string("system.collapse_tensor_parallel=") + collapse);
+    return input_error(s);
+  };
+  EXPECT_NE(with("false").find("system.core"), std::string::npos) << with("false");
+  EXPECT_NE(with("true").find("system.tp"), std::string::npos) << with("true");
+}
+
+// TP not collapsed (every GPU its own rank, 1024 of them) on both cores: the shipped GPT-3
+// scenario at 64 sequences through the network, with one spine and with the shipped eight. The
+// core's TP all-reduces are rendezvous among the group's eight workers, its messages and DP
+// rings one per GPU with the graph's labels: the same iteration and per-phase exposure to the
+// last digit.
+TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIterationWithTensorParallelNotCollapsed) {
+  for (const bool one_spine : {true, false}) {
+    std::vector<std::string> sets = {"system.global_batch=64", "system.communication=\"network\"",
+                                     "system.collapse_tensor_parallel=false"};
+    if (one_spine) sets.push_back("topology.spines=1");
+    auto with = [&](const std::string& core) {
+      auto s = sets;
+      s.push_back("system.core=\"" + core + "\"");
+      return run_gpt3(s);
+    };
+    const RunOutput graph = with("graph"), core = with("training");
+    EXPECT_EQ(metric(core, "completed"), 1);
+    EXPECT_EQ(metric(core, "iteration_time_s"), metric(graph, "iteration_time_s")) << one_spine;
+    EXPECT_EQ(core.results.details().at("layout").at("core_workers"), 1024);
+    // 16 stages x 8 DP pipelines x 8 TP ranks of 8 micro-batches: 2 x 15 boundaries.
+    EXPECT_EQ(metric(core, "messages"), 2 * 15 * 8 * 8 * 8);
+    for (const char* name :
+         {"compute_s", "exposed_tp_s", "exposed_pp_s", "exposed_dp_s", "critical_rank_compute_s",
+          "critical_rank_exposed_tp_s", "critical_rank_exposed_pp_s", "critical_rank_exposed_dp_s"})
+      EXPECT_EQ(metric(core, name), metric(graph, name)) << name << " " << one_spine;
+    EXPECT_EQ(core.results.details().at("critical_rank"),
+              graph.results.details().at("critical_rank"));
+  }
 }
 
 // The distributed optimizer (dp_sync "reduce_scatter_all_gather") on both cores: the shipped

@@ -84,3 +84,43 @@ TEST(StageGradients, EachStageSynchronisesAmongItsOwnReplicasOnly) {
   EXPECT_EQ(p.core->updates(1, 0), 1u);
   EXPECT_FALSE(p.failed);
 }
+
+// Replica groups (Setup::replica_groups, a Megatron job's DP groups with TP not collapsed): one
+// stage of four replicas on four hosts of the star, two groups, replica i in group i mod 2, so
+// workers 0 and 2 synchronise together and 1 and 3 together. One micro-batch each: forward 1 s,
+// backward 2 s (worker 2's 3 s). Each group's ring of 4 MB over two members: two steps of 2 MB at
+// 4e6 bytes/s, 0.5 s each, on links no other group uses: workers 1 and 3 are done at 3 + 1 = 4 s,
+// workers 0 and 2 at 4 + 1 = 5 s (worker 0 waits for worker 2). 2 x 2 (2 - 1) x 4 MB / 2 x 2 =
+// 16 MB in all. One ring over all four (one group) would move 2 (4 - 1) x 4 MB = 24 MB and end
+// everyone together; groups of consecutive replicas (0, 1 and 2, 3) would end worker 0 at 4 s
+// and worker 3 at 5 s.
+TEST(StageGradients, ReplicaGroupsSynchroniseApart) {
+  mlsim::test::PlatformBench b(
+      build_topology(StarSpec{4, LinkSpec{Bandwidth{kStageBandwidth}, Time::zero()}}));
+  PipelineSchedule schedule(PipelineSchedule::Kind::kOneFOneB, {0, 1}, {4}, 4, 4);
+  JobSpec spec;
+  spec.parameters = {kStageParameters};
+  spec.workers = b.topology.hosts();
+  spec.layer_seconds.assign(4, {{1, 2}});
+  spec.layer_seconds[2] = {{1, 3}};
+  DataParallelJob core(b.engine, b.compute, spec);
+  const TrainingPolicies& p = training_policies();
+  StageGradients::Setup setup{p.schedulers.get("fifo", "").value, SchedulerConfig{},
+                              p.syncs.get("ring", "").value, SyncOptions{}};
+  setup.replica_groups = 2;
+  bool failed = false;
+  StageGradients gradients(b.engine, b.network, core, schedule, setup, [&] { failed = true; });
+  core.set_schedule(&schedule);
+  core.set_gradient_sink(&gradients);
+  core.start();
+  b.engine.run();
+  ASSERT_TRUE(core.finished());
+  EXPECT_EQ(core.finish_time(), Time::s(5));
+  EXPECT_EQ(core.last_update(0), Time::s(5));
+  EXPECT_EQ(core.last_update(2), Time::s(5));
+  EXPECT_EQ(core.last_update(1), Time::s(4));
+  EXPECT_EQ(core.last_update(3), Time::s(4));
+  EXPECT_EQ(gradients.bytes_delivered(), 16'000'000);
+  for (std::size_t w = 0; w < 4; ++w) EXPECT_EQ(core.updates(w, 0), 1u) << w;
+  EXPECT_FALSE(failed);
+}
