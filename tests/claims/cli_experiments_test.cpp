@@ -2,8 +2,13 @@
 // (two 2-worker ResNet-50 jobs, two iterations each: a fraction of a second per run).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "tests/support/program_runner.hpp"
 
@@ -173,4 +178,69 @@ TEST(SweepCommand, BadPointsAreInputErrorsBeforeAnythingRuns) {
   EXPECT_NE(o.err.find("system.aggregator_memory"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("in sweep point 1"), std::string::npos) << o.err;
   EXPECT_FALSE(fs::exists(dir.path() / "out/points"));
+}
+
+namespace {
+
+// The DSA study's sweeps over what its paper does not state (issue 14; docs/ina.md, "Arrival
+// rate, job mix, workers per job and seeds"): every setting runs under DSA, ATP and SwitchML with
+// the same 3 seeds, so each setting's gain has a spread over seeds. `jobs` is the sweep's job list.
+void expect_three_policies_and_three_seeds_per_setting(const std::string& name,
+                                                       const std::string& jobs) {
+  std::map<std::string, int> per_policy_seed;
+  int runs = 0;
+  std::istringstream in(jobs);
+  for (std::string line; std::getline(in, line); ++runs)
+    for (const char* policy : {"switchml", "atp", "dsa"})
+      for (const char* seed : {"1", "2", "3"})
+        if (line.find(std::string(" --set system.policy=") + policy) != std::string::npos &&
+            line.find(std::string(" --set seed=") + seed + " ") != std::string::npos)
+          ++per_policy_seed[std::string(policy) + "/" + seed];
+  ASSERT_EQ(per_policy_seed.size(), 9u) << name << "\n" << jobs;
+  const int settings = per_policy_seed.begin()->second;
+  EXPECT_GE(settings, 3) << name;
+  for (const auto& [key, count] : per_policy_seed) EXPECT_EQ(count, settings) << name << " " << key;
+  EXPECT_EQ(runs, 9 * settings) << name;
+}
+
+}  // namespace
+
+// Every sweep file shipped in workloads/sweeps/ expands and validates (each point's overrides on
+// its scenario, as `mlsim sweep` checks them before running) without running anything, so a sweep
+// whose scenario moved on under it fails here rather than an hour into its run. Files whose
+// scenario mentions ../shared/data are skipped when that folder is absent, as in
+// tests/cli/validate_agrees_with_run_test.cpp.
+TEST(SweepCommand, EveryShippedSweepFileValidatesWithoutRunning) {
+  const fs::path sweeps = fs::path(MLSIM_SOURCE_DIR) / "workloads/sweeps";
+  const bool have_shared = fs::exists(fs::path(MLSIM_SHARED_DATA_DIR) / "llm_traces");
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(sweeps))
+    if (e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  TempDir dir;
+  int checked = 0, dsa_sweeps = 0;
+  for (const fs::path& file : files) {
+    const auto sweep = nlohmann::json::parse(read_file(file));
+    const auto scenario = file.parent_path() / sweep.at("scenario").get<std::string>();
+    if (!have_shared && read_file(scenario).find("shared/data") != std::string::npos) continue;
+    const std::string name = file.stem().string();
+    const auto o = run_mlsim(
+        dir, "sweep " + file.string() + " --out out/" + name + " --emit-jobs jobs/" + name);
+    ASSERT_EQ(o.status, 0) << file << "\n" << o.out << o.err;
+    const std::string jobs = read_file(dir.path() / "jobs" / name / "jobs.txt");
+    const auto n = std::count(jobs.begin(), jobs.end(), '\n');
+    EXPECT_GT(n, 0) << file;
+    EXPECT_NE(o.out.find(std::to_string(n) + " jobs (0 points finished already)"),
+              std::string::npos)
+        << file << "\n"
+        << o.out;
+    EXPECT_FALSE(fs::exists(dir.path() / "out" / name / "points")) << file;  // nothing ran
+    if (name.rfind("ina_dsa_", 0) == 0) {
+      expect_three_policies_and_three_seeds_per_setting(name, jobs);
+      ++dsa_sweeps;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 20);
+  EXPECT_EQ(dsa_sweeps, 3);  // arrivals, job mix, workers per job
 }
