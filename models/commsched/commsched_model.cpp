@@ -115,7 +115,17 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   // The framework FIFO's engines (one tensor at a time each; 0 = all ready tensors at once) and
   // ByteScheduler's per-credit delay. Both keys describe the system, so both variants of a
   // FIFO-vs-ByteScheduler sweep accept them; each scheduler reads its own.
-  job.fifo_engines = static_cast<int>(system.integer_or("fifo_engines", 1, 0, 1'000'000));
+  // Default in PS mode: one per server. MXNet's push is an asynchronous engine op that only
+  // hands the message to ps-lite and completes on the servers' answer, so the engine's one CPU
+  // worker thread bounds nothing [code: apache/mxnet 1.5.0, src/kvstore/kvstore_dist.h
+  // KVStoreDist::PushDefault (Engine::PushAsync), src/engine/threaded_engine_perdevice.cc
+  // ThreadedEnginePerDevice::PushToExecute (MXNET_CPU_WORKER_NTHREADS, default 1, FIFO
+  // queue)]; what serialises a worker's messages is ps-lite's one connection per server, in
+  // order [code: dmlc/ps-lite src/zmq_van.h ZMQVan::SendMsg, one ZMQ_DEALER socket per node].
+  // An engine here is not tied to a server (docs/commsched.md, "FIFO's engine count").
+  // All-reduce: one (Horovod's collectives in order on one stream).
+  job.fifo_engines =
+      static_cast<int>(system.integer_or("fifo_engines", ps ? servers : 1, 0, 1'000'000));
   job.credit_delay = system.duration_or("credit_delay", "0s");
   // The servers' summing rate, the platform's PS processing cost (collectives::HostCosts);
   // absent: summing is free, as before the training core.

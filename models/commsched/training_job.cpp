@@ -62,8 +62,11 @@ TrainingJob::TrainingJob(Engine& engine, Network& network, Compute& compute, Job
     path_.set_fifo_engines(spec_.fifo_engines);
   } else {
     path_.set_credit_delay(spec_.credit_delay);
-    if (spec_.mode == Mode::kParameterServer && spec_.scheduling == Scheduling::kRankZero)
+    if (spec_.mode == Mode::kParameterServer && spec_.scheduling == Scheduling::kRankZero) {
       path_.set_scheduling_owners(1);
+      // The plugin's per-partition barrier key: rank 0's release paces every worker.
+      path_.set_start_barrier(true);
+    }
   }
   path_.set_sync(sync_.get());
   core_.set_gradient_sink(&path_);

@@ -55,8 +55,11 @@ enum class CreditScope { kPush, kPushPull };
 // credit; kRankZero: as ByteScheduler's MXNet plugin runs it [code: bytescheduler/mxnet/
 // kvstore.py ScheduledKVStore.__init__ makes every rank but 0 "immediate", and
 // common/bytecore.py ByteCore.post starts an immediate task's partitions at once, bypassing the
-// queue and the credit]: worker 0 orders and paces its chunks, the others push each chunk as
-// soon as it is ready.
+// queue and the credit]: worker 0 orders and paces its chunks. Each partition's push waits on
+// every worker for a barrier key that the servers answer once every worker pushed it
+// (kvstore_task.py KVStoreTask._post_push_pull_barrier; GradientPath::set_start_barrier): a
+// chunk starts on all workers once it is ready on each and worker 0 released it, so worker 0's
+// order and credit pace the others (before 2026-12-07 they pushed every chunk once ready).
 enum class Scheduling { kEveryWorker, kRankZero };
 
 struct Layer {
@@ -83,7 +86,8 @@ struct JobSpec {
   Scheduling scheduling = Scheduling::kEveryWorker;  // ByteScheduler, PS mode
   // FIFO: the framework's communication engines per scheduler (per worker in PS mode, per job
   // in all-reduce mode), each one tensor at a time in ready order; 0 = every ready tensor at
-  // once (MXNet's kvstore handing every push to ps-lite as it is produced).
+  // once. The scenario's default is one per server in PS mode (ps-lite's one connection per
+  // server, commsched_model.cpp) and one in all-reduce mode.
   int fifo_engines = 1;
   // ByteScheduler: a released chunk's credit reaches the Core this much later (its end
   // callback into the Core's Python thread, which then pops the next chunk) [assumed, 0 = free].

@@ -1,5 +1,7 @@
 #include "models/training/gradient_path.hpp"
 
+#include <algorithm>
+
 #include "sim_core/base/error.hpp"
 
 namespace mlsim::training {
@@ -28,6 +30,8 @@ void GradientPath::set_sync(GradientSync* sync) {
   sync_ = sync;
   per_worker_ = sync_->entry() == GradientSync::Entry::kPerWorker;
   MLSIM_CHECK(!job_order_ || per_worker_, "one order for the job needs a per-worker strategy");
+  MLSIM_CHECK(!start_barrier_ || (per_worker_ && !job_order_),
+              "a start barrier needs a per-worker strategy with a scheduler per worker");
   const std::size_t owners = per_worker_ && !job_order_ ? job_.gradient_workers() : 1;
   for (std::size_t i = 0; i < owners; ++i)
     schedulers_.push_back(make_scheduler_(
@@ -72,14 +76,27 @@ void GradientPath::gradient_ready(std::size_t w, std::size_t layer) {
 void GradientPath::pump(std::size_t owner) {
   CommScheduler& s = *schedulers_[owner];
   while (auto chunk = s.next()) {
-    record(ChunkEvent::Kind::kStart, owner, *chunk);
-    if (job_order_) {
+    if (start_barrier_) {
+      auto& released = released_[{chunk->layer, chunk->index}];
+      released.push_back(owner);
+      if (released.size() < job_.gradient_workers()) continue;
+      std::vector<std::size_t> workers = std::move(released);
+      released_.erase({chunk->layer, chunk->index});
+      std::sort(workers.begin(), workers.end());
+      for (std::size_t w : workers) start_on(w, *chunk);
+    } else if (job_order_) {
+      record(ChunkEvent::Kind::kStart, owner, *chunk);
       // On every worker at once, in the scheduler's order.
       for (std::size_t w = 0; w < job_.gradient_workers(); ++w) sync_->start(w, *chunk);
     } else {
-      sync_->start(owner, *chunk);
+      start_on(owner, *chunk);
     }
   }
+}
+
+void GradientPath::start_on(std::size_t owner, const Chunk& c) {
+  record(ChunkEvent::Kind::kStart, owner, c);
+  sync_->start(owner, c);
 }
 
 void GradientPath::give_back(std::size_t owner, const Chunk& c) {

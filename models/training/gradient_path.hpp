@@ -51,6 +51,16 @@ class GradientPath final : public GradientSink, public SyncEvents {
   // Before set_sync: only the first `owners` schedulers schedule; the others start every chunk
   // as soon as it is ready (SchedulerSetup::immediate). Absent: every owner schedules.
   void set_scheduling_owners(std::optional<std::size_t> owners) { scheduling_owners_ = owners; }
+  // Before set_sync, kPerWorker strategies only: a chunk a scheduler releases starts on no worker
+  // until every worker's scheduler released it (an immediate one as soon as it is ready); then
+  // on all of them at once. ByteScheduler's MXNet PS plugin does this for every partition: each
+  // worker first pushes a one-value barrier key, which a sync-mode server answers only once
+  // every worker pushed it, and the partition's push waits for that answer [code:
+  // bytedance/byteps@bytescheduler, bytescheduler/mxnet/kvstore_task.py
+  // KVStoreTask._post_push_pull_barrier; apache/mxnet 1.5.0 src/kvstore/kvstore_dist_server.h
+  // KVStoreDistServer::DataHandleDefault, ApplyUpdates]. With only rank 0 scheduling, rank 0's
+  // order and credit then pace every worker. The barrier's own round trip is not charged.
+  void set_start_barrier(bool on) { start_barrier_ = on; }
   // Before set_sync: Ordering above (kRankZero is set_scheduling_owners(1)). kJob needs a
   // kPerWorker strategy.
   void set_ordering(Ordering ordering);
@@ -75,6 +85,7 @@ class GradientPath final : public GradientSink, public SyncEvents {
 
  private:
   void pump(std::size_t owner);
+  void start_on(std::size_t owner, const Chunk& c);
   void give_back(std::size_t owner, const Chunk& c);
   void record(ChunkEvent::Kind kind, std::size_t owner, const Chunk& c);
 
@@ -93,6 +104,11 @@ class GradientPath final : public GradientSink, public SyncEvents {
   std::vector<ChunkEvent> trace_;
   std::optional<int> fifo_engines_;
   std::optional<std::size_t> scheduling_owners_;
+  bool start_barrier_ = false;
+  // start_barrier_: per (layer, chunk), the workers whose scheduler released it this round. A
+  // worker releases a chunk again only after its last round is back, which needs every
+  // worker's push of it: rounds never mix.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::vector<std::size_t>> released_;
   Time credit_delay_;
   Time last_event_;
   // Credit returns still to come (credit_delay_), by sequence; cancelled if the path goes first.

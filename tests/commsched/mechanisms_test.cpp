@@ -404,27 +404,42 @@ TEST(HandComputed, ServerSummingDelaysThePull) {
 }
 
 // ByteScheduler as its MXNet plugin runs in PS mode (scheduling rank0): only worker 0 queues
-// and paces; worker 1 pushes every chunk as soon as it is ready. Two workers and one server,
-// one layer of 2M parameters (F 1 s, B 1 s) in 1M chunks, credit 1M (one chunk), flow backend.
-//   rank0: at 2 worker 0 pushes (0,0), worker 1 both chunks: three flows share the server's
-//   downlink at 1/3 each and all end at 5. Pulls of (0,0) to both workers share the server's
-//   uplink [5, ...] at 1/2 each; worker 0 pushes (0,1) alone [5,6]. At 6 (0,1)'s pulls join:
-//   four flows at 1/4, (0,0)'s last 0.5M ends at 8, (0,1)'s last 0.5M at 1/2 each ends at 9.
-//   every_worker: both workers push (0,0) [2,4] at 1/2 each, then (0,1) [4,6] while (0,0) is
-//   pulled [4,6]; (0,1) pulled [6,8]: the job ends at 8.
+// and paces; every partition's push waits, on every worker, for a barrier key the server
+// answers once both workers pushed it (kvstore_task.py _post_push_pull_barrier), so worker 1's
+// chunks start when worker 0 releases them. Two workers and one server, one layer of 2M
+// parameters (F 1 s, B 1 s) in 1M chunks, credit 1M (one chunk), flow backend.
+//   Equal workers: at 2 worker 0 releases (0,0), worker 1 both chunks: (0,0) starts on both and
+//   the two pushes share the server's downlink [2,4]; worker 0's credit returns at 4 and (0,1)
+//   starts on both [4,6] while (0,0) is pulled [4,6]; (0,1) pulled [6,8]: 8 s, as when every
+//   worker schedules (both release the same chunks at the same times).
+//   Worker 0 twice as slow (F [0,2], B [2,4]; worker 1 B ends at 2):
+//   rank0: nothing starts before worker 0 releases (0,0) at 4: pushes [4,6], then (0,1) pushed
+//   [6,8] while (0,0) is pulled [6,8], (0,1) pulled [8,10]: 10 s.
+//   every_worker: worker 1 pushes (0,0) alone [2,3] and (0,1) [3,4]; worker 0 pushes (0,0)
+//   [4,5] and (0,1) [5,6]. (0,0)'s pulls start at 5, two flows on the server's uplink at 1/2:
+//   2 MB each by 6, when (0,1)'s two pulls join (four flows at 1/4): (0,0)'s last 2 MB end at
+//   8, (0,1)'s 2 MB sent by then, its last 2 MB at 1/2 end at 9: 9 s.
 TEST(HandComputed, OnlyRankZeroSchedulesInPsModeAsThePluginRuns) {
-  for (Scheduling scheduling : {Scheduling::kRankZero, Scheduling::kEveryWorker}) {
-    Bench b(3);
-    JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler, {layer(1, 1, 2 * M)},
-                       2, 1, 1);
-    s.scheduling = scheduling;
-    TrainingJob& job = b.run(std::move(s), {M, M});
-    ASSERT_TRUE(job.finished());
-    const bool rank0 = scheduling == Scheduling::kRankZero;
-    EXPECT_DOUBLE_EQ(job.finish_time().seconds(), rank0 ? 9 : 8);
-    for (const ChunkEvent& e : job.trace()) {
-      if (e.kind == ChunkEvent::Kind::kStart && e.chunk.index == 1) {
-        EXPECT_DOUBLE_EQ(e.at.seconds(), e.worker == 1 && rank0 ? 2 : (rank0 ? 5 : 4));
+  for (const bool slow_rank0 : {false, true}) {
+    for (Scheduling scheduling : {Scheduling::kRankZero, Scheduling::kEveryWorker}) {
+      Bench b(3);
+      if (slow_rank0) b.straggle(0, 2, Time::zero());
+      JobSpec s = b.spec(Mode::kParameterServer, SchedulerKind::kByteScheduler,
+                         {layer(1, 1, 2 * M)}, 2, 1, 1);
+      s.scheduling = scheduling;
+      TrainingJob& job = b.run(std::move(s), {M, M});
+      ASSERT_TRUE(job.finished());
+      const bool rank0 = scheduling == Scheduling::kRankZero;
+      SCOPED_TRACE(::testing::Message() << "slow rank 0 " << slow_rank0 << ", rank0 " << rank0);
+      EXPECT_DOUBLE_EQ(job.finish_time().seconds(), !slow_rank0 ? 8 : (rank0 ? 10 : 9));
+      for (const ChunkEvent& e : job.trace()) {
+        if (e.kind != ChunkEvent::Kind::kStart) continue;
+        double expected = e.chunk.index == 0 ? 2 : 4;  // equal workers
+        if (slow_rank0 && rank0) expected = e.chunk.index == 0 ? 4 : 6;
+        if (slow_rank0 && !rank0)
+          expected = e.worker == 1 ? (e.chunk.index == 0 ? 2 : 3) : (e.chunk.index == 0 ? 4 : 5);
+        EXPECT_DOUBLE_EQ(e.at.seconds(), expected)
+            << "worker " << e.worker << " chunk " << e.chunk.index;
       }
     }
   }

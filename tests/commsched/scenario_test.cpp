@@ -266,12 +266,22 @@ TEST(CommschedScenario, PsAggregationIsThePlatformsPsCostAndOnlyForPs) {
 }
 
 // `transport` gives the per-message costs' defaults (transport_costs.hpp, [assumed] figures);
-// the keys override it. FIFO's engines default to one; ByteScheduler's credit delay to none.
+// the keys override it. FIFO's engines default to one per server in PS mode (ps-lite's one
+// connection per server) and to one in all-reduce mode; ByteScheduler's credit delay to none.
 TEST(CommschedScenario, TransportProfilesAndFifoEngines) {
   CommschedParams p = parse(base());
   EXPECT_EQ(p.job.message_cpu, Time::zero());
   EXPECT_EQ(p.job.message_overhead, Time::zero());
-  EXPECT_EQ(p.job.fifo_engines, 1);
+  EXPECT_EQ(p.job.servers.size(), 2U);  // 4 hosts: half are servers by default
+  EXPECT_EQ(p.job.fifo_engines, 2);
+  {
+    json three = base();
+    three["system"]["servers"] = 3;
+    EXPECT_EQ(parse(three, 8).job.fifo_engines, 3);
+    json ring = base();
+    ring["system"]["mode"] = "allreduce";
+    EXPECT_EQ(parse(ring).job.fifo_engines, 1);
+  }
   EXPECT_EQ(p.job.credit_delay, Time::zero());
   json d = base();
   d["system"]["transport"] = "tcp";

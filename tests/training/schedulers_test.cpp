@@ -178,6 +178,48 @@ TEST(GradientPath, OneOrderForTheJobStartsEachChunkOnEveryWorkerOnceAllProducedI
   EXPECT_EQ(path.config().credit, 1);
 }
 
+// ByteScheduler's MXNet PS plugin (rank 0 schedules, the others are immediate) with its
+// per-partition barrier (GradientPath::set_start_barrier), by hand, credit 1 (one chunk in
+// flight on worker 0). Worker 1 produces layers 2, 1, 0 first: nothing starts, worker 0 has
+// released nothing. Worker 0 produces layer 2: released, it starts on both. Worker 0 produces
+// 1 and 0: they wait for its credit. Worker 1's layer 2 is back: nothing starts (its release
+// paces nothing). Worker 0's is back: its scheduler releases layer 0 (the input side first),
+// which starts on both; then layer 1 the same way. Worker 1 sends in worker 0's order 2, 0, 1,
+// not in its own ready order 2, 1, 0 (which it would send at once without the barrier).
+TEST(GradientPath, RankZeroBarrierPacesTheImmediateWorkersInRankZerosOrder) {
+  for (const bool barrier : {true, false}) {
+    Engine engine;
+    TwoWorkers job;
+    StartLog sync;
+    GradientPath path(engine, job, training_policies().schedulers.get("bytescheduler", "").value,
+                      SchedulerConfig{1, 1});
+    path.set_scheduling_owners(1);
+    path.set_start_barrier(barrier);
+    path.set_sync(&sync);
+    for (std::size_t l : {2, 1, 0}) path.gradient_ready(1, l);
+    if (!barrier) {
+      EXPECT_EQ(sync.starts, (Pairs{{1, 2}, {1, 1}, {1, 0}}));
+      continue;
+    }
+    EXPECT_TRUE(sync.starts.empty());
+    path.gradient_ready(0, 2);
+    EXPECT_EQ(sync.starts, (Pairs{{0, 2}, {1, 2}}));
+    path.gradient_ready(0, 1);
+    path.gradient_ready(0, 0);
+    EXPECT_EQ(sync.starts.size(), 2u);
+    path.on_chunk(1, Chunk{2, 0, 1}, /*release=*/true, /*arrived=*/true);
+    EXPECT_EQ(sync.starts.size(), 2u);
+    path.on_chunk(0, Chunk{2, 0, 1}, true, true);
+    EXPECT_EQ(sync.starts, (Pairs{{0, 2}, {1, 2}, {0, 0}, {1, 0}}));
+    path.on_chunk(1, Chunk{0, 0, 1}, true, true);
+    path.on_chunk(0, Chunk{0, 0, 1}, true, true);
+    EXPECT_EQ(sync.starts, (Pairs{{0, 2}, {1, 2}, {0, 0}, {1, 0}, {0, 1}, {1, 1}}));
+    path.on_chunk(0, Chunk{1, 0, 1}, true, true);
+    path.on_chunk(1, Chunk{1, 0, 1}, true, true);
+    EXPECT_EQ(job.back, (Pairs{{1, 2}, {0, 2}, {1, 0}, {0, 0}, {0, 1}, {1, 1}}));
+  }
+}
+
 // One order for the job needs a strategy that starts chunks per worker.
 TEST(GradientPath, OneOrderForTheJobRefusesAnAllWorkersStrategy) {
   struct AllWorkers final : GradientSync {
