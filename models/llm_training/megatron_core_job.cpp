@@ -117,6 +117,8 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
 MegatronCoreJob::~MegatronCoreJob() = default;
 
 void MegatronCoreJob::start() {
+  // A rank's time counts from its start, as GraphExecutor::start's (a cluster job starts late).
+  for (Meter& m : meters_) m.last_compute_end = engine_.now();
   job_->start();
 }
 
