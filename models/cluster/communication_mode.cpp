@@ -223,6 +223,7 @@ CommunicationMode::CommunicationMode(Engine& engine, Network& network, Compute& 
   for (const TrainingModel& m : params_.models) {
     weight_sum_ += m.weight;
     has_megatron_ |= m.megatron != nullptr || m.chakra != nullptr;
+    has_megatron_model_ |= m.megatron != nullptr;
     has_memory_limit_ |= m.pipeline.memory.constraint;
   }
 }
@@ -853,7 +854,12 @@ void CommunicationMode::finish_graph(std::uint64_t id, std::uint64_t serial) {
                                                                     : chakra_jobs_);
   graph_network_collectives_ += live->counts().network_collectives;
   graph_bytes_delivered_ += live->bytes_delivered();
-  observe_graph(id, *live, TrainingRecord::Outcome::kFinished, end);
+  if (params_.models[static_cast<std::size_t>(live->model)].megatron) {
+    const llm_training::Exposure exposure = record_megatron(id, *live, end);
+    observe_graph(id, *live, TrainingRecord::Outcome::kFinished, end, &exposure);
+  } else {
+    observe_graph(id, *live, TrainingRecord::Outcome::kFinished, end);
+  }
   std::function<void()> done = std::move(live->done);
   live.reset();
   done();
@@ -880,8 +886,48 @@ void CommunicationMode::end_graph_unfinished(std::uint64_t id, TrainingRecord::O
   live.reset();
 }
 
+std::vector<workload::RankReport> CommunicationMode::rank_reports(const GraphLive& live) const {
+  return live.core ? live.core->rank_reports() : live.executor->reports();
+}
+
+// The llm_training model's per-phase exposure (graph_report.hpp: the one definition, on both
+// cores), per iteration of the job: its ranks' times count from its start (GraphExecutor::start,
+// MegatronCoreJob::start), so compute + every exposed phase = a rank's finish - the start, and
+// on the critical rank (the last to finish) that over the iterations is iteration_s.
+llm_training::Exposure CommunicationMode::record_megatron(std::uint64_t id, const GraphLive& live,
+                                                          Time end) {
+  const TrainingModel& m = params_.models[static_cast<std::size_t>(live.model)];
+  int gpus = 0;
+  for (int g : live.gpus) gpus += g;
+  const llm_training::ParallelLayout layout = m.megatron->layout_for(gpus);
+  const auto iterations = static_cast<double>(live.iterations);
+  llm_training::Exposure e = llm_training::exposure_of(
+      rank_reports(live), llm_training::MegatronSource::phase_names(), iterations);
+  const double iteration_s = (end - live.start).seconds() / iterations;
+  nlohmann::json r = {{"job", id},
+                      {"model", m.name},
+                      {"core", live.core ? "training" : "graph"},
+                      {"tp", layout.tp},
+                      {"pp", layout.pp},
+                      {"dp", layout.dp},
+                      {"micro_batches", layout.micro_batches},
+                      {"iterations", live.iterations},
+                      {"start_s", live.start.seconds()},
+                      {"end_s", end.seconds()},
+                      {"iteration_s", iteration_s},
+                      {"critical_rank", e.critical_rank}};
+  for (const auto& [name, seconds] : e.figures) {
+    r[name] = seconds;
+    megatron_figure_sums_[name] += seconds;
+  }
+  megatron_iteration_sum_ += iteration_s;
+  megatron_records_.push_back(std::move(r));
+  return e;
+}
+
 void CommunicationMode::observe_graph(std::uint64_t id, const GraphLive& live,
-                                      TrainingRecord::Outcome outcome, Time end) const {
+                                      TrainingRecord::Outcome outcome, Time end,
+                                      const llm_training::Exposure* exposure) const {
   if (!observer_) return;
   TrainingRecord r;
   r.outcome = outcome;
@@ -900,6 +946,10 @@ void CommunicationMode::observe_graph(std::uint64_t id, const GraphLive& live,
   r.graph_messages = counts.messages;
   r.graph_network_collectives = counts.network_collectives;
   r.graph_bytes_delivered = live.bytes_delivered();
+  if (exposure) {
+    r.ranks = rank_reports(live);
+    r.exposure = *exposure;
+  }
   observer_(r);
 }
 
@@ -941,6 +991,25 @@ void CommunicationMode::report(Results& out) const {
     // data-parallel collectives.
     out.set_metric("megatron_bytes_delivered", static_cast<double>(graph_bytes_delivered_));
     out.set_metric("detailed_jobs_without_model", static_cast<double>(without_model_));
+  }
+  // Only with a Megatron model: the mean over its finished jobs of each job's per-phase
+  // exposure per iteration (details.megatron_jobs; 0 with none), named after the job's figure:
+  // compute_s -> megatron_compute_mean_s, critical_rank_exposed_dp_s ->
+  // megatron_critical_rank_exposed_dp_mean_s; and of its iteration time.
+  if (has_megatron_model_) {
+    const auto jobs = static_cast<double>(megatron_records_.size());
+    auto mean = [jobs](double sum) { return jobs > 0 ? sum / jobs : 0.0; };
+    // Every figure's name, from one rank's report (the critical rank's figures included).
+    workload::RankReport one;
+    one.exposed_s.assign(llm_training::MegatronSource::phase_names().size(), 0.0);
+    for (const auto& [name, zero] :
+         llm_training::exposure_of({one}, llm_training::MegatronSource::phase_names(), 1).figures) {
+      const auto it = megatron_figure_sums_.find(name);
+      out.set_metric("megatron_" + name.substr(0, name.size() - 2) + "_mean_s",
+                     mean(it == megatron_figure_sums_.end() ? zero : it->second));
+    }
+    out.set_metric("megatron_iteration_mean_s", mean(megatron_iteration_sum_));
+    out.details()["megatron_jobs"] = megatron_records_;
   }
   nlohmann::json models = nlohmann::json::array();
   for (std::size_t m = 0; m < params_.models.size(); ++m)

@@ -55,6 +55,7 @@
 #include "models/cluster/pipeline_job.hpp"
 #include "models/ina/cluster_params.hpp"
 #include "models/ina/ina_fabric.hpp"
+#include "models/llm_training/graph_report.hpp"
 #include "models/llm_training/llm_training_model.hpp"
 #include "models/llm_training/policies.hpp"
 #include "models/pipeline/pipeline_costs.hpp"
@@ -262,6 +263,12 @@ struct TrainingRecord {
   std::vector<int> gpus;
   std::uint64_t graph_collectives = 0, graph_messages = 0, graph_network_collectives = 0;
   std::int64_t graph_bytes_delivered = 0;  // by the network, its collectives and messages
+  // A finished Megatron attempt (empty otherwise, and for a Chakra job): each rank's report
+  // (graph rank or core worker, rank order; its time counted from the attempt's start) and its
+  // per-phase exposure per iteration (llm_training::exposure_of over them, the figures of
+  // details.megatron_jobs).
+  std::vector<workload::RankReport> ranks;
+  llm_training::Exposure exposure;
 };
 
 class CommunicationMode final : public JobRunner {
@@ -319,7 +326,11 @@ class CommunicationMode final : public JobRunner {
   void on_graph_watchdog(std::uint64_t id, std::uint64_t serial);
   void end_graph_unfinished(std::uint64_t id, TrainingRecord::Outcome outcome);
   void observe_graph(std::uint64_t id, const GraphLive& live, TrainingRecord::Outcome outcome,
-                     Time end) const;
+                     Time end, const llm_training::Exposure* exposure = nullptr) const;
+  // A finished Megatron job's ranks' reports (graph or core), their exposure per iteration, its
+  // record in details.megatron_jobs and its share of the means.
+  std::vector<workload::RankReport> rank_reports(const GraphLive& live) const;
+  llm_training::Exposure record_megatron(std::uint64_t id, const GraphLive& live, Time end);
   bool start_pipeline(const JobSpec& job, std::span<const NodeId> hosts, std::function<void()> done,
                       std::function<void(Failure)> failed);
   // The stages of a pipeline job of model `m` on `hosts` (its planner's, pipeline_job.hpp).
@@ -390,6 +401,12 @@ class CommunicationMode final : public JobRunner {
   std::uint64_t without_model_ = 0;              // jobs no model fits (job-level timing)
   std::uint64_t graph_network_collectives_ = 0;  // Megatron jobs' collectives through the network
   std::int64_t graph_bytes_delivered_ = 0;
+  // Finished Megatron jobs (not Chakra ones): one record each with its per-phase exposure
+  // (details.megatron_jobs), and the sums of their figures and iteration times for the means.
+  bool has_megatron_model_ = false;
+  nlohmann::json megatron_records_ = nlohmann::json::array();
+  std::map<std::string, double> megatron_figure_sums_;
+  double megatron_iteration_sum_ = 0;
   std::int64_t activation_bytes_sent_ = 0, activation_bytes_delivered_ = 0;
 };
 

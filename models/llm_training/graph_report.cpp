@@ -4,15 +4,14 @@
 
 namespace mlsim::llm_training {
 
-std::size_t report_exposure(const std::vector<workload::RankReport>& reports,
-                            const std::vector<std::string>& phases, double iterations,
-                            Results& out) {
+Exposure exposure_of(const std::vector<workload::RankReport>& reports,
+                     const std::vector<std::string>& phases, double iterations) {
+  Exposure e;
   Time end;
-  std::size_t critical = 0;
   for (std::size_t r = 0; r < reports.size(); ++r)
     if (reports[r].finished > end) {
       end = reports[r].finished;
-      critical = r;
+      e.critical_rank = r;
     }
   // Per rank, averaged over ranks (every rank stands for the same number of GPUs), and on the
   // rank that finished last; per iteration.
@@ -23,17 +22,26 @@ std::size_t report_exposure(const std::vector<workload::RankReport>& reports,
     for (std::size_t ph = 0; ph < phases.size(); ++ph) exposed[ph] += r.exposed_s[ph];
   }
   const double n = static_cast<double>(std::max<std::size_t>(1, reports.size()));
-  out.set_metric("compute_s", compute / n / iterations);
+  e.figures.emplace_back("compute_s", compute / n / iterations);
   for (std::size_t ph = 1; ph < phases.size(); ++ph)
-    out.set_metric("exposed_" + phases[ph] + "_s", exposed[ph] / n / iterations);
+    e.figures.emplace_back("exposed_" + phases[ph] + "_s", exposed[ph] / n / iterations);
   if (!reports.empty()) {
-    const auto& c = reports[critical];
-    out.set_metric("critical_rank_compute_s", c.compute_s / iterations);
+    const auto& c = reports[e.critical_rank];
+    e.figures.emplace_back("critical_rank_compute_s", c.compute_s / iterations);
     for (std::size_t ph = 1; ph < phases.size(); ++ph)
-      out.set_metric("critical_rank_exposed_" + phases[ph] + "_s", c.exposed_s[ph] / iterations);
+      e.figures.emplace_back("critical_rank_exposed_" + phases[ph] + "_s",
+                             c.exposed_s[ph] / iterations);
   }
-  out.details()["critical_rank"] = critical;
-  return critical;
+  return e;
+}
+
+std::size_t report_exposure(const std::vector<workload::RankReport>& reports,
+                            const std::vector<std::string>& phases, double iterations,
+                            Results& out) {
+  const Exposure e = exposure_of(reports, phases, iterations);
+  for (const auto& [name, seconds] : e.figures) out.set_metric(name, seconds);
+  out.details()["critical_rank"] = e.critical_rank;
+  return e.critical_rank;
 }
 
 double report_graph_run(const workload::GraphExecutor& executor,

@@ -3,6 +3,7 @@
 // per-phase breakdown (mean per rank and on the rank that finished last), node counts, whether
 // it completed, and which communication mode ran.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim_core/run/results.hpp"
@@ -13,8 +14,18 @@ namespace mlsim::llm_training {
 // The per-phase breakdown of per-rank reports (the graph's, or the training core's
 // MegatronCoreJob::rank_reports(), computed the same way): compute_s, exposed_<phase>_s for
 // every phase after the first (mean per rank, per iteration) and critical_rank_compute_s,
-// critical_rank_exposed_<phase>_s on the rank that finished last (the first of them on a tie:
-// details.critical_rank). Returns that rank.
+// critical_rank_exposed_<phase>_s on the rank that finished last (the first of them on a tie),
+// as (metric name, seconds) in that order; the critical figures only when there are reports.
+// The one definition of these figures: report_exposure writes them as a run's metrics, the
+// cluster model as each Megatron job's record (models/cluster/communication_mode.hpp).
+struct Exposure {
+  std::size_t critical_rank = 0;
+  std::vector<std::pair<std::string, double>> figures;
+};
+Exposure exposure_of(const std::vector<workload::RankReport>& reports,
+                     const std::vector<std::string>& phases, double iterations);
+
+// exposure_of's figures as metrics of `out`, and details.critical_rank. Returns that rank.
 std::size_t report_exposure(const std::vector<workload::RankReport>& reports,
                             const std::vector<std::string>& phases, double iterations,
                             Results& out);

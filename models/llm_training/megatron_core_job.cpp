@@ -133,6 +133,8 @@ MegatronCoreJob::~MegatronCoreJob() {
 }
 
 void MegatronCoreJob::start() {
+  // A rank's time counts from its start, as GraphExecutor::start's (a cluster job starts late).
+  for (Meter& m : meters_) m.last_compute_end = engine_.now();
   job_->start();
 }
 

@@ -295,6 +295,44 @@ TEST(DetailedFailures, TheRunnerReportsAFailedCollectiveOnce) {
 //     micro-batch's activation and gradient across every boundary);
 //   - the network delivered exactly what the attempts' strategies delivered, has nothing in
 //     flight, and no job is left running.
+// A finished Megatron attempt's per-phase exposure (llm_training's definition, graph_report.hpp,
+// docs/llm_training.md "Exposure, defined") adds up: every rank's compute and exposed time per
+// phase (none to compute itself) make its time since the attempt started; so, per iteration,
+// the critical rank's figures make the attempt's time (it ends with its last rank) and the
+// per-rank means the ranks' mean time; none is negative.
+namespace {
+void expect_exposure_adds_up(const TrainingRecord& t) {
+  ASSERT_EQ(t.ranks.size(), t.hosts.size());
+  const auto iterations = static_cast<double>(t.iterations);
+  Time last;
+  double mean_span = 0;
+  for (std::size_t k = 0; k < t.ranks.size(); ++k) {
+    const workload::RankReport& rank = t.ranks[k];
+    EXPECT_TRUE(rank.done) << k;
+    EXPECT_EQ(rank.exposed_s[0], 0) << k;
+    double sum = rank.compute_s;
+    for (double e : rank.exposed_s) {
+      EXPECT_GE(e, 0) << k;
+      sum += e;
+    }
+    const double span = (rank.finished - t.start).seconds();
+    EXPECT_NEAR(sum, span, 1e-9 * span) << "rank " << k;
+    last = std::max(last, rank.finished);
+    mean_span += span / static_cast<double>(t.ranks.size()) / iterations;
+  }
+  EXPECT_EQ(last, t.end);
+  double mean = 0, critical = 0;
+  for (const auto& [name, seconds] : t.exposure.figures) {
+    EXPECT_GE(seconds, 0) << name;
+    (name.rfind("critical_rank_", 0) == 0 ? critical : mean) += seconds;
+  }
+  EXPECT_EQ(t.exposure.figures.size(), 8u);
+  const double iteration = (t.end - t.start).seconds() / iterations;
+  EXPECT_NEAR(critical, iteration, 1e-9 * iteration);
+  EXPECT_NEAR(mean, mean_span, 1e-9 * mean_span);
+}
+}  // namespace
+
 TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
   std::mt19937_64 rng(11);
   auto integer = [&](std::int64_t a, std::int64_t b) {
@@ -406,6 +444,7 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
     std::int64_t delivered = 0;
     std::uint64_t killed = 0, failed = 0;
     std::map<std::uint64_t, int> finished_attempts;
+    std::size_t megatron_records = 0;
     for (const TrainingRecord& t : r.trained) {
       delivered += t.bytes_delivered + t.activation_bytes_delivered + t.graph_bytes_delivered;
       if (t.outcome == TrainingRecord::Outcome::kKilled) ++killed;
@@ -438,6 +477,8 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
         EXPECT_EQ(t.graph_bytes_delivered,
                   megatron_test_bytes_per_iteration(*m.megatron, job_gpus) *
                       static_cast<std::int64_t>(t.iterations));
+        expect_exposure_adds_up(t);
+        ++megatron_records;
         continue;
       }
       // Bytes a strategy moves per round among `n` workers (colocated servers for ps).
@@ -505,6 +546,8 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
     EXPECT_EQ(r.p.network.totals().bytes_delivered.count, delivered);
     EXPECT_EQ(r.p.network.totals().transfers_in_flight, 0u);
     EXPECT_EQ(r.mode->running(), 0u);
+    // One exposure record per finished Megatron attempt (details.megatron_jobs).
+    EXPECT_EQ(out.details().at("megatron_jobs").size(), megatron_records);
     killed_total += killed;
     failed_total += failed;
   }

@@ -13,6 +13,8 @@
 #include "models/cluster/cluster_model.hpp"
 #include "models/cluster/communication_mode.hpp"
 #include "models/cluster/register.hpp"
+#include "models/llm_training/graph_report.hpp"
+#include "models/llm_training/megatron_core_job.hpp"
 #include "models/llm_training/register.hpp"
 #include "sim_core/network/link_conditions.hpp"
 #include "tests/cluster/test_support.hpp"
@@ -667,6 +669,205 @@ TEST(MegatronJobs, OnTheTrainingCoreAJobAloneTakesTheGraphsTime) {
     EXPECT_NEAR(core.at("communication_slowdown_mean"), graph.at("communication_slowdown_mean"),
                 1e-9);
   }
+}
+
+// ---- Per-phase exposure (details.megatron_jobs; llm_training's graph_report.hpp) ------------
+
+// A star of four one-GPU hosts at 1 GB/s, no latency: MegatronOnTheCore.ExposedPipelineAndData-
+// TimesByHand's fabric.
+struct StarBench {
+  StarBench()
+      : p(build_topology(StarSpec{4, LinkSpec{Bandwidth{1e9}, Time::zero()}})),
+        links(p.topology, p.network) {
+    mlsim::cluster::testing::set_megatron_test_hosts(p.hardware, p.topology, 1);
+  }
+  test::PlatformBench p;
+  LinkConditions links;
+};
+
+// The exposure the llm_training model reports for `model`'s job alone on a fresh star from 0
+// (its graph and GraphExecutor, or its MegatronCoreJob; report_exposure over the ranks, as
+// llm_training's run reports it).
+std::map<std::string, double> exposure_alone(const TrainingModel& model, int gpus) {
+  StarBench b;
+  const MegatronModel& mg = *model.megatron;
+  llm_training::ParallelLayout layout = mg.layout_for(gpus);
+  layout.iterations = 1;
+  const std::vector<NodeId> hosts = b.p.topology.hosts();
+  std::vector<workload::RankReport> ranks;
+  if (mg.core == llm_training::Core::kTraining) {
+    llm_training::MegatronCoreOptions options;
+    options.costs = mg.params.executor.costs;
+    options.links = &b.links;
+    llm_training::MegatronCoreJob job(b.p.engine, b.p.network, b.p.compute, layout, mg.kernels,
+                                      hosts, options, [] { ADD_FAILURE() << "no route"; });
+    job.start();
+    b.p.engine.run();
+    EXPECT_TRUE(job.finished());
+    ranks = job.rank_reports();
+  } else {
+    llm_training::MegatronSource source(layout, mg.kernels);
+    workload::ExecutorOptions options = mg.params.executor;
+    for (NodeId h : hosts) options.hosts.push_back({h, 1});
+    workload::GraphExecutor executor(b.p.engine, b.p.network, b.p.compute, b.links, source, options,
+                                     "alone");
+    executor.start();
+    b.p.engine.run();
+    EXPECT_TRUE(executor.done());
+    ranks = executor.reports();
+  }
+  Results out;
+  llm_training::report_exposure(ranks, llm_training::MegatronSource::phase_names(), 1, out);
+  return out.metrics();
+}
+
+TEST(MegatronJobs, EachJobReportsItsExposureByHandOnBothCores) {
+  // MegatronOnTheCore.ExposedPipelineAndDataTimesByHand's job as a cluster job started at
+  // 0.5 s: PP 2 x DP 2, TP 1, 2 micro-batches, forward 1 ms and backward 2 ms, 1 MB
+  // activations (1 ms a message), 2 MB of gradients per stage (a two-host ring: 2 steps of 1 MB,
+  // 2 ms), no launch or protocol cost, the star's links disjoint. Rank (d, s) on host d + 2 s.
+  // Times from the job's start: stage 0 F0 [0,1], blocking send [1,2], F1 [2,3], its send
+  // waits for stage 1's receive posted with B0's gradient at 5, [5,6], B0 [6,8], B1's gradient
+  // arrives at 10, B1 [10,12], DP ring [12,14]; stage 1 F0 [2,3], B0 [3,5], F1 [6,7], B1 [7,9],
+  // its send [9,10], DP ring [10,12]. Each gap goes to the phase of the node before the kernel
+  // that ends it, the tail to the last node's: stage 0 exposed PP 1 + 3 + 2 = 6 ms, DP 2 ms;
+  // stage 1 PP 2 + 1 = 3 ms, DP 3 ms; compute 6 ms each. Per rank: means compute 6 ms, TP 0, PP
+  // 4.5 ms, DP 2.5 ms; the critical rank is rank 0 (the first of the two ending at 14 ms):
+  // compute 6, PP 6, DP 2 ms; the job's iteration 14 ms. Figures relative to the job's start:
+  // a rank's time counted from 0 instead would add 500 ms to its first gap.
+  const double ms = 1e-3;
+  const TrainingModel graph_model =
+      megatron_test_model(1, 2, 2, 2, 1 * ms, 2 * ms, 2'000'000, 1'000'000);
+  for (const TrainingModel& model :
+       {graph_model, mlsim::cluster::testing::on_training_core(graph_model)}) {
+    const bool on_core = model.megatron->core == llm_training::Core::kTraining;
+    SCOPED_TRACE(on_core ? "training core" : "graph");
+    StarBench b;
+    CommunicationParams params;
+    params.models.push_back(model);
+    CommunicationMode mode(b.p.engine, b.p.network, b.p.compute, params,
+                           RandomStream(1, "test.models"));
+    mode.set_links(&b.links);
+    std::vector<TrainingRecord> records;
+    mode.set_observer([&records](const TrainingRecord& r) { records.push_back(r); });
+    JobSpec job;
+    job.id = 3;
+    job.model = 0;
+    job.gpus = 4;
+    job.iterations = 1;
+    mode.admit(job);
+    const std::vector<NodeId> hosts = b.p.topology.hosts();
+    const std::vector<int> gpus(4, 1);
+    int done = 0;
+    b.p.engine.schedule_at(Time::from_seconds(0.5), [&] {
+      EXPECT_TRUE(mode.start(
+          job, hosts, gpus, 0, [&done] { ++done; },
+          [](JobRunner::Failure) { ADD_FAILURE() << "failed"; }));
+    });
+    b.p.engine.run();
+    ASSERT_EQ(done, 1);
+    EXPECT_EQ(b.p.engine.now(), Time::from_seconds(0.5) + Time::ms(14));
+    Results out;
+    mode.report(out);
+    const json& jobs = out.details().at("megatron_jobs");
+    ASSERT_EQ(jobs.size(), 1u);
+    const json& r = jobs[0];
+    EXPECT_EQ(r.at("job"), 3);
+    EXPECT_EQ(r.at("core"), on_core ? "training" : "graph");
+    EXPECT_EQ(r.at("pp"), 2);
+    EXPECT_EQ(r.at("dp"), 2);
+    EXPECT_EQ(r.at("micro_batches"), 2);
+    EXPECT_EQ(r.at("critical_rank"), 0);
+    EXPECT_NEAR(r.at("start_s").get<double>(), 0.5, 1e-12);
+    EXPECT_NEAR(r.at("iteration_s").get<double>(), 14 * ms, 1e-12);
+    EXPECT_NEAR(r.at("compute_s").get<double>(), 6 * ms, 1e-12);
+    EXPECT_NEAR(r.at("exposed_tp_s").get<double>(), 0, 1e-12);
+    EXPECT_NEAR(r.at("exposed_pp_s").get<double>(), 4.5 * ms, 1e-12);
+    EXPECT_NEAR(r.at("exposed_dp_s").get<double>(), 2.5 * ms, 1e-12);
+    EXPECT_NEAR(r.at("critical_rank_compute_s").get<double>(), 6 * ms, 1e-12);
+    EXPECT_NEAR(r.at("critical_rank_exposed_tp_s").get<double>(), 0, 1e-12);
+    EXPECT_NEAR(r.at("critical_rank_exposed_pp_s").get<double>(), 6 * ms, 1e-12);
+    EXPECT_NEAR(r.at("critical_rank_exposed_dp_s").get<double>(), 2 * ms, 1e-12);
+    // The means over the run's one Megatron job are its figures.
+    const auto& m = out.metrics();
+    EXPECT_NEAR(m.at("megatron_exposed_pp_mean_s"), 4.5 * ms, 1e-12);
+    EXPECT_NEAR(m.at("megatron_critical_rank_exposed_dp_mean_s"), 2 * ms, 1e-12);
+    EXPECT_NEAR(m.at("megatron_compute_mean_s"), 6 * ms, 1e-12);
+    EXPECT_NEAR(m.at("megatron_iteration_mean_s"), 14 * ms, 1e-12);
+    // The same figures as the llm_training model gives the job alone from 0, to the last bit
+    // (the same nanosecond intervals summed in the same order).
+    for (const auto& [name, value] : exposure_alone(model, 4)) {
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(r.contains(name));
+      EXPECT_EQ(r.at(name).get<double>(), value);
+    }
+    // Every rank's stage figures, counted from the job's start.
+    ASSERT_EQ(records.size(), 1u);
+    ASSERT_EQ(records[0].ranks.size(), 4u);
+    for (std::size_t k = 0; k < 4; ++k) {
+      const workload::RankReport& rank = records[0].ranks[k];
+      const bool first_stage = k < 2;
+      EXPECT_EQ(rank.finished - records[0].start, Time::ms(first_stage ? 14 : 12)) << k;
+      EXPECT_NEAR(rank.exposed_s[0], 0, 1e-12) << k;
+      EXPECT_NEAR(rank.exposed_s[2], (first_stage ? 6 : 3) * ms, 1e-12) << k;
+      EXPECT_NEAR(rank.exposed_s[3], (first_stage ? 2 : 3) * ms, 1e-12) << k;
+    }
+  }
+}
+
+// Through the loader, against the llm_training model run alone (the cross-check's job of
+// AloneItTakesTheLlmTrainingModelsIterationTime: a roofline-priced GPT of 4 layers, TP 2, PP 2,
+// DP 2, 4 micro-batches, recomputation, 2 iterations, on the leaf-spine of four 2-A100 hosts),
+// on both cores, by the all-reduce and by the distributed optimizer: the cluster job, submitted
+// at 2 s, reports llm_training's compute, exposed TP / PP / DP and critical rank's figures
+// exactly.
+TEST(MegatronJobs, AloneItReportsTheLlmTrainingModelsExposureOnBothCores) {
+  const Registries r = both_models();
+  for (const char* core : {"graph", "training"})
+    for (const char* sync : {"all_reduce", "reduce_scatter_all_gather"}) {
+      SCOPED_TRACE(std::string(core) + " " + sync);
+      json layout = json::parse(
+          R"({"tp": 2, "pp": 2, "dp": 2, "micro_batch": 1, "global_batch": 8, "recompute": true})");
+      layout["dp_sync"] = sync;
+      json mg = layout;
+      mg["model"] = small_gpt();
+      mg["core"] = core;
+      const RunOutput cluster = test::run_json(
+          megatron_cluster(
+              mg,
+              json::array({{{"submit", "2s"}, {"gpus", 8}, {"model", "gpt"}, {"iterations", 2}}})),
+          r);
+      json llm = megatron_alone(megatron_platform({{"name", "megatron_alone"}}), layout);
+      llm["system"]["core"] = core;
+      const RunOutput alone = test::run_json(llm, r);
+      const auto& a = alone.results.metrics();
+      ASSERT_EQ(a.at("completed"), 1);
+      const json& jobs = cluster.results.details().at("megatron_jobs");
+      ASSERT_EQ(jobs.size(), 1u);
+      const json& job = jobs[0];
+      EXPECT_EQ(job.at("core"), core);
+      EXPECT_EQ(job.at("iterations"), 2);
+      EXPECT_NEAR(job.at("start_s").get<double>(), 2, 1e-12);
+      EXPECT_NEAR(job.at("iteration_s").get<double>(), a.at("iteration_time_s"),
+                  1e-9 * a.at("iteration_time_s"));
+      EXPECT_EQ(job.at("critical_rank"), alone.results.details().at("critical_rank"));
+      int figures = 0;
+      for (const auto& [name, value] : a) {
+        if (name != "compute_s" && name.rfind("exposed_", 0) != 0 &&
+            name.rfind("critical_rank_", 0) != 0)
+          continue;
+        SCOPED_TRACE(name);
+        ++figures;
+        ASSERT_TRUE(job.contains(name));
+        EXPECT_EQ(job.at(name).get<double>(), value);
+        const auto& c = cluster.results.metrics();
+        EXPECT_EQ(c.at("megatron_" + name.substr(0, name.size() - 2) + "_mean_s"), value);
+      }
+      EXPECT_EQ(figures, 8);  // compute and 3 phases, mean and critical rank
+      EXPECT_GT(a.at("exposed_pp_s"), 0);
+      EXPECT_GT(a.at("exposed_dp_s"), 0);
+      EXPECT_GT(a.at("exposed_tp_s"), 0);
+    }
 }
 
 TEST(MegatronJobs, TheCoreKeyIsCheckedAtItsPath) {
