@@ -133,8 +133,6 @@ TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIteration) {
 
 TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
   EXPECT_NE(input_error({"system.core=\"tree\""}).find("system.core"), std::string::npos);
-  // The shipped scenario's closed form: the core moves bytes through the network only.
-  EXPECT_NE(input_error({"system.core=\"training\""}).find("system.core"), std::string::npos);
   EXPECT_NE(input_error({"system.stage_as_one_tensor=false"}).find("system.stage_as_one_tensor"),
             std::string::npos);
   EXPECT_NE(input_error({"system.core_op_steps=\"merged\""}).find("system.core_op_steps"),
