@@ -43,9 +43,9 @@
 //    graph is charged to TP at once and the rest measured as a gap, as on the graph up to
 //    the merged steps' nanosecond rounding.
 //
-// Equal to the graph in network mode, to the nanosecond, on the cross-check's configurations
-// (tests/llm_training/core_cross_check_test.cpp); where the two could still differ is listed in
-// docs/training.md ("Where the two cores could differ").
+// Equal to the graph in network mode and in closed form, to the nanosecond, on the cross-checks'
+// configurations (tests/llm_training/core_cross_check_test.cpp, core_closed_form_test.cpp); where
+// the two could still differ is listed in docs/training.md ("Where the two cores could differ").
 #include <cstdint>
 #include <functional>
 #include <memory>
