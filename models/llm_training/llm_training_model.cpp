@@ -95,7 +95,8 @@ class LlmTraining {
   workload::GraphExecutor executor_;
 };
 
-// The same iteration on the training core (megatron_core_job.hpp); network communication.
+// The same iteration on the training core (megatron_core_job.hpp), through the network or in
+// the graph's closed form.
 class LlmCoreTraining {
  public:
   LlmCoreTraining(ModelEnv& env, const TrainingParams& p, std::vector<NodeId> hosts,
@@ -103,7 +104,8 @@ class LlmCoreTraining {
       : params_(p),
         job_(env.engine, env.network, env.compute, p.layout,
              transformer_kernels(p.shape, p.micro_batch, p.layout.tp), std::move(hosts),
-             MegatronCoreOptions{p.executor.costs, &env.links, stage_as_one_tensor, merge_op_steps},
+             MegatronCoreOptions{p.executor.costs, &env.links, stage_as_one_tensor, merge_op_steps,
+                                 p.executor.mode == workload::CommunicationMode::kClosedForm},
              [this] { failed_ = true; }) {}
 
   void start() { job_.start(); }
@@ -267,10 +269,12 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
   std::vector<NodeId> hosts;
   if (core == Core::kTraining) {
     const ParallelLayout& l = params->layout;
-    if (params->executor.mode != workload::CommunicationMode::kNetwork)
+    if (params->executor.mode != workload::CommunicationMode::kNetwork &&
+        !l.collapse_tensor_parallel)
       throw InputError(core_path,
-                       "the training core moves messages and DP collectives through "
-                       "the network: it needs system.communication \"network\"");
+                       "the closed form on the training core prices a whole TP group per "
+                       "worker: with system.communication \"closed_form\" it needs "
+                       "system.collapse_tensor_parallel true (or system.core \"graph\")");
     hosts = core_hosts(setup.topology, setup.node_hardware, l, core_path, system.path_of("tp"));
   }
 

@@ -1,6 +1,7 @@
 #include "models/llm_training/megatron_core_job.hpp"
 
 #include <algorithm>
+#include <array>
 #include <utility>
 
 #include "models/training/policies.hpp"
@@ -76,12 +77,32 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   // dp_sync: the ring all-reduce, or the distributed optimizer's reduce-scatter + all-gather
   // (models/training/reduce_scatter_all_gather_sync.hpp).
   const char* sync = layout.dp_sync == DpSync::kAllReduce ? "ring" : "reduce_scatter_all_gather";
+  if (options.closed_form) {
+    MLSIM_CHECK(options.links != nullptr, "a Megatron job in closed form needs the links");
+    sync = layout.dp_sync == DpSync::kAllReduce ? "ring_closed_form"
+                                                : "reduce_scatter_all_gather_closed_form";
+    closed_form_ =
+        std::make_unique<collectives::InterHostClosedForm>(*options.links, options.costs);
+    for (NodeId h : hosts_) {
+      const HostHardware* hw = compute.hardware().host(h);
+      host_gpus_.push_back(hw != nullptr ? hw->gpus : 1);  // as the graph places its ranks
+    }
+  }
   training::StageGradients::Setup setup{p.schedulers.get("fifo", "").value,
                                         training::SchedulerConfig{}, p.syncs.get(sync, "").value,
                                         training::SyncOptions{}};
   // Collapsed, a worker's gradients are its TP group's: TP copies of a GPU's share.
   setup.sync.bytes_per_parameter = layout.tp / static_cast<std::int64_t>(lanes_);
   setup.replica_groups = lanes_;
+  if (closed_form_) {
+    // The graph's closed form prices one GPU's share (its collapsed collective's node bytes) over
+    // the first member's host link split among that host's GPUs. A stage's first worker at
+    // DP > 1 is never the job's last, so its host holds exactly its TP group (core_hosts; the
+    // same for every stage).
+    MLSIM_CHECK(lanes_ == 1, "the closed form on the core needs collapsed TP (checked at load)");
+    setup.sync.bytes_per_parameter = 1;
+    setup.sync.host_link_sharers = host_gpus_.front();
+  }
   setup.sync.costs = options.costs;  // the graph pays them on every collective and message
   setup.sync.links = options.links;
   setup.stage_as_one_tensor = options.stage_as_one_tensor;
@@ -169,6 +190,13 @@ void MegatronCoreJob::deliver(std::size_t to, const Message& m) {
     return;
   }
   ++messages_sent_;
+  if (closed_form_) {  // one GPU's activation over its share of the sender's host link
+    const std::array<NodeId, 2> pair = {hosts_[w], hosts_[to]};
+    engine_.schedule_in(closed_form_->time(collectives::Operation::kSendRecv, 2, layout_.activation,
+                                           pair, host_gpus_[w]),
+                        arrived);
+    return;
+  }
   // Labelled as the graph's k-th message from rank w to rank `to` (flow_labels.hpp).
   messages_.send(
       hosts_[w], hosts_[to], bytes, [arrived](const collectives::CollectiveResult&) { arrived(); },

@@ -26,6 +26,11 @@
 //    is labelled as the graph labels the k-th message from its rank a to rank b, and each
 //    stage's DP ring as the graph's DP group of those ranks, so on a fabric with several equal
 //    paths (the shipped leaf-spines) every byte takes the graph's path.
+//  - Closed form (MegatronCoreOptions::closed_form): a message takes InterHostClosedForm's time
+//    for one GPU's activation between the two hosts, and each stage's DP sync is the core's
+//    ring_closed_form (or reduce_scatter_all_gather_closed_form) over one GPU's share of the
+//    gradients, each with the host's link split among its GPUs: the graph's closed form of its
+//    collapsed message and DP collective (GraphExecutor::launch), through the same function.
 //  - Rendezvous (as the graph's GraphExecutor::match, Megatron's batched isend/irecv): a message
 //    starts once the sender's op computed it and the receiver posted its receive. Stage s runs
 //    W = min(PP - s - 1, M) warm-up forwards, then R = M - W steady pairs, then the cool-down
@@ -44,9 +49,9 @@
 //    graph is charged to TP at once and the rest measured as a gap, as on the graph up to
 //    the merged steps' nanosecond rounding.
 //
-// Equal to the graph in network mode, to the nanosecond, on the cross-check's configurations
-// (tests/llm_training/core_cross_check_test.cpp); where the two could still differ is listed in
-// docs/training.md ("Where the two cores could differ").
+// Equal to the graph in network mode and in closed form, to the nanosecond, on the cross-checks'
+// configurations (tests/llm_training/core_cross_check_test.cpp, core_closed_form_test.cpp); where
+// the two could still differ is listed in docs/training.md ("Where the two cores could differ").
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -57,6 +62,7 @@
 #include "models/training/data_parallel_job.hpp"
 #include "models/training/pipeline_schedule.hpp"
 #include "models/training/stage_gradients.hpp"
+#include "sim_core/collectives/inter_host.hpp"
 #include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/network/link_conditions.hpp"
 #include "sim_core/workload/graph_executor.hpp"
@@ -73,6 +79,9 @@ struct MegatronCoreOptions {
   // Each op's kernels as one compute step and its TP all-reduces as one step (MegatronOpPricer's
   // merge_steps): fewer events, the same times up to nanosecond rounding.
   bool merge_op_steps = false;
+  // Messages and DP collectives in closed form, with no traffic (the graph's
+  // CommunicationMode::kClosedForm, sim_core/collectives/inter_host.hpp): needs `links`.
+  bool closed_form = false;
 };
 
 class MegatronCoreJob final : public training::OpObserver {
@@ -162,6 +171,9 @@ class MegatronCoreJob final : public training::OpObserver {
   std::unique_ptr<training::DataParallelJob> job_;
   std::unique_ptr<MegatronOpPricer> pricer_;
   std::unique_ptr<training::StageGradients> gradients_;
+  // Closed form only: messages' times, and each worker's host's GPUs (its link's sharers).
+  std::unique_ptr<collectives::InterHostClosedForm> closed_form_;
+  std::vector<int> host_gpus_;
   std::uint64_t messages_sent_ = 0, waits_ = 0;
   bool record_ = false;
   std::vector<MessageRecord> records_;

@@ -2,6 +2,7 @@
 
 #include "models/training/all_reduce_sync.hpp"
 #include "models/training/byte_scheduler.hpp"
+#include "models/training/closed_form_sync.hpp"
 #include "models/training/fifo_scheduler.hpp"
 #include "models/training/ps_sync.hpp"
 #include "models/training/reduce_scatter_all_gather_sync.hpp"
@@ -13,6 +14,12 @@ template <typename S>
 SyncFactory sync() {
   return [](SyncSetup setup) -> std::unique_ptr<GradientSync> {
     return std::make_unique<S>(std::move(setup));
+  };
+}
+
+SyncFactory closed_form(std::vector<collectives::Operation> operations) {
+  return [operations](SyncSetup setup) -> std::unique_ptr<GradientSync> {
+    return std::make_unique<ClosedFormSync>(std::move(setup), operations);
   };
 }
 
@@ -52,7 +59,17 @@ TrainingPolicies build() {
       .add("reduce_scatter_all_gather",
            "the distributed optimizer (Megatron-LM, ZeRO-1): gradients reduce-scattered over "
            "the workers by ring, each shard updated, the parameters all-gathered back",
-           sync<ReduceScatterAllGatherSync>());
+           sync<ReduceScatterAllGatherSync>())
+      .add("ring_closed_form",
+           "ring all-reduce in closed form, no traffic: collective_cost over the narrowest route "
+           "between the workers' hosts (the execution graph's closed form, ASTRA-sim's "
+           "analytical network)",
+           closed_form({collectives::Operation::kAllReduce}))
+      .add("reduce_scatter_all_gather_closed_form",
+           "the distributed optimizer's reduce-scatter then all-gather, each in closed form "
+           "(as ring_closed_form)",
+           closed_form(
+               {collectives::Operation::kReduceScatter, collectives::Operation::kAllGather}));
   p.orderings
       .add("job",
            "ByteScheduler over in-network aggregation: worker 0's scheduler orders the job's "

@@ -39,6 +39,10 @@ struct SyncOptions {
   std::int64_t bigarray_bound = 1'000'000;
   // ps: a chunk's credit is held until its pull is back (else until its push arrived).
   bool credit_until_pull = false;
+  // ring_closed_form, reduce_scatter_all_gather_closed_form: GPUs of a worker's host that each
+  // run the same collective at once over the host's link, whose bandwidth the closed form splits
+  // evenly among them (a Megatron worker's TP group, sim_core/collectives/inter_host.hpp).
+  int host_link_sharers = 1;
 };
 
 struct SyncSetup {

@@ -6,7 +6,6 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/collectives/intra_host.hpp"
-#include "sim_core/collectives/ring_bottleneck.hpp"
 #include "sim_core/workload/flow_labels.hpp"
 
 namespace mlsim::workload {
@@ -397,18 +396,6 @@ std::uint32_t GraphExecutor::new_active() {
   return static_cast<std::uint32_t>(active_.size() - 1);
 }
 
-GraphExecutor::Route GraphExecutor::route_between(std::span<const NodeId> hosts) {
-  std::vector<NodeId> distinct;
-  for (NodeId h : hosts)
-    if (std::find(distinct.begin(), distinct.end(), h) == distinct.end()) distinct.push_back(h);
-  auto it = routes_.find(distinct);
-  if (it == routes_.end()) {
-    const collectives::RingRoutes rr = collectives::ring_routes(links_, distinct, 0);
-    it = routes_.emplace(distinct, Route{rr.narrowest, rr.longest_latency}).first;
-  }
-  return it->second;
-}
-
 void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gpus, int copies,
                            std::span<const NodeRef> nodes, std::uint64_t label) {
   const std::uint32_t slot = new_active();
@@ -460,13 +447,9 @@ void GraphExecutor::launch(const Node& op, std::span<const RankId> ranks, int gp
     active_[slot].collective->start();
     return;
   } else {
-    Route route = route_between(hosts);
-    MLSIM_CHECK(route.bandwidth.bytes_per_s > 0, "no route between the hosts of a collective");
-    const int host_gpus = ranks_[static_cast<std::size_t>(ranks.front())].host_gpus;
-    route.bandwidth.bytes_per_s /= std::max(1, host_gpus);
-    duration = collectives::collective_cost(options_.costs, op.operation, algorithm, participants,
-                                            2, op.bytes, route.bandwidth, route.latency)
-                   .time;
+    // The closed form the training core prices its DP collectives and messages with too.
+    duration = closed_form_.time(op.operation, participants, op.bytes, hosts,
+                                 ranks_[static_cast<std::size_t>(ranks.front())].host_gpus);
   }
   active_[slot].event = engine_.schedule_in(duration, [this, slot] { finish_active(slot); });
 }

@@ -44,6 +44,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "sim_core/collectives/collective.hpp"
+#include "sim_core/collectives/inter_host.hpp"
 #include "sim_core/collectives/intra_host.hpp"
 #include "sim_core/engine/engine.hpp"
 #include "sim_core/hardware/compute.hpp"
@@ -171,11 +172,6 @@ class GraphExecutor {
     std::vector<NodeRef> nodes;
     EventHandle event;  // its end, while scheduled
   };
-  struct Route {
-    Bandwidth bandwidth;
-    Time latency;
-  };
-
   NodeState& at(RankId r, NodeIndex i);
   void pull(RankId r);
   void admit(RankId r, Node node);
@@ -191,7 +187,6 @@ class GraphExecutor {
   void finish_active(std::uint32_t slot);
   std::uint32_t new_active();
   double kernel_seconds(const Rank& rank, KernelId k);
-  Route route_between(std::span<const NodeId> hosts);
 
   Engine& engine_;
   Network& network_;
@@ -201,6 +196,9 @@ class GraphExecutor {
   ExecutorOptions options_;
   // One-host collectives priced once per distinct size (after options_, whose costs it reads).
   collectives::IntraHostPriceCache intra_prices_{options_.costs};
+  // Collectives and messages across hosts in closed form (kClosedForm, or a group spanning hosts
+  // with several GPUs on one).
+  collectives::InterHostClosedForm closed_form_{links_, options_.costs};
   std::vector<Rank> ranks_;
   std::vector<RankReport> reports_;
   std::vector<GroupState> groups_;
@@ -209,7 +207,6 @@ class GraphExecutor {
   std::vector<std::uint32_t> free_active_;
   std::vector<const GpuSpec*> gpu_classes_;
   std::vector<double> kernel_price_;  // kernel x gpu class; < 0 until priced
-  std::map<std::vector<NodeId>, Route> routes_;
   std::vector<Node> buffer_;
   std::vector<NodeRef> launching_, finishing_;  // scratch (finish_active never nests)
   std::vector<NodeId> hosts_;                   // scratch

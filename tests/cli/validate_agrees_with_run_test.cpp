@@ -134,10 +134,12 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"workload.model.layers=0"}, "workload.model.layers"},
          {{"system.communication=network", "system.tp=4"},
           "system.tp"},  // DP pairs on a host
-                         // The training core: a known name, network communication, one TP group per
-                         // host; its options only with it.
+                         // The training core: a known name, one TP group per host (either
+                         // communication); its options only with it.
          {{"system.core=tree"}, "system.core"},
-         {{"system.core=training", "system.communication=closed_form"}, "system.core"},
+         {{"system.core=training", "system.communication=closed_form", "system.tp=4",
+           "system.dp=16"},
+          "system.core"},
          {{"system.core=training", "system.communication=network", "system.tp=4", "system.dp=16"},
           "system.core"},
          // (On the graph: the shipped network variants run on the core, which takes them.)

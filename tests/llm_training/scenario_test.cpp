@@ -133,8 +133,6 @@ TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIteration) {
 
 TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
   EXPECT_NE(input_error({"system.core=\"tree\""}).find("system.core"), std::string::npos);
-  // The shipped scenario's closed form: the core moves bytes through the network only.
-  EXPECT_NE(input_error({"system.core=\"training\""}).find("system.core"), std::string::npos);
   EXPECT_NE(input_error({"system.stage_as_one_tensor=false"}).find("system.stage_as_one_tensor"),
             std::string::npos);
   EXPECT_NE(input_error({"system.core_op_steps=\"merged\""}).find("system.core_op_steps"),
@@ -150,6 +148,13 @@ TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
   EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
                          "system.global_batch=64", "system.collapse_tensor_parallel=false"}),
             "no error");
+  // ... but not in the closed form, which prices a whole TP group per core worker.
+  const std::string closed_uncollapsed =
+      input_error({"system.core=\"training\"", "system.communication=\"closed_form\"",
+                   "system.global_batch=64", "system.collapse_tensor_parallel=false"});
+  EXPECT_NE(closed_uncollapsed.find("system.core"), std::string::npos) << closed_uncollapsed;
+  EXPECT_NE(closed_uncollapsed.find("collapse_tensor_parallel"), std::string::npos)
+      << closed_uncollapsed;
   // Two TP groups of 4 on an 8-GPU host: their messages or DP rings would stay inside the host,
   // which the core does not price (collapsed or not).
   for (const char* collapse : {"true", "false"})

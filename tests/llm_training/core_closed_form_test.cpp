@@ -1,0 +1,329 @@
+// Megatron-LM iterations in closed form on both cores: the execution graph (MegatronSource on a
+// GraphExecutor, CommunicationMode::kClosedForm) and the training core (MegatronCoreJob with
+// MegatronCoreOptions::closed_form: messages priced by InterHostClosedForm, each stage's DP sync
+// by the ring_closed_form or reduce_scatter_all_gather_closed_form strategy). Both price a message
+// or DP collective through sim_core/collectives/inter_host.hpp (one GPU's bytes, the host link
+// split among its GPUs), so iteration, finish, compute and per-phase exposure must be equal to
+// the nanosecond, as in network mode (core_cross_check_test.cpp).
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/llm_training/graph_report.hpp"
+#include "models/llm_training/megatron_core_job.hpp"
+#include "models/llm_training/megatron_source.hpp"
+#include "models/llm_training/transformer_kernels.hpp"
+#include "sim_core/hardware/compute.hpp"
+#include "sim_core/hardware/cost_model.hpp"
+#include "sim_core/network/fluid_network.hpp"
+#include "sim_core/network/link_conditions.hpp"
+#include "sim_core/network/topology_builders.hpp"
+#include "sim_core/workload/graph_executor.hpp"
+
+namespace mlsim::llm_training {
+namespace closed_form_test {
+
+Time ms(double v) {
+  return Time::from_seconds(v / 1e3);
+}
+
+// One host per (stage, DP index), tp GPUs each, on `fabric` (by default a star of 1 GB/s, 1 us
+// links); GPUs of a host on a 100 GB/s, 1 us NVSwitch. Kernels of fixed times, or (operators)
+// a small GPT's operators priced by a roofline (100 TFLOP/s, 2 TB/s; 0.6 and 0.8 of them, 2 us
+// overhead [assumed: any price will do, both cores call the same one]). Costs: 5 us launch and
+// the Simple protocol at 2 us per hop, or none.
+struct Bench {
+  Bench(const ParallelLayout& l, bool operators, std::optional<TopologySpec> fabric, bool costs_on)
+      : topo(build_topology(
+            fabric ? *fabric
+                   : StarSpec{l.pp * l.dp, LinkSpec{Bandwidth{1e9}, Time::from_seconds(1e-6)}})),
+        net(engine, topo, Sharing::kMaxMin),
+        links(topo, net),
+        speeds(topo.nodes().size()),
+        hardware(topo.nodes().size()),
+        compute(engine, hardware, speeds, cost_model) {
+    static const GpuSpec gpu = [] {
+      GpuSpec g;
+      g.name = "closed-form-gpu";
+      g.peak[Dtype::kFp16] = FlopRate{100e12};
+      g.hbm_bandwidth = Bandwidth{2e12};
+      return g;
+    }();
+    if (operators) {
+      auto roofline = std::make_unique<RooflineProvider>();
+      const StageKernels k = transformer_kernels(shape(), 1, l.tp);
+      for (const auto* group :
+           {&k.attention_forward, &k.mlp_forward, &k.attention_backward, &k.mlp_backward,
+            &k.embedding_forward, &k.embedding_backward, &k.head_forward, &k.head_backward})
+        for (const Work& w : *group)
+          if (const auto* op = std::get_if<OperatorWork>(&w))
+            roofline->add(gpu.name, std::string(op->op),
+                          {RooflineRegime{0, true, 0.6, 0.8, 2e-6, 1}});
+      cost_model.add(std::move(roofline));
+    }
+    const IntraNodeLink nvlink{IntraNodeFabric::kNvSwitch, Bandwidth{1e11},
+                               Time::from_seconds(1e-6), "test"};
+    for (NodeId h : topo.hosts())
+      hardware.set_host(
+          h, HostHardware{.gpu = &gpu, .gpus = l.tp, .nic = nullptr, .intra_node = nvlink});
+    if (costs_on) {
+      costs.launch = Time::from_seconds(5e-6);
+      costs.of(collectives::Protocol::kSimple) = {true, Time::from_seconds(2e-6), 1.0};
+    }
+  }
+  // A GPT of 2 layers, hidden 256, 4 heads, FFN 1024, vocabulary 1000, 128 tokens.
+  static TransformerShape shape() {
+    TransformerShape m;
+    m.name = "tiny-gpt";
+    m.layers = 2;
+    m.hidden = 256;
+    m.heads = m.kv_heads = 4;
+    m.ffn = 1024;
+    m.vocab = 1000;
+    m.sequence = 128;
+    return m;
+  }
+
+  Engine engine;
+  Topology topo;
+  FluidNetwork net;
+  LinkConditions links;
+  HostSpeeds speeds;
+  NodeHardware hardware;
+  CostModel cost_model;
+  Compute compute;
+  collectives::CostModel costs;
+};
+
+StageKernels fixed_kernels() {
+  StageKernels k;
+  k.attention_forward = {FixedWork{ms(1)}};
+  k.mlp_forward = {FixedWork{ms(1.5)}};
+  k.attention_backward = {FixedWork{ms(2)}};
+  k.mlp_backward = {FixedWork{ms(3)}};
+  k.embedding_forward = {FixedWork{ms(0.25)}};
+  k.embedding_backward = {FixedWork{ms(0.5)}};
+  k.head_forward = {FixedWork{ms(0.75)}};
+  k.head_backward = {FixedWork{ms(1.25)}};
+  return k;
+}
+
+struct Case {
+  ParallelLayout layout;
+  bool operators = false;
+  std::optional<TopologySpec> fabric;
+  bool costs = true;
+  std::optional<StageKernels> kernels;  // else fixed_kernels() or the operators
+};
+
+StageKernels kernels_of(const Case& c) {
+  if (c.kernels) return *c.kernels;
+  return c.operators ? transformer_kernels(Bench::shape(), 1, c.layout.tp) : fixed_kernels();
+}
+
+struct Outcome {
+  Time end;
+  std::vector<workload::RankReport> ranks;
+};
+
+Outcome on_the_graph(const Case& c, workload::CommunicationMode mode) {
+  Bench b(c.layout, c.operators, c.fabric, c.costs);
+  MegatronSource source(c.layout, kernels_of(c));
+  workload::ExecutorOptions options;
+  options.mode = mode;
+  options.costs = b.costs;
+  workload::GraphExecutor executor(b.engine, b.net, b.compute, b.links, source, options, "graph");
+  executor.start();
+  b.engine.run();
+  EXPECT_TRUE(executor.done());
+  Outcome r{Time::zero(), executor.reports()};
+  for (const auto& rep : r.ranks) r.end = std::max(r.end, rep.finished);
+  if (mode == workload::CommunicationMode::kClosedForm) {
+    EXPECT_EQ(executor.network_bytes_delivered(), 0);
+  }
+  return r;
+}
+
+// Worker r = DP index + dp x stage on host r (the graph's collapsed rank order).
+Outcome on_the_core(const Case& c) {
+  Bench b(c.layout, c.operators, c.fabric, c.costs);
+  MegatronCoreOptions options;
+  options.costs = b.costs;
+  options.links = &b.links;
+  options.closed_form = true;
+  std::vector<NodeId> hosts = b.topo.hosts();
+  hosts.resize(static_cast<std::size_t>(c.layout.pp * c.layout.dp));
+  MegatronCoreJob job(b.engine, b.net, b.compute, c.layout, kernels_of(c), hosts, options,
+                      [] { ADD_FAILURE(); });
+  job.start();
+  b.engine.run();
+  EXPECT_TRUE(job.finished());
+  // Nothing crossed the network.
+  EXPECT_EQ(job.message_bytes_delivered(), 0);
+  EXPECT_EQ(job.gradients().bytes_delivered(), 0);
+  return {job.finish_time(), job.rank_reports()};
+}
+
+void expect_same(const Outcome& graph, const Outcome& core, const std::string& what) {
+  EXPECT_EQ(core.end, graph.end) << what;
+  ASSERT_EQ(core.ranks.size(), graph.ranks.size()) << what;
+  for (std::size_t r = 0; r < graph.ranks.size(); ++r) {
+    const auto &g = graph.ranks[r], &k = core.ranks[r];
+    EXPECT_TRUE(k.done) << what << " rank " << r;
+    EXPECT_EQ(k.finished, g.finished) << what << " rank " << r;
+    EXPECT_EQ(k.compute_s, g.compute_s) << what << " rank " << r;
+    ASSERT_EQ(k.exposed_s.size(), g.exposed_s.size()) << what;
+    for (std::size_t ph = 0; ph < g.exposed_s.size(); ++ph)
+      EXPECT_EQ(k.exposed_s[ph], g.exposed_s[ph])
+          << what << " rank " << r << " phase " << MegatronSource::phase_names()[ph];
+  }
+}
+
+ParallelLayout layout(int tp, int pp, int dp, int micro_batches, std::int64_t activation,
+                      std::int64_t grads, bool recompute = false) {
+  ParallelLayout l;
+  l.tp = tp;
+  l.pp = pp;
+  l.dp = dp;
+  l.micro_batches = micro_batches;
+  l.activation = Bytes{activation};
+  l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{grads};
+  l.recompute = recompute;
+  return l;
+}
+
+// By hand: PP 2 x DP 2, TP 1, 2 micro-batches, one layer per stage whose forward is 1 ms and
+// backward 2 ms (no other kernel), 1 MB activations, 2 MB of gradients per stage; the star's
+// routes 1 GB/s and 2 us (two 1 us links), 5 us launch, Simple at 2 us per hop.
+//   A message (one step, bus factor 1): m = 5 + (2 + 2) us + 1 MB / 1 GB/s = 1.009 ms.
+//   The DP all-reduce of two (2 steps, bus factor 2(n-1)/n = 1): D = 5 + 2 x 4 us + 2 ms = 2.013
+//   ms.
+// Stage 0 (ranks 0, 1): F0 [0,1]; its blocking send [1, 1+m]; F1 [1+m, 2+m]; its send waits for
+// stage 1's receive, posted with stage 1's gradient send after B0 at 4+m, both [4+m, 4+2m]; B0
+// [4+2m, 6+2m]; B1's gradient, its receive posted at 6+2m, sent at 7+2m, arrives 7+3m; B1
+// [7+3m, 9+3m]; DP [9+3m, 9+3m+D] = 14.040 ms. Stage 1 (ranks 2, 3): F0 [1+m, 2+m], B0
+// [2+m, 4+m], F1 [4+2m, 5+2m], B1 [5+2m, 7+2m], its blocking send [7+2m, 7+3m], DP to
+// 7+3m+D = 12.040 ms. Exposed (the gap before a kernel to the node before it, the tail to the
+// last node): stage 0 PP m + (2+m) + (1+m) = 6.027 ms, DP D = 2.013 ms; stage 1 PP (1+m) + m =
+// 3.018 ms, DP m + D = 3.022 ms; compute 6 ms everywhere. (Through the network the two
+// pipelines and the two DP rings use disjoint links, so it gives the same times: the closed
+// form's difference shows where flows share links, below.)
+TEST(MegatronClosedForm, PipelineAndDataParallelByHand) {
+  Case c;
+  c.layout = layout(1, 2, 2, 2, 1'000'000, 2'000'000);
+  StageKernels k;
+  k.attention_forward = {FixedWork{ms(1)}};
+  k.attention_backward = {FixedWork{ms(2)}};
+  c.kernels = k;
+  const Outcome graph = on_the_graph(c, workload::CommunicationMode::kClosedForm);
+  const Outcome core = on_the_core(c);
+  EXPECT_EQ(core.end.count_ns(), 14'040'000);
+  expect_same(graph, core, "hand case");
+  ASSERT_EQ(core.ranks.size(), 4u);
+  for (std::size_t r = 0; r < 4; ++r) {
+    const bool first_stage = r < 2;
+    const auto& rep = core.ranks[r];
+    EXPECT_EQ(rep.finished.count_ns(), first_stage ? 14'040'000 : 12'040'000) << r;
+    EXPECT_NEAR(rep.compute_s, 6e-3, 1e-12) << r;
+    EXPECT_NEAR(rep.exposed_s[MegatronSource::kTensor], 0, 1e-12) << r;
+    EXPECT_NEAR(rep.exposed_s[MegatronSource::kPipeline], first_stage ? 6.027e-3 : 3.018e-3, 1e-12)
+        << r;
+    EXPECT_NEAR(rep.exposed_s[MegatronSource::kData], first_stage ? 2.013e-3 : 3.022e-3, 1e-12)
+        << r;
+  }
+  Results from_graph, from_core;
+  report_exposure(graph.ranks, MegatronSource::phase_names(), 1, from_graph);
+  report_exposure(core.ranks, MegatronSource::phase_names(), 1, from_core);
+  EXPECT_EQ(from_core.metrics(), from_graph.metrics());
+  EXPECT_NEAR(from_core.metrics().at("exposed_pp_s"), 4.5225e-3, 1e-12);
+  EXPECT_NEAR(from_core.metrics().at("exposed_dp_s"), 2.5175e-3, 1e-12);
+}
+
+// By hand: the host link split among a host's GPUs. DP 2, PP 1, TP 2 (two GPUs per host), one
+// micro-batch, forward 1 ms, backward 2 ms, 1 MB of gradients per GPU, no costs, no activation
+// (the TP all-reduces carry nothing and take the intra-host route's 2 x 1 us). Each GPU's ring
+// of two moves its 1 MB (bus factor 1) over half of the 1 GB/s link: 2 x 2 us + 2 ms = 2.004 ms.
+// The iteration: attention forward [0, 1 ms], its two TP all-reduces (2 steps x 1 us each) to
+// 1.004, backward's first all-reduce (after the empty MLP) to 1.006, attention backward to
+// 3.006, its all-reduce to 3.008, DP to 5.012 ms. Exposed: TP the 6 us before the backward
+// kernel; DP the tail after the last kernel, 2 us of all-reduce and 2.004 ms of DP, charged to
+// the last node (the DP sync): 2.006 ms.
+TEST(MegatronClosedForm, GpusOfAHostShareItsLinkByHand) {
+  Case c;
+  c.layout = layout(2, 1, 2, 1, 0, 1'000'000);
+  c.costs = false;
+  StageKernels k;
+  k.attention_forward = {FixedWork{ms(1)}};
+  k.attention_backward = {FixedWork{ms(2)}};
+  c.kernels = k;
+  const Outcome graph = on_the_graph(c, workload::CommunicationMode::kClosedForm);
+  const Outcome core = on_the_core(c);
+  EXPECT_EQ(core.end.count_ns(), 5'012'000);
+  expect_same(graph, core, "two GPUs per host");
+  for (const auto& rep : core.ranks) {
+    EXPECT_NEAR(rep.exposed_s[MegatronSource::kData], 2.006e-3, 1e-12);
+    EXPECT_NEAR(rep.exposed_s[MegatronSource::kTensor], 6e-6, 1e-12);
+  }
+}
+
+// Over many configurations, both DP syncs: equal to the graph's closed form to the nanosecond,
+// per rank. Stars, and 2:1 leaf-spines of 4 leaves with 4 or 2 spines (uplinks 0.25 GB/s, slower
+// than a host link) where the network mode's flows meet on uplinks: there the closed form (no
+// traffic) must differ from the network, so the equality is not the network's.
+TEST(MegatronClosedForm, TakesTheGraphsClosedFormIterationAndExposure) {
+  struct Config {
+    int tp, pp, dp, micro_batches, iterations, layers_per_stage;
+    std::int64_t activation, grads;
+    bool recompute, operators;
+    int spines;  // 0: a star; else 4 leaves of 2 hosts (4 hosts with 2 spines)
+  };
+  const std::vector<Config> configs = {
+      {1, 2, 1, 4, 1, 1, 1'000'000, 0, false, false, 0},          // PP only
+      {2, 2, 1, 4, 1, 1, 500'000, 0, false, false, 0},            // TP inside each host
+      {1, 1, 2, 2, 1, 1, 0, 1'000'000, false, false, 0},          // DP only
+      {1, 1, 3, 2, 1, 1, 0, 1'000'001, false, false, 0},          // uneven ring segments
+      {2, 2, 2, 3, 1, 1, 250'000, 2'000'000, true, false, 0},     // TP x PP x DP, recompute
+      {4, 2, 3, 5, 2, 1, 100'000, 3'000'000, false, false, 0},    // two iterations
+      {1, 3, 1, 4, 1, 1, 1'000'000, 0, false, false, 0},          // a middle stage
+      {2, 4, 2, 6, 1, 2, 500'000, 1'000'000, true, false, 0},     // two layers per stage
+      {2, 2, 2, 3, 1, 1, 65'536, 1'000'000, true, true, 0},       // tiny GPT's operators
+      {2, 4, 2, 6, 1, 1, 500'000, 2'000'000, true, false, 4},     // leaf-spine
+      {1, 2, 4, 4, 3, 1, 1'000'000, 4'000'000, false, false, 4},  // three iterations
+      {2, 2, 4, 5, 2, 1, 65'536, 1'000'000, true, true, 4},
+      {1, 4, 4, 8, 1, 1, 750'000, 3'000'000, false, false, 2}};
+  int differs_from_network = 0;
+  for (const Config& cf : configs) {
+    Case c;
+    c.layout = layout(cf.tp, cf.pp, cf.dp, cf.micro_batches, cf.activation, cf.grads, cf.recompute);
+    c.layout.iterations = cf.iterations;
+    c.layout.layers_per_stage = cf.layers_per_stage;
+    c.operators = cf.operators;
+    if (cf.spines > 0)
+      c.fabric = LeafSpineSpec{4,
+                               cf.spines == 4 ? 2 : 4,
+                               cf.spines,
+                               2.0,
+                               LinkSpec{Bandwidth{1e9}, Time::from_seconds(1e-6)},
+                               Time::from_seconds(1e-6)};
+    for (const DpSync sync : {DpSync::kAllReduce, DpSync::kReduceScatterAllGather}) {
+      if (sync == DpSync::kReduceScatterAllGather && cf.dp == 1) continue;
+      c.layout.dp_sync = sync;
+      const std::string what =
+          "TP " + std::to_string(cf.tp) + " PP " + std::to_string(cf.pp) + " DP " +
+          std::to_string(cf.dp) + " M " + std::to_string(cf.micro_batches) + " spines " +
+          std::to_string(cf.spines) + " sync " + std::to_string(static_cast<int>(sync));
+      const Outcome graph = on_the_graph(c, workload::CommunicationMode::kClosedForm);
+      EXPECT_GT(graph.end, Time::zero()) << what;
+      expect_same(graph, on_the_core(c), what);
+      if (cf.spines > 0 && on_the_graph(c, workload::CommunicationMode::kNetwork).end != graph.end)
+        ++differs_from_network;
+    }
+  }
+  // Every leaf-spine configuration, with either sync (measured: the 8 differ by ...).
+  EXPECT_EQ(differs_from_network, 8);
+}
+
+}  // namespace closed_form_test
+}  // namespace mlsim::llm_training
