@@ -80,8 +80,8 @@ class InaCluster : public SwitchPorts, public HostEnds {
   std::size_t programs() const { return programs_.size(); }
   AggregationPolicy& policy_of(std::uint16_t job) { return *policy_of_job_.at(job); }
   // Two-level aggregation: the other switches' programs (every switch of a job's hierarchy
-  // but the program's switch node: a rack's ToR, or with levels "two_level_ps_tor" a job's root), by
-  // switch node; and a job's hierarchy.
+  // but the program's switch node: a rack's ToR, or with levels "two_level_ps_tor" a job's root),
+  // by switch node; and a job's hierarchy.
   std::size_t rack_programs() const { return racks_.size(); }
   AggregationPolicy& rack_program(std::size_t i);
   NodeId rack_node(std::size_t i) const;
@@ -159,8 +159,8 @@ class InaCluster : public SwitchPorts, public HostEnds {
   std::vector<HostRole> host_role_;
   std::unique_ptr<DataPath> path_;
   // Two-level aggregation: per job its hierarchy (one switch when it spans no rack), the
-  // program's switch node (`root_`: every job's root unless levels "two_level_ps_tor") and each other
-  // switch as SwitchPorts with its own program, and the network path.
+  // program's switch node (`root_`: every job's root unless levels "two_level_ps_tor") and each
+  // other switch as SwitchPorts with its own program, and the network path.
   class LevelSwitch;
   std::vector<JobLevels> levels_;
   std::unique_ptr<LevelSwitch> root_;
