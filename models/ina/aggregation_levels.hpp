@@ -14,7 +14,9 @@
 //     PS's result releases the root's aggregator and goes down once to each rack's switch,
 //     which releases its own and multicasts to its rack's workers.
 // Where the root is and how bytes move is the owner's (the hooks below): the fabric's root is
-// the job's first worker's ToR (its PS's), the ina model's its `system.switch_node`.
+// the job's first worker's ToR (its PS's), the ina model's its `system.switch_node` or, with
+// `system.levels: "two_level_ps_tor"`, its PS's ToR. A switch may be one job's root and another's
+// rack: LevelPorts decides per job.
 #include <cstdint>
 #include <map>
 #include <vector>

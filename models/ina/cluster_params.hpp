@@ -95,6 +95,10 @@ struct ClusterParams {
   // model's fabric (system.ina.levels), `switch_node` on the ina model's network path
   // (system.levels).
   bool two_level = false;
+  // The ina model's root under two_level: the program's `switch_node` for every job
+  // (system.levels "two_level"), or each job's PS's ToR ("two_level_ps_tor"), ATP's paper's
+  // second level (docs/ina.md "Two-level aggregation").
+  bool root_at_ps_tor = false;
   // DSA's control-plane priority (dsa_priority.hpp): per tensor (job intensity, then layers
   // nearer the input) or per job.
   DsaPriorityKind dsa_priority = DsaPriorityKind::kTensor;

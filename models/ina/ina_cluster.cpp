@@ -151,8 +151,9 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
                      "share of the aggregator memory)");
   }
   // Two-level aggregation (aggregation_levels.hpp; the scenario reader refuses it on the packet
-  // path, with loss and with SwitchML, and names the paths): each job's hierarchy under the
-  // program's switch node as root, as the network path places the job's hosts.
+  // path, with loss and with SwitchML, and names the paths): each job's hierarchy, as the
+  // network path places the job's hosts, under its root: the program's switch node, or (ATP's
+  // paper) the ToR of the job's PS, which is placed after the job's workers.
   if (p.two_level) {
     if (p.data_path != DataPathKind::kNetwork || !network || !topology)
       throw InputError("system.levels", "two_level needs system.data_path \"network\"");
@@ -162,22 +163,29 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
                        "(static slots per job, no PS to send a rack's partial on to)");
     if (loss_.enabled())
       throw InputError("system.loss_rate", "loss is not modelled with two_level aggregation");
-    const NodeId root = program_switch(p, *topology);
+    const NodeId program_node = program_switch(p, *topology);
     std::size_t host = 0;
     bool spans = false;
     for (const JobSpec& spec : p.jobs) {
       std::vector<NodeId> tors;
       for (int w = 0; w < spec.workers; ++w)
         tors.push_back(tor_of(*topology, topology->hosts().at(host + static_cast<std::size_t>(w))));
-      host += static_cast<std::size_t>(spec.workers) + 1;
+      host += static_cast<std::size_t>(spec.workers);
+      const NodeId root =
+          p.root_at_ps_tor ? tor_of(*topology, topology->hosts().at(host)) : program_node;
+      ++host;
       levels_.emplace_back(root, tors);
       spans |= levels_.back().two_level();
     }
     if (!spans)
       throw InputError("system.levels",
-                       "two_level needs racks: no job has a worker under a ToR other than '" +
-                           topology->node(root).name + "', the program's switch");
-    root_ = std::make_unique<LevelSwitch>(*this, root);
+                       p.root_at_ps_tor
+                           ? "two_level needs racks: every job's workers sit under its PS's ToR"
+                           : "two_level needs racks: no job has a worker under a ToR other than '" +
+                                 topology->node(program_node).name + "', the program's switch");
+    // The program's switch keeps its pool (programs_) whether it is a job's root, a job's rack
+    // or neither (levels "two_level_ps_tor" with no job placed under it).
+    root_ = std::make_unique<LevelSwitch>(*this, program_node);
   } else {
     levels_.resize(p.jobs.size());
   }
@@ -219,16 +227,23 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
     };
     programs_.push_back({make(root_ ? static_cast<SwitchPorts&>(*root_) : *this), f.burst_packets,
                          aggregator_bytes});
-    // Each rack's switch: the same register memory, its own pool [assumed, as the cluster
-    // model's fabric: every ToR has its aggregators].
-    for (const JobLevels& l : levels_)
-      for (const NodeId rack : l.lower) {
-        auto& s = racks_[rack];
+    // Each other switch of a job's hierarchy (a rack's ToR, or with levels "two_level_ps_tor" a
+    // root other than the program's switch): the same register memory, its own pool [assumed,
+    // as the cluster model's fabric: every ToR has its aggregators]. A switch is one program
+    // whatever it is for each job: its LevelPorts act per job as root or rack.
+    const NodeId program_node = root_ ? root_->node() : 0;
+    for (const JobLevels& l : levels_) {
+      std::vector<NodeId> nodes = l.lower;
+      nodes.push_back(l.root);
+      for (const NodeId n : nodes) {
+        if (!root_ || n == program_node) continue;
+        auto& s = racks_[n];
         if (s) continue;
-        s = std::make_unique<LevelSwitch>(*this, rack);
+        s = std::make_unique<LevelSwitch>(*this, n);
         s->policy = make(*s);
         s->policy->set_pipeline_latency(p.switch_latency);
       }
+    }
   }
   for (Program& prog : programs_) {
     prog.policy->set_pipeline_latency(p.switch_latency);
@@ -237,8 +252,9 @@ InaCluster::InaCluster(Engine& engine, ClusterParams params, Network* network,
   }
   for (std::size_t j = 0; j < p.jobs.size(); ++j)
     policy_of_job_[j] =
-        (format_[j].policy == PolicyKind::kSwitchMl ? programs_.front() : programs_.back())
-            .policy.get();
+        root_ ? &policy_at(levels_[j].root)
+              : (format_[j].policy == PolicyKind::kSwitchMl ? programs_.front() : programs_.back())
+                    .policy.get();
   SwitchProgram<Packet>* program = programs_.front().policy.get();
   if (mixed) {
     dispatch_ = std::make_unique<JobDispatch>(policy_of_job_, p.switch_latency);
@@ -416,7 +432,7 @@ bool InaCluster::lost(Hop hop, const Packet& p, std::uint16_t to) {
 void InaCluster::send_from_worker(const Packet& p) {
   const bool dropped = lost(Hop::kWorkerToSwitch, p, 0);
   const JobLevels& l = levels_[p.job];
-  if (l.two_level())  // to the worker's own ToR first
+  if (root_)  // to the worker's own ToR first (the root itself when the job spans no rack)
     network_path_->to_switch_at(worker_host(p.job, p.worker), l.first_switch(p.worker), p, dropped);
   else
     path_->to_switch(worker_host(p.job, p.worker), p, /*forwarded=*/false, dropped);
@@ -425,7 +441,13 @@ void InaCluster::send_from_worker(const Packet& p) {
 template <typename F>
 void InaCluster::for_each_policy_of(std::uint16_t job, F f) {
   f(*policy_of_job_[job]);
-  for (const NodeId rack : levels_[job].lower) f(*racks_.at(rack)->policy);
+  for (const NodeId rack : levels_[job].lower) f(policy_at(rack));
+}
+
+AggregationPolicy& InaCluster::policy_at(NodeId node) {
+  MLSIM_CHECK(root_, "a switch's program outside two-level aggregation");
+  if (node == root_->node()) return *programs_.back().policy;  // no SwitchML under two levels
+  return *racks_.at(node)->policy;
 }
 
 AggregationPolicy& InaCluster::rack_program(std::size_t i) {
@@ -446,7 +468,11 @@ void InaCluster::to_ps(const Packet& p) {
 }
 
 void InaCluster::send_from_ps(const Packet& p) {
-  path_->to_switch(ps_host(p.job), p, /*forwarded=*/true, lost(Hop::kPsToSwitch, p, 0));
+  const bool dropped = lost(Hop::kPsToSwitch, p, 0);
+  if (root_)  // to the job's root
+    network_path_->to_switch_at(ps_host(p.job), levels_[p.job].root, p, dropped);
+  else
+    path_->to_switch(ps_host(p.job), p, /*forwarded=*/true, dropped);
 }
 
 void InaCluster::multicast(const Packet& p) {
@@ -593,7 +619,8 @@ void InaCluster::report(Results& out) const {
   out.set_metric("result_reanswers", static_cast<double>(c.result_reanswers));
   out.set_metric("burst_packets", burst_packets());
   if (root_) {
-    // Two levels: the figures above are the root's pool; the racks' switches' own.
+    // Two levels: the figures above are the program's switch's pool (every job's root unless
+    // levels "two_level_ps_tor"); the other switches' own.
     double occupancy = 0, idle = 0;
     for (const auto& [node, rack] : racks_) {
       occupancy += rack->policy->pool().mean_occupancy(end);
@@ -604,7 +631,7 @@ void InaCluster::report(Results& out) const {
     out.set_metric("rack_aggregator_occupancy_mean", occupancy / racks);
     out.set_metric("rack_aggregator_idle_reserved_mean", idle / racks);
     out.set_metric("upward_packets", static_cast<double>(c.upward_packets));
-    out.details()["levels"] = "two_level";
+    out.details()["levels"] = params_.root_at_ps_tor ? "two_level_ps_tor" : "two_level";
   }
   out.details()["jobs"] = std::move(table);
   if (const auto iv = programs_.size() == 1 ? pool.intervals(end) : std::nullopt) {

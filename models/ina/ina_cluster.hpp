@@ -9,9 +9,10 @@
 // Packets may be lost (packet_loss.hpp); every policy recovers through its timeouts.
 //
 // Two-level aggregation (params.two_level, network path, ATP and DSA; aggregation_levels.hpp,
-// the cluster model's implementation): the program on the switch node stays every job's root,
-// and every other ToR holding workers of a job runs a program with its own pool too (the same
-// aggregator memory per switch), completing its rack's partial and sending it up to the root.
+// the cluster model's implementation): the program on the switch node stays every job's root
+// (or, params.root_at_ps_tor, each job's root is its PS's ToR, as in ATP's paper), and every
+// other ToR holding workers of a job runs a program with its own pool too (the same aggregator
+// memory per switch), completing its rack's partial and sending it up to the root.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -78,8 +79,9 @@ class InaCluster : public SwitchPorts, public HostEnds {
   AggregationPolicy& program(std::size_t i) { return *programs_.at(i).policy; }
   std::size_t programs() const { return programs_.size(); }
   AggregationPolicy& policy_of(std::uint16_t job) { return *policy_of_job_.at(job); }
-  // Two-level aggregation: the rack switches' programs (every ToR but the root that holds a
-  // worker of a job spanning racks), by switch node; and a job's hierarchy.
+  // Two-level aggregation: the other switches' programs (every switch of a job's hierarchy
+  // but the program's switch node: a rack's ToR, or with levels "two_level_ps_tor" a job's root),
+  // by switch node; and a job's hierarchy.
   std::size_t rack_programs() const { return racks_.size(); }
   AggregationPolicy& rack_program(std::size_t i);
   NodeId rack_node(std::size_t i) const;
@@ -117,6 +119,8 @@ class InaCluster : public SwitchPorts, public HostEnds {
   // Every policy that holds aggregators of `job`: the root's and its racks' switches'.
   template <typename F>
   void for_each_policy_of(std::uint16_t job, F f);
+  // Two-level aggregation: the program on switch `node` (the program's switch node or another).
+  AggregationPolicy& policy_at(NodeId node);
   void send_from_ps(const Packet& p);
   void job_finished(InaJob& job);
 
@@ -154,8 +158,9 @@ class InaCluster : public SwitchPorts, public HostEnds {
   };
   std::vector<HostRole> host_role_;
   std::unique_ptr<DataPath> path_;
-  // Two-level aggregation: per job its hierarchy (one switch when it spans no rack), the root's
-  // and each rack's switch as SwitchPorts with the rack's own program, and the network path.
+  // Two-level aggregation: per job its hierarchy (one switch when it spans no rack), the
+  // program's switch node (`root_`: every job's root unless levels "two_level_ps_tor") and each
+  // other switch as SwitchPorts with its own program, and the network path.
   class LevelSwitch;
   std::vector<JobLevels> levels_;
   std::unique_ptr<LevelSwitch> root_;

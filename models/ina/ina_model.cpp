@@ -94,14 +94,18 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
   const SwitchSpec& sw = hardware.switch_spec(system.string("switch"), system.path_of("switch"));
   p.data_path = ina_policies().data_paths.choose_or(system, "data_path", "packet").value;
   // ATP's two-level aggregation (aggregation_levels.hpp, docs/ina.md "Two-level aggregation"):
-  // a first level at every other ToR holding a job's workers, under the program's switch.
+  // a first level at every other ToR holding a job's workers, under a root: the program's switch
+  // ("two_level", every shipped figure) or each job's PS's ToR ("two_level_ps_tor", where ATP's
+  // paper puts the second level). One key, so that an override of it leaves no root behind.
   const std::string levels = system.string_or("levels", "one_switch");
-  if (levels != "one_switch" && levels != "two_level")
+  if (levels != "one_switch" && levels != "two_level" && levels != "two_level_ps_tor")
     throw InputError(system.path_of("levels"),
-                     "must be \"one_switch\" (the default) or "
-                     "\"two_level\", not \"" +
+                     "must be \"one_switch\" (the default), \"two_level\" (root: "
+                     "system.switch_node) or \"two_level_ps_tor\" (root: each job's PS's ToR), "
+                     "not \"" +
                          levels + "\"");
-  p.two_level = levels == "two_level";
+  p.two_level = levels != "one_switch";
+  p.root_at_ps_tor = levels == "two_level_ps_tor";
   if (p.two_level && p.data_path != DataPathKind::kNetwork)
     throw InputError(system.path_of("levels"),
                      "two_level runs on the network data path (system.data_path \"network\" on "

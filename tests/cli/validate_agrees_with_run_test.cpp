@@ -115,6 +115,8 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"system.levels=three"}, "system.levels"},
          {{"system.levels=two_level", "system.policy=switchml"}, "system.levels"},
          {{"system.levels=two_level", "system.data_path=packet"}, "system.levels"},
+         {{"system.levels=two_level_ps_tor", "system.data_path=packet"}, "system.levels"},
+         {{"system.levels=two_level_ps_tor", "system.policy=switchml"}, "system.levels"},
      }},
     {"llm_training",
      {

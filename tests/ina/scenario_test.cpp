@@ -383,7 +383,7 @@ TEST(InaScenario, TwoLevelAggregationIsCheckedByPath) {
   json d = minimal();
   EXPECT_FALSE(parse(d, star(9)).two_level);  // one switch by default
   d["system"]["levels"] = "three";
-  expect_error(d, star(9), NetworkSpec{}, "system.levels", "\"one_switch\" (the default) or");
+  expect_error(d, star(9), NetworkSpec{}, "system.levels", "\"one_switch\" (the default), ");
   d["system"]["levels"] = "two_level";  // on the packet path
   expect_error(d, star(9), NetworkSpec{}, "system.levels", "network data path");
   d["system"]["data_path"] = "network";
@@ -398,6 +398,17 @@ TEST(InaScenario, TwoLevelAggregationIsCheckedByPath) {
   json lossy = d;
   lossy["system"]["loss_rate"] = 0.01;
   expect_error(lossy, racks, flow, "system.loss_rate", "not modelled");
+  // The root: the program's switch ("two_level"), or each job's PS's ToR.
+  EXPECT_FALSE(parse(d, racks, flow).root_at_ps_tor);
+  json rooted = d;
+  rooted["system"]["levels"] = "two_level_ps_tor";
+  EXPECT_TRUE(parse(rooted, racks, flow).two_level);
+  EXPECT_TRUE(parse(rooted, racks, flow).root_at_ps_tor);
+  rooted["system"]["policy"] = "switchml";
+  expect_error(rooted, racks, flow, "system.levels", "SwitchML aggregates at one switch");
+  rooted = d;
+  rooted["system"]["levels"] = "two_level_spine";
+  expect_error(rooted, racks, flow, "system.levels", "\"two_level_ps_tor\" (root: each job's");
 
   // No racks: the built cluster finds that no job has a worker outside the root's rack (all 9
   // hosts under leaf0 of racks of 10; the one switch of a star).
@@ -420,6 +431,13 @@ TEST(InaScenario, TwoLevelAggregationIsCheckedByPath) {
   on_star["system"].erase("switch_node");
   EXPECT_NE(build_error(star(9), on_star).find("two_level needs racks"), std::string::npos);
   EXPECT_EQ(build_error(racks, d), "no error");
+  // Rooted at the PS's ToR: racks of 10 put every job's workers under its PS's ToR; racks of 5
+  // put job 1's workers (hosts 3-4) under leaf0 and its PS (host 5) under leaf1.
+  json ps_tor = d;
+  ps_tor["system"]["levels"] = "two_level_ps_tor";
+  EXPECT_NE(build_error(wide_racks, ps_tor).find("every job's workers sit under its PS's ToR"),
+            std::string::npos);
+  EXPECT_EQ(build_error(racks, ps_tor), "no error");
 }
 
 // Host costs are read as the collective layer reads them; only the PS summing rate applies.
