@@ -33,7 +33,9 @@ EmbcachePolicies build() {
   // ByteScheduler transport profiles (models/commsched/transport_costs.hpp, docs/commsched.md),
   // kept equal so that the two models compare: ps-lite over ZeroMQ and kernel TCP pays system
   // calls and a copy per message (zmq_van.h), over RDMA it posts a rendezvous work request and
-  // polls a completion (Herald's ibverbs_van.h SendMsg).
+  // polls a completion (Herald's ibverbs_van.h SendMsg). No profile sets a per-byte cost
+  // (system.host.per_byte_ns, kernel TCP's copies): no source gives one, so it is swept instead
+  // (workloads/sweeps/embcache_host_cost.json, docs/embcache.md).
   p.transports
       .add("none", "no per-message cost unless system.host gives one",
            TransportProfile{Time::zero(), Time::zero()})

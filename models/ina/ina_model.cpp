@@ -196,6 +196,9 @@ ClusterParams parse_cluster_params(JsonReader& system, JsonReader& workload,
     if (costs.message_overhead != Time::zero())
       throw InputError(where + ".message_overhead",
                        "not modelled by ina (its senders pace packets by window or slot)");
+    if (costs.per_byte_ns != 0)
+      throw InputError(where + ".per_byte_ns",
+                       "not modelled by ina (its senders pace packets by window or slot)");
     if (costs.ps_aggregation.bytes_per_s > 0 && p.policy == PolicyKind::kSwitchMl)
       throw InputError(where + ".ps_aggregation", "SwitchML has no parameter server");
     p.ps_aggregation = costs.ps_aggregation;

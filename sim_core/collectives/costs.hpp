@@ -59,6 +59,15 @@ struct HostCosts {
   // A delay every message waits after its sender's overhead, before its bytes move (framework,
   // RPC and NIC set-up): it occupies neither the host nor a link, so messages overlap in it.
   Time message_latency;
+  // CPU time a sender spends per payload byte (ns per byte): a kernel TCP stack's copy of the
+  // payload into socket buffers, its checksums; 0 = free, as RDMA's zero copy. Booked on the
+  // same sending thread as message_overhead, after it, so one host copies its messages one
+  // after another. The copy runs beside the transfer (the stack fills the socket buffer while
+  // the NIC drains it): the bytes start moving once message_overhead (and message_latency) is
+  // paid, and the message is delivered no earlier than its last byte is copied plus
+  // message_latency. A host then sends at most 1 / per_byte_ns bytes per ns whatever its link.
+  // The receiver's copy is not modelled.
+  double per_byte_ns = 0;
   // Bytes per second a parameter server sums (one piece after another per server); 0 = free.
   Bandwidth ps_aggregation;
   // Where the per-message overhead is booked. Null: per collective (each collective's sender

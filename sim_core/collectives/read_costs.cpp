@@ -32,6 +32,9 @@ HostCosts read_host_costs(JsonReader& host) {
   HostCosts h;
   h.message_overhead = host.duration_or("message_overhead", "0s");
   if (host.has("message_latency")) h.message_latency = host.duration("message_latency");
+  // Not written back when absent, so scenarios without it resolve as before. At most 1 us per
+  // byte (1 MB/s), far beyond any host's copy rate: a larger value is a unit mistake.
+  if (host.has("per_byte_ns")) h.per_byte_ns = host.number("per_byte_ns", 0, 1000);
   if (host.has("ps_aggregation")) h.ps_aggregation = host.bandwidth("ps_aggregation");
   host.finish();
   return h;

@@ -6,7 +6,8 @@
 //             "protocols": {"LL":     {"hop_latency": "0.6us", "efficiency": 0.5},
 //                           "LL128":  {"hop_latency": "1.2us", "efficiency": 0.9375},
 //                           "Simple": {"hop_latency": "4us",   "efficiency": 1}}}
-//   "host":  {"message_overhead": "10us", "message_latency": "30us", "ps_aggregation": "12GB/s"}
+//   "host":  {"message_overhead": "10us", "message_latency": "30us", "per_byte_ns": 0.1,
+//             "ps_aggregation": "12GB/s"}
 //
 // A protocol that is listed is enabled; none listed: no protocol costs. Absent keys cost nothing.
 #include <string_view>

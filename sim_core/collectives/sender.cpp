@@ -27,6 +27,7 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
       efficiency_(protocol.efficiency),
       message_overhead_(host.message_overhead),
       message_latency_(host.message_latency),
+      per_byte_ns_(host.per_byte_ns),
       send_clock_(host.send_clock),
       unlimited_(window <= 0),
       guard_(new Guard(this)) {  // owned from here on (intrusive_ptr has no make function)
@@ -37,7 +38,8 @@ Sender::Sender(Engine& engine, Network& network, std::vector<NodeId> nodes, int 
     in_flight_.assign(nodes_.size(), 0);
   }
   MLSIM_CHECK(efficiency_ > 0 && efficiency_ <= 1, "protocol efficiency outside (0, 1]");
-  if (message_overhead_ > Time::zero() && send_clock_ == nullptr)
+  MLSIM_CHECK(per_byte_ns_ >= 0, "negative per-byte host cost");
+  if ((message_overhead_ > Time::zero() || per_byte_ns_ > 0) && send_clock_ == nullptr)
     host_free_.assign(nodes_.size(), Time::zero());
 }
 
@@ -55,7 +57,7 @@ std::uint32_t Sender::track(Bytes payload) {
     slot = free_pending_.back();
     free_pending_.pop_back();
   }
-  pending_[slot] = Pending{0, EventHandle{}, payload, true};
+  pending_[slot] = Pending{0, EventHandle{}, payload, Time::zero(), true};
   return slot;
 }
 
@@ -133,21 +135,31 @@ void Sender::transmit(const Message& m) {
                                      : m.bytes;
   wire_bytes_ += wire;
   const std::uint32_t slot = track(m.bytes);
-  if (m.from >= hosts_ || (message_overhead_ == Time::zero() && message_latency_ == Time::zero())) {
+  if (m.from >= hosts_ || (message_overhead_ == Time::zero() && message_latency_ == Time::zero() &&
+                           per_byte_ns_ == 0)) {
     start_transfer(m, wire, slot);
     return;
   }
+  // The payload's copy, rounded up to whole ns (it is done only once every byte is).
+  const Time copy =
+      per_byte_ns_ > 0
+          ? Time::from_seconds_ceil(static_cast<double>(m.bytes.count) * per_byte_ns_ / 1e9)
+          : Time::zero();
+  const Time busy = message_overhead_ + copy;
   Time leaves = engine_.now();
-  if (message_overhead_ > Time::zero()) {
+  Time copied = leaves;
+  if (busy > Time::zero()) {
     if (send_clock_ != nullptr) {
-      leaves = send_clock_->book(nodes_[m.from], leaves, message_overhead_);
+      copied = send_clock_->book(nodes_[m.from], leaves, busy);
     } else {
       Time& free = host_free_[m.from];
-      free = std::max(free, leaves) + message_overhead_;
-      leaves = free;
+      free = std::max(free, leaves) + busy;
+      copied = free;
     }
+    leaves = copied - copy;  // the overhead is paid; the copy runs beside the transfer
   }
   leaves += message_latency_;
+  if (copy > Time::zero()) pending_[slot].copied = copied + message_latency_;
   pending_[slot].event =
       engine_.schedule_at(leaves, [this, m, wire, slot] { start_transfer(m, wire, slot); });
 }
@@ -167,11 +179,14 @@ void Sender::start_transfer(const Message& m, Bytes wire, std::uint32_t slot) {
 
 void Sender::on_arrived(const Message& m, std::uint32_t slot, bool failed) {
   pending_[slot].transfer = 0;
-  if (failed || hop_latency_ == Time::zero()) {
+  // A message whose bytes outran its sender's copy (the copy is slower than the route) is
+  // complete only once its last byte is copied.
+  const Time complete = std::max(engine_.now(), pending_[slot].copied) + hop_latency_;
+  if (failed || complete == engine_.now()) {
     on_delivered(m, slot, failed);
   } else {
     pending_[slot].event =
-        engine_.schedule_in(hop_latency_, [this, m, slot] { on_delivered(m, slot, false); });
+        engine_.schedule_at(complete, [this, m, slot] { on_delivered(m, slot, false); });
   }
 }
 

@@ -8,7 +8,9 @@
 // overhead (paid one message after another per participant, or per host on a shared
 // HostSendClock), then for the message latency (overlapping other messages), then moves bytes /
 // efficiency on the wire, and is reported hop_latency after its last byte arrived; its send slot
-// stays taken until then.
+// stays taken until then. A per-byte copy cost (HostCosts::per_byte_ns) is booked on the same
+// clock right after the overhead and runs beside the transfer: the message is reported no
+// earlier than its copy ends plus the message latency (plus hop_latency).
 //
 // cancel() (and the destructor) cancel everything the sender has in flight: its transfers in the
 // network (each then ends failed there, so the network's bytes stay accounted) and its pending
@@ -109,6 +111,7 @@ class Sender {
     TransferId transfer = 0;
     EventHandle event;
     Bytes payload;  // of the message, counted in bytes_sent_; 0 for deferred calls
+    Time copied;    // the sender's copy of the payload ends then (+ message latency)
     bool live = false;
   };
   // Owned by the sender and by every network callback it handed out (not thread-safe counts:
@@ -137,6 +140,7 @@ class Sender {
   double efficiency_;
   Time message_overhead_;
   Time message_latency_;
+  double per_byte_ns_;
   HostSendClock* send_clock_;  // null: host_free_ below
   bool unlimited_;             // window 0: no queues, no slot counts
   MessageSink* sink_ = nullptr;

@@ -126,9 +126,10 @@ TEST(CollectivesModel, CostKeys) {
       {"costs",
        {{"launch", "5us"},
         {"protocols", {{"Simple", {{"hop_latency", "1us"}}}, {"LL", {{"efficiency", 0.5}}}}}}},
-      {"host", {{"message_overhead", "2us"}}}};
+      {"host", {{"message_overhead", "2us"}, {"per_byte_ns", 0.25}}}};
   JsonReader r(system, "system");
   const auto p = collectives::read_collectives_params(r, topo);
+  EXPECT_DOUBLE_EQ(p.spec.host.per_byte_ns, 0.25);
   EXPECT_EQ(p.spec.channels, 2);
   EXPECT_EQ(p.spec.costs.launch, Time::us(5));
   EXPECT_TRUE(p.spec.costs.of(collectives::Protocol::kSimple).enabled);
@@ -142,6 +143,12 @@ TEST(CollectivesModel, CostKeys) {
                       {"costs", {{"protocols", {{"LL", {{"efficiency", 2}}}}}}}})
                 .find("system.costs.protocols.LL.efficiency"),
             std::string::npos);
+  for (const nlohmann::json& bad :
+       {nlohmann::json(-0.1), nlohmann::json(5000), nlohmann::json("1ns")})
+    EXPECT_NE(error_of({{"algorithm", "ring"}, {"bytes", "1MiB"}, {"host", {{"per_byte_ns", bad}}}})
+                  .find("system.host.per_byte_ns"),
+              std::string::npos)
+        << bad;
   EXPECT_NE(error_of({{"algorithm", "ring"}, {"bytes", "1MiB"}, {"costs", {{"lunch", "1us"}}}})
                 .find("lunch"),
             std::string::npos);

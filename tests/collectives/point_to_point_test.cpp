@@ -69,6 +69,44 @@ TEST(PointToPoint, PaysLaunchHostOverheadOnOneClockAndHop) {
   EXPECT_EQ(b, Time::ns(1'013'200));
 }
 
+TEST(PointToPoint, PerByteCopyRunsBesideTheTransferOnTheSendersClock) {
+  // Two sends of 1 MB from host 0 at t = 0, to hosts 1 and 2, no bandwidth sharing; host
+  // overhead 3 us. The copy is booked on host 0's thread right after each message's overhead
+  // and runs beside the transfer: a message is reported at max(arrival, copy end + latency).
+  //   2 ns/B (slower than the 1 B/ns link), no message latency:
+  //     A: overhead 0-3 us, copy 3,000-2,003,000 ns; leaves at 3 us, arrives 1,003,200 ns;
+  //        reported when its copy ends: 2,003,000 ns.
+  //     B: overhead 2,003,000-2,006,000, copy until 4,006,000; arrives 3,006,200: 4,006,000 ns.
+  //   2 ns/B and a message latency of 4 us: A leaves at 7 us, arrives 1,007,200, copy ends
+  //     2,003,000 + 4,000: 2,007,000 ns; B 4,010,000 ns.
+  //   0.5 ns/B (faster than the link): A's copy ends at 503,000, before it arrives
+  //     (1,003,200 ns, as without the copy); B's overhead waits for A's copy: 503,000-506,000,
+  //     leaves at 506,000, arrives 1,506,200 ns (1,006,200 without the copy).
+  //   0 ns/B: as without the key, 1,003,200 and 1,006,200 ns.
+  const Topology topo = build_topology(StarSpec{3, kP2pLink});
+  auto times = [&](double per_byte_ns, Time latency) {
+    Engine engine;
+    FluidNetwork net(engine, topo, Sharing::kNone);
+    PointToPoint::Options o;
+    o.host.message_overhead = Time::us(3);
+    o.host.message_latency = latency;
+    o.host.per_byte_ns = per_byte_ns;
+    PointToPoint p2p(engine, net, o);
+    Time a, b;
+    p2p.send(topo.hosts()[0], topo.hosts()[1], kMB,
+             [&](const CollectiveResult&) { a = engine.now(); });
+    p2p.send(topo.hosts()[0], topo.hosts()[2], kMB,
+             [&](const CollectiveResult&) { b = engine.now(); });
+    engine.run();
+    EXPECT_EQ(p2p.bytes_delivered(), 2 * kMB.count);
+    return std::pair{a, b};
+  };
+  EXPECT_EQ(times(2, Time::zero()), std::pair(Time::ns(2'003'000), Time::ns(4'006'000)));
+  EXPECT_EQ(times(2, Time::us(4)), std::pair(Time::ns(2'007'000), Time::ns(4'010'000)));
+  EXPECT_EQ(times(0.5, Time::zero()), std::pair(Time::ns(1'003'200), Time::ns(1'506'200)));
+  EXPECT_EQ(times(0, Time::zero()), std::pair(Time::ns(1'003'200), Time::ns(1'006'200)));
+}
+
 TEST(PointToPoint, ProtocolEfficiencyPutsMoreBytesOnTheWire) {
   // LL only (efficiency 0.5, hop 500 ns): 1 MB puts 2 MB on the wire:
   // 2,000,000 + 200 + 500 ns = 2,000,700 ns.

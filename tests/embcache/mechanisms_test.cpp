@@ -238,6 +238,11 @@ OneIteration one_iteration(std::size_t workers, Sharing sharing, std::deque<Samp
 //   updated both rows alone: no refresh).
 //   launch 2 us, host overhead 3 us: each of the 4 messages leaves 5 us later -> 40,144 ns;
 //   and a message latency of 7 us: 12 us per message -> 68,144 ns.
+//   Without those, a per-byte copy of 4 ns/B (slower than the 1 B/ns link), booked on the
+//   sender after its overhead and run beside the transfer (delivered at max(arrival, copy end)):
+//   request 32 B, copy 128 ns < 2,032 -> 2,032; response copy 4,224 ns from 2,032 -> 6,256
+//   (arrival 5,088); compute -> 16,256; push copy 4,224 -> 20,480 (arrival 19,312); empty ack
+//   -> 22,480 ns.
 TEST(EmbeddingTraining, EveryMessagePaysTheCollectiveLayersCosts) {
   auto end_time = [](const collectives::PointToPoint::Options& costs) {
     const OneIteration o = one_iteration(1, Sharing::kMaxMin, {{1, 2}}, [&](TrainingParams& p) {
@@ -255,6 +260,9 @@ TEST(EmbeddingTraining, EveryMessagePaysTheCollectiveLayersCosts) {
   EXPECT_EQ(end_time(costs), Time::ns(40'144));
   costs.host.message_latency = Time::us(7);
   EXPECT_EQ(end_time(costs), Time::ns(68'144));
+  collectives::PointToPoint::Options copy;
+  copy.host.per_byte_ns = 4;
+  EXPECT_EQ(end_time(copy), Time::ns(22'480));
 }
 
 // Two workers and two servers (ps-lite's AveragePartitioner: a table of 4 rows, server 0 holds

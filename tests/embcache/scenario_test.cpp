@@ -185,4 +185,15 @@ TEST(EmbcacheScenario, ServersAndTransport) {
   EXPECT_EQ(p.training.messages.host.message_latency, Time::us(10));
   d["system"]["transport"] = "udp";
   EXPECT_NE(error_of(d).find("system.transport"), std::string::npos) << error_of(d);
+
+  // The per-byte host cost: none in either profile, set apart beside them.
+  EXPECT_EQ(parse(base()).training.messages.host.per_byte_ns, 0);
+  d = base();
+  d["system"]["transport"] = "tcp";
+  d["system"]["host"] = {{"per_byte_ns", 0.2}};
+  p = parse(d);
+  EXPECT_DOUBLE_EQ(p.training.messages.host.per_byte_ns, 0.2);
+  EXPECT_EQ(p.training.messages.host.message_overhead, Time::us(30));  // the profile's
+  d["system"]["host"] = {{"per_byte_ns", -1}};
+  EXPECT_NE(error_of(d).find("system.host.per_byte_ns"), std::string::npos) << error_of(d);
 }

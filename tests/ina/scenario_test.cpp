@@ -456,6 +456,8 @@ TEST(InaScenario, PsSummingRateFromTheHostCosts) {
   };
   d["system"]["host"] = {{"message_overhead", "10us"}};
   expect_error(d, "system.host.message_overhead");
+  d["system"]["host"] = {{"per_byte_ns", 0.1}};
+  expect_error(d, "system.host.per_byte_ns");
   d["system"]["host"] = {{"ps_aggregation", "12GB/s"}};
   d["system"]["policy"] = "switchml";
   expect_error(d, "system.host.ps_aggregation");
