@@ -999,14 +999,12 @@ void CommunicationMode::report(Results& out) const {
   if (has_megatron_model_) {
     const auto jobs = static_cast<double>(megatron_records_.size());
     auto mean = [jobs](double sum) { return jobs > 0 ? sum / jobs : 0.0; };
-    // Every figure's name, from one rank's report (the critical rank's figures included).
-    workload::RankReport one;
-    one.exposed_s.assign(llm_training::MegatronSource::phase_names().size(), 0.0);
-    for (const auto& [name, zero] :
-         llm_training::exposure_of({one}, llm_training::MegatronSource::phase_names(), 1).figures) {
+    // Every figure, the critical rank's included, even when no Megatron job finished.
+    for (const std::string& name :
+         llm_training::exposure_names(llm_training::MegatronSource::phase_names())) {
       const auto it = megatron_figure_sums_.find(name);
       out.set_metric("megatron_" + name.substr(0, name.size() - 2) + "_mean_s",
-                     mean(it == megatron_figure_sums_.end() ? zero : it->second));
+                     mean(it == megatron_figure_sums_.end() ? 0.0 : it->second));
     }
     out.set_metric("megatron_iteration_mean_s", mean(megatron_iteration_sum_));
     out.details()["megatron_jobs"] = megatron_records_;

@@ -4,6 +4,19 @@
 
 namespace mlsim::llm_training {
 
+std::vector<std::string> exposure_names(const std::vector<std::string>& phases,
+                                        bool critical_rank) {
+  std::vector<std::string> names = {"compute_s"};
+  for (std::size_t ph = 1; ph < phases.size(); ++ph)
+    names.push_back("exposed_" + phases[ph] + "_s");
+  if (critical_rank) {
+    names.emplace_back("critical_rank_compute_s");
+    for (std::size_t ph = 1; ph < phases.size(); ++ph)
+      names.push_back("critical_rank_exposed_" + phases[ph] + "_s");
+  }
+  return names;
+}
+
 Exposure exposure_of(const std::vector<workload::RankReport>& reports,
                      const std::vector<std::string>& phases, double iterations) {
   Exposure e;
@@ -14,7 +27,7 @@ Exposure exposure_of(const std::vector<workload::RankReport>& reports,
       e.critical_rank = r;
     }
   // Per rank, averaged over ranks (every rank stands for the same number of GPUs), and on the
-  // rank that finished last; per iteration.
+  // rank that finished last; per iteration; in exposure_names' order (the one list of names).
   std::vector<double> exposed(phases.size(), 0.0);
   double compute = 0;
   for (const auto& r : reports) {
@@ -22,16 +35,17 @@ Exposure exposure_of(const std::vector<workload::RankReport>& reports,
     for (std::size_t ph = 0; ph < phases.size(); ++ph) exposed[ph] += r.exposed_s[ph];
   }
   const double n = static_cast<double>(std::max<std::size_t>(1, reports.size()));
-  e.figures.emplace_back("compute_s", compute / n / iterations);
-  for (std::size_t ph = 1; ph < phases.size(); ++ph)
-    e.figures.emplace_back("exposed_" + phases[ph] + "_s", exposed[ph] / n / iterations);
+  std::vector<double> values = {compute / n / iterations};
+  for (std::size_t ph = 1; ph < phases.size(); ++ph) values.push_back(exposed[ph] / n / iterations);
   if (!reports.empty()) {
     const auto& c = reports[e.critical_rank];
-    e.figures.emplace_back("critical_rank_compute_s", c.compute_s / iterations);
+    values.push_back(c.compute_s / iterations);
     for (std::size_t ph = 1; ph < phases.size(); ++ph)
-      e.figures.emplace_back("critical_rank_exposed_" + phases[ph] + "_s",
-                             c.exposed_s[ph] / iterations);
+      values.push_back(c.exposed_s[ph] / iterations);
   }
+  std::vector<std::string> names = exposure_names(phases, !reports.empty());
+  for (std::size_t i = 0; i < names.size(); ++i)
+    e.figures.emplace_back(std::move(names[i]), values[i]);
   return e;
 }
 

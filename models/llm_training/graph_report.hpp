@@ -25,6 +25,12 @@ struct Exposure {
 Exposure exposure_of(const std::vector<workload::RankReport>& reports,
                      const std::vector<std::string>& phases, double iterations);
 
+// The names of exposure_of's figures, in its order, without a run: with `critical_rank`, the
+// critical rank's too (exposure_of gives them when there are reports). For a record of every
+// figure even when no run finished (the cluster model's megatron_*_mean_s metrics).
+std::vector<std::string> exposure_names(const std::vector<std::string>& phases,
+                                        bool critical_rank = true);
+
 // exposure_of's figures as metrics of `out`, and details.critical_rank. Returns that rank.
 std::size_t report_exposure(const std::vector<workload::RankReport>& reports,
                             const std::vector<std::string>& phases, double iterations,

@@ -15,12 +15,9 @@
 #include "models/llm_training/megatron_core_job.hpp"
 #include "models/llm_training/megatron_source.hpp"
 #include "models/llm_training/transformer_kernels.hpp"
-#include "sim_core/hardware/compute.hpp"
-#include "sim_core/hardware/cost_model.hpp"
-#include "sim_core/network/fluid_network.hpp"
-#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/workload/graph_executor.hpp"
+#include "tests/llm_training/core_bench.hpp"
 
 namespace mlsim::llm_training {
 namespace closed_form_test {
@@ -29,86 +26,13 @@ Time ms(double v) {
   return Time::from_seconds(v / 1e3);
 }
 
-// One host per (stage, DP index), tp GPUs each, on `fabric` (by default a star of 1 GB/s, 1 us
-// links); GPUs of a host on a 100 GB/s, 1 us NVSwitch. Kernels of fixed times, or (operators)
-// a small GPT's operators priced by a roofline (100 TFLOP/s, 2 TB/s; 0.6 and 0.8 of them, 2 us
-// overhead [assumed: any price will do, both cores call the same one]). Costs: 5 us launch and
-// the Simple protocol at 2 us per hop, or none.
-struct Bench {
-  Bench(const ParallelLayout& l, bool operators, std::optional<TopologySpec> fabric, bool costs_on)
-      : topo(build_topology(
-            fabric ? *fabric
-                   : StarSpec{l.pp * l.dp, LinkSpec{Bandwidth{1e9}, Time::from_seconds(1e-6)}})),
-        net(engine, topo, Sharing::kMaxMin),
-        links(topo, net),
-        speeds(topo.nodes().size()),
-        hardware(topo.nodes().size()),
-        compute(engine, hardware, speeds, cost_model) {
-    static const GpuSpec gpu = [] {
-      GpuSpec g;
-      g.name = "closed-form-gpu";
-      g.peak[Dtype::kFp16] = FlopRate{100e12};
-      g.hbm_bandwidth = Bandwidth{2e12};
-      return g;
-    }();
-    if (operators) {
-      auto roofline = std::make_unique<RooflineProvider>();
-      const StageKernels k = transformer_kernels(shape(), 1, l.tp);
-      for (const auto* group :
-           {&k.attention_forward, &k.mlp_forward, &k.attention_backward, &k.mlp_backward,
-            &k.embedding_forward, &k.embedding_backward, &k.head_forward, &k.head_backward})
-        for (const Work& w : *group)
-          if (const auto* op = std::get_if<OperatorWork>(&w))
-            roofline->add(gpu.name, std::string(op->op),
-                          {RooflineRegime{0, true, 0.6, 0.8, 2e-6, 1}});
-      cost_model.add(std::move(roofline));
-    }
-    const IntraNodeLink nvlink{IntraNodeFabric::kNvSwitch, Bandwidth{1e11},
-                               Time::from_seconds(1e-6), "test"};
-    for (NodeId h : topo.hosts())
-      hardware.set_host(
-          h, HostHardware{.gpu = &gpu, .gpus = l.tp, .nic = nullptr, .intra_node = nvlink});
-    if (costs_on) {
-      costs.launch = Time::from_seconds(5e-6);
-      costs.of(collectives::Protocol::kSimple) = {true, Time::from_seconds(2e-6), 1.0};
-    }
-  }
-  // A GPT of 2 layers, hidden 256, 4 heads, FFN 1024, vocabulary 1000, 128 tokens.
-  static TransformerShape shape() {
-    TransformerShape m;
-    m.name = "tiny-gpt";
-    m.layers = 2;
-    m.hidden = 256;
-    m.heads = m.kv_heads = 4;
-    m.ffn = 1024;
-    m.vocab = 1000;
-    m.sequence = 128;
-    return m;
-  }
-
-  Engine engine;
-  Topology topo;
-  FluidNetwork net;
-  LinkConditions links;
-  HostSpeeds speeds;
-  NodeHardware hardware;
-  CostModel cost_model;
-  Compute compute;
-  collectives::CostModel costs;
-};
-
-StageKernels fixed_kernels() {
-  StageKernels k;
-  k.attention_forward = {FixedWork{ms(1)}};
-  k.mlp_forward = {FixedWork{ms(1.5)}};
-  k.attention_backward = {FixedWork{ms(2)}};
-  k.mlp_backward = {FixedWork{ms(3)}};
-  k.embedding_forward = {FixedWork{ms(0.25)}};
-  k.embedding_backward = {FixedWork{ms(0.5)}};
-  k.head_forward = {FixedWork{ms(0.75)}};
-  k.head_backward = {FixedWork{ms(1.25)}};
-  return k;
-}
+// The platform (core_bench.hpp): one host per (stage, DP index), tp GPUs each, on `fabric` (by
+// default a star of 1 GB/s, 1 us links); GPUs of a host on a 100 GB/s, 1 us NVSwitch. Kernels
+// of fixed times, or (operators) tiny_gpt's operators priced by the bench's roofline. Costs:
+// 5 us launch and the Simple protocol at 2 us per hop, or none.
+using core_bench::CoreBench;
+using core_bench::fixed_kernels;
+using core_bench::tiny_gpt;
 
 struct Case {
   ParallelLayout layout;
@@ -120,7 +44,12 @@ struct Case {
 
 StageKernels kernels_of(const Case& c) {
   if (c.kernels) return *c.kernels;
-  return c.operators ? transformer_kernels(Bench::shape(), 1, c.layout.tp) : fixed_kernels();
+  return c.operators ? transformer_kernels(tiny_gpt(), 1, c.layout.tp) : fixed_kernels();
+}
+
+core_bench::CoreBenchOptions platform(const Case& c) {
+  return {
+      .fabric = c.fabric, .star_latency = Time::us(1), .operators = c.operators, .costs = c.costs};
 }
 
 struct Outcome {
@@ -129,34 +58,24 @@ struct Outcome {
 };
 
 Outcome on_the_graph(const Case& c, workload::CommunicationMode mode) {
-  Bench b(c.layout, c.operators, c.fabric, c.costs);
-  MegatronSource source(c.layout, kernels_of(c));
-  workload::ExecutorOptions options;
-  options.mode = mode;
-  options.costs = b.costs;
-  workload::GraphExecutor executor(b.engine, b.net, b.compute, b.links, source, options, "graph");
-  executor.start();
-  b.engine.run();
-  EXPECT_TRUE(executor.done());
-  Outcome r{Time::zero(), executor.reports()};
-  for (const auto& rep : r.ranks) r.end = std::max(r.end, rep.finished);
+  CoreBench b(c.layout, platform(c));
+  const auto run = b.run_graph(c.layout, kernels_of(c), mode);
+  EXPECT_TRUE(run.executor->done());
   if (mode == workload::CommunicationMode::kClosedForm) {
-    EXPECT_EQ(executor.network_bytes_delivered(), 0);
+    EXPECT_EQ(run.executor->network_bytes_delivered(), 0);
   }
-  return r;
+  return {run.end, run.executor->reports()};
 }
 
 // Worker r = DP index + dp x stage on host r (the graph's collapsed rank order).
 Outcome on_the_core(const Case& c) {
-  Bench b(c.layout, c.operators, c.fabric, c.costs);
+  CoreBench b(c.layout, platform(c));
   MegatronCoreOptions options;
   options.costs = b.costs;
   options.links = &b.links;
   options.closed_form = true;
-  std::vector<NodeId> hosts = b.topo.hosts();
-  hosts.resize(static_cast<std::size_t>(c.layout.pp * c.layout.dp));
-  MegatronCoreJob job(b.engine, b.net, b.compute, c.layout, kernels_of(c), hosts, options,
-                      [] { ADD_FAILURE(); });
+  MegatronCoreJob job(b.engine, b.net, b.compute, c.layout, kernels_of(c), b.worker_hosts(c.layout),
+                      options, [] { ADD_FAILURE(); });
   job.start();
   b.engine.run();
   EXPECT_TRUE(job.finished());

@@ -20,11 +20,8 @@
 // receive is posted), which MegatronCoreJob models too (AMessageStartsOnceItsReceiveIsPosted).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "models/llm_training/graph_report.hpp"
@@ -32,12 +29,9 @@
 #include "models/llm_training/megatron_op_pricer.hpp"
 #include "models/llm_training/megatron_source.hpp"
 #include "models/llm_training/transformer_kernels.hpp"
-#include "sim_core/hardware/compute.hpp"
-#include "sim_core/hardware/cost_model.hpp"
-#include "sim_core/network/fluid_network.hpp"
-#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/workload/graph_executor.hpp"
+#include "tests/llm_training/core_bench.hpp"
 
 namespace mlsim::llm_training {
 namespace {
@@ -46,89 +40,15 @@ Time cross_ms(double v) {
   return Time::from_seconds(v / 1e3);
 }
 
-// Kernels of fixed times (ms): every one of the eight, so embedding and head steps are priced.
-StageKernels fixed_kernels() {
-  StageKernels k;
-  k.attention_forward = {FixedWork{cross_ms(1)}};
-  k.mlp_forward = {FixedWork{cross_ms(1.5)}};
-  k.attention_backward = {FixedWork{cross_ms(2)}};
-  k.mlp_backward = {FixedWork{cross_ms(3)}};
-  k.embedding_forward = {FixedWork{cross_ms(0.25)}};
-  k.embedding_backward = {FixedWork{cross_ms(0.5)}};
-  k.head_forward = {FixedWork{cross_ms(0.75)}};
-  k.head_backward = {FixedWork{cross_ms(1.25)}};
-  return k;
-}
-
-// One host per collapsed rank (pp x dp hosts of tp GPUs) on a star of 1 GB/s links, GPUs of a
-// host joined by a 100 GB/s, 1 us link; every collective and message pays a 5 us launch and the
-// Simple protocol (2 us per hop), as the graph's ExecutorOptions::costs apply to all of them.
-// A small GPT (2 decoder layers, hidden 256, 4 heads, FFN 1024, vocabulary 1000, 128 tokens)
-// as transformer_kernels.hpp gives its operators: micro-batch 1 on a TP group of `tp`.
-TransformerShape tiny_gpt() {
-  TransformerShape m;
-  m.name = "tiny-gpt";
-  m.layers = 2;
-  m.hidden = 256;
-  m.heads = m.kv_heads = 4;
-  m.ffn = 1024;
-  m.vocab = 1000;
-  m.sequence = 128;
-  return m;
-}
-
-struct CrossBench {
-  // `operators`: the GPU prices OperatorWork by a roofline (100 TFLOP/s fp16, 2 TB/s HBM, every
-  // operator of tiny_gpt at 0.6 of peak FLOPs and 0.8 of the bandwidth, 2 us overhead) [assumed:
-  // any provider will do, both sides call the same one].
-  // `fabric`: the network the hosts are on (pp x dp hosts); by default a star.
-  explicit CrossBench(const ParallelLayout& l, bool operators = false,
-                      std::optional<TopologySpec> fabric = std::nullopt)
-      : topo(build_topology(
-            fabric ? *fabric : StarSpec{l.pp * l.dp, LinkSpec{Bandwidth{1e9}, Time::zero()}})),
-        net(engine, topo, Sharing::kMaxMin),
-        links(topo, net),
-        speeds(topo.nodes().size()),
-        hardware(topo.nodes().size()),
-        compute(engine, hardware, speeds, cost_model) {
-    static const GpuSpec gpu = [] {
-      GpuSpec g;
-      g.name = "cross-check-gpu";
-      g.peak[Dtype::kFp16] = FlopRate{100e12};
-      g.hbm_bandwidth = Bandwidth{2e12};
-      return g;
-    }();
-    if (operators) {
-      auto roofline = std::make_unique<RooflineProvider>();
-      const StageKernels k = transformer_kernels(tiny_gpt(), 1, l.tp);
-      for (const auto* group :
-           {&k.attention_forward, &k.mlp_forward, &k.attention_backward, &k.mlp_backward,
-            &k.embedding_forward, &k.embedding_backward, &k.head_forward, &k.head_backward})
-        for (const Work& w : *group)
-          if (const auto* op = std::get_if<OperatorWork>(&w))
-            roofline->add(gpu.name, std::string(op->op),
-                          {RooflineRegime{0, true, 0.6, 0.8, 2e-6, 1}});
-      cost_model.add(std::move(roofline));
-    }
-    const IntraNodeLink nvlink{IntraNodeFabric::kNvSwitch, Bandwidth{1e11},
-                               Time::from_seconds(1e-6), "test"};
-    for (NodeId h : topo.hosts())
-      hardware.set_host(
-          h, HostHardware{.gpu = &gpu, .gpus = l.tp, .nic = nullptr, .intra_node = nvlink});
-    costs.launch = Time::from_seconds(5e-6);
-    costs.of(collectives::Protocol::kSimple) = {true, Time::from_seconds(2e-6), 1.0};
-  }
-
-  Engine engine;
-  Topology topo;
-  FluidNetwork net;
-  LinkConditions links;
-  HostSpeeds speeds;
-  NodeHardware hardware;
-  CostModel cost_model;
-  Compute compute;
-  collectives::CostModel costs;  // the TP all-reduces' (closed form, inside a host)
-};
+// The platform (core_bench.hpp): one host per collapsed rank (pp x dp hosts of tp GPUs) on a
+// star of 1 GB/s links, GPUs of a host joined by a 100 GB/s, 1 us link; every collective and
+// message pays a 5 us launch and the Simple protocol (2 us per hop), as the graph's
+// ExecutorOptions::costs apply to all of them. With `operators`, tiny_gpt's operators at
+// micro-batch 1 on a TP group of `tp`, priced by the bench's roofline; `fabric`: the network the
+// hosts are on instead of the star.
+using core_bench::CoreBench;
+using core_bench::fixed_kernels;
+using core_bench::tiny_gpt;
 
 StageKernels kernels_for(const ParallelLayout& l, bool operators) {
   return operators ? transformer_kernels(tiny_gpt(), 1, l.tp) : fixed_kernels();
@@ -140,20 +60,11 @@ Time on_the_graph(const ParallelLayout& l, bool operators,
                   std::optional<TopologySpec> fabric = std::nullopt,
                   std::vector<workload::RankReport>* reports = nullptr,
                   const StageKernels* kernels = nullptr, bool no_costs = false) {
-  CrossBench b(l, operators, fabric);
-  if (no_costs) b.costs = {};
-  MegatronSource source(l, kernels ? *kernels : kernels_for(l, operators));
-  workload::ExecutorOptions options;
-  options.mode = workload::CommunicationMode::kNetwork;
-  options.costs = b.costs;
-  workload::GraphExecutor executor(b.engine, b.net, b.compute, b.links, source, options, "graph");
-  executor.start();
-  b.engine.run();
-  EXPECT_TRUE(executor.done());
-  Time end;
-  for (const auto& rep : executor.reports()) end = std::max(end, rep.finished);
-  if (reports) *reports = executor.reports();
-  return end;
+  CoreBench b(l, {.fabric = fabric, .operators = operators, .costs = !no_costs});
+  const auto run = b.run_graph(l, kernels ? *kernels : kernels_for(l, operators));
+  EXPECT_TRUE(run.executor->done());
+  if (reports) *reports = run.executor->reports();
+  return run.end;
 }
 
 // The core's side: MegatronCoreJob, worker r = DP index + dp x stage, on host r (the graph's
@@ -163,8 +74,7 @@ Time on_the_core(const ParallelLayout& l, bool operators, bool stage_as_one_tens
                  std::vector<workload::RankReport>* reports = nullptr,
                  const StageKernels* kernels = nullptr, bool no_costs = false,
                  bool merged = false) {
-  CrossBench b(l, operators, fabric);
-  if (no_costs) b.costs = {};
+  CoreBench b(l, {.fabric = fabric, .operators = operators, .costs = !no_costs});
   MegatronCoreOptions options;
   options.merge_op_steps = merged;
   options.costs = b.costs;  // the graph pays them on every collective and message
@@ -209,7 +119,7 @@ TEST(MegatronOnTheCore, PricerGivesTheGraphsStepsForAnOp) {
   l.pp = 2;
   l.activation = Bytes{1000};
   l.recompute = true;
-  CrossBench b(l);
+  CoreBench b(l);
   const MegatronOpPricer pricer(l, fixed_kernels(), b.compute, b.topo.hosts(), b.costs);
   training::ScheduledOp op;
   op.forward = false;
@@ -249,7 +159,7 @@ TEST(MegatronOnTheCore, MergedPricerGivesAnOpAsTwoSteps) {
   l.pp = 2;
   l.activation = Bytes{1000};
   l.recompute = true;
-  CrossBench b(l);
+  CoreBench b(l);
   const MegatronOpPricer pricer(l, fixed_kernels(), b.compute, b.topo.hosts(), b.costs, true);
   training::ScheduledOp op;
   op.forward = false;
@@ -349,7 +259,7 @@ TEST(MegatronOnTheCore, AMessageStartsOnceItsReceiveIsPosted) {
   l.pp = 3;
   l.micro_batches = 2;
   l.activation = Bytes{1'000'000};
-  CrossBench b(l);
+  CoreBench b(l);
   MegatronCoreOptions options;
   options.costs = b.costs;
   options.links = &b.links;

@@ -4,52 +4,20 @@
 // graph for comparison.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #include "models/llm_training/megatron_core_job.hpp"
 #include "models/llm_training/megatron_source.hpp"
-#include "sim_core/hardware/compute.hpp"
-#include "sim_core/hardware/cost_model.hpp"
-#include "sim_core/network/fluid_network.hpp"
-#include "sim_core/network/link_conditions.hpp"
-#include "sim_core/network/topology_builders.hpp"
 #include "sim_core/workload/graph_executor.hpp"
+#include "tests/llm_training/core_bench.hpp"
 
 namespace mlsim::llm_training {
 namespace {
 
-// Two one-GPU hosts on a star whose every link runs at 1e9 B/s with 10 us of latency (a host to
-// the other: two links, 20 us); every collective pays a 5 us launch and the Simple protocol's
-// 2 us per hop [assumed, round figures for the hand computation].
-struct DistOptBench {
-  explicit DistOptBench(int hosts)
-      : topo(build_topology(StarSpec{hosts, LinkSpec{Bandwidth{1e9}, Time::us(10)}})),
-        net(engine, topo, Sharing::kMaxMin),
-        links(topo, net),
-        speeds(topo.nodes().size()),
-        hardware(topo.nodes().size()),
-        compute(engine, hardware, speeds, cost_model) {
-    static const GpuSpec gpu = [] {
-      GpuSpec g;
-      g.name = "dist-opt-gpu";
-      return g;
-    }();
-    for (NodeId h : topo.hosts())
-      hardware.set_host(h, HostHardware{.gpu = &gpu, .gpus = 1, .nic = nullptr, .intra_node = {}});
-    costs.launch = Time::us(5);
-    costs.of(collectives::Protocol::kSimple) = {true, Time::us(2), 1.0};
-  }
-
-  Engine engine;
-  Topology topo;
-  FluidNetwork net;
-  LinkConditions links;
-  HostSpeeds speeds;
-  NodeHardware hardware;
-  CostModel cost_model;
-  Compute compute;
-  collectives::CostModel costs;
-};
+// `hosts` one-GPU hosts on a star whose every link runs at 1e9 B/s with 10 us of latency (a host
+// to another: two links, 20 us); every collective pays a 5 us launch and the Simple protocol's
+// 2 us per hop (core_bench.hpp) [assumed, round figures for the hand computation].
+core_bench::CoreBenchOptions dist_opt_bench(int hosts) {
+  return {.hosts = hosts, .star_latency = Time::us(10), .gpus_per_host = 1, .nvswitch = false};
+}
 
 // One layer: forward 1 ms, backward 2 ms (attention kernels only; no embedding or head).
 StageKernels dist_opt_kernels() {
@@ -80,7 +48,7 @@ ParallelLayout dist_opt_layout(DpSync sync) {
 TEST(DistributedOptimizerOnTheCore, TwoDpRanksOfOneLayerTakeTheHandComputedTimes) {
   for (const DpSync sync : {DpSync::kReduceScatterAllGather, DpSync::kAllReduce}) {
     const ParallelLayout l = dist_opt_layout(sync);
-    DistOptBench b(2);
+    core_bench::CoreBench b(l, dist_opt_bench(2));
     MegatronCoreOptions options;
     options.costs = b.costs;
     options.links = &b.links;
@@ -101,19 +69,12 @@ TEST(DistributedOptimizerOnTheCore, TwoDpRanksOfOneLayerTakeTheHandComputedTimes
 // 7.054 ms.
 TEST(DistributedOptimizerOnTheCore, TheGraphTakesTheSameHandComputedTime) {
   const ParallelLayout l = dist_opt_layout(DpSync::kReduceScatterAllGather);
-  DistOptBench b(2);
-  MegatronSource source(l, dist_opt_kernels());
-  workload::ExecutorOptions options;
-  options.mode = workload::CommunicationMode::kNetwork;
-  options.costs = b.costs;
-  workload::GraphExecutor executor(b.engine, b.net, b.compute, b.links, source, options, "graph");
-  executor.start();
-  b.engine.run();
-  ASSERT_TRUE(executor.done());
-  Time end;
-  for (const auto& rep : executor.reports()) end = std::max(end, rep.finished);
+  core_bench::CoreBench b(l, dist_opt_bench(2));
+  const auto run = b.run_graph(l, dist_opt_kernels());
+  ASSERT_TRUE(run.executor->done());
+  const Time end = run.end;
   EXPECT_EQ(end, Time::us(7'054));
-  EXPECT_EQ(executor.counts().network_collectives, 2u);
+  EXPECT_EQ(run.executor->counts().network_collectives, 2u);
 }
 
 // Three DP ranks, one iteration after another: the strategy rearms its two collectives for the
@@ -127,7 +88,7 @@ TEST(DistributedOptimizerOnTheCore, ThreeRanksOverTwoIterationsRearmTheirCollect
   l.dp = 3;
   l.iterations = 2;
   l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{900'000};
-  DistOptBench b(3);
+  core_bench::CoreBench b(l, dist_opt_bench(3));
   MegatronCoreOptions options;
   options.costs = b.costs;
   options.links = &b.links;

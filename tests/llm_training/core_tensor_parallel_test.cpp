@@ -15,83 +15,21 @@
 
 #include "models/llm_training/megatron_core_job.hpp"
 #include "models/llm_training/megatron_source.hpp"
-#include "sim_core/hardware/compute.hpp"
-#include "sim_core/hardware/cost_model.hpp"
-#include "sim_core/network/fluid_network.hpp"
-#include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/workload/graph_executor.hpp"
+#include "tests/llm_training/core_bench.hpp"
 
 namespace mlsim::llm_training {
 namespace {
 
-Time tp_ms(double v) {
-  return Time::from_seconds(v / 1e3);
-}
-
-// Kernels of fixed times (ms), all eight (so embedding and head are priced), or (`attention
-// only`) a 1 ms forward and a 2 ms backward per layer and nothing else (the hand cases).
-StageKernels kernels(bool attention_only) {
-  StageKernels k;
-  k.attention_forward = {FixedWork{tp_ms(1)}};
-  k.attention_backward = {FixedWork{tp_ms(2)}};
-  if (attention_only) return k;
-  k.mlp_forward = {FixedWork{tp_ms(1.5)}};
-  k.mlp_backward = {FixedWork{tp_ms(3)}};
-  k.embedding_forward = {FixedWork{tp_ms(0.25)}};
-  k.embedding_backward = {FixedWork{tp_ms(0.5)}};
-  k.head_forward = {FixedWork{tp_ms(0.75)}};
-  k.head_backward = {FixedWork{tp_ms(1.25)}};
-  return k;
-}
-
-// pp x dp hosts of tp GPUs each (one TP group per host), on a star of 1 GB/s links without
-// latency or on `fabric`; a host's GPUs on a 100 GB/s, 1 us NVSwitch. Every collective and
-// message pays a 5 us launch and the Simple protocol's 2 us per hop (`no_costs`: neither).
-struct Bench {
-  Bench(const ParallelLayout& l, std::optional<TopologySpec> fabric, bool no_costs)
-      : topo(build_topology(
-            fabric ? *fabric : StarSpec{l.pp * l.dp, LinkSpec{Bandwidth{1e9}, Time::zero()}})),
-        net(engine, topo, Sharing::kMaxMin),
-        links(topo, net),
-        speeds(topo.nodes().size()),
-        hardware(topo.nodes().size()),
-        compute(engine, hardware, speeds, cost_model) {
-    static const GpuSpec gpu = [] {
-      GpuSpec g;
-      g.name = "tp-test-gpu";
-      g.peak[Dtype::kFp16] = FlopRate{100e12};
-      g.hbm_bandwidth = Bandwidth{2e12};
-      return g;
-    }();
-    const IntraNodeLink nvlink{IntraNodeFabric::kNvSwitch, Bandwidth{1e11},
-                               Time::from_seconds(1e-6), "test"};
-    for (NodeId h : topo.hosts())
-      hardware.set_host(
-          h, HostHardware{.gpu = &gpu, .gpus = l.tp, .nic = nullptr, .intra_node = nvlink});
-    if (no_costs) return;
-    costs.launch = Time::from_seconds(5e-6);
-    costs.of(collectives::Protocol::kSimple) = {true, Time::from_seconds(2e-6), 1.0};
-  }
-  // Per core worker, its host: the TP group's (collapsed) or its GPU's (GPU g on host g / tp).
-  std::vector<NodeId> worker_hosts(const ParallelLayout& l) const {
-    std::vector<NodeId> out;
-    for (NodeId h : topo.hosts())
-      for (int t = 0; t < (l.collapse_tensor_parallel ? 1 : l.tp); ++t) out.push_back(h);
-    out.resize(static_cast<std::size_t>(l.pp * l.dp * (l.collapse_tensor_parallel ? 1 : l.tp)));
-    return out;
-  }
-
-  Engine engine;
-  Topology topo;
-  FluidNetwork net;
-  LinkConditions links;
-  HostSpeeds speeds;
-  NodeHardware hardware;
-  CostModel cost_model;
-  Compute compute;
-  collectives::CostModel costs;
-};
+// The platform (core_bench.hpp): pp x dp hosts of tp GPUs each (one TP group per host), on a
+// star of 1 GB/s links without latency or on `fabric`; a host's GPUs on a 100 GB/s, 1 us
+// NVSwitch. Every collective and message pays a 5 us launch and the Simple protocol's 2 us per
+// hop (`no_costs`: neither). Kernels of fixed times (fixed_kernels), all eight, or
+// (`attention_only`) a 1 ms forward and a 2 ms backward per layer and nothing else (the hand
+// cases).
+using core_bench::CoreBench;
+using core_bench::fixed_kernels;
 
 struct TpRun {
   Time end;
@@ -100,24 +38,15 @@ struct TpRun {
 
 TpRun on_the_graph(const ParallelLayout& l, const StageKernels& k,
                    std::optional<TopologySpec> fabric = std::nullopt, bool no_costs = false) {
-  Bench b(l, fabric, no_costs);
-  MegatronSource source(l, k);
-  workload::ExecutorOptions options;
-  options.mode = workload::CommunicationMode::kNetwork;
-  options.costs = b.costs;
-  workload::GraphExecutor executor(b.engine, b.net, b.compute, b.links, source, options, "graph");
-  executor.start();
-  b.engine.run();
-  EXPECT_TRUE(executor.done());
-  TpRun out;
-  for (const auto& rep : executor.reports()) out.end = std::max(out.end, rep.finished);
-  out.ranks = executor.reports();
-  return out;
+  CoreBench b(l, {.fabric = fabric, .costs = !no_costs});
+  const auto run = b.run_graph(l, k);
+  EXPECT_TRUE(run.executor->done());
+  return {run.end, run.executor->reports()};
 }
 
 TpRun on_the_core(const ParallelLayout& l, const StageKernels& k,
                   std::optional<TopologySpec> fabric = std::nullopt, bool no_costs = false) {
-  Bench b(l, fabric, no_costs);
+  CoreBench b(l, {.fabric = fabric, .costs = !no_costs});
   MegatronCoreOptions options;
   options.costs = b.costs;
   options.links = &b.links;
@@ -173,7 +102,7 @@ ParallelLayout layout(int tp, int pp, int dp, int micro_batches, std::int64_t ac
 // Collapsed (one worker per host, one ring of 2 MB at the full 1 GB/s) the same: the graph's
 // symmetry holds here (nothing tells the TP ranks apart).
 TEST(MegatronUncollapsedOnTheCore, TensorAndDataParallelByHand) {
-  const StageKernels k = kernels(true);
+  const StageKernels k = fixed_kernels(true);
   for (const bool collapsed : {false, true}) {
     const ParallelLayout l = layout(2, 1, 2, 1, 1000, 1'000'000, false, collapsed);
     const TpRun graph = on_the_graph(l, k), core = on_the_core(l, k);
@@ -199,13 +128,13 @@ TEST(MegatronUncollapsedOnTheCore, TensorAndDataParallelByHand) {
 // 6 ms, TP 44.040 us. Without the rendezvous worker 0 would end at 3.044040 ms.
 TEST(MegatronUncollapsedOnTheCore, TheTensorAllReduceWaitsForTheGroupsLastMember) {
   const ParallelLayout l = layout(2, 1, 1, 1, 1000, 0, false, false);
-  Bench b(l, StarSpec{2, LinkSpec{Bandwidth{1e9}, Time::zero()}}, false);
+  CoreBench b(l, {.hosts = 2});
   const std::vector<NodeId> hosts = {b.topo.hosts()[0], b.topo.hosts()[1]};
   b.speeds.set_speed(hosts[1], 0.5);
   MegatronCoreOptions options;
   options.costs = b.costs;
   options.links = &b.links;
-  MegatronCoreJob job(b.engine, b.net, b.compute, l, kernels(true), hosts, options,
+  MegatronCoreJob job(b.engine, b.net, b.compute, l, fixed_kernels(true), hosts, options,
                       [] { ADD_FAILURE(); });
   job.start();
   b.engine.run();
@@ -243,7 +172,7 @@ TEST(MegatronUncollapsedOnTheCore, TakesTheGraphsTimesPerRank) {
                                        {4, 2, 4, 4, 2, 1'000'000, 4'000'000, false, false, 4, 2, 4},
                                        {2, 2, 4, 5, 1, 750'000, 1'000'000, true, true, 4, 2, 2},
                                        {2, 4, 4, 8, 1, 750'000, 3'000'000, false, false, 4, 4, 2}};
-  const StageKernels k = kernels(false);
+  const StageKernels k = fixed_kernels(false);
   int leaf_spine_differs = 0;
   for (const Config& c : configs) {
     ParallelLayout l =
