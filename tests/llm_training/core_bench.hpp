@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "models/llm_training/megatron_core_job.hpp"
 #include "models/llm_training/megatron_source.hpp"
 #include "models/llm_training/transformer_kernels.hpp"
 #include "sim_core/collectives/costs.hpp"
@@ -129,6 +130,15 @@ struct CoreBench {
       for (int t = 0; t < per_host; ++t) out.push_back(h);
     out.resize(static_cast<std::size_t>(l.pp * l.dp * per_host));
     return out;
+  }
+
+  // The training core's options on this platform: its collectives and messages pay `costs`
+  // (as the graph's do) and see the links' conditions; a test sets the rest.
+  MegatronCoreOptions core_options() const {
+    MegatronCoreOptions options;
+    options.costs = costs;
+    options.links = &links;
+    return options;
   }
 
   // `l` with kernels `k` run to its end on the execution graph (MegatronSource on a

@@ -70,9 +70,7 @@ Outcome on_the_graph(const Case& c, workload::CommunicationMode mode) {
 // Worker r = DP index + dp x stage on host r (the graph's collapsed rank order).
 Outcome on_the_core(const Case& c) {
   CoreBench b(c.layout, platform(c));
-  MegatronCoreOptions options;
-  options.costs = b.costs;
-  options.links = &b.links;
+  MegatronCoreOptions options = b.core_options();
   options.closed_form = true;
   MegatronCoreJob job(b.engine, b.net, b.compute, c.layout, kernels_of(c), b.worker_hosts(c.layout),
                       options, [] { ADD_FAILURE(); });

@@ -75,10 +75,8 @@ Time on_the_core(const ParallelLayout& l, bool operators, bool stage_as_one_tens
                  const StageKernels* kernels = nullptr, bool no_costs = false,
                  bool merged = false) {
   CoreBench b(l, {.fabric = fabric, .operators = operators, .costs = !no_costs});
-  MegatronCoreOptions options;
+  MegatronCoreOptions options = b.core_options();
   options.merge_op_steps = merged;
-  options.costs = b.costs;  // the graph pays them on every collective and message
-  options.links = &b.links;
   options.stage_as_one_tensor = stage_as_one_tensor;
   MegatronCoreJob job(b.engine, b.net, b.compute, l, kernels ? *kernels : kernels_for(l, operators),
                       b.topo.hosts(), options, [] { ADD_FAILURE(); });
@@ -260,9 +258,7 @@ TEST(MegatronOnTheCore, AMessageStartsOnceItsReceiveIsPosted) {
   l.micro_batches = 2;
   l.activation = Bytes{1'000'000};
   CoreBench b(l);
-  MegatronCoreOptions options;
-  options.costs = b.costs;
-  options.links = &b.links;
+  MegatronCoreOptions options = b.core_options();
   MegatronCoreJob job(b.engine, b.net, b.compute, l, fixed_kernels(), b.topo.hosts(), options,
                       [] { ADD_FAILURE(); });
   job.record_messages(true);

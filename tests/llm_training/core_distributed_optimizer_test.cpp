@@ -49,9 +49,7 @@ TEST(DistributedOptimizerOnTheCore, TwoDpRanksOfOneLayerTakeTheHandComputedTimes
   for (const DpSync sync : {DpSync::kReduceScatterAllGather, DpSync::kAllReduce}) {
     const ParallelLayout l = dist_opt_layout(sync);
     core_bench::CoreBench b(l, dist_opt_bench(2));
-    MegatronCoreOptions options;
-    options.costs = b.costs;
-    options.links = &b.links;
+    MegatronCoreOptions options = b.core_options();
     MegatronCoreJob job(b.engine, b.net, b.compute, l, dist_opt_kernels(), b.topo.hosts(), options,
                         [] { ADD_FAILURE(); });
     job.start();
@@ -89,9 +87,7 @@ TEST(DistributedOptimizerOnTheCore, ThreeRanksOverTwoIterationsRearmTheirCollect
   l.iterations = 2;
   l.first_stage_grads = l.middle_stage_grads = l.last_stage_grads = Bytes{900'000};
   core_bench::CoreBench b(l, dist_opt_bench(3));
-  MegatronCoreOptions options;
-  options.costs = b.costs;
-  options.links = &b.links;
+  MegatronCoreOptions options = b.core_options();
   MegatronCoreJob job(b.engine, b.net, b.compute, l, dist_opt_kernels(), b.topo.hosts(), options,
                       [] { ADD_FAILURE(); });
   job.start();

@@ -47,9 +47,7 @@ TpRun on_the_graph(const ParallelLayout& l, const StageKernels& k,
 TpRun on_the_core(const ParallelLayout& l, const StageKernels& k,
                   std::optional<TopologySpec> fabric = std::nullopt, bool no_costs = false) {
   CoreBench b(l, {.fabric = fabric, .costs = !no_costs});
-  MegatronCoreOptions options;
-  options.costs = b.costs;
-  options.links = &b.links;
+  MegatronCoreOptions options = b.core_options();
   MegatronCoreJob job(b.engine, b.net, b.compute, l, k, b.worker_hosts(l), options,
                       [] { ADD_FAILURE(); });
   job.start();
@@ -131,9 +129,7 @@ TEST(MegatronUncollapsedOnTheCore, TheTensorAllReduceWaitsForTheGroupsLastMember
   CoreBench b(l, {.hosts = 2});
   const std::vector<NodeId> hosts = {b.topo.hosts()[0], b.topo.hosts()[1]};
   b.speeds.set_speed(hosts[1], 0.5);
-  MegatronCoreOptions options;
-  options.costs = b.costs;
-  options.links = &b.links;
+  MegatronCoreOptions options = b.core_options();
   MegatronCoreJob job(b.engine, b.net, b.compute, l, fixed_kernels(true), hosts, options,
                       [] { ADD_FAILURE(); });
   job.start();
