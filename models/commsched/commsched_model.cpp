@@ -99,8 +99,11 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   if (ps) {
     job.credit_scope = policies.credit_scopes.choose_or(system, "credit_scope", "push").value;
     job.scheduling = policies.schedulings.choose_or(system, "scheduling", "every_worker").value;
+    // ps-lite's connections, as its code sends (docs/commsched.md, "ps-lite's connections").
+    job.ps_connections =
+        policies.ps_connections.choose_or(system, "ps_connections", "in_order").value;
   } else {
-    for (const char* key : {"credit_scope", "scheduling"})
+    for (const char* key : {"credit_scope", "scheduling", "ps_connections"})
       if (system.has(key)) throw InputError(system.path_of(key), "only for PS mode");
   }
   // Per-message costs: `transport` names a profile that gives their defaults, the keys override
@@ -115,17 +118,19 @@ CommschedParams read_commsched_params(JsonReader& system, JsonReader& workload,
   // The framework FIFO's engines (one tensor at a time each; 0 = all ready tensors at once) and
   // ByteScheduler's per-credit delay. Both keys describe the system, so both variants of a
   // FIFO-vs-ByteScheduler sweep accept them; each scheduler reads its own.
-  // Default in PS mode: one per server. MXNet's push is an asynchronous engine op that only
-  // hands the message to ps-lite and completes on the servers' answer, so the engine's one CPU
-  // worker thread bounds nothing [code: apache/mxnet 1.5.0, src/kvstore/kvstore_dist.h
-  // KVStoreDist::PushDefault (Engine::PushAsync), src/engine/threaded_engine_perdevice.cc
-  // ThreadedEnginePerDevice::PushToExecute (MXNET_CPU_WORKER_NTHREADS, default 1, FIFO
-  // queue)]; what serialises a worker's messages is ps-lite's one connection per server, in
-  // order [code: dmlc/ps-lite src/zmq_van.h ZMQVan::SendMsg, one ZMQ_DEALER socket per node].
-  // An engine here is not tied to a server (docs/commsched.md, "FIFO's engine count").
+  // Default in PS mode: no limit with in-order connections. MXNet's push is an asynchronous
+  // engine op that only hands the message to ps-lite and completes on the servers' answer, so
+  // the engine's one CPU worker thread bounds nothing [code: apache/mxnet 1.5.0,
+  // src/kvstore/kvstore_dist.h KVStoreDist::PushDefault (Engine::PushAsync),
+  // src/engine/threaded_engine_perdevice.cc ThreadedEnginePerDevice::PushToExecute
+  // (MXNET_CPU_WORKER_NTHREADS, default 1, FIFO queue)]; what serialises a worker's messages is
+  // ps-lite's one connection per server, in order (ps_connections above). With shared
+  // connections: one engine per server, the closest engine count (the default from 2026-12-07
+  // until the connections were modelled; an engine is not tied to a server).
   // All-reduce: one (Horovod's collectives in order on one stream).
-  job.fifo_engines =
-      static_cast<int>(system.integer_or("fifo_engines", ps ? servers : 1, 0, 1'000'000));
+  const bool in_order = ps && job.ps_connections == PsConnections::kInOrder;
+  job.fifo_engines = static_cast<int>(
+      system.integer_or("fifo_engines", ps ? (in_order ? 0 : servers) : 1, 0, 1'000'000));
   job.credit_delay = system.duration_or("credit_delay", "0s");
   // The servers' summing rate, the platform's PS processing cost (collectives::HostCosts);
   // absent: summing is free, as before the training core.

@@ -45,6 +45,13 @@ CommschedPolicies build() {
            "PS mode, as ByteScheduler's MXNet plugin runs: worker 0 schedules, the others push "
            "every chunk as soon as it is ready",
            Scheduling::kRankZero);
+  p.ps_connections
+      .add("in_order",
+           "PS mode, as ps-lite sends: one in-order connection per (worker, server); a push waits "
+           "behind the worker's earlier pushes to the same server",
+           PsConnections::kInOrder)
+      .add("shared", "PS mode: every push leaves at once and shares the links (the older model)",
+           PsConnections::kShared);
   return p;
 }
 
@@ -58,6 +65,7 @@ std::vector<PolicyInfo> CommschedPolicies::describe() const {
   credit_scopes.describe(out);
   transports.describe(out);
   schedulings.describe(out);
+  ps_connections.describe(out);
   return out;
 }
 

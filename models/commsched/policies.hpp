@@ -18,6 +18,7 @@ struct CommschedPolicies {
   PolicyRegistry<CreditScope> credit_scopes{"credit_scope"};
   PolicyRegistry<Transport> transports{"transport"};
   PolicyRegistry<Scheduling> schedulings{"scheduling"};
+  PolicyRegistry<PsConnections> ps_connections{"ps_connections"};
   std::vector<PolicyInfo> describe() const;
 };
 

@@ -54,6 +54,7 @@ TrainingJob::TrainingJob(Engine& engine, Network& network, Compute& compute, Job
   options.host.ps_aggregation = spec_.ps_aggregation;
   options.bigarray_bound = spec_.bigarray_bound;
   options.credit_until_pull = spec_.credit_scope == CreditScope::kPushPull;
+  options.in_order_connections = spec_.ps_connections == PsConnections::kInOrder;
   sync_ = training::training_policies()
               .syncs.get(sync_name(spec_.mode), "")
               .value(training::SyncSetup{engine, network, path_, std::move(options)});

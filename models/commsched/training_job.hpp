@@ -61,6 +61,14 @@ enum class CreditScope { kPush, kPushPull };
 // chunk starts on all workers once it is ready on each and worker 0 released it, so worker 0's
 // order and credit pace the others (before 2026-12-07 they pushed every chunk once ready).
 enum class Scheduling { kEveryWorker, kRankZero };
+// PS mode: how a worker's pushes share its connections to the servers (training::SyncOptions::
+// in_order_connections). kInOrder: as ps-lite sends, one in-order connection per (worker,
+// server): a push to server s leaves after the worker's earlier pushes to s arrived, pushes to
+// different servers go at once [code: dmlc/ps-lite src/zmq_van.h ZMQVan::Connect (one
+// ZMQ_DEALER socket per node), ZMQVan::SendMsg (queues the message on it and returns)].
+// kShared: every push leaves at once and they share the links max-min (the model before
+// 2026-12-07, kept to compare).
+enum class PsConnections { kShared, kInOrder };
 
 struct Layer {
   Time forward, backward;       // at speed 1, when JobSpec::worker_times is empty
@@ -84,10 +92,14 @@ struct JobSpec {
   std::int64_t bigarray_bound = 1'000'000;
   CreditScope credit_scope = CreditScope::kPush;
   Scheduling scheduling = Scheduling::kEveryWorker;  // ByteScheduler, PS mode
+  // Every scheduler, PS mode. The struct keeps kShared (the hand tests' setting); the scenario's
+  // default is kInOrder (commsched_model.cpp).
+  PsConnections ps_connections = PsConnections::kShared;
   // FIFO: the framework's communication engines per scheduler (per worker in PS mode, per job
   // in all-reduce mode), each one tensor at a time in ready order; 0 = every ready tensor at
-  // once. The scenario's default is one per server in PS mode (ps-lite's one connection per
-  // server, commsched_model.cpp) and one in all-reduce mode.
+  // once. The scenario's default in PS mode is 0 with in-order connections (MXNet hands every
+  // ready push to ps-lite, whose connections serialise it) and one per server with shared ones
+  // (the closest engine count before the connections were modelled); one in all-reduce mode.
   int fifo_engines = 1;
   // ByteScheduler: a released chunk's credit reaches the Core this much later (its end
   // callback into the Core's Python thread, which then pops the next chunk) [assumed, 0 = free].

@@ -39,6 +39,16 @@ struct SyncOptions {
   std::int64_t bigarray_bound = 1'000'000;
   // ps: a chunk's credit is held until its pull is back (else until its push arrived).
   bool credit_until_pull = false;
+  // ps: each worker's pushes to one server leave one after another, in the order the worker
+  // started them, a push's bytes after the previous one's arrived (ps-lite: one ZMQ_DEALER
+  // socket, so one TCP byte stream, per destination node; ZMQVan::SendMsg only queues a
+  // message's parts on it, so messages to one server pipeline in order and messages to
+  // different servers go in parallel [code: dmlc/ps-lite src/zmq_van.h ZMQVan::Connect,
+  // ZMQVan::SendMsg; include/ps/kv_app.h KVWorker::Send, one message per server slice]). A
+  // chunk sliced over every server is then one message per server, each in its server's
+  // queue. false: every push leaves at once and a worker's pushes share its link (the model
+  // before 2026-12-07).
+  bool in_order_connections = false;
   // ring_closed_form, reduce_scatter_all_gather_closed_form: GPUs of a worker's host that each
   // run the same collective at once over the host's link, whose bandwidth the closed form splits
   // evenly among them (a Megatron worker's TP group, sim_core/collectives/inter_host.hpp).

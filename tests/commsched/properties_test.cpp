@@ -89,6 +89,8 @@ TEST(CommschedProperties, RandomParameterServerJobs) {
     spec.message_overhead = Time::us(static_cast<std::int64_t>(rng.below(50)));
     spec.fifo_engines = static_cast<int>(rng.below(4));  // 0: no limit
     spec.credit_delay = Time::us(static_cast<std::int64_t>(rng.below(2) * rng.below(20'000)));
+    // ps-lite's in-order connections or shared links: the invariants hold either way.
+    spec.ps_connections = trial % 3 == 0 ? PsConnections::kShared : PsConnections::kInOrder;
     const int engines = spec.fifo_engines;
     const SchedulerConfig config =
         kind == SchedulerKind::kFifo

@@ -266,18 +266,32 @@ TEST(CommschedScenario, PsAggregationIsThePlatformsPsCostAndOnlyForPs) {
 }
 
 // `transport` gives the per-message costs' defaults (transport_costs.hpp, [assumed] figures);
-// the keys override it. FIFO's engines default to one per server in PS mode (ps-lite's one
-// connection per server) and to one in all-reduce mode; ByteScheduler's credit delay to none.
+// the keys override it. PS mode sends over ps-lite's in-order connections by default, and
+// FIFO's engines then bound nothing (0); with `ps_connections: shared` they default to one per
+// server; one in all-reduce mode. ByteScheduler's credit delay defaults to none.
 TEST(CommschedScenario, TransportProfilesAndFifoEngines) {
   CommschedParams p = parse(base());
   EXPECT_EQ(p.job.message_cpu, Time::zero());
   EXPECT_EQ(p.job.message_overhead, Time::zero());
   EXPECT_EQ(p.job.servers.size(), 2U);  // 4 hosts: half are servers by default
-  EXPECT_EQ(p.job.fifo_engines, 2);
+  EXPECT_EQ(p.job.ps_connections, PsConnections::kInOrder);
+  EXPECT_EQ(p.job.fifo_engines, 0);
   {
-    json three = base();
+    json shared = base();
+    shared["system"]["ps_connections"] = "shared";
+    EXPECT_EQ(parse(shared).job.ps_connections, PsConnections::kShared);
+    EXPECT_EQ(parse(shared).job.fifo_engines, 2);
+    json three = shared;
     three["system"]["servers"] = 3;
     EXPECT_EQ(parse(three, 8).job.fifo_engines, 3);
+    json bad = base();
+    bad["system"]["ps_connections"] = "parallel";
+    EXPECT_NE(error_of(bad).find("system.ps_connections"), std::string::npos) << error_of(bad);
+    bad = base();
+    bad["system"]["mode"] = "allreduce";
+    bad["system"]["ps_connections"] = "in_order";
+    EXPECT_NE(error_of(bad).find("system.ps_connections: only for PS mode"), std::string::npos)
+        << error_of(bad);
     json ring = base();
     ring["system"]["mode"] = "allreduce";
     EXPECT_EQ(parse(ring).job.fifo_engines, 1);

@@ -3,6 +3,9 @@
 // the flow backend shares a link max-min.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "tests/training/test_support.hpp"
 
 using namespace mlsim;
@@ -34,6 +37,87 @@ TEST(HandComputed, TwoLayersWithParameterServerSync) {
   EXPECT_EQ(job.core->iteration_seconds(), (std::vector<double>{11, 16}));
   // Per iteration each worker pushes and pulls 3M parameters: 2 x 2 x 12 MB x 2 iterations.
   EXPECT_EQ(job.strategy->bytes_delivered(), 2 * 2 * 12'000'000 * 2);
+}
+
+// ps-lite's connections (SyncOptions::in_order_connections): 1 worker, 2 servers, 3 layers,
+// FIFO with no engine limit (every ready tensor handed to ps at once, as MXNet does), 1
+// iteration. Layers: 0 (1M, key 0: server 0), 1 (1M, key 1: server 1), 2 (2M, key 2: server 0);
+// forward 1 s each, backward 0.5 s: B2 [3,3.5] B1 [3.5,4] B0 [4,4.5].
+//   In order, whole tensors: push 2 (to s0) alone from 3.5; push 1 (to s1) from 4, both at half
+//   rate; push 0 (to s0) is ready at 4.5 but waits behind push 2 on the connection to s0. Push
+//   1 is in at 6; push 2 has 0.5M left, alone: in at 6.5; push 0 then alone [6.5,7.5]. Pulls
+//   on the worker's downlink: 1 alone from 6 (0.5M by 6.5), then with pull 2 at half rate: 1
+//   back at 7.5; pull 0 joins pull 2 (1.5M left) at 7.5: 0 back at 9.5, 2 (0.5M left) at 10.
+//   Shared (every push at once, the model before): from 4.5 three pushes at 1/3: push 1 in at
+//   6.75, push 0 at 7.25, push 2 at 7.5; pulls 1 alone [6.75,7.25], then with 0, then all
+//   three from 7.5: 1 back at 8.625, 0 at 9.625, 2 at 10.75.
+//   In order, layer 2 sliced (bound 1.5M: 1M to each server): both slices from 3.5 at half
+//   rate, in at 5.5; push 1 waits behind slice 1 on the connection to s1, push 0 behind slice
+//   0 on the one to s0: both [5.5,7.5] at half rate; 2's pulls [5.5,7.5], 0's and 1's pulls
+//   [7.5,9.5].
+TEST(HandComputed, PsLiteConnectionsSendInOrderPerServer) {
+  const std::vector<Layer> layers{{1, 0.5, M}, {1, 0.5, M}, {1, 0.5, 2 * M}};
+  struct Case {
+    bool in_order;
+    std::int64_t bound;
+    // per layer 0, 1, 2: push in (credit back), parameters back; then the job's end
+    std::vector<double> pushed, back;
+    double finish;
+    // pushes (worker -> server) as the network started them: (server, start)
+    std::vector<std::pair<int, double>> push_starts;
+  };
+  for (const Case& c :
+       {Case{true, 1'000'000'000, {7.5, 6, 6.5}, {9.5, 7.5, 10}, 10, {{0, 3.5}, {1, 4}, {0, 6.5}}},
+        Case{false,
+             1'000'000'000,
+             {7.25, 6.75, 7.5},
+             {9.625, 8.625, 10.75},
+             10.75,
+             {{0, 3.5}, {1, 4}, {0, 4.5}}},
+        Case{true,
+             1'500'000,
+             {7.5, 7.5, 5.5},
+             {9.5, 9.5, 7.5},
+             9.5,
+             {{0, 3.5}, {1, 3.5}, {0, 5.5}, {1, 5.5}}}}) {
+    SCOPED_TRACE(::testing::Message()
+                 << (c.in_order ? "in order" : "shared") << ", bound " << c.bound);
+    Job job(1, 2, layers, 1, "fifo", "ps", {}, false, [&](SyncOptions& o) {
+      o.in_order_connections = c.in_order;
+      o.bigarray_bound = c.bound;
+    });
+    job.run();
+    ASSERT_TRUE(job.core->finished());
+    EXPECT_NEAR(job.core->finish_time().seconds(), c.finish, 1e-6);
+    // Handed to ps in ready order, every tensor as soon as it is ready (no engine limit).
+    ASSERT_EQ(job.tap.starts.size(), 3U);
+    for (std::size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(job.tap.starts[i].chunk.layer, 2 - i);
+      EXPECT_DOUBLE_EQ(job.tap.starts[i].at.seconds(), 3.5 + 0.5 * static_cast<double>(i));
+    }
+    std::vector<double> pushed(3, -1), back(3, -1);
+    for (const auto& r : job.tap.reports) {
+      if (r.release) pushed[r.chunk.layer] = r.at.seconds();
+      if (r.arrived) back[r.chunk.layer] = r.at.seconds();
+    }
+    for (std::size_t l = 0; l < 3; ++l) {  // flow rates of 1/3 round to the nanosecond
+      EXPECT_NEAR(pushed[l], c.pushed[l], 1e-6) << "layer " << l;
+      EXPECT_NEAR(back[l], c.back[l], 1e-6) << "layer " << l;
+    }
+    std::vector<std::pair<int, double>> push_starts;
+    const NodeId worker = job.topology.hosts()[0];
+    for (const TransferResult& t : job.recorder.transfers)
+      if (t.src == worker)
+        push_starts.emplace_back(t.dst == job.topology.hosts()[1] ? 0 : 1, t.started.seconds());
+    std::sort(push_starts.begin(), push_starts.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.second, a.first) < std::tie(b.second, b.first);
+    });
+    ASSERT_EQ(push_starts.size(), c.push_starts.size());
+    for (std::size_t i = 0; i < push_starts.size(); ++i) {
+      EXPECT_EQ(push_starts[i].first, c.push_starts[i].first) << "push " << i;
+      EXPECT_NEAR(push_starts[i].second, c.push_starts[i].second, 1e-6) << "push " << i;
+    }
+  }
 }
 
 // Ring sync, 2 workers, FIFO (one tensor at a time), 2 iterations. A ring of 2 moves P

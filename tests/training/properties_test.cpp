@@ -4,6 +4,7 @@
 // implies, and the job finishes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <random>
@@ -75,5 +76,94 @@ TEST(Properties, EveryGradientParameterIsSynchronisedOncePerIteration) {
               ps ? 2 * workers * bytes : 2 * (workers - 1) * bytes);
     EXPECT_EQ(job.strategy->bytes_sent(), job.strategy->bytes_delivered());
     EXPECT_EQ(job.core->iteration_starts().size(), iterations);
+  }
+}
+
+// ps-lite's in-order connections (SyncOptions::in_order_connections) over random PS jobs, FIFO
+// and ByteScheduler, random sizes, partitions, credits, big-array bounds and per-message delays:
+// every worker pushes and pulls every parameter once per iteration, and on each (worker, server)
+// connection at most one push is on the wire at a time, the pushes in the order the worker's
+// scheduler started their chunks (a chunk above the bound as one slice per server).
+TEST(Properties, PsLiteConnectionsKeepEachWorkersOrderPerServer) {
+  std::mt19937_64 rng(29);
+  auto uniform = [&](double a, double b) { return std::uniform_real_distribution<>(a, b)(rng); };
+  auto integer = [&](std::int64_t a, std::int64_t b) {
+    return std::uniform_int_distribution<std::int64_t>(a, b)(rng);
+  };
+  for (int trial = 0; trial < 40; ++trial) {
+    const bool fifo = trial % 2 == 0;
+    const int workers = static_cast<int>(integer(1, 4));
+    const int servers = static_cast<int>(integer(1, 3));
+    std::vector<Layer> layers;
+    for (std::int64_t l = integer(1, 6); l > 0; --l)
+      layers.push_back({uniform(0.05, 1), uniform(0.05, 1), integer(0, 3) * integer(0, M)});
+    const auto iterations = static_cast<std::size_t>(integer(1, 3));
+    const SchedulerConfig config{integer(0, 1) * integer(1, 2 * M),
+                                 integer(0, 1) * integer(1, 4 * M)};
+    const std::int64_t bound = integer(0, 1) ? integer(1, 2 * M) : 1'000'000'000;
+    const Time latency = Time::us(integer(0, 1) * integer(0, 50'000));
+    SCOPED_TRACE(::testing::Message()
+                 << "trial " << trial << (fifo ? " fifo" : " bytescheduler") << " workers "
+                 << workers << " servers " << servers << " partition " << config.partition
+                 << " credit " << config.credit << " bound " << bound);
+    Job job(workers, servers, layers, iterations, fifo ? "fifo" : "bytescheduler", "ps", config,
+            false, [&](SyncOptions& o) {
+              o.in_order_connections = true;
+              o.bigarray_bound = bound;
+              o.host.message_latency = latency;
+            });
+    job.run();
+    ASSERT_TRUE(job.core->finished());
+
+    // Every byte pushed and pulled once per iteration and worker.
+    std::int64_t total = 0;
+    for (const Layer& l : layers) total += l.parameters;
+    const std::int64_t bytes = total * 4 * static_cast<std::int64_t>(iterations);
+    EXPECT_EQ(job.strategy->bytes_delivered(), 2 * workers * bytes);
+    EXPECT_EQ(job.strategy->bytes_sent(), job.strategy->bytes_delivered());
+
+    // The expected pushes per (worker, server), in start order: keys numbered over (layer,
+    // chunk); a chunk above the bound sliced evenly over the servers (empty slices not sent).
+    const std::int64_t partition = fifo ? 0 : config.partition;  // FIFO sends whole tensors
+    std::vector<std::size_t> first_key(layers.size(), 0);
+    for (std::size_t l = 1; l < layers.size(); ++l)
+      first_key[l] =
+          first_key[l - 1] + partition_tensor(layers[l - 1].parameters, partition).size();
+    std::map<std::pair<NodeId, NodeId>, std::vector<std::int64_t>> expected, seen;
+    for (const auto& s : job.tap.starts) {
+      const NodeId w = job.topology.hosts()[s.owner];
+      const std::int64_t p = s.chunk.parameters;
+      if (p > bound) {
+        for (std::int64_t k = 0; k < servers; ++k) {
+          const std::int64_t values = p / servers + (k < p % servers ? 1 : 0);
+          if (values > 0) expected[{w, job.topology.hosts()[workers + k]}].push_back(values * 4);
+        }
+      } else {
+        const std::size_t key = first_key[s.chunk.layer] + s.chunk.index;
+        expected[{w, job.topology.hosts()[workers + key % servers]}].push_back(p * 4);
+      }
+    }
+    std::vector<TransferResult> pushes;
+    for (const TransferResult& t : job.recorder.transfers)
+      for (int w = 0; w < workers; ++w)
+        if (t.src == job.topology.hosts()[w]) pushes.push_back(t);
+    std::sort(pushes.begin(), pushes.end(), [](const TransferResult& a, const TransferResult& b) {
+      return std::tie(a.started, a.id) < std::tie(b.started, b.id);
+    });
+    std::map<std::pair<NodeId, NodeId>, Time> free_at;
+    for (const TransferResult& t : pushes) {
+      ASSERT_FALSE(t.failed);
+      const std::pair<NodeId, NodeId> conn{t.src, t.dst};
+      seen[conn].push_back(t.bytes.count);
+      if (auto it = free_at.find(conn); it != free_at.end()) {
+        EXPECT_GE(t.started, it->second) << "two pushes at once on one connection";
+      }
+      free_at[conn] = t.finished;
+    }
+    // A slice of a sliced chunk is whole in one message; the expected order per connection is
+    // the order of the scheduler's starts.
+    for (auto& [conn, sizes] : expected)
+      EXPECT_EQ(seen[conn], sizes) << "connection " << conn.first << " -> " << conn.second;
+    EXPECT_EQ(seen.size(), expected.size());
   }
 }

@@ -1,6 +1,8 @@
 #pragma once
 // A training job built from the core's registries on a star of equal links, flow backend, for
 // the tests of models/training. Links carry 4e6 bytes/s: one million fp32 parameters per second.
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,29 +31,32 @@ class Tap : public GradientSync, public SyncEvents {
   struct Start {
     std::size_t owner;
     Chunk chunk;
+    Time at;
   };
   struct Report {
     std::size_t owner;
     Chunk chunk;
     bool release, arrived;
+    Time at;
   };
-  void attach(GradientSync* inner, SyncEvents* outer) {
+  void attach(GradientSync* inner, SyncEvents* outer, const Engine* clock = nullptr) {
     inner_ = inner;
     outer_ = outer;
+    clock_ = clock;
   }
   Entry entry() const override { return inner_->entry(); }
   bool one_tensor_at_a_time() const override { return inner_->one_tensor_at_a_time(); }
   bool layout_matters() const override { return inner_->layout_matters(); }
   void set_partition(std::int64_t p) override { inner_->set_partition(p); }
   void start(std::size_t owner, const Chunk& c) override {
-    starts.push_back({owner, c});
+    starts.push_back({owner, c, now()});
     inner_->start(owner, c);
   }
   std::int64_t bytes_sent() const override { return inner_->bytes_sent(); }
   std::int64_t bytes_delivered() const override { return inner_->bytes_delivered(); }
   std::uint64_t messages() const override { return inner_->messages(); }
   void on_chunk(std::size_t owner, const Chunk& c, bool release, bool arrived) override {
-    reports.push_back({owner, c, release, arrived});
+    reports.push_back({owner, c, release, arrived, now()});
     outer_->on_chunk(owner, c, release, arrived);
   }
 
@@ -59,15 +64,63 @@ class Tap : public GradientSync, public SyncEvents {
   std::vector<Report> reports;
 
  private:
+  Time now() const { return clock_ ? clock_->now() : Time::zero(); }
   GradientSync* inner_ = nullptr;
   SyncEvents* outer_ = nullptr;
+  const Engine* clock_ = nullptr;
+};
+
+// Forwards every call to `inner` and keeps every delivered or failed transfer (its endpoints,
+// bytes, start and end), so a test can check what crossed the network and when.
+class RecordingNetwork final : public Network {
+ public:
+  explicit RecordingNetwork(Network& inner) : inner_(inner) {}
+  std::string_view backend_name() const override { return inner_.backend_name(); }
+  TransferId start_transfer(NodeId src, NodeId dst, Bytes bytes, DeliveryCallback done,
+                            std::uint64_t flow_label = 0) override {
+    return inner_.start_transfer(src, dst, bytes, wrap(std::move(done)), flow_label);
+  }
+  void start_transfers(std::span<TransferRequest> phase) override {
+    for (TransferRequest& r : phase) r.done = wrap(std::move(r.done));
+    inner_.start_transfers(phase);
+  }
+  bool cancel_transfer(TransferId id) override { return inner_.cancel_transfer(id); }
+  void set_link_bandwidth(LinkId link, Bandwidth bw) override {
+    inner_.set_link_bandwidth(link, bw);
+  }
+  void set_link_latency(LinkId link, Time latency) override {
+    inner_.set_link_latency(link, latency);
+  }
+  bool latency_per_direction() const override { return inner_.latency_per_direction(); }
+  void set_link_up(LinkId link, bool up) override { inner_.set_link_up(link, up); }
+  LinkStats link_stats(LinkId link) const override { return inner_.link_stats(link); }
+  NetworkTotals totals() const override { return inner_.totals(); }
+
+  std::vector<TransferResult> transfers;  // in the order they ended
+
+ private:
+  // The callbacks wait here (an InlineFunction holds too little to carry one inside another).
+  DeliveryCallback wrap(DeliveryCallback done) {
+    const std::uint64_t key = next_++;
+    waiting_.emplace(key, std::move(done));
+    return DeliveryCallback([this, key](const TransferResult& r) {
+      transfers.push_back(r);
+      auto it = waiting_.find(key);
+      DeliveryCallback f = std::move(it->second);
+      waiting_.erase(it);
+      f(r);
+    });
+  }
+  Network& inner_;
+  std::map<std::uint64_t, DeliveryCallback> waiting_;
+  std::uint64_t next_ = 0;
 };
 
 struct Job : test::PlatformBench {
   // `hosts` on a star: the first `workers` are workers, the next `servers` parameter servers.
   Job(int workers, int servers, std::vector<Layer> layers, std::size_t iterations,
       const std::string& scheduler, const std::string& sync, SchedulerConfig config,
-      bool credit_until_pull = false)
+      bool credit_until_pull = false, const std::function<void(SyncOptions&)>& tweak = {})
       : PlatformBench(build_topology(
             StarSpec{workers + servers, LinkSpec{Bandwidth{kBandwidth}, Time::zero()}})) {
     JobSpec spec;
@@ -90,8 +143,9 @@ struct Job : test::PlatformBench {
     options.bigarray_bound = 1'000'000'000;
     options.credit_until_pull = credit_until_pull;
     options.links = &links;  // rat plans over them
-    strategy = p.syncs.get(sync, "").value(SyncSetup{engine, network, tap, std::move(options)});
-    tap.attach(strategy.get(), path.get());
+    if (tweak) tweak(options);
+    strategy = p.syncs.get(sync, "").value(SyncSetup{engine, recorder, tap, std::move(options)});
+    tap.attach(strategy.get(), path.get(), &engine);
     path->set_sync(&tap);
     core->set_gradient_sink(path.get());
   }
@@ -113,6 +167,7 @@ struct Job : test::PlatformBench {
   }
 
   LinkConditions links{topology, network};
+  RecordingNetwork recorder{network};
   Tap tap;
   std::unique_ptr<DataParallelJob> core;
   std::unique_ptr<GradientPath> path;
