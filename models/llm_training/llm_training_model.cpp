@@ -227,8 +227,8 @@ std::optional<std::string> core_refusal(const ParallelLayout& l, workload::Commu
     if (h == previous)
       return fmt::format(
           "the training core runs one TP group per host, but TP groups {} and {} "
-          "share host {} (of the hosts in order from 0; tp {} is less than its "
-          "GPUs); the graph (core \"graph\") runs it",
+          "share host {} (of the hosts in order from 0; system.tp, or a cluster model's "
+          "megatron.tp, {} is less than its GPUs); the graph (core \"graph\") runs it",
           r - 1, r, h, l.tp);
     previous = h;
     const std::int64_t end = h + 1 < first_gpu.size() ? first_gpu[h + 1] : gpus;
