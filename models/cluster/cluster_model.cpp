@@ -355,14 +355,23 @@ void read_megatron(JsonReader& m, TrainingModel& t, const GpuSpec& reference,
                      "a job's iterations are its own: from its trace duration, or a listed job's "
                      "\"iterations\" (workload.jobs.list[i])");
   auto model = std::make_shared<MegatronModel>();
-  // The llm_training model's `core` choice, here per model: the graph or the training core.
-  model->core = llm_training::llm_training_policies().core.choose_or(mg, "core", "graph").value;
+  // The llm_training model's `core` choice, here per model: the graph, the training core, or
+  // (auto, the default) the core whenever it can run the layout. A job's placement gives each of
+  // its pp x dp TP groups a host of its own with tp GPUs, through the run's network: what the
+  // shared decision (llm_training::core_refusal) is asked about.
+  const llm_training::Core asked =
+      llm_training::llm_training_policies().core.choose_or(mg, "core", "auto").value;
   model->params = llm_training::read_training_params(mg, mg);
-  if (model->core == llm_training::Core::kTraining &&
-      !model->params.layout.collapse_tensor_parallel)
-    throw InputError(mg.path_of("core"),
-                     "a training-core worker stands for a whole TP group: it needs "
-                     "collapse_tensor_parallel true");
+  {
+    const llm_training::ParallelLayout& l = model->params.layout;
+    const std::vector<std::int64_t> placed(static_cast<std::size_t>(l.pp) * l.dp, l.tp);
+    const llm_training::CoreChoice choice = llm_training::choose_core(
+        asked, llm_training::core_refusal(l, workload::CommunicationMode::kNetwork, placed),
+        mg.path_of("core"));
+    model->core = choice.core;
+    model->core_requested = choice.asked;
+    model->core_fallback = choice.fallback;
+  }
   mg.finish();
   model->params.executor.mode = workload::CommunicationMode::kNetwork;
   const llm_training::TrainingParams& p = model->params;

@@ -83,9 +83,6 @@ struct CommunicationMode::GraphLive {
   std::unique_ptr<llm_training::MegatronCoreJob> core;  // or this, on the training core
   // The core's busiest worker's kernel time per iteration (what a graph rank's compute_s counts).
   double core_compute_per_iteration = 0;
-  // The core's DP collectives per synchronising stage (DP > 1) and iteration (the all-reduce: 1;
-  // the distributed optimizer: 2).
-  std::uint64_t core_dp_collectives = 0;
   std::uint64_t passes_left = 0;  // after the one running
   // Of the passes that ended.
   double compute_done = 0;
@@ -122,23 +119,8 @@ struct CommunicationMode::GraphLive {
     for (const workload::RankReport& r : executor->reports()) t = std::max(t, r.finished);
     return t;
   }
-  // On the core: its messages, and its DP collectives of the synchronisation rounds completed
-  // (each stage's first worker's updates of its first layer), both through the network.
-  workload::ExecutorCounts core_counts() const {
-    workload::ExecutorCounts c;
-    c.messages = core->messages();
-    const training::PipelineSchedule& schedule = core->schedule();
-    for (std::size_t s = 0; s < schedule.stages(); ++s) {
-      const std::size_t w = schedule.first_worker(s);
-      if (schedule.replication(s) > 1)
-        c.collectives +=
-            core_dp_collectives * core->core().updates(w, schedule.worker(w).first_layer);
-    }
-    c.network_collectives = c.messages + c.collectives;
-    return c;
-  }
   workload::ExecutorCounts counts() const {
-    if (core) return core_counts();
+    if (core) return core->counts();
     workload::ExecutorCounts c = counts_done;
     const workload::ExecutorCounts& now = executor->counts();
     c.nodes += now.nodes;
@@ -753,25 +735,29 @@ void CommunicationMode::start_core(const JobSpec& job, GraphLive& live) {
   llm_training::MegatronCoreOptions options;
   options.costs = mg.params.executor.costs;
   options.links = links_;
+  // A worker per TP group on its host or, with TP not collapsed, per GPU: GPU t of the r-th
+  // host's group is worker t + tp r, as the graph's uncollapsed rank.
+  std::vector<NodeId> workers;
+  const std::size_t lanes =
+      layout.collapse_tensor_parallel ? 1 : static_cast<std::size_t>(layout.tp);
+  for (NodeId h : live.hosts) workers.insert(workers.end(), lanes, h);
   // A transfer that found no route, from inside the network's delivery (maybe once per stage
   // and once for the messages): the job fails from a later event, once.
   live.core = std::make_unique<llm_training::MegatronCoreJob>(
-      engine_, network_, compute_, layout, mg.kernels, live.hosts, options, [this, id, serial] {
+      engine_, network_, compute_, layout, mg.kernels, workers, options, [this, id, serial] {
         engine_.schedule_in(Time::zero(),
                             [this, id, serial] { fail_graph(id, serial, Failure::kNoRoute); });
       });
   live.core->set_on_finished([this, id, serial] {
     engine_.schedule_in(Time::zero(), [this, id, serial] { finish_graph(id, serial); });
   });
-  live.core_dp_collectives = layout.dp_sync == llm_training::DpSync::kAllReduce ? 1 : 2;
   // The busiest worker's kernels per iteration, priced as the core prices them and each rounded
   // up to the nanosecond as Compute runs it (speed 1: the cluster has no speed changes), as a
   // graph rank's compute_s counts them.
-  const llm_training::MegatronOpPricer pricer(layout, mg.kernels, compute_, live.hosts,
-                                              options.costs);
+  const llm_training::MegatronOpPricer pricer(layout, mg.kernels, compute_, workers, options.costs);
   std::vector<training::OpStep> steps;
   const training::PipelineSchedule& schedule = live.core->schedule();
-  for (std::size_t w = 0; w < live.hosts.size(); ++w) {
+  for (std::size_t w = 0; w < workers.size(); ++w) {
     double seconds = 0;
     std::size_t f = 0, b = 0;
     while (const auto op = schedule.next(w, f, b)) {
@@ -1020,6 +1006,14 @@ void CommunicationMode::report(Results& out) const {
          {"communication_slowdown", per_model_[m].compute_only_s > 0
                                         ? per_model_[m].useful_s / per_model_[m].compute_only_s
                                         : 0.0}});
+  // A Megatron model's core: what runs its jobs, what the scenario asked, and why "auto" fell
+  // back to the graph (llm_training::report_core_choice's names).
+  for (std::size_t m = 0; m < params_.models.size(); ++m)
+    if (const MegatronModel* mg = params_.models[m].megatron.get()) {
+      Results choice;
+      llm_training::report_core_choice({mg->core, mg->core_requested, mg->core_fallback}, choice);
+      for (const auto& [key, value] : choice.details().items()) models[m][key] = value;
+    }
   out.details()["training_models"] = std::move(models);
   if (!stalled_jobs_.empty()) out.details()["stalled_jobs"] = stalled_jobs_;
 }

@@ -91,8 +91,12 @@ struct MegatronModel {
   llm_training::TrainingParams params;
   llm_training::StageKernels kernels;
   // What runs its jobs (`megatron.core`): the execution graph (megatron_source.hpp on a
-  // GraphExecutor, the default) or the training core (megatron_core_job.hpp).
+  // GraphExecutor) or the training core (megatron_core_job.hpp); by default ("auto") the core
+  // whenever it can run the model's layout (llm_training::core_refusal), else the graph, with
+  // the reason in `core_fallback` (details.training_models[i]).
   llm_training::Core core = llm_training::Core::kGraph;
+  llm_training::Core core_requested = llm_training::Core::kAuto;
+  std::optional<std::string> core_fallback;
   // The busiest stage's compute for one micro-batch on the reference GPU (an iteration is M of
   // them: the pipeline's micro-batches go through every stage).
   double stage_s_per_micro_batch = 0;

@@ -71,8 +71,9 @@ void report_setup(const TrainingParams& p, Results& out) {
 
 class LlmTraining {
  public:
-  LlmTraining(ModelEnv& env, const TrainingParams& p)
+  LlmTraining(ModelEnv& env, const TrainingParams& p, CoreChoice choice)
       : params_(p),
+        choice_(std::move(choice)),
         source_(p.layout, transformer_kernels(p.shape, p.micro_batch, p.layout.tp)),
         executor_(env.engine, env.network, env.compute, env.links, source_, p.executor,
                   "system.tp") {}
@@ -87,10 +88,12 @@ class LlmTraining {
     auto& layout = out.details()["layout"];
     layout["graph_ranks"] = source_.ranks();
     layout["collapse_tensor_parallel"] = params_.layout.collapse_tensor_parallel;
+    report_core_choice(choice_, out);
   }
 
  private:
   const TrainingParams& params_;
+  CoreChoice choice_;
   MegatronSource source_;
   workload::GraphExecutor executor_;
 };
@@ -100,8 +103,9 @@ class LlmTraining {
 class LlmCoreTraining {
  public:
   LlmCoreTraining(ModelEnv& env, const TrainingParams& p, std::vector<NodeId> hosts,
-                  bool stage_as_one_tensor, bool merge_op_steps)
+                  bool stage_as_one_tensor, bool merge_op_steps, CoreChoice choice)
       : params_(p),
+        choice_(std::move(choice)),
         job_(env.engine, env.network, env.compute, p.layout,
              transformer_kernels(p.shape, p.micro_batch, p.layout.tp), std::move(hosts),
              MegatronCoreOptions{p.executor.costs, &env.links, stage_as_one_tensor, merge_op_steps,
@@ -120,12 +124,19 @@ class LlmCoreTraining {
     if (job_.finished())
       report_exposure(job_.rank_reports(), MegatronSource::phase_names(), params_.layout.iterations,
                       out);
-    out.set_metric("messages", static_cast<double>(job_.messages()));
+    // The graph's counts but `nodes` (the core runs no graph: its ops instead), with the same
+    // meaning (MegatronCoreJob::counts).
+    const workload::ExecutorCounts counts = job_.counts();
+    out.set_metric("ops", static_cast<double>(job_.ops()));
+    out.set_metric("kernels", static_cast<double>(counts.kernels));
+    out.set_metric("collectives", static_cast<double>(counts.collectives));
+    out.set_metric("messages", static_cast<double>(counts.messages));
+    out.set_metric("network_collectives", static_cast<double>(counts.network_collectives));
     out.set_metric("dp_bytes_delivered", static_cast<double>(job_.gradients().bytes_delivered()));
     report_rates(params_, iteration_s, out);
     report_setup(params_, out);
+    report_core_choice(choice_, out);
     auto& d = out.details();
-    d["core"] = "training";
     d["layout"]["core_workers"] = params_.layout.pp * params_.layout.dp *
                                   (params_.layout.collapse_tensor_parallel ? 1 : params_.layout.tp);
     d["layout"]["collapse_tensor_parallel"] = params_.layout.collapse_tensor_parallel;
@@ -134,27 +145,40 @@ class LlmCoreTraining {
 
  private:
   const TrainingParams& params_;
+  CoreChoice choice_;
   bool failed_ = false;
   MegatronCoreJob job_;
 };
+
+// Each host's GPUs, in the topology's order (GraphExecutor's placement: one GPU for a host
+// topology.hardware gives none).
+std::vector<std::int64_t> host_gpus_of(const Topology& topology, const NodeHardware& hardware) {
+  std::vector<std::int64_t> out;
+  for (NodeId h : topology.hosts()) {
+    const HostHardware* hw = hardware.host(h);
+    out.push_back(hw != nullptr ? hw->gpus : 1);
+  }
+  return out;
+}
 
 // The host of each core worker (rank order): the graph's collapsed rank's (pp x dp workers, GPU
 // TP x r) or, with TP not collapsed, each GPU's (pp x dp x tp workers), on the topology's hosts
 // in order with the GPUs topology.hardware gives each (GraphExecutor's placement); each TP group
 // on one host, no two TP groups on one host. A layout that does not fit the topology is an
-// error at `layout_path` (system.tp, as on the graph); one the core cannot run (two TP groups on
-// a host: their messages or DP groups would stay inside it) at `where` (system.core).
+// error at `layout_path` (system.tp, as on the graph); one the core cannot run (core_refusal) at
+// `where` (system.core).
 std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& hardware,
-                               const ParallelLayout& l, const std::string& where,
-                               const std::string& layout_path) {
-  std::vector<NodeId> hosts;
+                               const ParallelLayout& l, workload::CommunicationMode mode,
+                               const std::string& where, const std::string& layout_path) {
+  const std::vector<std::int64_t> host_gpus = host_gpus_of(topology, hardware);
+  if (const std::optional<std::string> why = core_refusal(l, mode, host_gpus))
+    throw InputError(where, *why);
+  const std::vector<NodeId> hosts = topology.hosts();
   std::vector<std::int64_t> first_gpu;
   std::int64_t gpus = 0;
-  for (NodeId h : topology.hosts()) {
-    hosts.push_back(h);
+  for (std::int64_t g : host_gpus) {
     first_gpu.push_back(gpus);
-    const HostHardware* hw = hardware.host(h);
-    gpus += hw != nullptr ? hw->gpus : 1;
+    gpus += g;
   }
   std::vector<NodeId> out;
   const std::int64_t workers = static_cast<std::int64_t>(l.pp) * l.dp;
@@ -166,28 +190,11 @@ std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& har
     const std::int64_t first = r * l.tp;
     const auto h = static_cast<std::size_t>(
         std::upper_bound(first_gpu.begin(), first_gpu.end(), first) - first_gpu.begin() - 1);
-    if (!out.empty() && out.back() == hosts[h])
-      throw InputError(where, fmt::format("the training core runs one TP group per host, but "
-                                          "TP groups {} and {} share host {} (system.tp {} is "
-                                          "less than its GPUs)",
-                                          r - 1, r, hosts[h], l.tp));
     const std::int64_t end = h + 1 < first_gpu.size() ? first_gpu[h + 1] : gpus;
-    if (first + l.tp > end) {
-      // Not collapsed, a TP group whose GPUs are each on a host of their own runs on the graph
-      // (its all-reduces through the network); the core prices them inside one host only.
-      bool distinct = !l.collapse_tensor_parallel;
-      for (std::int64_t g = first + 1; distinct && g < first + l.tp; ++g)
-        distinct = std::find(first_gpu.begin(), first_gpu.end(), g) != first_gpu.end();
-      if (distinct)
-        throw InputError(where, fmt::format("the training core runs a TP group's all-reduces "
-                                            "inside one host, but TP group {} (GPUs {}..{}) "
-                                            "spans hosts; the graph (system.core \"graph\") runs "
-                                            "it through the network",
-                                            r, first, first + l.tp - 1));
+    if (first + l.tp > end)
       throw InputError(layout_path, fmt::format("TP group {} spans GPUs {}..{}, not all on one "
                                                 "host",
                                                 r, first, first + l.tp - 1));
-    }
     if (l.collapse_tensor_parallel)
       out.push_back(hosts[h]);
     else
@@ -197,6 +204,75 @@ std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& har
 }
 
 }  // namespace
+
+std::optional<std::string> core_refusal(const ParallelLayout& l, workload::CommunicationMode mode,
+                                        std::span<const std::int64_t> host_gpus) {
+  if (mode != workload::CommunicationMode::kNetwork && !l.collapse_tensor_parallel)
+    return "the closed form on the training core prices a whole TP group per worker: with "
+           "communication \"closed_form\" it needs collapse_tensor_parallel true (the graph, "
+           "core \"graph\", runs it)";
+  std::vector<std::int64_t> first_gpu;
+  std::int64_t gpus = 0;
+  for (std::int64_t g : host_gpus) {
+    first_gpu.push_back(gpus);
+    gpus += g;
+  }
+  const std::int64_t workers = static_cast<std::int64_t>(l.pp) * l.dp;
+  if (workers * l.tp > gpus) return std::nullopt;  // does not fit: the layout's error
+  std::size_t previous = first_gpu.size();
+  for (std::int64_t r = 0; r < workers; ++r) {
+    const std::int64_t first = r * l.tp;
+    const auto h = static_cast<std::size_t>(
+        std::upper_bound(first_gpu.begin(), first_gpu.end(), first) - first_gpu.begin() - 1);
+    if (h == previous)
+      return fmt::format(
+          "the training core runs one TP group per host, but TP groups {} and {} "
+          "share host {} (of the hosts in order from 0; system.tp, or a cluster model's "
+          "megatron.tp, {} is less than its GPUs); the graph (core \"graph\") runs it",
+          r - 1, r, h, l.tp);
+    previous = h;
+    const std::int64_t end = h + 1 < first_gpu.size() ? first_gpu[h + 1] : gpus;
+    if (first + l.tp > end) {
+      // Not collapsed, a TP group whose GPUs are each on a host of their own runs on the graph
+      // (its all-reduces through the network); the core prices them inside one host only.
+      bool distinct = !l.collapse_tensor_parallel;
+      for (std::int64_t g = first + 1; distinct && g < first + l.tp; ++g)
+        distinct = std::find(first_gpu.begin(), first_gpu.end(), g) != first_gpu.end();
+      if (distinct)
+        return fmt::format(
+            "the training core runs a TP group's all-reduces inside one host, but "
+            "TP group {} (GPUs {}..{}) spans hosts; the graph (core \"graph\") "
+            "runs it through the network",
+            r, first, first + l.tp - 1);
+      return std::nullopt;  // a TP group across hosts the graph cannot run either: the layout's
+    }
+  }
+  return std::nullopt;
+}
+
+CoreChoice choose_core(Core asked, const std::optional<std::string>& refusal,
+                       const std::string& where) {
+  CoreChoice c;
+  c.asked = asked;
+  if (asked == Core::kGraph) return c;
+  if (!refusal) {
+    c.core = Core::kTraining;
+    return c;
+  }
+  if (asked == Core::kTraining) throw InputError(where, *refusal);
+  c.fallback = refusal;
+  return c;
+}
+
+void report_core_choice(const CoreChoice& choice, Results& out) {
+  auto name = [](Core c) {
+    return c == Core::kGraph ? "graph" : c == Core::kTraining ? "training" : "auto";
+  };
+  auto& d = out.details();
+  d["core"] = name(choice.core);
+  d["core_requested"] = name(choice.asked);
+  if (choice.fallback) d["core_fallback"] = *choice.fallback;
+}
 
 TrainingParams read_training_params(JsonReader& system, JsonReader& workload) {
   TrainingParams p;
@@ -251,14 +327,16 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
   JsonReader system = setup.root.object("system");
   system.ignore("model");
   JsonReader workload = setup.root.object("workload");
-  const Core core = llm_training_policies().core.choose_or(system, "core", "graph").value;
+  const Core asked = llm_training_policies().core.choose_or(system, "core", "auto").value;
   const std::string core_path = system.path_of("core");
+  // Options of the training core: read unless the graph was asked for (an error then, below).
+  const bool options_given = system.has("stage_as_one_tensor") || system.has("core_op_steps");
   const bool one_tensor =
-      core == Core::kTraining ? system.boolean_or("stage_as_one_tensor", true) : true;
-  const bool merged = core == Core::kTraining &&
+      asked != Core::kGraph ? system.boolean_or("stage_as_one_tensor", true) : true;
+  const bool merged = asked != Core::kGraph &&
                       system.choice_or("core_op_steps", {"each", "merged"}, "each") == "merged";
   for (const char* key : {"stage_as_one_tensor", "core_op_steps"})
-    if (core != Core::kTraining && system.has(key))
+    if (asked == Core::kGraph && system.has(key))
       throw InputError(system.path_of(key),
                        "an option of the training core (system.core: "
                        "training); the graph runs every kernel and "
@@ -266,17 +344,21 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
   auto params = std::make_shared<TrainingParams>(read_training_params(system, workload));
   system.finish();
   workload.finish();
+  const CoreChoice choice =
+      choose_core(asked,
+                  core_refusal(params->layout, params->executor.mode,
+                               host_gpus_of(setup.topology, setup.node_hardware)),
+                  core_path);
+  if (choice.fallback && options_given)
+    throw InputError(core_path,
+                     "system.stage_as_one_tensor and system.core_op_steps are options "
+                     "of the training core, which cannot run this layout: " +
+                         *choice.fallback);
+  const Core core = choice.core;
   std::vector<NodeId> hosts;
-  if (core == Core::kTraining) {
-    const ParallelLayout& l = params->layout;
-    if (params->executor.mode != workload::CommunicationMode::kNetwork &&
-        !l.collapse_tensor_parallel)
-      throw InputError(core_path,
-                       "the closed form on the training core prices a whole TP group per "
-                       "worker: with system.communication \"closed_form\" it needs "
-                       "system.collapse_tensor_parallel true (or system.core \"graph\")");
-    hosts = core_hosts(setup.topology, setup.node_hardware, l, core_path, system.path_of("tp"));
-  }
+  if (core == Core::kTraining)
+    hosts = core_hosts(setup.topology, setup.node_hardware, params->layout, params->executor.mode,
+                       core_path, system.path_of("tp"));
 
   // Every operator on every GPU the run uses must be priced (GPUs of the first tp x pp x dp).
   const StageKernels kernels =
@@ -304,11 +386,12 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
 
   if (core == Core::kTraining)
     return std::make_unique<SimulationModel<LlmCoreTraining>>(
-        setup.env, [params, hosts, one_tensor, merged](ModelEnv& env) {
-          return std::make_unique<LlmCoreTraining>(env, *params, hosts, one_tensor, merged);
+        setup.env, [params, hosts, one_tensor, merged, choice](ModelEnv& env) {
+          return std::make_unique<LlmCoreTraining>(env, *params, hosts, one_tensor, merged, choice);
         });
-  return std::make_unique<SimulationModel<LlmTraining>>(
-      setup.env, [params](ModelEnv& env) { return std::make_unique<LlmTraining>(env, *params); });
+  return std::make_unique<SimulationModel<LlmTraining>>(setup.env, [params, choice](ModelEnv& env) {
+    return std::make_unique<LlmTraining>(env, *params, choice);
+  });
 }
 
 }  // namespace mlsim::llm_training

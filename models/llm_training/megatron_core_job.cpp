@@ -106,6 +106,7 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   setup.sync.costs = options.costs;  // the graph pays them on every collective and message
   setup.sync.links = options.links;
   setup.stage_as_one_tensor = options.stage_as_one_tensor;
+  stage_as_one_tensor_ = options.stage_as_one_tensor;
   // Stage s's DP ring (of TP index t) is the graph's DP group of ranks t + lanes (d + dp s),
   // d < dp (the workers' numbering): the group's ECMP label.
   const auto lanes = static_cast<int>(lanes_);
@@ -280,6 +281,26 @@ void MegatronCoreJob::step_started(std::size_t w, const training::ScheduledOp& o
   m.in_kernel = true;
 }
 
+workload::ExecutorCounts MegatronCoreJob::counts() const {
+  workload::ExecutorCounts c;
+  c.kernels = kernels_;
+  c.messages = messages_sent_;
+  std::uint64_t dp = 0;
+  if (layout_.dp > 1) {
+    const std::uint64_t per_sync = layout_.dp_sync == DpSync::kAllReduce ? 1 : 2;
+    for (std::size_t s = 0; s < schedule_.stages(); ++s)
+      for (std::size_t g = 0; g < lanes_; ++g) {  // replica t + lanes d is in group t
+        const std::size_t w = schedule_.first_worker(s) + g;
+        const auto& wk = schedule_.worker(w);
+        const std::size_t end = stage_as_one_tensor_ ? wk.first_layer + 1 : wk.end_layer;
+        for (std::size_t l = wk.first_layer; l < end; ++l) dp += per_sync * job_->updates(w, l);
+      }
+  }
+  c.collectives = tp_collectives_ + dp;
+  c.network_collectives = closed_form_ ? 0 : c.messages + dp;
+  return c;
+}
+
 std::vector<workload::RankReport> MegatronCoreJob::rank_reports() const {
   std::vector<workload::RankReport> out;
   for (std::size_t w = 0; w < meters_.size(); ++w) {
@@ -301,6 +322,10 @@ void MegatronCoreJob::op_done(std::size_t w, const training::ScheduledOp& op) {
   Progress& p = progress_[w];
   const std::size_t iteration = p.iteration;
   ++p.computed;
+  ++ops_;
+  const MegatronOpPricer::StepCounts steps = pricer_->count_steps(w, op);
+  kernels_ += steps.kernels;
+  if (w % lanes_ == 0) tp_collectives_ += steps.all_reduces;  // a TP group's, once
   const bool sends = op.forward ? wk.stage + 1 < schedule_.stages() : wk.stage > 0;
   // The op's compute is over; the graph's next node is its send (or send-receive pair) if any.
   kernel_ended(w);

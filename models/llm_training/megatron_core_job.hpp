@@ -110,6 +110,17 @@ class MegatronCoreJob final : public training::OpObserver {
   std::uint64_t messages() const { return messages_sent_; }
   // Bytes of its activation and activation-gradient messages the network delivered.
   std::int64_t message_bytes_delivered() const { return messages_.bytes_delivered(); }
+  // What GraphExecutor::counts() counts for the same run, counted on the core (equal to the
+  // graph's once both finished: LlmTrainingScenario.TheTrainingCoreGivesTheGraphsIteration*,
+  // LlmTrainingClosedForm.TheTrainingCoreGivesTheGraphsClosedForm):
+  // kernels run (each op's kernels as MegatronOpPricer gives them unmerged), collectives (a TP
+  // group's all-reduces, once per group, and each stage DP group's collectives of the syncs
+  // completed: one per sync, two for the distributed optimizer, per layer when a stage is not one
+  // tensor), messages, and network_collectives (the messages and DP collectives through the
+  // network; none in the closed form). `nodes` stays 0: the core runs no graph (ops() instead).
+  workload::ExecutorCounts counts() const;
+  // Ops computed over every worker (forwards and backwards, each of its micro-batch).
+  std::uint64_t ops() const { return ops_; }
   // Messages that waited for their receive to be posted.
   std::uint64_t rendezvous_waits() const { return waits_; }
   // For tests: every message's start and arrival, once turned on (before start()).
@@ -175,6 +186,8 @@ class MegatronCoreJob final : public training::OpObserver {
   std::unique_ptr<collectives::InterHostClosedForm> closed_form_;
   std::vector<int> host_gpus_;
   std::uint64_t messages_sent_ = 0, waits_ = 0;
+  std::uint64_t ops_ = 0, kernels_ = 0, tp_collectives_ = 0;  // counts()
+  bool stage_as_one_tensor_ = true;
   bool record_ = false;
   std::vector<MessageRecord> records_;
   std::vector<Progress> progress_;

@@ -81,6 +81,14 @@ Time MegatronOpPricer::trailing_collectives(std::size_t worker,
   return trailing;
 }
 
+MegatronOpPricer::StepCounts MegatronOpPricer::count_steps(std::size_t worker,
+                                                           const training::ScheduledOp& op) const {
+  each_step(worker, op, scratch_);
+  StepCounts c;
+  for (const OpStep& s : scratch_) ++(s.kind == OpStep::Kind::kCompute ? c.kernels : c.all_reduces);
+  return c;
+}
+
 void MegatronOpPricer::each_step(std::size_t worker, const training::ScheduledOp& op,
                                  std::vector<OpStep>& out) const {
   out.clear();

@@ -46,6 +46,12 @@ class MegatronOpPricer final : public training::OpPricer {
   // the rest of the op's all-reduce step ran between its kernels on the graph (exposed TP time
   // there, megatron_core_job.hpp "Exposure").
   Time trailing_collectives(std::size_t worker, const training::ScheduledOp& op) const;
+  // The op's kernels and TP all-reduces as the graph runs them (one node each), merged or not:
+  // what MegatronCoreJob::counts() adds up as GraphExecutor::counts() does.
+  struct StepCounts {
+    std::size_t kernels = 0, all_reduces = 0;
+  };
+  StepCounts count_steps(std::size_t worker, const training::ScheduledOp& op) const;
 
  private:
   void each_step(std::size_t worker, const training::ScheduledOp& op,
@@ -64,6 +70,7 @@ class MegatronOpPricer final : public training::OpPricer {
   std::array<const std::vector<Work>*, 8> groups_{};
   mutable std::vector<std::array<double, 8>> seconds_;  // per worker; < 0: not priced yet
   mutable std::vector<Time> all_reduce_;                // per worker; < 0: not priced yet
+  mutable std::vector<training::OpStep> scratch_;       // count_steps'
 };
 
 }  // namespace mlsim::llm_training

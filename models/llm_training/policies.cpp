@@ -14,9 +14,13 @@ LlmTrainingPolicies build() {
            "the iteration as a job on the training core (a worker per TP group, Megatron's 1F1B "
            "as a PipelineSchedule, ops priced as the graph prices them, DP gradients by the "
            "core's ring or reduce_scatter_all_gather strategy, activations as point-to-point "
-           "messages); network "
-           "communication only",
-           Core::kTraining);
+           "messages), in either communication mode; refuses (naming the reason) a layout it "
+           "cannot run",
+           Core::kTraining)
+      .add("auto",
+           "the default: the training core whenever it can run the layout, else the execution "
+           "graph; details.core says which ran and details.core_fallback why the core could not",
+           Core::kAuto);
   p.communication
       .add("closed_form",
            "collectives and messages between hosts take collective_cost's closed form (launch, "

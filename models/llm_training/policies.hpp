@@ -9,9 +9,10 @@
 
 namespace mlsim::llm_training {
 
-// What runs the iteration: the execution graph (megatron_source.hpp) or the training core
-// (megatron_core_job.hpp).
-enum class Core { kGraph, kTraining };
+// What runs the iteration: the execution graph (megatron_source.hpp), the training core
+// (megatron_core_job.hpp), or (kAuto, the default) the training core whenever it can run the
+// layout (core_refusal, llm_training_model.hpp), else the graph.
+enum class Core { kGraph, kTraining, kAuto };
 
 struct LlmTrainingPolicies {
   PolicyRegistry<Core> core{"core"};

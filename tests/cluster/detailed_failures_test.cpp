@@ -473,6 +473,8 @@ TEST(DetailedFailures, EveryJobFinishesOrIsReportedOnceUnderRandomFailures) {
         ASSERT_EQ(t.hosts.size(), static_cast<std::size_t>(l.pp * l.dp));
         const MegatronTestCounts per = megatron_test_counts(*m.megatron, job_gpus);
         EXPECT_EQ(t.graph_messages, per.messages * t.iterations);
+        // On either core (the core counts the graph's TP and DP collectives since 2026-12-07).
+        EXPECT_EQ(t.graph_collectives, per.collectives * t.iterations);
         EXPECT_EQ(t.graph_network_collectives, per.network * t.iterations);
         EXPECT_EQ(t.graph_bytes_delivered,
                   megatron_test_bytes_per_iteration(*m.megatron, job_gpus) *

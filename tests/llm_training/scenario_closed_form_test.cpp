@@ -61,6 +61,12 @@ TEST(LlmTrainingClosedForm, TheTrainingCoreGivesTheGraphsClosedForm) {
     EXPECT_EQ(core.results.details().at("critical_rank"),
               graph.results.details().at("critical_rank"))
         << what;
+    // The graph's counts with the same meaning (MegatronCoreJob::counts): nothing through the
+    // network in the closed form on either.
+    for (const char* name : {"kernels", "collectives", "messages", "network_collectives"})
+      EXPECT_EQ(c.at(name), g.at(name)) << name << " " << what;
+    EXPECT_EQ(c.at("network_collectives"), 0) << what;
+    EXPECT_GT(c.at("collectives"), 0) << what;
   }
 }
 

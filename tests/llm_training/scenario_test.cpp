@@ -34,6 +34,19 @@ double metric(const RunOutput& o, const std::string& name) {
   return o.results.metrics().at(name);
 }
 
+// The graph's counts the core reports with the same meaning (MegatronCoreJob::counts): equal on
+// both cores, and not trivially.
+void expect_same_counts(const RunOutput& core, const RunOutput& graph, const std::string& what) {
+  for (const char* name : {"kernels", "collectives", "messages"}) {
+    EXPECT_EQ(metric(core, name), metric(graph, name)) << name << " " << what;
+    EXPECT_GT(metric(core, name), 0) << name << " " << what;
+  }
+  EXPECT_EQ(metric(core, "network_collectives"), metric(graph, "network_collectives")) << what;
+  EXPECT_GT(metric(core, "ops"), 0) << what;
+  EXPECT_EQ(core.results.metrics().count("nodes"), 0u) << what;  // no graph on the core
+  EXPECT_GT(metric(graph, "nodes"), metric(graph, "kernels")) << what;
+}
+
 // The InputError's message of a run with these overrides, or "no error".
 std::string input_error(std::vector<std::string> sets) {
   try {
@@ -45,30 +58,46 @@ std::string input_error(std::vector<std::string> sets) {
 }
 
 TEST(LlmTrainingScenario, Gpt3OnAThousandGpusRunsAndItsPhasesAddUp) {
-  // 128 sequences over DP 8: 16 micro-batches per pipeline (the shipped 1536 gives 192).
-  const RunOutput o = run_gpt3({"system.global_batch=128"});
-  EXPECT_EQ(metric(o, "completed"), 1);
-  const double t = metric(o, "iteration_time_s");
-  // Per rank, compute + exposed phases = the rank's finish; the critical rank ends the iteration.
-  const double critical =
-      metric(o, "critical_rank_compute_s") + metric(o, "critical_rank_exposed_tp_s") +
-      metric(o, "critical_rank_exposed_pp_s") + metric(o, "critical_rank_exposed_dp_s");
-  EXPECT_NEAR(critical, t, 1e-9 * t);
-  // 1F1B's bubble: with M = 16 and PP = 16, the first stage (which ends the iteration) idles
-  // (PP-1)/(M+PP-1) = 15/31 of the pipeline's time waiting for its neighbours, at least (the
-  // messages add to it); later stages start later and end earlier, so idle less.
-  const double pipeline = t - metric(o, "critical_rank_exposed_dp_s");
-  EXPECT_GE(metric(o, "critical_rank_exposed_pp_s"), 15.0 / 31.0 * pipeline);
-  EXPECT_LT(metric(o, "exposed_pp_s"), metric(o, "critical_rank_exposed_pp_s"));
-  EXPECT_EQ(metric(o, "gpus"), 1024);
-  EXPECT_EQ(o.results.details().at("layout").at("graph_ranks"), 128);
+  // 128 sequences over DP 8: 16 micro-batches per pipeline (the shipped 1536 gives 192). On the
+  // default core (the training core, "auto") and on the graph.
+  for (const char* core : {"auto", "graph"}) {
+    SCOPED_TRACE(core);
+    const RunOutput o =
+        run_gpt3({"system.global_batch=128", std::string("system.core=\"") + core + "\""});
+    EXPECT_EQ(metric(o, "completed"), 1);
+    const double t = metric(o, "iteration_time_s");
+    // Per rank, compute + exposed phases = the rank's finish; the critical rank ends the
+    // iteration.
+    const double critical =
+        metric(o, "critical_rank_compute_s") + metric(o, "critical_rank_exposed_tp_s") +
+        metric(o, "critical_rank_exposed_pp_s") + metric(o, "critical_rank_exposed_dp_s");
+    EXPECT_NEAR(critical, t, 1e-9 * t);
+    // 1F1B's bubble: with M = 16 and PP = 16, the first stage (which ends the iteration) idles
+    // (PP-1)/(M+PP-1) = 15/31 of the pipeline's time waiting for its neighbours, at least (the
+    // messages add to it); later stages start later and end earlier, so idle less.
+    const double pipeline = t - metric(o, "critical_rank_exposed_dp_s");
+    EXPECT_GE(metric(o, "critical_rank_exposed_pp_s"), 15.0 / 31.0 * pipeline);
+    EXPECT_LT(metric(o, "exposed_pp_s"), metric(o, "critical_rank_exposed_pp_s"));
+    EXPECT_EQ(metric(o, "gpus"), 1024);
+    const auto& layout = o.results.details().at("layout");
+    if (std::string(core) == "graph") {
+      EXPECT_EQ(layout.at("graph_ranks"), 128);
+      EXPECT_EQ(o.results.details().at("core"), "graph");
+    } else {
+      EXPECT_EQ(layout.at("core_workers"), 128);
+      EXPECT_EQ(o.results.details().at("core"), "training");
+    }
+  }
 }
 
 TEST(LlmTrainingScenario, SymmetryAndCommunicationModesAgree) {
   // Collapsing each TP group into one rank changes the rank count, not the times (closed form).
+  // Not collapsed in the closed form, only the graph runs it: the default core falls back.
   const RunOutput a = run_gpt3({"system.global_batch=64"});
   const RunOutput b = run_gpt3({"system.global_batch=64", "system.collapse_tensor_parallel=false"});
   EXPECT_NEAR(metric(a, "iteration_time_s"), metric(b, "iteration_time_s"), 1e-9);
+  EXPECT_EQ(a.results.details().at("core"), "training");
+  EXPECT_EQ(b.results.details().at("core"), "graph");
   EXPECT_EQ(b.results.details().at("layout").at("graph_ranks"), 1024);
   // Through the network (1:1 leaf-spine, one NIC's share per GPU) the bytes meet no more
   // contention than the closed form assumes, except where ECMP puts two flows on one uplink:
@@ -81,9 +110,52 @@ TEST(LlmTrainingScenario, SymmetryAndCommunicationModesAgree) {
 }
 
 TEST(LlmTrainingScenario, SameScenarioSameResults) {
-  const RunOutput a = run_gpt3({"system.global_batch=64", "system.communication=\"network\""});
-  const RunOutput b = run_gpt3({"system.global_batch=64", "system.communication=\"network\""});
-  EXPECT_EQ(a.results.metrics(), b.results.metrics());
+  for (const char* core : {"auto", "graph"}) {
+    const std::vector<std::string> sets = {"system.global_batch=64",
+                                           "system.communication=\"network\"",
+                                           std::string("system.core=\"") + core + "\""};
+    EXPECT_EQ(run_gpt3(sets).results.metrics(), run_gpt3(sets).results.metrics()) << core;
+  }
+}
+
+// The default core ("auto"): the training core whenever core_refusal finds nothing it cannot
+// run, named in details.core; otherwise the graph, with the core's reason in
+// details.core_fallback (the one reason "training" would throw at system.core). Here with two
+// TP groups of 4 on each 8-GPU host and TP not collapsed, both in the closed form (the graph's
+// network mode refuses a DP group with several GPUs on a host).
+TEST(LlmTrainingScenario, TheDefaultCoreFallsBackToTheGraphAndSaysWhy) {
+  const RunOutput core = run_gpt3({"system.global_batch=64"});
+  EXPECT_EQ(core.results.details().at("core"), "training");
+  EXPECT_EQ(core.results.details().at("core_requested"), "auto");
+  EXPECT_FALSE(core.results.details().contains("core_fallback"));
+  const RunOutput graph = run_gpt3({"system.global_batch=64", "system.core=\"graph\""});
+  EXPECT_EQ(graph.results.details().at("core"), "graph");
+  EXPECT_EQ(graph.results.details().at("core_requested"), "graph");
+  EXPECT_FALSE(graph.results.details().contains("core_fallback"));
+  struct Case {
+    std::vector<std::string> sets;
+    const char* reason;  // a word of the core's refusal
+  };
+  for (const Case& c : {Case{{"system.global_batch=64", "system.tp=4"}, "share host"},
+                        Case{{"system.global_batch=64", "system.collapse_tensor_parallel=false"},
+                             "collapse_tensor_parallel"}}) {
+    const RunOutput o = run_gpt3(c.sets);
+    EXPECT_EQ(metric(o, "completed"), 1) << c.reason;
+    EXPECT_EQ(o.results.details().at("core"), "graph") << c.reason;
+    EXPECT_EQ(o.results.details().at("core_requested"), "auto") << c.reason;
+    const std::string why = o.results.details().at("core_fallback");
+    EXPECT_NE(why.find(c.reason), std::string::npos) << why;
+    // The same reason is what the training core refuses with, at system.core.
+    auto sets = c.sets;
+    sets.push_back("system.core=\"training\"");
+    const std::string refused = input_error(sets);
+    EXPECT_NE(refused.find("system.core"), std::string::npos) << refused;
+    EXPECT_NE(refused.find(why), std::string::npos) << refused;
+    // An option of the core with a layout it cannot run is an error, not silently dropped.
+    sets = c.sets;
+    sets.push_back("system.core_op_steps=\"merged\"");
+    EXPECT_NE(input_error(sets).find("system.core"), std::string::npos) << c.reason;
+  }
 }
 
 TEST(LlmTrainingScenario, InputErrorsNameTheirPathAtPrepareTime) {
@@ -133,10 +205,15 @@ TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIteration) {
 
 TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
   EXPECT_NE(input_error({"system.core=\"tree\""}).find("system.core"), std::string::npos);
-  EXPECT_NE(input_error({"system.stage_as_one_tensor=false"}).find("system.stage_as_one_tensor"),
+  // The core's options are errors on the graph, asked for by name ...
+  EXPECT_NE(input_error({"system.core=\"graph\"", "system.stage_as_one_tensor=false"})
+                .find("system.stage_as_one_tensor"),
             std::string::npos);
-  EXPECT_NE(input_error({"system.core_op_steps=\"merged\""}).find("system.core_op_steps"),
+  EXPECT_NE(input_error({"system.core=\"graph\"", "system.core_op_steps=\"merged\""})
+                .find("system.core_op_steps"),
             std::string::npos);
+  // ... and taken by the default core, which runs the shipped layout.
+  EXPECT_EQ(input_error({"system.global_batch=64", "system.core_op_steps=\"merged\""}), "no error");
   EXPECT_NE(input_error({"system.core=\"training\"", "system.communication=\"network\"",
                          "system.core_op_steps=\"fused\""})
                 .find("system.core_op_steps"),
@@ -209,6 +286,7 @@ TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIterationWithTensorParall
       EXPECT_EQ(metric(core, name), metric(graph, name)) << name << " " << one_spine;
     EXPECT_EQ(core.results.details().at("critical_rank"),
               graph.results.details().at("critical_rank"));
+    expect_same_counts(core, graph, "not collapsed");
   }
 }
 
@@ -228,6 +306,7 @@ TEST(LlmTrainingScenario, TheTrainingCoreGivesTheGraphsIterationWithTheDistribut
   const RunOutput core = with("training", "reduce_scatter_all_gather");
   EXPECT_EQ(metric(core, "completed"), 1);
   EXPECT_EQ(metric(core, "iteration_time_s"), metric(graph, "iteration_time_s"));
+  expect_same_counts(core, graph, "distributed optimizer");
   EXPECT_GE(metric(core, "iteration_time_s"),
             metric(with("training", "all_reduce"), "iteration_time_s"));
 }
