@@ -144,42 +144,60 @@ TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
   EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
                          "system.global_batch=64", "system.stage_as_one_tensor=false"}),
             "no error");
-  // TP not collapsed runs on the core (since 2026-12-07; it was refused at system.core).
-  EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
-                         "system.global_batch=64", "system.collapse_tensor_parallel=false"}),
-            "no error");
-  // ... but not in the closed form, which prices a whole TP group per core worker.
-  const std::string closed_uncollapsed =
-      input_error({"system.core=\"training\"", "system.communication=\"closed_form\"",
-                   "system.global_batch=64", "system.collapse_tensor_parallel=false"});
-  EXPECT_NE(closed_uncollapsed.find("system.core"), std::string::npos) << closed_uncollapsed;
-  EXPECT_NE(closed_uncollapsed.find("collapse_tensor_parallel"), std::string::npos)
-      << closed_uncollapsed;
-  // Two TP groups of 4 on an 8-GPU host: their messages or DP rings would stay inside the host,
-  // which the core does not price (collapsed or not).
-  for (const char* collapse : {"true", "false"})
-    EXPECT_NE(input_error({"system.core=\"training\"", "system.communication=\"network\"",
-                           "system.global_batch=64", "system.tp=4",
-                           std::string("system.collapse_tensor_parallel=") + collapse})
-                  .find("system.core"),
-              std::string::npos)
+  // TP not collapsed runs on the core (since 2026-12-07; it was refused at system.core), in both
+  // modes (the closed form since 2026-12-07 too).
+  for (const char* mode : {"\"network\"", "\"closed_form\""})
+    EXPECT_EQ(input_error({"system.core=\"training\"", std::string("system.communication=") + mode,
+                           "system.global_batch=64", "system.collapse_tensor_parallel=false"}),
+              "no error")
+        << mode;
+  // Two TP groups of 4 on an 8-GPU host run on the core (since 2026-12-07), collapsed or not: in
+  // the closed form at DP 8 (each stage's DP group on four hosts, two GPUs on each) and through
+  // the network at DP 2 (each DP group inside one host). Through the network at DP 8 both cores
+  // refuse it at system.tp: the network carries no bytes between the GPUs of a host.
+  for (const char* collapse : {"true", "false"}) {
+    const std::string c = std::string("system.collapse_tensor_parallel=") + collapse;
+    EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"closed_form\"",
+                           "system.global_batch=64", "system.tp=4", c}),
+              "no error")
         << collapse;
-  // A TP group of 2 over two one-GPU hosts: the graph runs it through the network when not
-  // collapsed, the core refuses it at system.core; collapsed, a rank of width 2 cannot span
-  // hosts on either (system.tp).
+    EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
+                           "system.global_batch=64", "system.tp=4", "system.dp=2", c}),
+              "no error")
+        << collapse;
+    for (const char* core : {"\"training\"", "\"graph\""}) {
+      const std::string e =
+          input_error({std::string("system.core=") + core, "system.communication=\"network\"",
+                       "system.global_batch=64", "system.tp=4", c});
+      EXPECT_NE(e.find("system.tp"), std::string::npos) << collapse << core << e;
+      EXPECT_NE(e.find("several GPUs on one host"), std::string::npos) << collapse << core << e;
+    }
+  }
+  // A TP group of 2 over two one-GPU hosts runs on the core when not collapsed (since
+  // 2026-12-07; the graph runs its all-reduces through the network, and so does the core);
+  // collapsed, a rank of width 2 cannot span hosts on either (system.tp). Still refused at
+  // system.core: merged op steps with it through the network (its all-reduces are network
+  // collectives, not one step).
   const std::vector<std::string> spanning = {"system.core=\"training\"",
                                              "system.communication=\"network\"",
                                              "system.global_batch=64",
                                              "system.tp=2",
                                              "system.dp=4",
                                              "topology.hardware.gpus_per_host=1"};
-  auto with = [&](const char* collapse) {
+  auto with = [&](std::vector<std::string> more) {
     auto s = spanning;
-    s.push_back(std::string("system.collapse_tensor_parallel=") + collapse);
+    s.insert(s.end(), more.begin(), more.end());
     return input_error(s);
   };
-  EXPECT_NE(with("false").find("system.core"), std::string::npos) << with("false");
-  EXPECT_NE(with("true").find("system.tp"), std::string::npos) << with("true");
+  EXPECT_EQ(with({"system.collapse_tensor_parallel=false"}), "no error");
+  EXPECT_NE(with({"system.collapse_tensor_parallel=true"}).find("system.tp"), std::string::npos);
+  const std::string merged =
+      with({"system.collapse_tensor_parallel=false", "system.core_op_steps=\"merged\""});
+  EXPECT_NE(merged.find("system.core:"), std::string::npos) << merged;
+  EXPECT_NE(merged.find("core_op_steps"), std::string::npos) << merged;
+  EXPECT_EQ(with({"system.collapse_tensor_parallel=false", "system.core_op_steps=\"merged\"",
+                  "system.communication=\"closed_form\""}),
+            "no error");
 }
 
 // TP not collapsed (every GPU its own rank, 1024 of them) on both cores: the shipped GPT-3
