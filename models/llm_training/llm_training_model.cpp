@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <optional>
+#include <string>
 
 #include "models/llm_training/graph_report.hpp"
 #include "models/llm_training/megatron_core_job.hpp"
@@ -150,57 +152,131 @@ class LlmCoreTraining {
   MegatronCoreJob job_;
 };
 
-// Each host's GPUs, in the topology's order (GraphExecutor's placement: one GPU for a host
-// topology.hardware gives none).
-std::vector<std::int64_t> host_gpus_of(const Topology& topology, const NodeHardware& hardware) {
-  std::vector<std::int64_t> out;
+// Where the training core runs each worker (rank order), as GraphExecutor places the graph's
+// ranks: the collapsed rank's TP group (pp x dp workers, GPUs TP x r ..) or, with TP not
+// collapsed, each GPU (pp x dp x tp workers), on the topology's hosts in order with the GPUs
+// topology.hardware gives each. Several workers may share a host (TP below its GPUs); not
+// collapsed, a TP group may span hosts. Returns the hosts, or the error of a layout the graph
+// refuses too (at system.tp): more GPUs than the hosts hold, a collapsed TP group over several
+// hosts, and, through the network, a group (TP not collapsed, or a stage's DP group) with several
+// GPUs on one host and others elsewhere (GraphExecutor's constructor).
+struct Placement {
+  std::vector<NodeId> hosts;
+  std::string error;  // empty: placed
+};
+
+Placement place_core_workers(const Topology& topology, const NodeHardware& hardware,
+                             const ParallelLayout& l, workload::CommunicationMode mode) {
+  std::vector<NodeId> hosts;
+  std::vector<std::int64_t> first_gpu;
+  std::int64_t gpus = 0;
   for (NodeId h : topology.hosts()) {
+    hosts.push_back(h);
+    first_gpu.push_back(gpus);
     const HostHardware* hw = hardware.host(h);
-    out.push_back(hw != nullptr ? hw->gpus : 1);
+    gpus += hw != nullptr ? hw->gpus : 1;
   }
+  Placement out;
+  const std::int64_t groups = static_cast<std::int64_t>(l.pp) * l.dp;
+  if (groups * l.tp > gpus) {
+    out.error = fmt::format("{} TP groups of {} GPUs need {} GPUs, the topology's hosts hold {}",
+                            groups, l.tp, groups * l.tp, gpus);
+    return out;
+  }
+  const auto host_of = [&](std::int64_t gpu) {
+    return static_cast<std::size_t>(std::upper_bound(first_gpu.begin(), first_gpu.end(), gpu) -
+                                    first_gpu.begin() - 1);
+  };
+  for (std::int64_t r = 0; r < groups; ++r) {
+    const std::int64_t first = r * l.tp;
+    const std::size_t h = host_of(first);
+    if (host_of(first + l.tp - 1) != h && l.collapse_tensor_parallel) {
+      out.error = fmt::format("TP group {} spans GPUs {}..{}, not all on one host", r, first,
+                              first + l.tp - 1);
+      return out;
+    }
+    if (l.collapse_tensor_parallel)
+      out.hosts.push_back(hosts[h]);
+    else
+      for (std::int64_t g = first; g < first + l.tp; ++g) out.hosts.push_back(hosts[host_of(g)]);
+  }
+  if (mode != workload::CommunicationMode::kNetwork) return out;
+  // Through the network, the graph carries a group's bytes between hosts or prices them inside
+  // one host; a group mixing both it refuses.
+  const auto mixed = [&](auto member, int members) {
+    std::vector<NodeId> seen;
+    bool one_host = true, distinct = true;
+    for (int i = 0; i < members; ++i) {
+      const NodeId h = out.hosts[static_cast<std::size_t>(member(i))];
+      if (!seen.empty() && h != seen.front()) one_host = false;
+      if (std::find(seen.begin(), seen.end(), h) != seen.end()) distinct = false;
+      seen.push_back(h);
+    }
+    return !one_host && !distinct;
+  };
+  const int lanes = l.collapse_tensor_parallel ? 1 : l.tp;
+  for (std::int64_t r = 0; lanes > 1 && r < groups; ++r)
+    if (mixed([&](int t) { return r * lanes + t; }, lanes)) {
+      out.error = fmt::format(
+          "TP group {} has several GPUs on one host and others on other hosts: "
+          "the network carries bytes between hosts, not between the GPUs of a "
+          "host; use the closed-form mode or a layout whose groups are inside "
+          "one host or on distinct hosts",
+          r);
+      return out;
+    }
+  for (int s = 0; l.dp > 1 && s < l.pp; ++s)
+    for (int t = 0; t < lanes; ++t)
+      if (mixed([&](int d) { return t + lanes * (d + l.dp * s); }, l.dp)) {
+        out.error = fmt::format(
+            "the DP group of stage {} (TP index {}) has several GPUs on one "
+            "host and others on other hosts: the network carries bytes "
+            "between hosts, not between the GPUs of a host; use the "
+            "closed-form mode or a layout whose groups are inside one host or "
+            "on distinct hosts",
+            s, t);
+        return out;
+      }
   return out;
 }
 
-// The host of each core worker (rank order): the graph's collapsed rank's (pp x dp workers, GPU
-// TP x r) or, with TP not collapsed, each GPU's (pp x dp x tp workers), on the topology's hosts
-// in order with the GPUs topology.hardware gives each (GraphExecutor's placement); each TP group
-// on one host, no two TP groups on one host. A layout that does not fit the topology is an
-// error at `layout_path` (system.tp, as on the graph); one the core cannot run (core_refusal) at
-// `where` (system.core).
+// The one decision "can the training core run this?": why it cannot, or nothing when it can
+// (also when the layout is one the graph refuses too: that is the layout's error, system.tp).
+// Since 2026-12-07 every layout the graph runs does (several TP groups on a host, TP not
+// collapsed in the closed form, a TP group over several hosts), but one option: merged op steps
+// (system.core_op_steps "merged") with a TP group over several hosts through the network (its
+// all-reduces are network collectives, one after another, not one step).
+std::optional<std::string> training_core_refusal(const Topology& topology,
+                                                 const NodeHardware& hardware,
+                                                 const TrainingParams& p, bool merged_op_steps) {
+  const ParallelLayout& l = p.layout;
+  const Placement placed = place_core_workers(topology, hardware, l, p.executor.mode);
+  if (!placed.error.empty() || !merged_op_steps || l.collapse_tensor_parallel || l.tp <= 1 ||
+      p.executor.mode != workload::CommunicationMode::kNetwork)
+    return std::nullopt;
+  for (std::size_t g = 0; g < placed.hosts.size(); g += static_cast<std::size_t>(l.tp))
+    for (int t = 1; t < l.tp; ++t)
+      if (placed.hosts[g + static_cast<std::size_t>(t)] != placed.hosts[g])
+        return fmt::format(
+            "merged op steps (system.core_op_steps \"merged\") run a TP group's "
+            "all-reduces as one step, but TP group {} spans hosts and its "
+            "all-reduces go through the network one by one; use "
+            "system.core_op_steps \"each\" or system.core \"graph\"",
+            g / static_cast<std::size_t>(l.tp));
+  return std::nullopt;
+}
+
+// The workers' hosts for the training core; throws what training_core_refusal says at `where`
+// (system.core) and a layout error at `layout_path` (system.tp, as the graph).
 std::vector<NodeId> core_hosts(const Topology& topology, const NodeHardware& hardware,
-                               const ParallelLayout& l, workload::CommunicationMode mode,
+                               const TrainingParams& p, bool merged_op_steps,
                                const std::string& where, const std::string& layout_path) {
-  const std::vector<std::int64_t> host_gpus = host_gpus_of(topology, hardware);
-  if (const std::optional<std::string> why = core_refusal(l, mode, host_gpus))
-    throw InputError(where, *why);
-  const std::vector<NodeId> hosts = topology.hosts();
-  std::vector<std::int64_t> first_gpu;
-  std::int64_t gpus = 0;
-  for (std::int64_t g : host_gpus) {
-    first_gpu.push_back(gpus);
-    gpus += g;
-  }
-  std::vector<NodeId> out;
-  const std::int64_t workers = static_cast<std::int64_t>(l.pp) * l.dp;
-  if (workers * l.tp > gpus)
-    throw InputError(layout_path, fmt::format("{} TP groups of {} GPUs need {} GPUs, the "
-                                              "topology's hosts hold {}",
-                                              workers, l.tp, workers * l.tp, gpus));
-  for (std::int64_t r = 0; r < workers; ++r) {
-    const std::int64_t first = r * l.tp;
-    const auto h = static_cast<std::size_t>(
-        std::upper_bound(first_gpu.begin(), first_gpu.end(), first) - first_gpu.begin() - 1);
-    const std::int64_t end = h + 1 < first_gpu.size() ? first_gpu[h + 1] : gpus;
-    if (first + l.tp > end)
-      throw InputError(layout_path, fmt::format("TP group {} spans GPUs {}..{}, not all on one "
-                                                "host",
-                                                r, first, first + l.tp - 1));
-    if (l.collapse_tensor_parallel)
-      out.push_back(hosts[h]);
-    else
-      out.insert(out.end(), static_cast<std::size_t>(l.tp), hosts[h]);  // GPU first + t's
-  }
-  return out;
+  if (std::optional<std::string> reason =
+          training_core_refusal(topology, hardware, p, merged_op_steps))
+    throw InputError(where, *reason);
+  Placement placed = place_core_workers(topology, hardware, p.layout, p.executor.mode);
+  if (!placed.error.empty()) throw InputError(layout_path, placed.error);
+  return std::move(placed.hosts);
 }
 
 }  // namespace
@@ -344,11 +420,9 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
   auto params = std::make_shared<TrainingParams>(read_training_params(system, workload));
   system.finish();
   workload.finish();
-  const CoreChoice choice =
-      choose_core(asked,
-                  core_refusal(params->layout, params->executor.mode,
-                               host_gpus_of(setup.topology, setup.node_hardware)),
-                  core_path);
+  const CoreChoice choice = choose_core(
+      asked, training_core_refusal(setup.topology, setup.node_hardware, *params, merged),
+      core_path);
   if (choice.fallback && options_given)
     throw InputError(core_path,
                      "system.stage_as_one_tensor and system.core_op_steps are options "
@@ -357,8 +431,8 @@ std::unique_ptr<Model> make_llm_training_model(ModelSetup& setup) {
   const Core core = choice.core;
   std::vector<NodeId> hosts;
   if (core == Core::kTraining)
-    hosts = core_hosts(setup.topology, setup.node_hardware, params->layout, params->executor.mode,
-                       core_path, system.path_of("tp"));
+    hosts = core_hosts(setup.topology, setup.node_hardware, *params, merged, core_path,
+                       system.path_of("tp"));
 
   // Every operator on every GPU the run uses must be priced (GPUs of the first tp x pp x dp).
   const StageKernels kernels =

@@ -34,8 +34,12 @@ TrainingParams read_training_params(JsonReader& system, JsonReader& workload);
 // in order, as the graph places its ranks (llm_training: the topology's hosts; a cluster job: its
 // pp x dp placed hosts of tp GPUs each); empty when it can. A layout that does not fit the hosts
 // at all (too few GPUs, a collapsed TP group across hosts) is no refusal of the core: both cores
-// reject it at the layout's own path. The one decision behind `system.core` /
-// `megatron.core` (choose_core): "training" throws the reason, "auto" falls back to the graph.
+// reject it at the layout's own path. The decision behind a cluster model's `megatron.core`
+// (choose_core): "training" throws the reason, "auto" falls back to the graph. The cluster's
+// Megatron jobs keep these rules (one TP group per host, each inside one host, TP collapsed in
+// the closed form); llm_training's `system.core` asks training_core_refusal (the .cpp), which
+// since 2026-12-07 runs every layout the graph runs on the core. One decision for both is
+// left: the cluster's job set-up has not been checked on the layouts the core gained.
 std::optional<std::string> core_refusal(const ParallelLayout& layout,
                                         workload::CommunicationMode mode,
                                         std::span<const std::int64_t> host_gpus);

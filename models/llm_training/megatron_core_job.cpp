@@ -49,6 +49,10 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
                                  std::vector<NodeId> hosts, MegatronCoreOptions options,
                                  std::function<void()> on_failed)
     : engine_(engine),
+      network_(network),
+      hardware_(compute.hardware()),
+      costs_(options.costs),
+      links_(options.links),
       layout_(layout),
       hosts_(std::move(hosts)),
       // A stage's replicas are its DP x lanes workers, replica t + lanes d (the rank order),
@@ -59,6 +63,7 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
                 static_cast<std::size_t>(layout.pp * layout.dp) * lanes_of(layout),
                 static_cast<std::size_t>(layout.micro_batches * layout.dp) * lanes_of(layout)),
       messages_(engine, network, {options.costs, {}, 0}, options.links),
+      intra_(costs_),
       lanes_(lanes_of(layout)) {
   MLSIM_CHECK(hosts_.size() == static_cast<std::size_t>(layout.pp * layout.dp) * lanes_,
               "a Megatron job on the core needs one host per (stage, DP index) and, with TP not "
@@ -72,7 +77,12 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   spec.iterations = static_cast<std::size_t>(layout.iterations);
   job_ = std::make_unique<training::DataParallelJob>(engine, compute, spec);
   pricer_ = std::make_unique<MegatronOpPricer>(layout, std::move(kernels), compute, hosts_,
-                                               options.costs, options.merge_op_steps);
+                                               options.costs, options.merge_op_steps,
+                                               options.closed_form ? options.links : nullptr);
+  for (NodeId h : hosts_) {
+    const HostHardware* hw = compute.hardware().host(h);
+    host_gpus_.push_back(hw != nullptr ? hw->gpus : 1);  // as the graph places its ranks
+  }
   const training::TrainingPolicies& p = training::training_policies();
   // dp_sync: the ring all-reduce, or the distributed optimizer's reduce-scatter + all-gather
   // (models/training/reduce_scatter_all_gather_sync.hpp).
@@ -83,10 +93,6 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
                                                 : "reduce_scatter_all_gather_closed_form";
     closed_form_ =
         std::make_unique<collectives::InterHostClosedForm>(*options.links, options.costs);
-    for (NodeId h : hosts_) {
-      const HostHardware* hw = compute.hardware().host(h);
-      host_gpus_.push_back(hw != nullptr ? hw->gpus : 1);  // as the graph places its ranks
-    }
   }
   training::StageGradients::Setup setup{p.schedulers.get("fifo", "").value,
                                         training::SchedulerConfig{}, p.syncs.get(sync, "").value,
@@ -94,30 +100,68 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
   // Collapsed, a worker's gradients are its TP group's: TP copies of a GPU's share.
   setup.sync.bytes_per_parameter = layout.tp / static_cast<std::int64_t>(lanes_);
   setup.replica_groups = lanes_;
-  if (closed_form_) {
-    // The graph's closed form prices one GPU's share (its collapsed collective's node bytes) over
-    // the first member's host link split among that host's GPUs. A stage's first worker at
-    // DP > 1 is never the job's last, so its host holds exactly its TP group (core_hosts; the
-    // same for every stage).
-    MLSIM_CHECK(lanes_ == 1, "the closed form on the core needs collapsed TP (checked at load)");
-    setup.sync.bytes_per_parameter = 1;
-    setup.sync.host_link_sharers = host_gpus_.front();
-  }
+  // The graph's closed form prices one GPU's share (its collapsed collective's node bytes).
+  if (closed_form_) setup.sync.bytes_per_parameter = 1;
   setup.sync.costs = options.costs;  // the graph pays them on every collective and message
   setup.sync.links = options.links;
   setup.stage_as_one_tensor = options.stage_as_one_tensor;
   stage_as_one_tensor_ = options.stage_as_one_tensor;
+  // A DP group all on one host (several TP groups on a host): the closed form over its
+  // intra_node link, one GPU's share, in both modes (the graph's GraphExecutor::launch).
+  setup.make_one_host_sync =
+      p.syncs
+          .get(layout.dp_sync == DpSync::kAllReduce ? "ring_closed_form"
+                                                    : "reduce_scatter_all_gather_closed_form",
+               "")
+          .value;
+  setup.one_host_sync = setup.sync;
+  setup.one_host_sync.bytes_per_parameter = 1;
+  setup.one_host_sync.hardware = &compute.hardware();
+  if (closed_form_) setup.sync.hardware = &compute.hardware();
   // Stage s's DP ring (of TP index t) is the graph's DP group of ranks t + lanes (d + dp s),
-  // d < dp (the workers' numbering): the group's ECMP label.
+  // d < dp (the workers' numbering): the group's ECMP label; in the closed form its first
+  // member's host link is split among that host's GPUs (the graph's first member's host_gpus).
   const auto lanes = static_cast<int>(lanes_);
   for (int s = 0; s < layout.pp; ++s)
     for (int t = 0; t < lanes; ++t) {
       std::vector<workload::RankId> members;
-      for (int d = 0; d < layout.dp; ++d) members.push_back(t + lanes * (d + layout.dp * s));
+      bool one_host = true, distinct = true;
+      std::vector<NodeId> seen;
+      for (int d = 0; d < layout.dp; ++d) {
+        const workload::RankId r = t + lanes * (d + layout.dp * s);
+        const NodeId h = hosts_[static_cast<std::size_t>(r)];
+        if (!seen.empty() && h != seen.front()) one_host = false;
+        if (std::find(seen.begin(), seen.end(), h) != seen.end()) distinct = false;
+        seen.push_back(h);
+        members.push_back(r);
+      }
+      MLSIM_CHECK(closed_form_ || one_host || distinct,
+                  "through the network a DP group is on one host or on distinct hosts (as on "
+                  "the graph; checked at load)");
       setup.stage_flow_labels.push_back(workload::group_label(members));
+      setup.stage_host_link_sharers.push_back(host_gpus_[static_cast<std::size_t>(members[0])]);
     }
-  if (lanes_ > 1) tensor_groups_.resize(hosts_.size() / lanes_);
+  if (lanes_ > 1) {
+    tensor_groups_.resize(hosts_.size() / lanes_);
+    for (std::size_t g = 0; g < tensor_groups_.size(); ++g) {
+      std::vector<workload::RankId> members;
+      for (std::size_t t = 0; t < lanes_; ++t)
+        members.push_back(static_cast<workload::RankId>(g * lanes_ + t));
+      tensor_groups_[g].label = workload::group_label(members);
+      if (closed_form_ || !pricer_->tensor_group_spans_hosts(g * lanes_)) continue;
+      const std::span<const NodeId> group = pricer_->tensor_group_hosts(g * lanes_);
+      for (std::size_t t = 1; t < group.size(); ++t)
+        MLSIM_CHECK(std::find(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(t),
+                              group[t]) == group.begin() + static_cast<std::ptrdiff_t>(t),
+                    "through the network a TP group is on one host or on distinct hosts (as "
+                    "on the graph; checked at load)");
+      MLSIM_CHECK(!options.merge_op_steps,
+                  "merged op steps run a TP group's all-reduces as one step, which through the "
+                  "network needs them inside one host (checked at load)");
+    }
+  }
   if (!on_failed) on_failed = [] {};
+  on_failed_ = on_failed;
   messages_.set_failure_callback([f = on_failed] { f(); });
   gradients_ = std::make_unique<training::StageGradients>(engine, network, *job_, schedule_, setup,
                                                           std::move(on_failed));
@@ -152,6 +196,36 @@ MegatronCoreJob::MegatronCoreJob(Engine& engine, Network& network, Compute& comp
 
 MegatronCoreJob::~MegatronCoreJob() {
   for (TensorGroup& g : tensor_groups_) engine_.cancel(g.end);
+}
+
+void MegatronCoreJob::start_tensor_collective(std::size_t group) {
+  TensorGroup& g = tensor_groups_[group];
+  const std::span<const NodeId> hosts = pricer_->tensor_group_hosts(group * lanes_);
+  // GraphExecutor::launch through the network: the operation's first algorithm (the ring), one
+  // GPU's activation per member, no window, the collective costs, the group's label.
+  collectives::CollectiveSpec spec;
+  spec.operation = collectives::Operation::kAllReduce;
+  spec.algorithm = collectives::algorithms_for(spec.operation).front();
+  spec.bytes = layout_.activation;
+  spec.window = 0;
+  spec.costs = costs_;
+  spec.flow_label = g.label;
+  g.collective = std::make_unique<collectives::Collective>(
+      engine_, network_, std::vector<NodeId>(hosts.begin(), hosts.end()), spec,
+      [this, group](const collectives::CollectiveResult&) {
+        // Not from inside the collective's own callback (it is released there); the graph too
+        // ends the members' nodes at a zero-delay event after it (GraphExecutor::finish_active).
+        tensor_groups_[group].end = engine_.schedule_in(Time::zero(), [this, group] {
+          TensorGroup& done = tensor_groups_[group];
+          tensor_bytes_ += done.collective->result().bytes_delivered.count;
+          done.collective.reset();
+          for (std::size_t t = 0; t < lanes_; ++t) job_->step_done(group * lanes_ + t);
+        });
+      },
+      links_);
+  g.collective->set_failure_callback(
+      [this](const collectives::CollectiveResult&) { on_failed_(); });
+  g.collective->start();
 }
 
 void MegatronCoreJob::start() {
@@ -191,6 +265,12 @@ void MegatronCoreJob::deliver(std::size_t to, const Message& m) {
     return;
   }
   ++messages_sent_;
+  if (hosts_[w] == hosts_[to]) {  // inside one host: its intra_node link, one GPU's activation
+    engine_.schedule_in(intra_.time(collectives::Operation::kSendRecv, 2, layout_.activation,
+                                    hardware_.host(hosts_[w])),
+                        arrived);
+    return;
+  }
   if (closed_form_) {  // one GPU's activation over its share of the sender's host link
     const std::array<NodeId, 2> pair = {hosts_[w], hosts_[to]};
     engine_.schedule_in(closed_form_->time(collectives::Operation::kSendRecv, 2, layout_.activation,
@@ -246,6 +326,10 @@ void MegatronCoreJob::join_tensor_all_reduce(std::size_t w, Time duration) {
   // Each member waits at its all-reduce until it ends, so all arrivals are for the same one.
   if (++g.arrived < lanes_) return;
   g.arrived = 0;
+  if (!closed_form_ && pricer_->tensor_group_spans_hosts(w)) {
+    start_tensor_collective(group);
+    return;
+  }
   // GraphExecutor::finish_active ends the members' nodes in member order at one event.
   g.end = engine_.schedule_in(duration, [this, group] {
     for (std::size_t t = 0; t < lanes_; ++t) job_->step_done(group * lanes_ + t);

@@ -31,6 +31,14 @@
 //    ring_closed_form (or reduce_scatter_all_gather_closed_form) over one GPU's share of the
 //    gradients, each with the host's link split among its GPUs: the graph's closed form of its
 //    collapsed message and DP collective (GraphExecutor::launch), through the same function.
+//  - Hosts shared by several TP groups (TP below the host's GPUs; hosts[r] repeats): a message
+//    between two workers on one host, and a stage's DP group all on one host, are priced in
+//    closed form over the host's intra_node link (intra_host.hpp, as the graph prices ranks on
+//    one host), in both modes; a DP group with several members on a host and others elsewhere
+//    takes the inter-host closed form (closed form only: through the network the graph refuses
+//    it too). Not collapsed, a TP group on several hosts (TP above the hosts' GPUs) runs its
+//    all-reduces in the inter-host closed form or, through the network, as a ring among the
+//    members' hosts (labelled as the graph's group) started when the last member arrived.
 //  - Rendezvous (as the graph's GraphExecutor::match, Megatron's batched isend/irecv): a message
 //    starts once the sender's op computed it and the receiver posted its receive. Stage s runs
 //    W = min(PP - s - 1, M) warm-up forwards, then R = M - W steady pairs, then the cool-down
@@ -62,7 +70,9 @@
 #include "models/training/data_parallel_job.hpp"
 #include "models/training/pipeline_schedule.hpp"
 #include "models/training/stage_gradients.hpp"
+#include "sim_core/collectives/collective.hpp"
 #include "sim_core/collectives/inter_host.hpp"
+#include "sim_core/collectives/intra_host.hpp"
 #include "sim_core/collectives/point_to_point.hpp"
 #include "sim_core/network/link_conditions.hpp"
 #include "sim_core/workload/graph_executor.hpp"
@@ -87,7 +97,9 @@ struct MegatronCoreOptions {
 class MegatronCoreJob final : public training::OpObserver {
  public:
   // `hosts`: per worker (pp x dp of them, or pp x dp x tp with TP not collapsed; rank order),
-  // its host (collapsed: all distinct; not: a TP group's on one host). `engine`,
+  // its host (the graph's rank's: several workers may share one; not collapsed, a TP group's
+  // may span hosts). Through the network, a stage's DP group (and a TP group) must be on one
+  // host or on distinct hosts, as on the graph (an internal check). `engine`,
   // `network` and `compute` must outlive the job; `on_failed` runs once, at the first transfer
   // that found no route.
   MegatronCoreJob(Engine& engine, Network& network, Compute& compute, const ParallelLayout& layout,
@@ -121,6 +133,8 @@ class MegatronCoreJob final : public training::OpObserver {
   workload::ExecutorCounts counts() const;
   // Ops computed over every worker (forwards and backwards, each of its micro-batch).
   std::uint64_t ops() const { return ops_; }
+  // Bytes of TP all-reduces the network delivered (TP groups over several hosts).
+  std::int64_t tensor_bytes_delivered() const { return tensor_bytes_; }
   // Messages that waited for their receive to be posted.
   std::uint64_t rendezvous_waits() const { return waits_; }
   // For tests: every message's start and arrival, once turned on (before start()).
@@ -165,6 +179,9 @@ class MegatronCoreJob final : public training::OpObserver {
     bool in_kernel = false;
     std::uint8_t phase = MegatronSource::kCompute;
   };
+  // Worker w's TP group's all-reduce among hosts through the network (not collapsed, the group
+  // on several hosts): a ring labelled as the graph's group, its members' steps ended together.
+  void start_tensor_collective(std::size_t group);
   void kernel_ended(std::size_t w);
   // Worker w reached its TP group's next all-reduce (TP not collapsed); the last member to
   // arrive starts it, and it ends for every member `duration` later.
@@ -175,6 +192,10 @@ class MegatronCoreJob final : public training::OpObserver {
   void flush(std::size_t to);  // starts the messages whose receive is now posted
 
   Engine& engine_;
+  Network& network_;
+  const NodeHardware& hardware_;
+  collectives::CostModel costs_;
+  const LinkConditions* links_;
   ParallelLayout layout_;
   std::vector<NodeId> hosts_;
   training::PipelineSchedule schedule_;
@@ -182,12 +203,15 @@ class MegatronCoreJob final : public training::OpObserver {
   std::unique_ptr<training::DataParallelJob> job_;
   std::unique_ptr<MegatronOpPricer> pricer_;
   std::unique_ptr<training::StageGradients> gradients_;
-  // Closed form only: messages' times, and each worker's host's GPUs (its link's sharers).
+  // Closed form only: messages' times. Each worker's host's GPUs (its link's sharers).
   std::unique_ptr<collectives::InterHostClosedForm> closed_form_;
   std::vector<int> host_gpus_;
+  collectives::IntraHostPriceCache intra_;  // messages inside a host
+  std::function<void()> on_failed_;
   std::uint64_t messages_sent_ = 0, waits_ = 0;
   std::uint64_t ops_ = 0, kernels_ = 0, tp_collectives_ = 0;  // counts()
   bool stage_as_one_tensor_ = true;
+  std::int64_t tensor_bytes_ = 0;
   bool record_ = false;
   std::vector<MessageRecord> records_;
   std::vector<Progress> progress_;
@@ -196,6 +220,8 @@ class MegatronCoreJob final : public training::OpObserver {
   struct TensorGroup {
     std::size_t arrived = 0;
     EventHandle end;
+    std::unique_ptr<collectives::Collective> collective;  // through the network, on several hosts
+    std::uint64_t label = 0;                              // its ECMP label (the graph's group's)
   };
   std::size_t lanes_ = 1;  // workers per TP group: 1 collapsed, else tp
   std::vector<TensorGroup> tensor_groups_;

@@ -10,7 +10,8 @@ using training::OpStep;
 
 MegatronOpPricer::MegatronOpPricer(const ParallelLayout& layout, StageKernels kernels,
                                    const Compute& compute, std::vector<NodeId> hosts,
-                                   const collectives::CostModel& costs, bool merge_steps)
+                                   const collectives::CostModel& costs, bool merge_steps,
+                                   const LinkConditions* closed_form_links)
     : layout_(layout),
       kernels_(std::move(kernels)),
       compute_(compute),
@@ -24,6 +25,8 @@ MegatronOpPricer::MegatronOpPricer(const ParallelLayout& layout, StageKernels ke
   unknown.fill(-1);
   seconds_.assign(hosts_.size(), unknown);
   all_reduce_.assign(hosts_.size(), Time::ns(-1));
+  if (closed_form_links != nullptr)
+    closed_form_ = std::make_unique<collectives::InterHostClosedForm>(*closed_form_links, costs_);
   MLSIM_CHECK(layout_.tp >= 1 && layout_.pp >= 1 && layout_.layers_per_stage >= 1,
               "a Megatron layout needs positive degrees");
 }
@@ -42,10 +45,22 @@ void MegatronOpPricer::kernel(std::size_t worker, int k, std::vector<OpStep>& ou
 void MegatronOpPricer::all_reduce(std::size_t worker, std::vector<OpStep>& out) const {
   if (layout_.tp <= 1) return;
   Time& t = all_reduce_.at(worker);
-  if (t < Time::zero())
-    t = collectives::intra_host_collective_time(costs_, collectives::Operation::kAllReduce,
-                                                layout_.tp, layout_.activation,
-                                                compute_.hardware().host(hosts_[worker]));
+  if (t < Time::zero()) {
+    if (!tensor_group_spans_hosts(worker)) {
+      t = collectives::intra_host_collective_time(costs_, collectives::Operation::kAllReduce,
+                                                  layout_.tp, layout_.activation,
+                                                  compute_.hardware().host(hosts_[worker]));
+    } else if (closed_form_) {
+      // GraphExecutor::launch's closed form for a group on several hosts: tp participants of one
+      // GPU each, the first member's host link split among that host's GPUs.
+      const std::span<const NodeId> group = tensor_group_hosts(worker);
+      const HostHardware* first = compute_.hardware().host(group.front());
+      t = closed_form_->time(collectives::Operation::kAllReduce, layout_.tp, layout_.activation,
+                             group, first != nullptr ? first->gpus : 1);
+    } else {
+      t = Time::zero();  // through the network: the job runs it (MegatronCoreJob)
+    }
+  }
   // Not collapsed, each GPU of the group is a worker: the all-reduce waits for all of them.
   out.push_back({OpStep::Kind::kCollective, 0, t, !layout_.collapse_tensor_parallel});
 }
@@ -69,6 +84,19 @@ void MegatronOpPricer::steps(std::size_t worker, const training::ScheduledOp& op
   if (any_compute) out.push_back({OpStep::Kind::kCompute, seconds, Time::zero()});
   if (collective > Time::zero())
     out.push_back({OpStep::Kind::kCollective, 0, collective, !layout_.collapse_tensor_parallel});
+}
+
+std::span<const NodeId> MegatronOpPricer::tensor_group_hosts(std::size_t worker) const {
+  if (layout_.collapse_tensor_parallel) return {&hosts_.at(worker), 1};
+  const auto tp = static_cast<std::size_t>(layout_.tp);
+  return std::span<const NodeId>(hosts_).subspan(worker / tp * tp, tp);
+}
+
+bool MegatronOpPricer::tensor_group_spans_hosts(std::size_t worker) const {
+  const std::span<const NodeId> group = tensor_group_hosts(worker);
+  for (NodeId h : group)
+    if (h != group.front()) return true;
+  return false;
 }
 
 Time MegatronOpPricer::trailing_collectives(std::size_t worker,

@@ -15,6 +15,13 @@
 // each TP all-reduce is collective_cost's closed form over the host's intra-node link (as the
 // graph prices a collective inside one host), no step when tp is 1.
 //
+// Not collapsed, a TP group whose GPUs are on several hosts (TP above the hosts' GPUs) prices
+// its all-reduce as the graph does a collective among ranks on several hosts: in the closed form
+// (`closed_form_links` given) InterHostClosedForm over the members' hosts, the first member's
+// host link split among its GPUs; through the network the step's duration is 0 and the job runs
+// the all-reduce as a network collective once the group's last member arrived
+// (tensor_group_spans_hosts()).
+//
 // Merged (`merge_steps`): the op's compute steps as one compute step of their summed seconds,
 // then its all-reduces as one step of their summed time: two events per op instead of one per
 // step. Without speed changes the op ends at the same time up to rounding (each step's end is
@@ -22,11 +29,14 @@
 // interleaved with the kernels whose speed changed.
 #include <array>
 #include <cstddef>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "models/llm_training/megatron_source.hpp"
 #include "models/training/op_pricer.hpp"
 #include "sim_core/collectives/costs.hpp"
+#include "sim_core/collectives/inter_host.hpp"
 #include "sim_core/hardware/compute.hpp"
 
 namespace mlsim::llm_training {
@@ -37,11 +47,15 @@ class MegatronOpPricer final : public training::OpPricer {
   // layer's (the graph's ExecutorOptions::costs).
   MegatronOpPricer(const ParallelLayout& layout, StageKernels kernels, const Compute& compute,
                    std::vector<NodeId> hosts, const collectives::CostModel& costs,
-                   bool merge_steps = false);
+                   bool merge_steps = false, const LinkConditions* closed_form_links = nullptr);
 
   void steps(std::size_t worker, const training::ScheduledOp& op,
              std::vector<training::OpStep>& out) const override;
   bool merges_steps() const { return merge_steps_; }
+  // Not collapsed: the hosts of worker w's TP group, in member order, and whether they are
+  // several (its all-reduces then cross hosts).
+  std::span<const NodeId> tensor_group_hosts(std::size_t worker) const;
+  bool tensor_group_spans_hosts(std::size_t worker) const;
   // The op's TP all-reduces after its last kernel, in the graph's order (each_step): merged,
   // the rest of the op's all-reduce step ran between its kernels on the graph (exposed TP time
   // there, megatron_core_job.hpp "Exposure").
@@ -67,6 +81,7 @@ class MegatronOpPricer final : public training::OpPricer {
   std::vector<NodeId> hosts_;
   collectives::CostModel costs_;
   bool merge_steps_;
+  mutable std::unique_ptr<collectives::InterHostClosedForm> closed_form_;  // TP over hosts
   std::array<const std::vector<Work>*, 8> groups_{};
   mutable std::vector<std::array<double, 8>> seconds_;  // per worker; < 0: not priced yet
   mutable std::vector<Time> all_reduce_;                // per worker; < 0: not priced yet

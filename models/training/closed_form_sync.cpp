@@ -1,6 +1,9 @@
 #include "models/training/closed_form_sync.hpp"
 
+#include <algorithm>
+
 #include "sim_core/base/error.hpp"
+#include "sim_core/collectives/intra_host.hpp"
 
 namespace mlsim::training {
 
@@ -26,9 +29,16 @@ void ClosedFormSync::start(std::size_t, const Chunk& c) {
 }
 
 void ClosedFormSync::run(const Chunk& c, std::size_t step) {
-  const Time t = closed_form_->time(operations_[step], static_cast<int>(options_.workers.size()),
-                                    Bytes{c.parameters * options_.bytes_per_parameter},
-                                    options_.workers, options_.host_link_sharers);
+  const auto& w = options_.workers;
+  const int participants = static_cast<int>(w.size());
+  const Bytes bytes{c.parameters * options_.bytes_per_parameter};
+  const bool one_host = options_.hardware != nullptr &&
+                        std::all_of(w.begin(), w.end(), [&](NodeId h) { return h == w.front(); });
+  const Time t = one_host ? collectives::intra_host_collective_time(
+                                options_.costs, operations_[step], participants, bytes,
+                                options_.hardware->host(w.front()))
+                          : closed_form_->time(operations_[step], participants, bytes, w,
+                                               options_.host_link_sharers);
   engine_.schedule_in(t, [this, c, step] {
     if (step + 1 < operations_.size())
       run(c, step + 1);

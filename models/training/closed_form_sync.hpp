@@ -12,7 +12,10 @@
 // one tensor at a time, and a chunk arrives on every worker when its last collective ended.
 // Nothing crosses the network (bytes_sent, bytes_delivered and messages stay 0), so contention and
 // link events do not apply, and the host costs, window and flow label of SyncOptions are not used
-// (the graph's closed form has none of them). Needs SyncOptions::links.
+// (the graph's closed form has none of them). Needs SyncOptions::links. With
+// SyncOptions::hardware set, workers all on one host are priced over its intra_node link instead
+// (intra_host.hpp, `workers` GPUs; the link sharers do not apply), as the graph prices a
+// collective whose ranks share a host.
 #include <memory>
 #include <vector>
 

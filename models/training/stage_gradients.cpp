@@ -104,12 +104,18 @@ StageGradients::StageGradients(Engine& engine, Network& network, DataParallelJob
       const PipelineSchedule::Worker& wk = schedule.worker(first);
       auto stage = std::make_unique<Stage>(engine, core, first, groups_, replicas, wk.first_layer,
                                            wk.end_layer, setup);
-      SyncOptions o = setup.sync;
       const auto at = [](const auto& v, std::size_t i) {
         return v.begin() + static_cast<std::ptrdiff_t>(i);
       };
-      o.workers.clear();
-      for (std::size_t r = 0; r < replicas; ++r) o.workers.push_back(hosts[stage->worker(r)]);
+      std::vector<NodeId> workers;
+      for (std::size_t r = 0; r < replicas; ++r) workers.push_back(hosts[stage->worker(r)]);
+      const bool one_host =
+          setup.make_one_host_sync &&
+          std::all_of(workers.begin(), workers.end(), [&](NodeId h) { return h == workers[0]; });
+      SyncOptions o = one_host ? setup.one_host_sync : setup.sync;
+      o.workers = std::move(workers);
+      if (!setup.stage_host_link_sharers.empty())
+        o.host_link_sharers = setup.stage_host_link_sharers.at(s * groups_ + g);
       o.servers = o.workers;  // colocated parameter servers (ps only), as a data-parallel job's
       if (!setup.stage_flow_labels.empty())
         o.flow_label = setup.stage_flow_labels.at(s * groups_ + g);
@@ -117,7 +123,8 @@ StageGradients::StageGradients(Engine& engine, Network& network, DataParallelJob
         o.layer_parameters.assign(1, stage->layer_parameters(0));
       else
         o.layer_parameters.assign(at(parameters, wk.first_layer), at(parameters, wk.end_layer));
-      stage->sync = setup.make_sync(SyncSetup{engine, network, stage->path(), o});
+      stage->sync = (one_host ? setup.make_one_host_sync
+                              : setup.make_sync)(SyncSetup{engine, network, stage->path(), o});
       stage->path().set_sync(stage->sync.get());
       stage->sync->set_on_failed(on_failed);
       stages_.push_back(std::move(stage));

@@ -50,6 +50,15 @@ class StageGradients final : public GradientSink {
     // t + TP d is TP rank t of DP index d, and each TP rank has its own DP group), each with its
     // own gradient path and strategy.
     std::size_t replica_groups = 1;
+    // Per stage and group (as stage_flow_labels), its SyncOptions::host_link_sharers (the closed
+    // form's GPUs sharing the first replica's host link); empty: sync.host_link_sharers.
+    std::vector<int> stage_host_link_sharers{};
+    // A group whose replicas all run on one host (a Megatron job with several TP groups on a
+    // host): this strategy with these options instead of make_sync and sync, when set (its
+    // workers, layers and label set per group as the others'). The network carries bytes
+    // between hosts only; the execution graph prices such a group inside the host.
+    SyncFactory make_one_host_sync{};
+    SyncOptions one_host_sync{};
   };
   // `core` and `schedule` (the one the core runs) must outlive this; every stage's strategy runs
   // `on_failed` once, from inside the network's delivery, at its first transfer that found no

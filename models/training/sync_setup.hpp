@@ -6,6 +6,7 @@
 #include "models/training/gradient_sync.hpp"
 #include "sim_core/collectives/costs.hpp"
 #include "sim_core/engine/engine.hpp"
+#include "sim_core/hardware/node_hardware.hpp"
 #include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/network.hpp"
 
@@ -53,6 +54,11 @@ struct SyncOptions {
   // run the same collective at once over the host's link, whose bandwidth the closed form splits
   // evenly among them (a Megatron worker's TP group, sim_core/collectives/inter_host.hpp).
   int host_link_sharers = 1;
+  // ring_closed_form, reduce_scatter_all_gather_closed_form: when set (it must then outlive the
+  // strategy), workers all on one host synchronise in closed form over that host's intra_node
+  // link (sim_core/collectives/intra_host.hpp), as the execution graph prices a group inside one
+  // host (a Megatron stage's DP group when several TP groups share a host).
+  const NodeHardware* hardware = nullptr;
 };
 
 struct SyncSetup {

@@ -136,13 +136,16 @@ const std::map<std::string, std::vector<BadInput>> kByModel = {
          {{"workload.model.layers=0"}, "workload.model.layers"},
          {{"system.communication=network", "system.tp=4"},
           "system.tp"},  // DP pairs on a host
-                         // The training core: a known name, one TP group per host (either
-                         // communication); its options only with it.
+                         // The training core: a known name; every layout the graph runs
+                         // (since 2026-12-07), refusing the graph's refusals at system.tp, and
+                         // merged op steps with a TP group over hosts through the network at
+                         // system.core; its options only with it.
          {{"system.core=tree"}, "system.core"},
-         {{"system.core=training", "system.communication=closed_form", "system.tp=4",
-           "system.dp=16"},
-          "system.core"},
          {{"system.core=training", "system.communication=network", "system.tp=4", "system.dp=16"},
+          "system.tp"},
+         {{"system.core=training", "system.communication=network", "system.tp=2", "system.dp=4",
+           "topology.hardware.gpus_per_host=1", "system.collapse_tensor_parallel=false",
+           "system.core_op_steps=merged"},
           "system.core"},
          // (On the graph: the shipped network variants run on the core, which takes them.)
          {{"system.core=graph", "system.stage_as_one_tensor=false"}, "system.stage_as_one_tensor"},

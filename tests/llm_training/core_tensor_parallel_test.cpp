@@ -116,14 +116,17 @@ TEST(MegatronUncollapsedOnTheCore, TensorAndDataParallelByHand) {
   }
 }
 
-// The rendezvous by hand (core only: the graph gives a TP group's GPUs one host, so one speed):
+// The rendezvous by hand (core only: the group's two GPUs on two hosts of different speeds):
 // TP 2, one stage, one replica, one micro-batch, the layer above; worker 1's host runs at half
-// speed, so its attention takes 2 ms forward and 4 ms backward. Each all-reduce (11.010 us)
-// starts when the later member arrives: forward, worker 1 arrives at 2 ms, the two forward
-// all-reduces end at 2.022020 ms, the first backward one at 2.033030 ms; backward attention ends
-// at 4.033030 ms on worker 0 and 6.033030 ms on worker 1; the last all-reduce ends at 6.044040
-// ms for both. Worker 0: compute 3 ms, exposed TP 3.044040 ms (its waits); worker 1: compute
-// 6 ms, TP 44.040 us. Without the rendezvous worker 0 would end at 3.044040 ms.
+// speed, so its attention takes 2 ms forward and 4 ms backward. The group spans the two hosts,
+// so (since 2026-12-07, as on the graph) each all-reduce is a ring through the network, two
+// steps of 500 B on the zero-latency 1 GB/s star: 5 + 2 x (2 + 0.5) us = 10 us (before, the core
+// priced it inside one host, 11.010 us). Each starts when the later member arrives: forward,
+// worker 1 arrives at 2 ms, the two forward all-reduces end at 2.020 ms, the first backward one
+// at 2.030 ms; backward attention ends at 4.030 ms on worker 0 and 6.030 ms on worker 1; the
+// last all-reduce ends at 6.040 ms for both. Worker 0: compute 3 ms, exposed TP 3.040 ms (its
+// waits); worker 1: compute 6 ms, TP 40 us. Without the rendezvous worker 0 would end at
+// 3.040 ms.
 TEST(MegatronUncollapsedOnTheCore, TheTensorAllReduceWaitsForTheGroupsLastMember) {
   const ParallelLayout l = layout(2, 1, 1, 1, 1000, 0, false, false);
   CoreBench b(l, {.hosts = 2});
@@ -135,14 +138,14 @@ TEST(MegatronUncollapsedOnTheCore, TheTensorAllReduceWaitsForTheGroupsLastMember
   job.start();
   b.engine.run();
   ASSERT_TRUE(job.finished());
-  EXPECT_EQ(job.finish_time(), Time::ns(6'044'040));
+  EXPECT_EQ(job.finish_time(), Time::ns(6'040'000));
   const auto ranks = job.rank_reports();
   ASSERT_EQ(ranks.size(), 2u);
-  for (const auto& r : ranks) EXPECT_EQ(r.finished, Time::ns(6'044'040));
+  for (const auto& r : ranks) EXPECT_EQ(r.finished, Time::ns(6'040'000));
   EXPECT_NEAR(ranks[0].compute_s, 3e-3, 1e-12);
-  EXPECT_NEAR(ranks[0].exposed_s[MegatronSource::kTensor], 3.044040e-3, 1e-12);
+  EXPECT_NEAR(ranks[0].exposed_s[MegatronSource::kTensor], 3.040e-3, 1e-12);
   EXPECT_NEAR(ranks[1].compute_s, 6e-3, 1e-12);
-  EXPECT_NEAR(ranks[1].exposed_s[MegatronSource::kTensor], 44.040e-6, 1e-12);
+  EXPECT_NEAR(ranks[1].exposed_s[MegatronSource::kTensor], 40e-6, 1e-12);
 }
 
 // The cross-check: core not collapsed == graph not collapsed, to the nanosecond, per rank, over

@@ -2,15 +2,24 @@
 // reduced batch, its symmetry and communication modes, and input errors at prepare time.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
+#include "models/llm_training/llm_training_model.hpp"
+#include "models/llm_training/policies.hpp"
 #include "models/llm_training/register.hpp"
+#include "sim_core/base/error.hpp"
 #include "sim_core/run/runner.hpp"
 #include "sim_core/run/scenario.hpp"
 #include "tests/support/run_json.hpp"
 
 namespace mlsim {
 namespace {
+
+using llm_training::choose_core;
+using llm_training::Core;
+using llm_training::CoreChoice;
 
 const std::filesystem::path kGpt3 =
     std::filesystem::path(MLSIM_SOURCE_DIR) / "workloads/scenarios/llm_training_gpt3_1024.json";
@@ -91,14 +100,19 @@ TEST(LlmTrainingScenario, Gpt3OnAThousandGpusRunsAndItsPhasesAddUp) {
 }
 
 TEST(LlmTrainingScenario, SymmetryAndCommunicationModesAgree) {
-  // Collapsing each TP group into one rank changes the rank count, not the times (closed form).
-  // Not collapsed in the closed form, only the graph runs it: the default core falls back.
+  // Collapsing each TP group into one rank changes the rank count, not the times (closed form),
+  // on the default core (the training core, which runs TP not collapsed in the closed form since
+  // 2026-12-07) and on the graph.
   const RunOutput a = run_gpt3({"system.global_batch=64"});
   const RunOutput b = run_gpt3({"system.global_batch=64", "system.collapse_tensor_parallel=false"});
+  const RunOutput g = run_gpt3(
+      {"system.global_batch=64", "system.collapse_tensor_parallel=false", "system.core=\"graph\""});
   EXPECT_NEAR(metric(a, "iteration_time_s"), metric(b, "iteration_time_s"), 1e-9);
+  EXPECT_NEAR(metric(g, "iteration_time_s"), metric(b, "iteration_time_s"), 1e-9);
   EXPECT_EQ(a.results.details().at("core"), "training");
-  EXPECT_EQ(b.results.details().at("core"), "graph");
-  EXPECT_EQ(b.results.details().at("layout").at("graph_ranks"), 1024);
+  EXPECT_EQ(b.results.details().at("core"), "training");
+  EXPECT_EQ(b.results.details().at("layout").at("core_workers"), 1024);
+  EXPECT_EQ(g.results.details().at("layout").at("graph_ranks"), 1024);
   // Through the network (1:1 leaf-spine, one NIC's share per GPU) the bytes meet no more
   // contention than the closed form assumes, except where ECMP puts two flows on one uplink:
   // within 1%.
@@ -118,11 +132,15 @@ TEST(LlmTrainingScenario, SameScenarioSameResults) {
   }
 }
 
-// The default core ("auto"): the training core whenever core_refusal finds nothing it cannot
-// run, named in details.core; otherwise the graph, with the core's reason in
-// details.core_fallback (the one reason "training" would throw at system.core). Here with two
-// TP groups of 4 on each 8-GPU host and TP not collapsed, both in the closed form (the graph's
-// network mode refuses a DP group with several GPUs on a host).
+// The default core ("auto"): the training core whenever nothing it cannot run is found, named in
+// details.core; otherwise the graph, with the core's reason in details.core_fallback (the one
+// reason "training" would throw at system.core). Since every TP layout the graph runs moved onto
+// the core (core_tp_layouts_test.cpp), llm_training's auto no longer falls back on a layout: the
+// two that did (two TP groups of 4 on each 8-GPU host; TP not collapsed in the closed form) now
+// take the core, and the one combination the core refuses needs an option of the core
+// (core_op_steps "merged"), which is an error with a layout the core cannot run. So the fallback
+// is checked on choose_core itself and, on a run, by the cluster's Megatron jobs
+// (MegatronJobs.OnTheTrainingCoreAJobAloneTakesTheGraphsTime).
 TEST(LlmTrainingScenario, TheDefaultCoreFallsBackToTheGraphAndSaysWhy) {
   const RunOutput core = run_gpt3({"system.global_batch=64"});
   EXPECT_EQ(core.results.details().at("core"), "training");
@@ -132,29 +150,30 @@ TEST(LlmTrainingScenario, TheDefaultCoreFallsBackToTheGraphAndSaysWhy) {
   EXPECT_EQ(graph.results.details().at("core"), "graph");
   EXPECT_EQ(graph.results.details().at("core_requested"), "graph");
   EXPECT_FALSE(graph.results.details().contains("core_fallback"));
-  struct Case {
-    std::vector<std::string> sets;
-    const char* reason;  // a word of the core's refusal
-  };
-  for (const Case& c : {Case{{"system.global_batch=64", "system.tp=4"}, "share host"},
-                        Case{{"system.global_batch=64", "system.collapse_tensor_parallel=false"},
-                             "collapse_tensor_parallel"}}) {
-    const RunOutput o = run_gpt3(c.sets);
-    EXPECT_EQ(metric(o, "completed"), 1) << c.reason;
-    EXPECT_EQ(o.results.details().at("core"), "graph") << c.reason;
-    EXPECT_EQ(o.results.details().at("core_requested"), "auto") << c.reason;
-    const std::string why = o.results.details().at("core_fallback");
-    EXPECT_NE(why.find(c.reason), std::string::npos) << why;
-    // The same reason is what the training core refuses with, at system.core.
-    auto sets = c.sets;
-    sets.push_back("system.core=\"training\"");
-    const std::string refused = input_error(sets);
-    EXPECT_NE(refused.find("system.core"), std::string::npos) << refused;
-    EXPECT_NE(refused.find(why), std::string::npos) << refused;
-    // An option of the core with a layout it cannot run is an error, not silently dropped.
-    sets = c.sets;
-    sets.push_back("system.core_op_steps=\"merged\"");
-    EXPECT_NE(input_error(sets).find("system.core"), std::string::npos) << c.reason;
+  for (const std::vector<std::string>& sets :
+       {std::vector<std::string>{"system.global_batch=64", "system.tp=4"},
+        std::vector<std::string>{"system.global_batch=64",
+                                 "system.collapse_tensor_parallel=false"}}) {
+    const RunOutput o = run_gpt3(sets);
+    EXPECT_EQ(metric(o, "completed"), 1) << sets[1];
+    EXPECT_EQ(o.results.details().at("core"), "training") << sets[1];
+    EXPECT_FALSE(o.results.details().contains("core_fallback")) << sets[1];
+  }
+  // choose_core: auto takes the training core unless there is a reason, then the graph and the
+  // reason; training throws the reason at the path; graph never asks.
+  const CoreChoice runs = choose_core(Core::kAuto, std::nullopt, "system.core");
+  EXPECT_EQ(runs.core, Core::kTraining);
+  EXPECT_FALSE(runs.fallback.has_value());
+  const CoreChoice falls = choose_core(Core::kAuto, std::string("a reason"), "system.core");
+  EXPECT_EQ(falls.core, Core::kGraph);
+  EXPECT_EQ(falls.fallback, std::optional<std::string>("a reason"));
+  EXPECT_EQ(choose_core(Core::kGraph, std::string("a reason"), "system.core").core, Core::kGraph);
+  try {
+    choose_core(Core::kTraining, std::string("a reason"), "system.core");
+    ADD_FAILURE() << "the training core asked for with a reason must throw";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("system.core"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a reason"), std::string::npos) << e.what();
   }
 }
 
@@ -221,42 +240,60 @@ TEST(LlmTrainingScenario, TheTrainingCoresInputErrorsNameTheirPath) {
   EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
                          "system.global_batch=64", "system.stage_as_one_tensor=false"}),
             "no error");
-  // TP not collapsed runs on the core (since 2026-12-07; it was refused at system.core).
-  EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
-                         "system.global_batch=64", "system.collapse_tensor_parallel=false"}),
-            "no error");
-  // ... but not in the closed form, which prices a whole TP group per core worker.
-  const std::string closed_uncollapsed =
-      input_error({"system.core=\"training\"", "system.communication=\"closed_form\"",
-                   "system.global_batch=64", "system.collapse_tensor_parallel=false"});
-  EXPECT_NE(closed_uncollapsed.find("system.core"), std::string::npos) << closed_uncollapsed;
-  EXPECT_NE(closed_uncollapsed.find("collapse_tensor_parallel"), std::string::npos)
-      << closed_uncollapsed;
-  // Two TP groups of 4 on an 8-GPU host: their messages or DP rings would stay inside the host,
-  // which the core does not price (collapsed or not).
-  for (const char* collapse : {"true", "false"})
-    EXPECT_NE(input_error({"system.core=\"training\"", "system.communication=\"network\"",
-                           "system.global_batch=64", "system.tp=4",
-                           std::string("system.collapse_tensor_parallel=") + collapse})
-                  .find("system.core"),
-              std::string::npos)
+  // TP not collapsed runs on the core (since 2026-12-07; it was refused at system.core), in both
+  // modes (the closed form since 2026-12-07 too).
+  for (const char* mode : {"\"network\"", "\"closed_form\""})
+    EXPECT_EQ(input_error({"system.core=\"training\"", std::string("system.communication=") + mode,
+                           "system.global_batch=64", "system.collapse_tensor_parallel=false"}),
+              "no error")
+        << mode;
+  // Two TP groups of 4 on an 8-GPU host run on the core (since 2026-12-07), collapsed or not: in
+  // the closed form at DP 8 (each stage's DP group on four hosts, two GPUs on each) and through
+  // the network at DP 2 (each DP group inside one host). Through the network at DP 8 both cores
+  // refuse it at system.tp: the network carries no bytes between the GPUs of a host.
+  for (const char* collapse : {"true", "false"}) {
+    const std::string c = std::string("system.collapse_tensor_parallel=") + collapse;
+    EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"closed_form\"",
+                           "system.global_batch=64", "system.tp=4", c}),
+              "no error")
         << collapse;
-  // A TP group of 2 over two one-GPU hosts: the graph runs it through the network when not
-  // collapsed, the core refuses it at system.core; collapsed, a rank of width 2 cannot span
-  // hosts on either (system.tp).
+    EXPECT_EQ(input_error({"system.core=\"training\"", "system.communication=\"network\"",
+                           "system.global_batch=64", "system.tp=4", "system.dp=2", c}),
+              "no error")
+        << collapse;
+    for (const char* core : {"\"training\"", "\"graph\""}) {
+      const std::string e =
+          input_error({std::string("system.core=") + core, "system.communication=\"network\"",
+                       "system.global_batch=64", "system.tp=4", c});
+      EXPECT_NE(e.find("system.tp"), std::string::npos) << collapse << core << e;
+      EXPECT_NE(e.find("several GPUs on one host"), std::string::npos) << collapse << core << e;
+    }
+  }
+  // A TP group of 2 over two one-GPU hosts runs on the core when not collapsed (since
+  // 2026-12-07; the graph runs its all-reduces through the network, and so does the core);
+  // collapsed, a rank of width 2 cannot span hosts on either (system.tp). Still refused at
+  // system.core: merged op steps with it through the network (its all-reduces are network
+  // collectives, not one step).
   const std::vector<std::string> spanning = {"system.core=\"training\"",
                                              "system.communication=\"network\"",
                                              "system.global_batch=64",
                                              "system.tp=2",
                                              "system.dp=4",
                                              "topology.hardware.gpus_per_host=1"};
-  auto with = [&](const char* collapse) {
+  auto with = [&](std::vector<std::string> more) {
     auto s = spanning;
-    s.push_back(std::string("system.collapse_tensor_parallel=") + collapse);
+    s.insert(s.end(), more.begin(), more.end());
     return input_error(s);
   };
-  EXPECT_NE(with("false").find("system.core"), std::string::npos) << with("false");
-  EXPECT_NE(with("true").find("system.tp"), std::string::npos) << with("true");
+  EXPECT_EQ(with({"system.collapse_tensor_parallel=false"}), "no error");
+  EXPECT_NE(with({"system.collapse_tensor_parallel=true"}).find("system.tp"), std::string::npos);
+  const std::string merged =
+      with({"system.collapse_tensor_parallel=false", "system.core_op_steps=\"merged\""});
+  EXPECT_NE(merged.find("system.core:"), std::string::npos) << merged;
+  EXPECT_NE(merged.find("core_op_steps"), std::string::npos) << merged;
+  EXPECT_EQ(with({"system.collapse_tensor_parallel=false", "system.core_op_steps=\"merged\"",
+                  "system.communication=\"closed_form\""}),
+            "no error");
 }
 
 // TP not collapsed (every GPU its own rank, 1024 of them) on both cores: the shipped GPT-3
