@@ -6,7 +6,7 @@ reproduces the row byte for byte.
 
 usage: ina_two_racks_rows.py OUT.csv EVENTS SUMMARY.json [SUMMARY.json ...]
   EVENTS: "failure" or "no_failure" (whether the run kept the scenario's link failures)
-The levels and policy columns are the run's own (details.levels, details.policy); iterations is
+The levels and policy columns are the run's own (details.levels, one_switch where absent; details.policy); iterations is
 job 0's. A new file gets the header; an existing one must have the same header.
 """
 import csv
@@ -25,10 +25,10 @@ METRICS = KEYS[4:]
 def row(summary, events):
     d = json.load(open(summary))
     m, det = d["metrics"], d["details"]
-    r = {"levels": det["levels"], "policy": det["policy"], "events": events,
+    r = {"levels": det.get("levels", "one_switch"), "policy": det["policy"], "events": events,
          "iterations": det["jobs"][0]["iterations"]}
     for k in METRICS:
-        if det["levels"] == "one_switch" and k.startswith(("rack_", "upward_")):
+        if r["levels"] == "one_switch" and k.startswith(("rack_", "upward_")):
             r[k] = ""  # one switch: no rack level
         else:
             r[k] = m[k]
