@@ -184,9 +184,10 @@ namespace {
 
 // The DSA study's sweeps over what its paper does not state (issue 14; docs/ina.md, "Arrival
 // rate, job mix, workers per job and seeds"): every setting runs under DSA, ATP and SwitchML with
-// the same 3 seeds, so each setting's gain has a spread over seeds. `jobs` is the sweep's job list.
-void expect_three_policies_and_three_seeds_per_setting(const std::string& name,
-                                                       const std::string& jobs) {
+// the same 3 seeds, so each setting's gain has a spread over seeds. `jobs` is the sweep's job list;
+// returns the number of settings (0 after a failed check).
+int expect_three_policies_and_three_seeds_per_setting(const std::string& name,
+                                                      const std::string& jobs) {
   std::map<std::string, int> per_policy_seed;
   int runs = 0;
   std::istringstream in(jobs);
@@ -196,11 +197,13 @@ void expect_three_policies_and_three_seeds_per_setting(const std::string& name,
         if (line.find(std::string(" --set system.policy=") + policy) != std::string::npos &&
             line.find(std::string(" --set seed=") + seed + " ") != std::string::npos)
           ++per_policy_seed[std::string(policy) + "/" + seed];
-  ASSERT_EQ(per_policy_seed.size(), 9u) << name << "\n" << jobs;
+  EXPECT_EQ(per_policy_seed.size(), 9u) << name << "\n" << jobs;
+  if (per_policy_seed.size() != 9u) return 0;
   const int settings = per_policy_seed.begin()->second;
   EXPECT_GE(settings, 3) << name;
   for (const auto& [key, count] : per_policy_seed) EXPECT_EQ(count, settings) << name << " " << key;
   EXPECT_EQ(runs, 9 * settings) << name;
+  return settings;
 }
 
 }  // namespace
@@ -219,6 +222,7 @@ TEST(SweepCommand, EveryShippedSweepFileValidatesWithoutRunning) {
   std::sort(files.begin(), files.end());
   TempDir dir;
   int checked = 0, dsa_sweeps = 0;
+  std::map<std::string, int> dsa_settings;  // per DSA sweep file: its settings
   for (const fs::path& file : files) {
     const auto sweep = nlohmann::json::parse(read_file(file));
     const auto scenario = file.parent_path() / sweep.at("scenario").get<std::string>();
@@ -236,11 +240,21 @@ TEST(SweepCommand, EveryShippedSweepFileValidatesWithoutRunning) {
         << o.out;
     EXPECT_FALSE(fs::exists(dir.path() / "out" / name / "points")) << file;  // nothing ran
     if (name.rfind("ina_dsa_", 0) == 0) {
-      expect_three_policies_and_three_seeds_per_setting(name, jobs);
+      dsa_settings[name] = expect_three_policies_and_three_seeds_per_setting(name, jobs);
       ++dsa_sweeps;
     }
     ++checked;
   }
   EXPECT_GE(checked, 20);
-  EXPECT_EQ(dsa_sweeps, 3);  // arrivals, job mix, workers per job
+  // Arrivals, job mix, workers per job: each at 3 iterations per job and at full size (`_full`:
+  // the scenario's 20 iterations, so no job is cut to 3), the latter over the same settings.
+  EXPECT_EQ(dsa_sweeps, 6);
+  for (const char* lever : {"ina_dsa_arrivals", "ina_dsa_job_mix", "ina_dsa_workers"}) {
+    const std::string full = std::string(lever) + "_full";
+    ASSERT_TRUE(dsa_settings.count(lever) && dsa_settings.count(full)) << lever;
+    EXPECT_EQ(dsa_settings[full], dsa_settings[lever]) << full;
+    const std::string jobs = read_file(dir.path() / "jobs" / full / "jobs.txt");
+    EXPECT_EQ(jobs.find("iterations=3"), std::string::npos) << full;
+    EXPECT_EQ(jobs.find("\"iterations\":3"), std::string::npos) << full;
+  }
 }

@@ -3,11 +3,16 @@
 rate, the job mix and the workers per job (workloads/sweeps/ina_dsa_{arrivals,job_mix,workers}.json),
 each point under SwitchML, ATP and DSA with 3 seeds.
 
-usage: ina_dsa_sweeps.py SWEEPS_DIR RESULTS_DIR
+The same sweeps at full size (20 iterations per job, the arrivals unscaled) are
+workloads/sweeps/ina_dsa_{arrivals,job_mix,workers}_full.json.
+
+usage: ina_dsa_sweeps.py SWEEPS_DIR RESULTS_DIR [--reduced REDUCED_RESULTS_DIR]
   SWEEPS_DIR holds one `mlsim sweep ... --out SWEEPS_DIR/<sweep name>` folder per sweep (its
   sweep.csv and points/<id>/summary.json); RESULTS_DIR gets, per sweep, <name>.csv (mlsim's tidy
   sweep.csv, copied), <name>_jobs.csv (one row per job of every run: its model, arrival and JCT)
-  and one summary.md with a table per lever.
+  and one summary.md with a table per lever. With --reduced (the RESULTS_DIR of the 3-iteration
+  sweeps, whose <name>.csv it reads), each full-size sweep's table is followed by one setting
+  against the 3-iteration figures of the same setting and seeds.
 
 Reads only simulated quantities from each run's summary.json (the resolved scenario says which
 setting, seed and policy a run had), so a rerun of the sweeps reproduces every file byte for byte.
@@ -30,6 +35,13 @@ LEVERS = {
     "ina_dsa_job_mix": ("job mix", lambda s: s["name"]),
     "ina_dsa_workers": ("workers per job", lambda s: str(s["workload"]["jobs"][0]["workers"])),
 }
+# The same levers at full size: 20 iterations per job, the mean inter-arrival not scaled.
+LEVERS.update({
+    name + "_full": ("mean inter-arrival (full size)" if name == "ina_dsa_arrivals" else label, lever)
+    for name, (label, lever) in list(LEVERS.items())})
+# Each lever's column in the 3-iteration tidy CSV (docs/sweeps.md).
+REDUCED_COLUMN = {"ina_dsa_arrivals": "workload.arrivals.mean_interarrival",
+                  "ina_dsa_job_mix": "name", "ina_dsa_workers": "workload.jobs[0].workers"}
 
 
 def duration_s(text):
@@ -40,6 +52,7 @@ def duration_s(text):
 
 
 def order_key(sweep, value):
+    sweep = sweep.removesuffix("_full")
     if sweep == "ina_dsa_arrivals":
         return duration_s(value)
     if sweep == "ina_dsa_workers":
@@ -106,19 +119,87 @@ def table(sweep, label, runs):
     return lines
 
 
+def per_seed_ratios(rows):
+    """{seed: (DSA vs ATP, DSA vs best baseline, best baseline)} from {seed: {policy: jct}}."""
+    out = {}
+    for seed, jct in rows.items():
+        if all(p in jct for p in POLICIES):
+            s, a, d = (jct[p] for p in POLICIES)
+            out[seed] = (a / d, min(s, a) / d, "SwitchML" if s <= a else "ATP")
+    return out
+
+
+def against_reduced(sweep, runs, reduced_csv):
+    """One row per full-size setting: its ratios beside the 3-iteration ones (same seeds)."""
+    lever = sweep.removesuffix("_full")
+    reduced = {}
+    with open(reduced_csv) as f:
+        for row in csv.DictReader(f):
+            reduced.setdefault(row[REDUCED_COLUMN[lever]], {}).setdefault(
+                int(row["seed"]), {})[row["system.policy"]] = float(row["jct_mean_s"])
+    full = {}
+    for r in runs:
+        full.setdefault(r["setting"], {}).setdefault(r["seed"], {})[r["policy"]] = \
+            r["metrics"]["jct_mean_s"]
+    full_settings = sorted(full, key=lambda v: order_key(sweep, v))
+
+    def reduced_setting(value):
+        if lever != "ina_dsa_arrivals":
+            return value
+        # The full-size mean inter-arrival is the reduced one x 20/3 (6.666667 ms for 1 ms).
+        return min(reduced, key=lambda v: abs(duration_s(v) - duration_s(value) * 3 / 20))
+    lines = [f"Full size against 3 iterations per job ({lever}.json), over the seeds run at full "
+             "size: mean [min, max] over those seeds.", "",
+             "| setting (full size) | 3 iterations | seeds | DSA vs ATP, full | 3 iterations "
+             "| DSA vs best baseline, full | 3 iterations | best baseline full / 3 iterations |",
+             "|---|---|---|---|---|---|---|---|"]
+    for fs in full_settings:
+        rs = reduced_setting(fs)
+        f, r = per_seed_ratios(full[fs]), per_seed_ratios(reduced.get(rs, {}))
+        seeds = sorted(k for k in f if k in r)
+        if not seeds:
+            continue
+
+        def cell(d, i):
+            return mean_range([d[k][i] for k in seeds], "{:.4f}") + "x"
+
+        def best(d):
+            return "/".join(sorted({d[k][2] for k in seeds}))
+        lines.append(f"| {fs} | {rs} | {','.join(map(str, seeds))} | {cell(f, 0)} | {cell(r, 0)} "
+                     f"| {cell(f, 1)} | {cell(r, 1)} | {best(f)} / {best(r)} |")
+    return lines
+
+
 def main():
-    if len(sys.argv) != 3:
+    args = sys.argv[1:]
+    reduced_dir = None
+    if len(args) == 4 and args[2] == "--reduced":
+        reduced_dir = args[3]
+        args = args[:2]
+    if len(args) != 2:
         sys.exit(__doc__)
-    src, dst = sys.argv[1], sys.argv[2]
+    src, dst = args
     os.makedirs(dst, exist_ok=True)
-    md = ["# DSA study: arrival rate, job mix, workers per job, seeds",
-          "",
-          "Written by `models/ina/tools/ina_dsa_sweeps.py` from the sweeps",
-          "`workloads/sweeps/ina_dsa_{arrivals,job_mix,workers}.json` (3 iterations per job;",
-          "docs/ina.md, \"Arrival rate, job mix, workers per job and seeds\"). Cells: mean over the",
-          "seeds [min, max]; ratios are per seed (DSA vs the better of SwitchML and ATP under the",
-          "same seed), then averaged. Counts are means over the seeds. The shipped setting (30 ms, the",
-          "shipped mix, 4 workers) runs in each of the three sweeps, with identical results.", ""]
+    full = any(os.path.isdir(os.path.join(src, n)) for n in LEVERS if n.endswith("_full"))
+    if full:
+        md = ["# DSA study at full size: arrival rate, job mix, workers per job, seeds",
+              "",
+              "Written by `models/ina/tools/ina_dsa_sweeps.py` from the sweeps",
+              "`workloads/sweeps/ina_dsa_{arrivals,job_mix,workers}_full.json` (20 iterations per",
+              "job, as shipped; docs/ina.md, \"Arrival rate, job mix, workers per job and seeds\").",
+              "Cells: mean over the seeds run [min, max]; ratios are per seed (DSA vs the better of",
+              "SwitchML and ATP under the same seed), then averaged. Counts are means over the seeds.",
+              "The shipped setting (200 ms, the shipped mix, 4 workers) runs in each of the three",
+              "sweeps, with identical results.", ""]
+    else:
+        md = ["# DSA study: arrival rate, job mix, workers per job, seeds",
+              "",
+              "Written by `models/ina/tools/ina_dsa_sweeps.py` from the sweeps",
+              "`workloads/sweeps/ina_dsa_{arrivals,job_mix,workers}.json` (3 iterations per job;",
+              "docs/ina.md, \"Arrival rate, job mix, workers per job and seeds\"). Cells: mean over the",
+              "seeds [min, max]; ratios are per seed (DSA vs the better of SwitchML and ATP under the",
+              "same seed), then averaged. Counts are means over the seeds. The shipped setting (30 ms, the",
+              "shipped mix, 4 workers) runs in each of the three sweeps, with identical results.", ""]
     for sweep, (label, lever) in LEVERS.items():
         folder = os.path.join(src, sweep)
         if not os.path.isdir(folder):
@@ -137,6 +218,9 @@ def main():
                                 repr(j["arrival_s"]), repr(j["jct_s"]),
                                 repr(j["mean_iteration_s"]), j.get("priority", "")])
         md += [f"## {sweep}", ""] + table(sweep, label, runs) + [""]
+        reduced_csv = os.path.join(reduced_dir or "", sweep.removesuffix("_full") + ".csv")
+        if reduced_dir and sweep.endswith("_full") and os.path.exists(reduced_csv):
+            md += against_reduced(sweep, runs, reduced_csv) + [""]
     with open(os.path.join(dst, "summary.md"), "w") as f:
         f.write("\n".join(md))
 
