@@ -759,10 +759,13 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
   component_classes_.resize(order_top_ - from + new_classes_.size());
   for (LinkId l : saved_links_) fill[l].unfrozen = 0;
   ClassSolve* const solve = class_solve_.data();
+  const LinkId* const routes = class_route_.data();
   std::uint32_t* const taken = component_classes_.data();
   std::size_t n = 0, entries = 0;
   const std::uint32_t stamp = stamp_;
-  auto take = [&](std::uint32_t c) {
+  // Inlined in both loops below (GCC, left to itself, made it a call: 16 M more instructions on
+  // star 1 k).
+  auto take = [&](std::uint32_t c) __attribute__((always_inline)) {
     ClassSolve& cs = solve[c];
     cs.stamp = stamp;
     cs.new_rate = -1;
@@ -770,7 +773,7 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
     taken[n++] = c;
     entries += cs.hops;
     if (cs.hops == 2) {  // unrolled, as in freeze_at
-      const LinkId* const route = class_route_.data() + std::size_t{c} * kRouteStride;
+      const LinkId* const route = routes + std::size_t{c} * kRouteStride;
       fill[route[0]].unfrozen += cs.weight;
       fill[route[1]].unfrozen += cs.weight;
     } else {
