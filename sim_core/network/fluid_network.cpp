@@ -7,6 +7,7 @@
 
 #include "sim_core/base/error.hpp"
 #include "sim_core/base/heap_sift.hpp"
+#include "sim_core/network/least_key.hpp"
 
 namespace mlsim {
 namespace {
@@ -475,7 +476,7 @@ void FluidNetwork::rebalance(std::span<const LinkId> seeds, double floor) {
     return;
   }
   // Analytic: a flow's rate is its bottleneck, whoever else is on the link.
-  ++stamp_;
+  next_stamp();
   component_links_.clear();
   auto note = [&](LinkId l) {
     if (links_[l].stamp != stamp_) {
@@ -515,7 +516,7 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
   for (LinkId l : seeds) near += links_[l].classes.size() + links_[l].flows.size();
   if (near < kPartialSolveMin) return 0;
   double floor = std::numeric_limits<double>::infinity();
-  ++stamp_;
+  next_stamp();
   for (LinkId l : seeds) {
     LinkState& ls = links_[l];
     if (ls.stamp == stamp_) continue;
@@ -564,7 +565,7 @@ double FluidNetwork::arrival_floor(std::span<const LinkId> seeds) {
 }
 
 void FluidNetwork::begin_component(std::span<const LinkId> seeds) {
-  ++stamp_;
+  next_stamp();
   stack_.clear();
   component_links_.clear();
   component_flows_.clear();
@@ -685,6 +686,8 @@ void FluidNetwork::solve_in_place(std::span<const LinkId> seeds, double floor) {
     return true;
   };
   if (fill_restart_ && component_classes_.size() >= kPartialSolveMin && classes_alone()) {
+    // In id order, so that every restarted scan finds its links sorted (fill_by_scan).
+    std::sort(component_links_.begin(), component_links_.end());
     ++saved_gen_;
     for (LinkId l : component_links_) link_saved_[l] = saved_gen_;
     saved_links_.assign(component_links_.begin(), component_links_.end());
@@ -750,23 +753,32 @@ bool FluidNetwork::restart_fill(std::span<const LinkId> seeds, double floor, dou
     fill[u->link].left = u->left;
   undo_top_ = undo_from;
   // What is solved again: the classes frozen from step k on, and the classes made since.
-  ++stamp_;
+  next_stamp();
   component_links_.assign(saved_links_.begin(), saved_links_.end());
   component_flows_.clear();
   component_classes_.resize(order_top_ - from + new_classes_.size());
   for (LinkId l : saved_links_) fill[l].unfrozen = 0;
   ClassSolve* const solve = class_solve_.data();
+  const LinkId* const routes = class_route_.data();
   std::uint32_t* const taken = component_classes_.data();
   std::size_t n = 0, entries = 0;
   const std::uint32_t stamp = stamp_;
-  auto take = [&](std::uint32_t c) {
+  // Inlined in both loops below (GCC, left to itself, made it a call: 16 M more instructions on
+  // star 1 k).
+  auto take = [&](std::uint32_t c) __attribute__((always_inline)) {
     ClassSolve& cs = solve[c];
     cs.stamp = stamp;
     cs.new_rate = -1;
     cs.order_pos = kNoSlot;
     taken[n++] = c;
     entries += cs.hops;
-    for (LinkId m : solve_route(c, cs)) fill[m].unfrozen += cs.weight;
+    if (cs.hops == 2) {  // unrolled, as in freeze_at
+      const LinkId* const route = routes + std::size_t{c} * kRouteStride;
+      fill[route[0]].unfrozen += cs.weight;
+      fill[route[1]].unfrozen += cs.weight;
+    } else {
+      for (LinkId m : solve_route(c, cs)) fill[m].unfrozen += cs.weight;
+    }
   };
   const std::uint32_t* const order = frozen_order_.data();
   for (std::uint32_t i = from; i < order_top_; ++i)
@@ -823,12 +835,15 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
     g.new_rate = share;
     g.new_bottleneck = l;
     for (LinkId m : g.links) {
-      fill_[m].left -= share;
-      --fill_[m].unfrozen;
+      FillLink& fm = fill_[m];
+      fm.left -= share;
+      --fm.unfrozen;
       if constexpr (kTouch) {
         touch(m);
-      } else {  // the scan's key, kept current (fill_by_scan)
-        fill_[m].key = fill_[m].left / fill_[m].unfrozen;
+      } else if constexpr (kLog) {  // the scan's key, kept current (fill_by_scan)
+        scan_key_[fm.place] = scan_share(fm);
+      } else {
+        fm.key = fm.left / fm.unfrozen;
       }
     }
   }
@@ -836,45 +851,73 @@ void FluidNetwork::freeze_at(LinkId l, double share) {
   std::uint32_t* const order = frozen_order_.data();
   std::uint32_t top = order_top_;
   // Group counts (kCount, count_at_freeze_): the classes in l's group are counted in `here`.
+  // (With here_group kNoSlot, `here` counts classes of no group, and is not added.)
   const std::uint32_t here_group = kCount ? group_of_link_[l] : kNoSlot;
-  std::uint32_t here = 0;
+  const std::uint32_t top_begin = top;
+  std::uint32_t others = 0;
   const bool one_class = kCount && links_[l].classes.size() == 1 && links_[l].flows.empty();
+  // Locals: the stores to the classes' and links' fields below (uint32 and double) would
+  // otherwise make the compiler reload these at every class entry.
+  ClassSolve* const solve = class_solve_.data();
+  FillLink* const fill = fill_.data();
+  double* const keys = scan_key_.data();
+  const LinkId* const routes = class_route_.data();
+  const std::uint32_t open = stamp_, frozen = stamp_ + 1;  // see next_stamp
   for (const ClassEntry& e : links_[l].classes) {
-    ClassSolve& cs = class_solve_[e.route_class];
-    if (cs.stamp != stamp_ || cs.new_rate >= 0) continue;
+    const std::uint32_t c = e.route_class;
+    ClassSolve& cs = solve[c];
+    if (cs.stamp != open) continue;  // not in this solve, or frozen already
+    cs.stamp = frozen;
     cs.new_rate = share;
     cs.bottleneck = l;
-    if constexpr (kCount) {  // (with here_group kNoSlot, `here` counts classes of no group)
-      if (cs.group == here_group) {
-        ++here;
-      } else if (cs.group != kNoSlot) {
-        count_in_group(cs.group, 1);
+    if constexpr (kCount) {  // the others are counted after the walk, as `here`
+      if (const std::uint32_t g = cs.group; g != here_group) [[unlikely]] {
+        ++others;
+        if (g != kNoSlot) count_in_group(g, 1);
       }
     }
     const std::uint32_t weight = cs.weight;
     const double taken = share * static_cast<double>(weight);
     if constexpr (kLog) {
       cs.order_pos = top;
-      order[top++] = e.route_class;
+      order[top++] = c;
     }
-    for (LinkId m : solve_route(e.route_class, cs)) {
-      if constexpr (kLog) *undo++ = FillUndo{fill_[m].left, m};
-      fill_[m].left -= taken;
-      fill_[m].unfrozen -= weight;
+    const std::uint32_t hops = cs.hops;
+    auto give = [&](LinkId m, [[maybe_unused]] FillUndo* u) {  // the class's rate leaves m
+      FillLink& fm = fill[m];
+      if constexpr (kLog) *u = FillUndo{fm.left, m};
+      fm.left -= taken;
+      fm.unfrozen -= weight;
       if constexpr (kTouch) {
         touch(m);
-      } else {  // the scan's key, kept current (fill_by_scan)
-        fill_[m].key = fill_[m].left / fill_[m].unfrozen;
+      } else if constexpr (kLog) {  // the scan's key, kept current (fill_by_scan)
+        keys[fm.place] = scan_share(fm);
+      } else {
+        fm.key = fm.left / fm.unfrozen;
       }
+    };
+    // Routes of two links (hosts under one switch; every route of the benchmark's star) are
+    // unrolled: the loop's control was about a fifth of a freeze's instructions there.
+    if (hops == 2) {
+      const LinkId* const route = routes + std::size_t{c} * kRouteStride;
+      give(route[0], undo);
+      give(route[1], kLog ? undo + 1 : nullptr);
+    } else {
+      const LinkId* const route = hops <= kRouteStride ? routes + std::size_t{c} * kRouteStride
+                                                       : route_class(c).links.begin();
+      for (std::uint32_t j = 0; j < hops; ++j) give(route[j], kLog ? undo + j : nullptr);
     }
+    if constexpr (kLog) undo += hops;
   }
   if constexpr (kCount) {
+    static_assert(kLog, "the counts at the freeze are of a logged filling");
+    const std::uint32_t here = top - top_begin - others;
     if (here != 0 && here_group != kNoSlot) count_in_group(here_group, here);
     // A lone class freezes at a link of no other class: the only class on l (if it is in this
     // solve, this step froze it).
     if (one_class) {
       const std::uint32_t c = links_[l].classes[0].route_class;
-      if (const ClassSolve& cs = class_solve_[c]; cs.stamp == stamp_ && lone_class(c, cs))
+      if (const ClassSolve& cs = class_solve_[c]; cs.stamp == frozen && lone_class(c, cs))
         lone_seen_ = true;
     }
   }
@@ -895,52 +938,92 @@ void FluidNetwork::reserve_log() {
 
 template <bool kLog, bool kCount>
 void FluidNetwork::fill_by_scan() {
-  // The filling of fill_in_place for a component of few links: the next link to freeze is found
-  // by scanning the links still unfrozen for the least (left / unfrozen, link id). The share is
-  // each link's `key`, computed here for every link and then by freeze_at (kTouch false) after
-  // each change of the link's capacity left or count: the same division of the same values as
-  // computing it in the scan, so the same bits, but one division per link a freeze changes
-  // instead of one per link still unfrozen at every step (star 1 k: 1.5-4% faster in flow-only
-  // runs in turns, within the noise of runs with SimGrid; 3% more instructions;
-  // docs/performance.md, 2026-12-07 helper D). That is the link the heap
+  // The filling of fill_in_place for a component of few links: the next link to freeze is the
+  // least (left / unfrozen, link id) among the links still unfrozen, which is the link the heap
   // gives (its top is the least current share, ties on the link id: see fill_in_place), with the
-  // same share, so the filling freezes the same links in the same order at the same levels; it
-  // needs no heap upkeep after each freeze (star 1 k, 46 links in a solve: the heap's sifts and
-  // the touched links' refresh were a quarter of the filling's instructions).
-  scan_links_.clear();
-  for (LinkId l : component_links_)
-    if (FillLink& fl = fill_[l]; fl.unfrozen != 0) {
-      fl.key = fl.left / fl.unfrozen;
-      scan_links_.push_back(l);
-    }
-  // The links still unfrozen are scan[0, n); plain pointers and a local count, as freeze_at's
-  // stores would otherwise make the compiler reload the vectors at every link scanned.
-  LinkId* const scan = scan_links_.data();
-  std::size_t n = scan_links_.size();
-  while (n > 0) {
-    // Shares are finite (unfrozen > 0), so the first link scanned replaces the infinite start.
-    const FillLink* const fill = fill_.data();
-    std::size_t best = 0;
-    double best_key = std::numeric_limits<double>::infinity();
-    LinkId best_link = ~LinkId{0};
-    for (std::size_t i = 0; i < n;) {
-      const LinkId l = scan[i];
-      const FillLink& fl = fill[l];
-      if (fl.unfrozen == 0) {  // all its flows were frozen by other links
-        scan[i] = scan[--n];
-        continue;
+  // same share, so the filling freezes the same links in the same order at the same levels. Each
+  // link's share is kept current by freeze_at (kTouch false) after each change of its capacity
+  // left or count: the same division of the same values as computing it in the scan, so the
+  // same bits, one division per link a freeze changes instead of one per link still unfrozen at
+  // every step (docs/performance.md, 2026-12-07 helper D).
+  // A logged filling (a saved one, and its restarts: star 1 k, 41 steps a solve over about 46
+  // links) keeps the shares in the flat `scan_key_`, by place in the scan (FillLink::place), the
+  // links in increasing id order; a link with nothing left unfrozen has the share +infinity. The
+  // scan is then a minimum over an array of doubles with no test per link (first_least: two SSE2
+  // lanes at a time), and the first index holding it is the least (share, link id). Before, the
+  // scan read each link's record, tested its count and broke ties per link: about 440
+  // instructions a step against 190 (docs/performance.md, 2026-12-07 evening).
+  if constexpr (!kLog) {
+    // A filling not saved (small components: the groups case solves 4 classes at each start
+    // and end): each link's share in FillLink::key, the links still unfrozen scanned through
+    // the link records, and the dead ones dropped as met; its set-up is cheaper than the
+    // flat array's below (sorting, places), which only a long filling repays.
+    scan_links_.clear();
+    for (LinkId l : component_links_)
+      if (FillLink& fl = fill_[l]; fl.unfrozen != 0) {
+        fl.key = fl.left / fl.unfrozen;
+        scan_links_.push_back(l);
       }
-      // The least (key, link id); most links are above the least so far, tested first.
-      if (const double key = fl.key; !(key > best_key) && (key < best_key || l < best_link)) {
-        best = i;
-        best_key = key;
-        best_link = l;
+    // The links still unfrozen are scan[0, n); plain pointers and a local count, as freeze_at's
+    // stores would otherwise make the compiler reload the vectors at every link scanned.
+    LinkId* const scan = scan_links_.data();
+    std::size_t n = scan_links_.size();
+    while (n > 0) {
+      // Shares are finite (unfrozen > 0), so the first link scanned replaces the infinite start.
+      const FillLink* const fill = fill_.data();
+      std::size_t best = 0;
+      double best_key = std::numeric_limits<double>::infinity();
+      LinkId best_link = ~LinkId{0};
+      for (std::size_t i = 0; i < n;) {
+        const LinkId l = scan[i];
+        const FillLink& fl = fill[l];
+        if (fl.unfrozen == 0) {  // all its flows were frozen by other links
+          scan[i] = scan[--n];
+          continue;
+        }
+        // The least (key, link id); most links are above the least so far, tested first.
+        if (const double key = fl.key; !(key > best_key) && (key < best_key || l < best_link)) {
+          best = i;
+          best_key = key;
+          best_link = l;
+        }
+        ++i;
       }
-      ++i;
+      if (n == 0) break;
+      scan[best] = scan[--n];
+      freeze_at<false, kLog, kCount>(best_link, std::max(0.0, best_key));
     }
-    if (n == 0) break;
-    scan[best] = scan[--n];
-    freeze_at<false, kLog, kCount>(best_link, std::max(0.0, best_key));
+  } else {
+    scan_links_.clear();
+    for (LinkId l : component_links_)
+      if (fill_[l].unfrozen != 0) scan_links_.push_back(l);
+    LinkId* const scan = scan_links_.data();
+    const std::size_t n = scan_links_.size();
+    // Saved fillings keep their links sorted (solve_in_place); other components are small.
+    if (!std::is_sorted(scan, scan + n)) std::sort(scan, scan + n);
+    // Slot n takes the keys of the component's links outside the scan (no unfrozen flow: a freeze
+    // never changes them, but a class of weight 0 would still write there).
+    scan_key_.resize(n + 1);
+    double* const keys = scan_key_.data();
+    for (LinkId l : component_links_) fill_[l].place = static_cast<std::uint32_t>(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      FillLink& fl = fill_[scan[i]];
+      fl.place = static_cast<std::uint32_t>(i);
+      keys[i] = fl.left / fl.unfrozen;
+    }
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    for (;;) {
+      std::size_t best = first_least(keys, n);
+      if (best == n) {
+        // Every share is +infinity: done, unless a link still unfrozen has an infinite share (a
+        // link of infinite capacity); the first such is the least (share, link id).
+        best = 0;
+        while (best < n && fill_[scan[best]].unfrozen == 0) ++best;
+        if (best == n) break;
+      }
+      freeze_at<false, kLog, kCount>(scan[best], std::max(0.0, keys[best]));
+      keys[best] = kInf;  // frozen (its count is 0 now)
+    }
   }
 }
 
