@@ -83,7 +83,8 @@ struct CoreBenchOptions {
 
 struct CoreBench {
   explicit CoreBench(const ParallelLayout& l, CoreBenchOptions o = {})
-      : topo(build_topology(o.fabric ? *o.fabric
+      : gpus_per_host(o.gpus_per_host > 0 ? o.gpus_per_host : l.tp),
+        topo(build_topology(o.fabric ? *o.fabric
                                      : StarSpec{o.hosts > 0 ? o.hosts : l.pp * l.dp,
                                                 LinkSpec{Bandwidth{1e9}, o.star_latency}})),
         net(engine, topo, Sharing::kMaxMin),
@@ -110,10 +111,9 @@ struct CoreBench {
     if (o.nvswitch)
       intra_node = IntraNodeLink{IntraNodeFabric::kNvSwitch, Bandwidth{1e11}, Time::us(1), "test"};
     for (NodeId h : topo.hosts())
-      hardware.set_host(h, HostHardware{.gpu = &gpu,
-                                        .gpus = o.gpus_per_host > 0 ? o.gpus_per_host : l.tp,
-                                        .nic = nullptr,
-                                        .intra_node = intra_node});
+      hardware.set_host(
+          h, HostHardware{
+                 .gpu = &gpu, .gpus = gpus_per_host, .nic = nullptr, .intra_node = intra_node});
     if (!o.costs) return;
     costs.launch = Time::us(5);
     costs.of(collectives::Protocol::kSimple) = {true, Time::us(2), 1.0};
@@ -121,14 +121,14 @@ struct CoreBench {
   CoreBench(const CoreBench&) = delete;
   CoreBench& operator=(const CoreBench&) = delete;
 
-  // Per core worker, its host: the TP group's (collapsed) or its GPU's (not collapsed: GPU g on
-  // host g / tp), for the first pp x dp hosts (a fabric may have more).
+  // Per core worker, the host of its first GPU (GPU g on host g / gpus_per_host, the graph's
+  // placement): the TP group's (collapsed, GPU tp x r) or the GPU's own (not collapsed).
   std::vector<NodeId> worker_hosts(const ParallelLayout& l) const {
-    const int per_host = l.collapse_tensor_parallel ? 1 : l.tp;
+    const int lanes = l.collapse_tensor_parallel ? 1 : l.tp;
+    const int step = l.collapse_tensor_parallel ? l.tp : 1;
     std::vector<NodeId> out;
-    for (NodeId h : topo.hosts())
-      for (int t = 0; t < per_host; ++t) out.push_back(h);
-    out.resize(static_cast<std::size_t>(l.pp * l.dp * per_host));
+    for (int w = 0; w < l.pp * l.dp * lanes; ++w)
+      out.push_back(topo.hosts().at(static_cast<std::size_t>(w * step / gpus_per_host)));
     return out;
   }
 
@@ -162,7 +162,8 @@ struct CoreBench {
     return run;
   }
 
-  GpuSpec gpu;  // every host's (HostHardware points here)
+  int gpus_per_host;  // every host's GPUs
+  GpuSpec gpu;        // every host's (HostHardware points here)
   Engine engine;
   Topology topo;
   FluidNetwork net;

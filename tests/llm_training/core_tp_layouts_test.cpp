@@ -19,11 +19,13 @@
 #include "sim_core/network/link_conditions.hpp"
 #include "sim_core/network/topology_builders.hpp"
 #include "sim_core/workload/graph_executor.hpp"
+#include "tests/llm_training/core_bench.hpp"
 #include "tests/support/run_json.hpp"
 
 namespace mlsim::llm_training {
 namespace tp_layouts_test {
 
+using core_bench::CoreBench;
 using workload::CommunicationMode;
 
 Time ms(double v) {
@@ -47,62 +49,6 @@ StageKernels kernels(bool full) {
   return k;
 }
 
-// Hosts of `gpus_per_host` GPUs each, as many as tp x pp x dp GPUs need, on a star of 1 GB/s
-// links with `link_latency` or on `fabric`; a host's GPUs on a 100 GB/s, 1 us NVSwitch. Every
-// collective and message pays a 5 us launch and the Simple protocol's 2 us per hop.
-// [Minimal local set-up until tests/llm_training/core_bench.hpp lands on main.]
-struct Bench {
-  Bench(const ParallelLayout& l, int gpus_per_host, std::optional<TopologySpec> fabric,
-        Time link_latency)
-      : gpus(gpus_per_host),
-        topo(build_topology(fabric
-                                ? *fabric
-                                : StarSpec{(l.tp * l.pp * l.dp + gpus_per_host - 1) / gpus_per_host,
-                                           LinkSpec{Bandwidth{1e9}, link_latency}})),
-        net(engine, topo, Sharing::kMaxMin),
-        links(topo, net),
-        speeds(topo.nodes().size()),
-        hardware(topo.nodes().size()),
-        compute(engine, hardware, speeds, cost_model) {
-    static const GpuSpec gpu = [] {
-      GpuSpec g;
-      g.name = "tp-layouts-gpu";
-      g.peak[Dtype::kFp16] = FlopRate{100e12};
-      g.hbm_bandwidth = Bandwidth{2e12};
-      return g;
-    }();
-    const IntraNodeLink nvlink{IntraNodeFabric::kNvSwitch, Bandwidth{1e11},
-                               Time::from_seconds(1e-6), "test"};
-    for (NodeId h : topo.hosts())
-      hardware.set_host(
-          h,
-          HostHardware{.gpu = &gpu, .gpus = gpus_per_host, .nic = nullptr, .intra_node = nvlink});
-    costs.launch = Time::from_seconds(5e-6);
-    costs.of(collectives::Protocol::kSimple) = {true, Time::from_seconds(2e-6), 1.0};
-  }
-  // Per core worker, the host of its first GPU (GPU g on host g / gpus_per_host, the graph's
-  // placement): the TP group's (collapsed, GPU tp x r) or the GPU's own.
-  std::vector<NodeId> worker_hosts(const ParallelLayout& l) const {
-    const int lanes = l.collapse_tensor_parallel ? 1 : l.tp;
-    const int step = l.collapse_tensor_parallel ? l.tp : 1;
-    std::vector<NodeId> out;
-    for (int w = 0; w < l.pp * l.dp * lanes; ++w)
-      out.push_back(topo.hosts().at(static_cast<std::size_t>(w * step / gpus)));
-    return out;
-  }
-
-  int gpus;
-  Engine engine;
-  Topology topo;
-  FluidNetwork net;
-  LinkConditions links;
-  HostSpeeds speeds;
-  NodeHardware hardware;
-  CostModel cost_model;
-  Compute compute;
-  collectives::CostModel costs;
-};
-
 struct Setting {
   int gpus_per_host = 8;
   CommunicationMode mode = CommunicationMode::kNetwork;
@@ -117,29 +63,27 @@ struct CoreRun {
   std::int64_t network_bytes = 0;  // DP and message bytes the network delivered
 };
 
+// Hosts of `gpus_per_host` GPUs each, as many as tp x pp x dp GPUs need, on a star of 1 GB/s
+// links with `link_latency` or on `fabric`; a host's GPUs on core_bench's NVSwitch, and its
+// launch and protocol costs.
+CoreBench bench(const ParallelLayout& l, const Setting& s) {
+  return CoreBench(l, {.fabric = s.fabric,
+                       .hosts = (l.tp * l.pp * l.dp + s.gpus_per_host - 1) / s.gpus_per_host,
+                       .star_latency = s.link_latency,
+                       .gpus_per_host = s.gpus_per_host});
+}
+
 CoreRun on_the_graph(const ParallelLayout& l, const StageKernels& k, const Setting& s) {
-  Bench b(l, s.gpus_per_host, s.fabric, s.link_latency);
-  MegatronSource source(l, k);
-  workload::ExecutorOptions options;
-  options.mode = s.mode;
-  options.costs = b.costs;
-  workload::GraphExecutor executor(b.engine, b.net, b.compute, b.links, source, options, "graph");
-  executor.start();
-  b.engine.run();
-  EXPECT_TRUE(executor.done());
-  CoreRun out;
-  for (const auto& rep : executor.reports()) out.end = std::max(out.end, rep.finished);
-  out.ranks = executor.reports();
-  out.network_bytes = executor.network_bytes_delivered();
-  return out;
+  CoreBench b = bench(l, s);
+  const CoreBench::GraphRun run = b.run_graph(l, k, s.mode);
+  EXPECT_TRUE(run.executor->done());
+  return {run.end, run.executor->reports(), 0, run.executor->network_bytes_delivered()};
 }
 
 CoreRun on_the_core(const ParallelLayout& l, const StageKernels& k, const Setting& s,
                     bool merged = false) {
-  Bench b(l, s.gpus_per_host, s.fabric, s.link_latency);
-  MegatronCoreOptions options;
-  options.costs = b.costs;
-  options.links = &b.links;
+  CoreBench b = bench(l, s);
+  MegatronCoreOptions options = b.core_options();
   options.closed_form = s.mode == CommunicationMode::kClosedForm;
   options.merge_op_steps = merged;
   MegatronCoreJob job(b.engine, b.net, b.compute, l, k, b.worker_hosts(l), options,
